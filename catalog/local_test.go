@@ -1,0 +1,42 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+)
+
+func TestOpenLocalMountLoad(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cat, props, err := OpenLocal(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMounts()
+	if err := m.Mount(LocalCatalogName, cat, props); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	ref := TableRef{Catalog: LocalCatalogName, Schema: DefaultSchema, Table: "t"}
+	if _, err := cat.CreateTable(ctx, ref.Ident(), schema); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.LoadTable(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MetadataLocation == "" || p.StorageProps["warehouse"] == "" {
+		t.Fatalf("pinned: %+v", p.Ref)
+	}
+	_, err = m.LoadTable(ctx, TableRef{Catalog: LocalCatalogName, Schema: DefaultSchema, Table: "nope"})
+	if !errors.Is(err, ErrTableNotFound) {
+		t.Fatalf("missing table: %v", err)
+	}
+	if _, err := m.LoadTable(ctx, TableRef{Catalog: "x", Schema: "s", Table: "t"}); !errors.Is(err, ErrCatalogNotFound) {
+		t.Fatalf("missing catalog: %v", err)
+	}
+}

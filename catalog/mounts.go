@@ -1,0 +1,155 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Errors of this package; they wrap iceberg-go's catalog errors where one
+// is the cause, so errors.Is works with both.
+var (
+	ErrCatalogNotFound = errors.New("catalog: catalog not found")
+	ErrSchemaNotFound  = errors.New("catalog: schema not found")
+	ErrTableNotFound   = errors.New("catalog: table not found")
+)
+
+// TableRef names a table by catalog, schema (a one-level namespace) and name.
+type TableRef struct {
+	Catalog string
+	Schema  string
+	Table   string
+}
+
+// String returns catalog.schema.table.
+func (r TableRef) String() string { return r.Catalog + "." + r.Schema + "." + r.Table }
+
+// Ident is the iceberg-go identifier of the table within its catalog.
+func (r TableRef) Ident() table.Identifier { return table.Identifier{r.Schema, r.Table} }
+
+// Pinned is a table loaded for one query, pinned to one metadata location.
+type Pinned struct {
+	Ref              TableRef
+	Table            *table.Table
+	MetadataLocation string
+	// StorageProps open the table's files. They may hold credentials: they go
+	// to workers only inside sealed tickets and are never logged.
+	StorageProps map[string]string
+}
+
+// Mount is one mounted catalog.
+type Mount struct {
+	Name    string
+	Catalog icecat.Catalog
+	// Props are the properties the catalog was opened with; the storage
+	// ones are handed to workers.
+	Props iceberg.Properties
+}
+
+// String names the mount without its properties.
+func (m *Mount) String() string {
+	return fmt.Sprintf("catalog %s (%s)", m.Name, m.Catalog.CatalogType())
+}
+
+// Mounts holds the mounted catalogs by name. It is safe for concurrent use.
+type Mounts struct {
+	mu     sync.RWMutex
+	mounts map[string]*Mount
+}
+
+// NewMounts returns an empty set of mounts.
+func NewMounts() *Mounts { return &Mounts{mounts: map[string]*Mount{}} }
+
+// Mount adds a catalog under name.
+func (m *Mounts) Mount(name string, cat icecat.Catalog, props iceberg.Properties) error {
+	if name == "" || strings.ContainsAny(name, ".\"") {
+		return fmt.Errorf("catalog: invalid catalog name %q", name)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.mounts[name]; ok {
+		return fmt.Errorf("catalog: catalog %q mounted twice", name)
+	}
+	m.mounts[name] = &Mount{Name: name, Catalog: cat, Props: props}
+	return nil
+}
+
+// Names returns the mounted catalog names, sorted.
+func (m *Mounts) Names() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Sorted(maps.Keys(m.mounts))
+}
+
+// Get returns the mount called name.
+func (m *Mounts) Get(name string) (*Mount, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	mt, ok := m.mounts[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrCatalogNotFound, name)
+	}
+	return mt, nil
+}
+
+// Close closes every catalog that can be closed.
+func (m *Mounts) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, mt := range m.mounts {
+		if c, ok := mt.Catalog.(icecat.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LoadTable loads ref's current metadata and pins it.
+func (m *Mounts) LoadTable(ctx context.Context, ref TableRef) (*Pinned, error) {
+	mt, err := m.Get(ref.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := mt.Catalog.LoadTable(ctx, ref.Ident())
+	if err != nil {
+		if errors.Is(err, icecat.ErrNoSuchTable) || errors.Is(err, icecat.ErrNoSuchNamespace) {
+			return nil, fmt.Errorf("%w: %s", ErrTableNotFound, ref)
+		}
+		return nil, fmt.Errorf("load table %s: %w", ref, err)
+	}
+	return &Pinned{
+		Ref:              ref,
+		Table:            tbl,
+		MetadataLocation: tbl.MetadataLocation(),
+		StorageProps:     StorageProps(mt.Props, tbl.Properties()),
+	}, nil
+}
+
+// storagePrefixes are the property prefixes FileIO reads.
+var storagePrefixes = []string{"s3.", "gcs.", "adls.", "client.", "io-impl", "py-io-impl", "warehouse"}
+
+// StorageProps picks the FileIO properties out of catalog and table
+// properties; table properties win.
+func StorageProps(catalogProps, tableProps iceberg.Properties) map[string]string {
+	out := map[string]string{}
+	for _, props := range []iceberg.Properties{catalogProps, tableProps} {
+		for k, v := range props {
+			for _, p := range storagePrefixes {
+				if strings.HasPrefix(k, p) {
+					out[k] = v
+					break
+				}
+			}
+		}
+	}
+	return out
+}

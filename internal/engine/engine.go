@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// Defaults for Options.
+const (
+	DefaultMemoryLimit = "2GB"
+)
+
+// Options configure one embedded database.
+type Options struct {
+	// Threads DuckDB may use; 0 means the number of CPUs.
+	Threads int
+	// MemoryLimit is DuckDB's memory_limit, e.g. "2GB".
+	MemoryLimit string
+	// TempDir is the private spill folder. It is created with mode 0700.
+	// Empty means a new folder under os.TempDir that Close removes.
+	TempDir string
+}
+
+// Validate reports every problem with o at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Threads < 0 {
+		errs = append(errs, fmt.Errorf("engine: threads must be >= 0, got %d", o.Threads))
+	}
+	if strings.ContainsAny(o.MemoryLimit, "'\\") {
+		errs = append(errs, errors.New("engine: memory limit has a quote"))
+	}
+	if strings.ContainsAny(o.TempDir, "'\\") {
+		errs = append(errs, errors.New("engine: temp dir has a quote"))
+	}
+	return errors.Join(errs...)
+}
+
+// Engine is one locked-down in-memory DuckDB database.
+type Engine struct {
+	db        *sql.DB
+	boot      *sql.Conn
+	tempDir   string
+	ownTemp   bool
+	viewCount atomic.Int64
+}
+
+// Open starts a database and applies the lockdown on a bootstrap
+// connection, in the order DuckDB accepts it.
+func Open(ctx context.Context, o Options) (*Engine, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Threads == 0 {
+		o.Threads = runtime.NumCPU()
+	}
+	if o.MemoryLimit == "" {
+		o.MemoryLimit = DefaultMemoryLimit
+	}
+	e := &Engine{tempDir: o.TempDir}
+	if e.tempDir == "" {
+		dir, err := os.MkdirTemp("", "icefloe-spill-")
+		if err != nil {
+			return nil, fmt.Errorf("engine: spill folder: %w", err)
+		}
+		e.tempDir, e.ownTemp = dir, true
+	} else if err := os.MkdirAll(e.tempDir, 0o700); err != nil {
+		return nil, fmt.Errorf("engine: spill folder: %w", err)
+	}
+	connector, err := duckdb.NewConnector("", nil)
+	if err != nil {
+		e.cleanup()
+		return nil, fmt.Errorf("engine: open duckdb: %w", err)
+	}
+	e.db = sql.OpenDB(connector)
+	boot, err := e.db.Conn(ctx)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: bootstrap connection: %w", err)
+	}
+	e.boot = boot
+	settings := []string{
+		fmt.Sprintf("SET threads = %d", o.Threads),
+		fmt.Sprintf("SET memory_limit = '%s'", o.MemoryLimit),
+		fmt.Sprintf("SET temp_directory = '%s'", e.tempDir),
+		"SET autoinstall_known_extensions = false",
+		"SET autoload_known_extensions = false",
+		"SET enable_external_access = false",
+		"SET lock_configuration = true",
+	}
+	for _, s := range settings {
+		if _, err := boot.ExecContext(ctx, s); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("engine: lockdown %q: %w", s, err)
+		}
+	}
+	return e, nil
+}
+
+// Close closes the database and removes a spill folder it created.
+func (e *Engine) Close() error {
+	var err error
+	if e.boot != nil {
+		err = e.boot.Close()
+	}
+	if e.db != nil {
+		err = errors.Join(err, e.db.Close())
+	}
+	e.cleanup()
+	return err
+}
+
+func (e *Engine) cleanup() {
+	if e.ownTemp {
+		os.RemoveAll(e.tempDir)
+	}
+}
+
+// Conn is one connection: its temp tables are private to it. A Conn is not
+// safe for concurrent use.
+type Conn struct {
+	e     *Engine
+	c     *sql.Conn
+	arrow *duckdb.Arrow
+}
+
+// Conn returns a new connection; the caller closes it.
+func (e *Engine) Conn(ctx context.Context) (*Conn, error) {
+	c, err := e.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("engine: connection: %w", err)
+	}
+	var ar *duckdb.Arrow
+	err = c.Raw(func(dc any) error {
+		var err error
+		ar, err = duckdb.NewArrowFromConn(dc.(driver.Conn))
+		return err
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("engine: arrow interface: %w", err)
+	}
+	return &Conn{e: e, c: c, arrow: ar}, nil
+}
+
+// Close returns the connection; its temp tables are dropped.
+func (c *Conn) Close() error {
+	// Temp tables must not outlive the session that made them: sql.DB pools
+	// connections, so drop them by closing the driver connection for good.
+	_ = c.c.Raw(func(any) error { return driver.ErrBadConn })
+	return c.c.Close()
+}
+
+// DB is the connection for database/sql use.
+func (c *Conn) DB() *sql.Conn { return c.c }
+
+// Exec runs a statement that returns no rows.
+func (c *Conn) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := c.c.ExecContext(ctx, query, args...)
+	return err
+}
+
+// Query runs a query and returns its result as Arrow. The caller releases
+// the reader before running anything else on c.
+func (c *Conn) Query(ctx context.Context, query string, args ...any) (array.RecordReader, error) {
+	return c.arrow.QueryContext(ctx, query, args...)
+}
+
+// QuerySchema returns the Arrow schema of a query's result without
+// producing rows from the inputs.
+func (c *Conn) QuerySchema(ctx context.Context, query string) (*arrow.Schema, error) {
+	rdr, err := c.Query(ctx, "SELECT * FROM ("+query+") AS __icefloe_bind LIMIT 0")
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	return rdr.Schema(), nil
+}
+
+// LoadTable reads rdr to its end into a new temp table called name (a
+// plain identifier chosen by the caller, not client input). Loading into a
+// table rather than querying a registered Arrow view keeps every optimizer
+// correct (duckdb/duckdb#17012) and lets the table be scanned more than
+// once (duckdb/duckdb#19040).
+func (c *Conn) LoadTable(ctx context.Context, name string, rdr array.RecordReader) error {
+	view := fmt.Sprintf("__icefloe_in_%d", c.e.viewCount.Add(1))
+	release, err := c.arrow.RegisterView(rdr, view)
+	if err != nil {
+		return fmt.Errorf("engine: register arrow stream: %w", err)
+	}
+	err = c.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT * FROM %s", Quote(name), view))
+	if dropErr := c.Exec(ctx, "DROP VIEW IF EXISTS "+view); err == nil && dropErr != nil {
+		err = dropErr
+	}
+	release()
+	return err
+}
+
+// Quote quotes an identifier for DuckDB.
+func Quote(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// QuoteString quotes a string literal for DuckDB.
+func QuoteString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

@@ -1,0 +1,108 @@
+package planner
+
+import (
+	"errors"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"go.uber.org/zap"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// Errors the planner returns, wrapped with detail. flightsql maps each to a
+// gRPC code in one place.
+var (
+	// ErrSyntax: DuckDB could not parse the statement (InvalidArgument).
+	ErrSyntax = errors.New("planner: syntax error")
+	// ErrInvalid: the statement is well formed but wrong, e.g. an unknown
+	// column (InvalidArgument).
+	ErrInvalid = errors.New("planner: invalid statement")
+	// ErrNotFound: a named catalog, schema or table does not exist (NotFound).
+	ErrNotFound = errors.New("planner: not found")
+	// ErrExists: a created object exists already (AlreadyExists).
+	ErrExists = errors.New("planner: already exists")
+	// ErrUnsupported: a statement kind icefloe does not run (Unimplemented).
+	ErrUnsupported = errors.New("planner: not supported")
+	// ErrRefused: the statement asks for something clients may not do, such
+	// as a table function or a setting (PermissionDenied).
+	ErrRefused = errors.New("planner: refused")
+	// ErrNoWorkers: no live worker to plan over (Unavailable).
+	ErrNoWorkers = errors.New("planner: no live worker")
+)
+
+// Defaults for Options.
+const (
+	DefaultTicketTTL        = time.Hour
+	DefaultTargetGroupBytes = 64 << 20
+	DefaultSlotsPerWorker   = 2
+)
+
+// Session holds the defaults for unqualified names.
+type Session struct {
+	Catalog string
+	Schema  string
+}
+
+// Worker is one live worker a plan may put endpoints on.
+type Worker struct {
+	// Location is the Flight location URI, e.g. grpc://127.0.0.1:4001.
+	Location string
+	// Slots is how many groups the worker should get in parallel.
+	Slots int
+}
+
+// Workers tells the planner which workers are live now.
+type Workers interface {
+	Live() []Worker
+}
+
+// Options configure a Planner.
+type Options struct {
+	Mounts  *catalog.Mounts
+	Engine  *engine.Engine
+	Key     *wire.Key
+	Workers Workers
+	// TicketTTL is how long tickets stay valid.
+	TicketTTL time.Duration
+	// TargetGroupBytes is the size a task group aims for.
+	TargetGroupBytes int64
+	Logger           *zap.Logger
+}
+
+// Kind says whether a statement returns rows.
+type Kind int
+
+const (
+	// KindQuery statements return a result set (SELECT, WITH, VALUES, …).
+	KindQuery Kind = iota
+	// KindUpdate statements return an update count (DDL, INSERT, …).
+	KindUpdate
+)
+
+// Strategy is how a query is spread over the workers.
+type Strategy string
+
+const (
+	Scatter  Strategy = "scatter"
+	TwoPhase Strategy = "two-phase"
+	Gather   Strategy = "gather"
+)
+
+// Plan is a planned query: its result schema and one endpoint per ticket.
+type Plan struct {
+	QueryID   string
+	Strategy  Strategy
+	Schema    *arrow.Schema
+	Endpoints []Endpoint
+	// Explain is the printable distributed plan.
+	Explain string
+}
+
+// Endpoint is one ticket and the locations that can serve it, owner first.
+type Endpoint struct {
+	Ticket    []byte
+	Locations []string
+}

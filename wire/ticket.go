@@ -1,0 +1,75 @@
+package wire
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// FormatVersion is the ticket format this build writes and accepts.
+const FormatVersion = 1
+
+// Ticket is what one Flight endpoint asks a worker to do: read the listed
+// scans, run the fragment SQL over them and stream the result with Schema.
+type Ticket struct {
+	// Version is the ticket format version; Seal sets it.
+	Version int `json:"v"`
+	// QueryID names the client statement the ticket belongs to.
+	QueryID string `json:"q"`
+	// ExpiresAt is when a worker stops accepting the ticket.
+	ExpiresAt time.Time `json:"e"`
+	// Scans are the inputs of the fragment, each exposed to SQL as a table
+	// named Scan.View.
+	Scans []Scan `json:"s,omitempty"`
+	// SQL is the fragment a worker runs over the scans' tables.
+	SQL string `json:"sql"`
+	// Schema is the Arrow IPC encoding of the result schema every stream of
+	// the query carries; the worker sends its batches with exactly this schema.
+	Schema []byte `json:"sch,omitempty"`
+}
+
+// Scan is one pinned table input of a fragment: the tasks of its group,
+// already planned on the coordinator.
+type Scan struct {
+	// View is the name of the table the fragment SQL reads.
+	View string `json:"view"`
+	// Table is the table's display name (catalog.schema.table) for errors.
+	Table string `json:"t"`
+	// MetadataLocation pins the table version.
+	MetadataLocation string `json:"m"`
+	// SnapshotID is the snapshot planned; 0 when the table has none.
+	SnapshotID int64 `json:"snap,omitempty"`
+	// Columns are the projected top-level column names, in order. Empty
+	// means every column of the snapshot's schema.
+	Columns []string `json:"cols,omitempty"`
+	// RowFilter is the pruning filter as Iceberg expression JSON; empty
+	// means none. The worker scan applies it to tasks whose residual is nil.
+	RowFilter string `json:"f,omitempty"`
+	// Tasks are the group's file tasks, encoded with iceberg-go's codec.
+	Tasks []Task `json:"tasks,omitempty"`
+	// Props are the storage properties the worker opens files with. They
+	// may hold credentials: they exist only inside the sealed ticket.
+	Props map[string]string `json:"p,omitempty"`
+}
+
+// Task is one encoded iceberg-go FileScanTask with the partition spec id
+// needed to decode it.
+type Task struct {
+	SpecID int    `json:"spec"`
+	Data   []byte `json:"d"`
+}
+
+// String describes the ticket without its properties or task bytes.
+func (t *Ticket) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ticket v%d query=%s expires=%s", t.Version, t.QueryID, t.ExpiresAt.UTC().Format(time.RFC3339))
+	for _, s := range t.Scans {
+		fmt.Fprintf(&b, " scan(%s as %s, %d tasks)", s.Table, s.View, len(s.Tasks))
+	}
+	return b.String()
+}
+
+// String describes the scan without its properties or task bytes.
+func (s Scan) String() string {
+	return fmt.Sprintf("scan(%s as %s, %d tasks, props redacted)", s.Table, s.View, len(s.Tasks))
+}
