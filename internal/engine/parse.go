@@ -26,4 +26,3 @@ func (c *Conn) DeserializeSQL(ctx context.Context, ast string) (string, error) {
 	}
 	return out, nil
 }
-
