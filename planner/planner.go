@@ -1,0 +1,56 @@
+package planner
+
+import (
+	"errors"
+
+	"go.uber.org/zap"
+)
+
+// Planner plans queries and runs coordinator-side statements. It is safe
+// for concurrent use.
+type Planner struct {
+	opts Options
+	log  *zap.Logger
+}
+
+// New returns a planner; Mounts, Engine, Key and Workers are required.
+func New(o Options) (*Planner, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.TicketTTL == 0 {
+		o.TicketTTL = DefaultTicketTTL
+	}
+	if o.TargetGroupBytes == 0 {
+		o.TargetGroupBytes = DefaultTargetGroupBytes
+	}
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Planner{opts: o, log: log}, nil
+}
+
+// Validate reports every problem with o at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Mounts == nil {
+		errs = append(errs, errors.New("planner: Mounts is required"))
+	}
+	if o.Engine == nil {
+		errs = append(errs, errors.New("planner: Engine is required"))
+	}
+	if o.Key == nil {
+		errs = append(errs, errors.New("planner: Key is required"))
+	}
+	if o.Workers == nil {
+		errs = append(errs, errors.New("planner: Workers is required"))
+	}
+	if o.TicketTTL < 0 {
+		errs = append(errs, errors.New("planner: TicketTTL must be >= 0"))
+	}
+	if o.TargetGroupBytes < 0 {
+		errs = append(errs, errors.New("planner: TargetGroupBytes must be >= 0"))
+	}
+	return errors.Join(errs...)
+}
