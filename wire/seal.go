@@ -76,8 +76,12 @@ func RandomKey() (*Key, error) {
 func (k *Key) String() string   { return "wire.Key(redacted)" }
 func (k *Key) GoString() string { return k.String() }
 
-// Seal encodes, compresses and seals t. It sets t.Version.
+// Seal encodes, compresses and seals t. It sets t.Version. A ticket must
+// have an expiry.
 func (k *Key) Seal(t *Ticket) ([]byte, error) {
+	if t.ExpiresAt.IsZero() {
+		return nil, errors.New("wire: ticket without expiry")
+	}
 	t.Version = FormatVersion
 	var plain bytes.Buffer
 	zw, err := flate.NewWriter(&plain, flate.BestSpeed)
@@ -132,7 +136,7 @@ func (k *Key) Open(sealed []byte, now time.Time) (*Ticket, error) {
 	if t.Version != FormatVersion {
 		return nil, ErrVersion
 	}
-	if !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) {
+	if t.ExpiresAt.IsZero() || !now.Before(t.ExpiresAt) {
 		return nil, ErrExpired
 	}
 	return &t, nil
