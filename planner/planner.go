@@ -9,8 +9,9 @@ import (
 // Planner plans queries and runs coordinator-side statements. It is safe
 // for concurrent use.
 type Planner struct {
-	opts Options
-	log  *zap.Logger
+	opts       Options
+	log        *zap.Logger
+	aggregates aggregateNames
 }
 
 // New returns a planner; Mounts, Engine, Key and Workers are required.

@@ -1,0 +1,256 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/wire"
+)
+
+type fixedWorkers []Worker
+
+func (f fixedWorkers) Live() []Worker { return f }
+
+// testPlanner returns a planner over a fresh local catalog with table
+// default.t (id long, s string) appended in `files` commits.
+func testPlanner(t *testing.T, workers fixedWorkers, files int) (*Planner, *wire.Key) {
+	t.Helper()
+	ctx := context.Background()
+	cat, props, err := catalog.OpenLocal(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := catalog.NewMounts()
+	if err := m.Mount("local", cat, props); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	eng, err := engine.Open(ctx, engine.Options{Threads: 1, MemoryLimit: "256MB", TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "s", Type: iceberg.PrimitiveTypes.String})
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"default", "t"}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asch, err := table.SchemaToArrowSchema(schema, nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := 0; f < files; f++ {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, asch)
+		for i := 0; i < 10; i++ {
+			b.Field(0).(*array.Int64Builder).Append(int64(f*10 + i))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprint("v", i))
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		tx := tbl.NewTransaction()
+		if err := tx.AppendTable(ctx, array.NewTableFromRecords(asch, []arrow.RecordBatch{rec}), 10, nil); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		if tbl, err = tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, _ := wire.RandomKey()
+	p, err := New(Options{Mounts: m, Engine: eng, Key: key, Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, key
+}
+
+var twoWorkers = fixedWorkers{{Location: "grpc://w1:1", Slots: 2}, {Location: "grpc://w2:2", Slots: 2}}
+
+func TestPlanScatterSpreadsGroups(t *testing.T) {
+	p, key := testPlanner(t, twoWorkers, 8)
+	plan, err := p.Plan(context.Background(), Session{Catalog: "local", Schema: "default"}, "SELECT id FROM t WHERE id > 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Strategy != Scatter || len(plan.Endpoints) != 4 {
+		t.Fatalf("got %s with %d endpoints, want scatter with 4:\n%s", plan.Strategy, len(plan.Endpoints), plan.Explain)
+	}
+	owners := map[string]int{}
+	tasks := 0
+	for _, ep := range plan.Endpoints {
+		if len(ep.Locations) != 2 || ep.Locations[0] == ep.Locations[1] {
+			t.Fatalf("locations %v: want owner and a different fallback", ep.Locations)
+		}
+		owners[ep.Locations[0]]++
+		tk, err := key.Open(ep.Ticket, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tk.Scans) != 1 || tk.Scans[0].MetadataLocation == "" {
+			t.Fatalf("ticket scans: %v", tk)
+		}
+		tasks += len(tk.Scans[0].Tasks)
+		if tk.SQL == "" || len(tk.Schema) == 0 {
+			t.Fatal("ticket without SQL or schema")
+		}
+	}
+	if tasks != 8 {
+		t.Fatalf("tasks over all tickets = %d, want each of 8 exactly once", tasks)
+	}
+	if len(owners) != 2 {
+		t.Fatalf("owners %v: want both workers", owners)
+	}
+	if plan.Schema.NumFields() != 1 || plan.Schema.Field(0).Name != "id" {
+		t.Fatalf("schema %s", plan.Schema)
+	}
+}
+
+func TestPlanGatherAndEmpty(t *testing.T) {
+	p, key := testPlanner(t, twoWorkers, 3)
+	ctx := context.Background()
+	s := Session{Catalog: "local", Schema: "default"}
+	for _, q := range []string{
+		"SELECT count(*) FROM t",
+		"SELECT s, sum(id) FROM t GROUP BY s",
+		"SELECT id FROM t ORDER BY id LIMIT 3",
+		"SELECT a.id FROM t a JOIN t b ON a.id = b.id",
+		"SELECT row_number() OVER () FROM t",
+		"WITH x AS (SELECT id FROM t) SELECT * FROM x",
+		"SELECT DISTINCT s FROM t",
+		"SELECT id FROM t WHERE id IN (SELECT id FROM t)",
+	} {
+		plan, err := p.Plan(ctx, s, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if plan.Strategy != Gather || len(plan.Endpoints) != 1 {
+			t.Errorf("%s: %s with %d endpoints, want one gather endpoint", q, plan.Strategy, len(plan.Endpoints))
+			continue
+		}
+		tk, err := key.Open(plan.Endpoints[0].Ticket, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tk.Scans) != 1 || len(tk.Scans[0].Tasks) != 3 {
+			t.Errorf("%s: gather ticket must read the one table (once) in full: %v", q, tk)
+		}
+	}
+	plan, err := p.Plan(ctx, s, "SELECT 1 AS x")
+	if err != nil || len(plan.Endpoints) != 1 {
+		t.Fatalf("SELECT 1: %v %v", plan, err)
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	p, _ := testPlanner(t, twoWorkers, 1)
+	ctx := context.Background()
+	s := Session{Catalog: "local", Schema: "default"}
+	cases := []struct {
+		q    string
+		want error
+	}{
+		{"SELEC 1", ErrSyntax},
+		{"SELECT * FROM nope", ErrNotFound},
+		{"SELECT * FROM other.default.t", ErrNotFound},
+		{"SELECT nope FROM t", ErrInvalid},
+		{"SELECT * FROM read_csv('/etc/passwd')", ErrRefused},
+		{"SELECT * FROM t, glob('*')", ErrRefused},
+		{"SELECT 1; SELECT 2", ErrInvalid},
+	}
+	for _, c := range cases {
+		_, err := p.Plan(ctx, s, c.q)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.q, err, c.want)
+		}
+	}
+	none, _ := testPlanner(t, fixedWorkers{}, 1)
+	if _, err := none.Plan(ctx, s, "SELECT 1"); !errors.Is(err, ErrNoWorkers) {
+		t.Errorf("no workers: %v", err)
+	}
+}
+
+func TestEmptyTableOneGroup(t *testing.T) {
+	p, _ := testPlanner(t, twoWorkers, 0)
+	plan, err := p.Plan(context.Background(), Session{Catalog: "local", Schema: "default"}, "SELECT * FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Endpoints) != 1 {
+		t.Fatalf("empty table: %d endpoints, want 1", len(plan.Endpoints))
+	}
+}
+
+func TestGroupTasks(t *testing.T) {
+	if g := groupTasks(nil, 4); len(g) != 1 || len(g[0]) != 0 {
+		t.Fatalf("no tasks: %v", g)
+	}
+	var tasks []table.FileScanTask
+	for i := 1; i <= 9; i++ {
+		tasks = append(tasks, table.FileScanTask{Length: int64(i * 100)})
+	}
+	groups := groupTasks(tasks, 3)
+	if len(groups) != 3 {
+		t.Fatalf("%d groups", len(groups))
+	}
+	var total, maxB, minB int64 = 0, 0, 1 << 62
+	n := 0
+	for _, g := range groups {
+		var b int64
+		for _, t := range g {
+			b += t.Length
+		}
+		n += len(g)
+		total += b
+		maxB, minB = max(maxB, b), min(minB, b)
+	}
+	if n != 9 || total != 4500 {
+		t.Fatalf("tasks %d bytes %d", n, total)
+	}
+	if maxB-minB > 900 { // greedy bin-packing keeps groups within one task of each other
+		t.Fatalf("unbalanced groups: %d..%d", minB, maxB)
+	}
+	if g := groupTasks(tasks[:2], 8); len(g) != 2 {
+		t.Fatalf("more groups than tasks: %d", len(g))
+	}
+	if n := targetGroups(twoWorkers, 10<<30, 1<<30); n != 10 {
+		t.Fatalf("target groups by size: %d", n)
+	}
+	if n := targetGroups(twoWorkers, 1, 1<<30); n != 4 {
+		t.Fatalf("target groups by slots: %d", n)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	p := &Planner{}
+	for q, want := range map[string]Kind{
+		"SELECT 1": KindQuery, "  -- c\n with x as (select 1) select * from x": KindQuery,
+		"/* x */ (SELECT 1)": KindQuery, "VALUES (1)": KindQuery, "FROM t": KindQuery,
+		"create table t (a int)": KindUpdate, "INSERT INTO t VALUES (1)": KindUpdate, "DROP TABLE t": KindUpdate,
+	} {
+		got, err := p.Classify(q)
+		if err != nil || got != want {
+			t.Errorf("%q: got %v %v, want %v", q, got, err, want)
+		}
+	}
+	for q, want := range map[string]error{
+		"COPY t TO 'x'": ErrRefused, "attach 'x'": ErrRefused, "SET x = 1": ErrRefused, "PRAGMA version": ErrRefused,
+		"INSTALL httpfs": ErrRefused, "LOAD httpfs": ErrRefused, "UPDATE t SET a = 1": ErrUnsupported, "": ErrSyntax, "blah": ErrSyntax,
+	} {
+		if _, err := p.Classify(q); !errors.Is(err, want) {
+			t.Errorf("%q: got %v, want %v", q, err, want)
+		}
+	}
+}
