@@ -96,6 +96,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		fmt.Sprintf("SET temp_directory = '%s'", e.tempDir),
 		"SET autoinstall_known_extensions = false",
 		"SET autoload_known_extensions = false",
+		"SET GLOBAL TimeZone = 'UTC'",
 		"SET enable_external_access = false",
 		"SET lock_configuration = true",
 	}

@@ -1,0 +1,1289 @@
+package planner
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/engine"
+)
+
+// DefaultCommitRetries is the commit.retry.num-retries that CREATE TABLE
+// sets and that INSERT uses on tables that do not set it (iceberg-go's own
+// default is 0: no retry on a conflicting commit).
+const DefaultCommitRetries = 4
+
+// ddlAlloc allocates the Arrow data INSERT builds; tests swap in a checked
+// allocator.
+var ddlAlloc memory.Allocator = memory.DefaultAllocator
+
+// Exec runs one statement that returns no rows and returns its update
+// count: the rows an INSERT added, 0 for DDL. It runs CREATE SCHEMA, DROP
+// SCHEMA, CREATE TABLE (with Iceberg's PARTITIONED BY and WITH properties),
+// DROP TABLE and INSERT INTO … VALUES against the mounted catalogs; the
+// grammar is in docs/sql.md. Anything else returns an error wrapping
+// ErrUnsupported. Unqualified names take sess.Catalog and sess.Schema.
+func (p *Planner) Exec(ctx context.Context, sess Session, query string) (int64, error) {
+	toks, err := ddlLex(query)
+	if err != nil {
+		return 0, err
+	}
+	for len(toks) > 0 && toks[len(toks)-1].isPunct(";") {
+		toks = toks[:len(toks)-1]
+	}
+	if len(toks) == 0 {
+		return 0, fmt.Errorf("%w: empty statement", ErrSyntax)
+	}
+	for _, t := range toks {
+		if t.isPunct(";") {
+			return 0, fmt.Errorf("%w: one statement at a time", ErrSyntax)
+		}
+	}
+	ps := &ddlParser{src: query, toks: toks}
+	switch {
+	case ps.at("CREATE", "SCHEMA"):
+		return 0, p.ddlCreateSchema(ctx, sess, ps)
+	case ps.at("CREATE", "TABLE"):
+		return 0, p.ddlCreateTable(ctx, sess, ps)
+	case ps.at("DROP", "SCHEMA"):
+		return 0, p.ddlDropSchema(ctx, sess, ps)
+	case ps.at("DROP", "TABLE"):
+		return 0, p.ddlDropTable(ctx, sess, ps)
+	case ps.at("INSERT"):
+		return p.ddlInsert(ctx, sess, ps)
+	}
+	return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, ps.kind())
+}
+
+// ---- statements ----
+
+func (p *Planner) ddlCreateSchema(ctx context.Context, sess Session, ps *ddlParser) error {
+	ps.i = 2
+	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
+	parts, err := ps.name(2)
+	if err != nil {
+		return err
+	}
+	if err := ps.end(); err != nil {
+		return err
+	}
+	catName, schema, err := ddlSchemaName(sess, parts)
+	if err != nil {
+		return err
+	}
+	mt, err := p.ddlMount(catName)
+	if err != nil {
+		return err
+	}
+	err = mt.Catalog.CreateNamespace(ctx, table.Identifier{schema}, nil)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, icecat.ErrNamespaceAlreadyExists):
+		if ifNotExists {
+			return nil
+		}
+		return fmt.Errorf("%w: schema %s.%s", ErrExists, catName, schema)
+	}
+	return fmt.Errorf("create schema %s.%s: %w", catName, schema, err)
+}
+
+func (p *Planner) ddlDropSchema(ctx context.Context, sess Session, ps *ddlParser) error {
+	ps.i = 2
+	ifExists := ps.accept("IF", "EXISTS")
+	parts, err := ps.name(2)
+	if err != nil {
+		return err
+	}
+	cascade := ps.accept("CASCADE")
+	if !cascade {
+		ps.accept("RESTRICT")
+	}
+	if err := ps.end(); err != nil {
+		return err
+	}
+	catName, schema, err := ddlSchemaName(sess, parts)
+	if err != nil {
+		return err
+	}
+	mt, err := p.ddlMount(catName)
+	if err != nil {
+		return err
+	}
+	cat, ns, full := mt.Catalog, table.Identifier{schema}, catName+"."+schema
+	exists, err := cat.CheckNamespaceExists(ctx, ns)
+	if err != nil {
+		return fmt.Errorf("drop schema %s: %w", full, err)
+	}
+	if !exists {
+		if ifExists {
+			return nil
+		}
+		return fmt.Errorf("%w: schema %s", ErrNotFound, full)
+	}
+	tables, err := ddlCollect(cat.ListTables(ctx, ns))
+	if err != nil {
+		return fmt.Errorf("drop schema %s: list tables: %w", full, err)
+	}
+	var views []table.Identifier
+	vc, hasViews := cat.(ddlViewCatalog)
+	if hasViews {
+		if views, err = ddlCollect(vc.ListViews(ctx, ns)); err != nil {
+			return fmt.Errorf("drop schema %s: list views: %w", full, err)
+		}
+	}
+	if n := len(tables) + len(views); n > 0 && !cascade {
+		return fmt.Errorf("%w: schema %s is not empty (%d tables or views); use DROP SCHEMA … CASCADE", ErrInvalid, full, n)
+	}
+	for _, id := range tables {
+		if err := cat.DropTable(ctx, id); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
+			return fmt.Errorf("drop schema %s: drop table %s: %w", full, strings.Join(id, "."), err)
+		}
+	}
+	for _, id := range views {
+		if err := vc.DropView(ctx, id); err != nil && !errors.Is(err, icecat.ErrNoSuchView) {
+			return fmt.Errorf("drop schema %s: drop view %s: %w", full, strings.Join(id, "."), err)
+		}
+	}
+	err = cat.DropNamespace(ctx, ns)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, icecat.ErrNoSuchNamespace):
+		if ifExists {
+			return nil
+		}
+		return fmt.Errorf("%w: schema %s", ErrNotFound, full)
+	case errors.Is(err, icecat.ErrNamespaceNotEmpty):
+		return fmt.Errorf("%w: schema %s is not empty", ErrInvalid, full)
+	}
+	return fmt.Errorf("drop schema %s: %w", full, err)
+}
+
+// ddlViewCatalog is the part of iceberg-go's view support DROP SCHEMA …
+// CASCADE needs.
+type ddlViewCatalog interface {
+	ListViews(ctx context.Context, namespace table.Identifier) iter.Seq2[table.Identifier, error]
+	DropView(ctx context.Context, identifier table.Identifier) error
+}
+
+func ddlCollect(seq iter.Seq2[table.Identifier, error]) ([]table.Identifier, error) {
+	var out []table.Identifier
+	for id, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func (p *Planner) ddlDropTable(ctx context.Context, sess Session, ps *ddlParser) error {
+	ps.i = 2
+	ifExists := ps.accept("IF", "EXISTS")
+	parts, err := ps.name(3)
+	if err != nil {
+		return err
+	}
+	purge := ps.accept("PURGE")
+	if err := ps.end(); err != nil {
+		return err
+	}
+	ref, err := ddlTableName(sess, parts)
+	if err != nil {
+		return err
+	}
+	mt, err := p.ddlMount(ref.Catalog)
+	if err != nil {
+		return err
+	}
+	cat := mt.Catalog
+	switch {
+	case !purge:
+		err = cat.DropTable(ctx, ref.Ident())
+	case cat.CatalogType() == icecat.REST:
+		// The REST server deletes the files itself.
+		if pc, ok := cat.(icecat.PurgeableTable); ok {
+			err = pc.PurgeTable(ctx, ref.Ident())
+			break
+		}
+		err = cat.DropTable(ctx, ref.Ident())
+	default:
+		// Drop, then delete the files here, so a failed delete is an
+		// error the client sees rather than a log line.
+		var tbl *table.Table
+		if tbl, err = cat.LoadTable(ctx, ref.Ident()); err != nil {
+			break
+		}
+		if err = cat.DropTable(ctx, ref.Ident()); err != nil {
+			break
+		}
+		if perr := tbl.PurgeFiles(ctx); perr != nil {
+			return fmt.Errorf("table %s was dropped but deleting its files failed: %w", ref, perr)
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, icecat.ErrNoSuchTable), errors.Is(err, icecat.ErrNoSuchNamespace):
+		if ifExists {
+			return nil
+		}
+		return fmt.Errorf("%w: table %s", ErrNotFound, ref)
+	}
+	return fmt.Errorf("drop table %s: %w", ref, err)
+}
+
+func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParser) error {
+	ps.i = 2
+	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
+	parts, err := ps.name(3)
+	if err != nil {
+		return err
+	}
+	if ps.at("AS") {
+		return fmt.Errorf("%w: CREATE TABLE … AS SELECT", ErrUnsupported)
+	}
+	open, closing, err := ps.group()
+	if err != nil {
+		return err
+	}
+	columns := ps.text(open, closing)
+	var (
+		partItems []ddlPartItem
+		props     = iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
+		seenPart  bool
+		seenWith  bool
+	)
+	for ps.i < len(ps.toks) {
+		switch {
+		case !seenPart && ps.accept("PARTITIONED", "BY"):
+			seenPart = true
+			if partItems, err = ps.partitionItems(); err != nil {
+				return err
+			}
+		case !seenWith && ps.accept("WITH"):
+			seenWith = true
+			if err := ps.properties(props); err != nil {
+				return err
+			}
+		case ps.at("AS"):
+			return fmt.Errorf("%w: CREATE TABLE … AS SELECT", ErrUnsupported)
+		default:
+			return ps.unexpected()
+		}
+	}
+	ref, err := ddlTableName(sess, parts)
+	if err != nil {
+		return err
+	}
+	mt, err := p.ddlMount(ref.Catalog)
+	if err != nil {
+		return err
+	}
+	schema, err := p.ddlColumns(ctx, ref.Table, columns)
+	if err != nil {
+		return err
+	}
+	spec, err := ddlPartitionSpec(schema, partItems)
+	if err != nil {
+		return err
+	}
+	cat := mt.Catalog
+	exists, err := cat.CheckTableExists(ctx, ref.Ident())
+	if err != nil && !errors.Is(err, icecat.ErrNoSuchNamespace) {
+		return fmt.Errorf("create table %s: %w", ref, err)
+	}
+	if exists {
+		if ifNotExists {
+			return nil
+		}
+		return fmt.Errorf("%w: table %s", ErrExists, ref)
+	}
+	_, err = cat.CreateTable(ctx, ref.Ident(), schema,
+		icecat.WithPartitionSpec(&spec), icecat.WithProperties(props))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, icecat.ErrTableAlreadyExists), errors.Is(err, icecat.ErrViewAlreadyExists):
+		if ifNotExists && errors.Is(err, icecat.ErrTableAlreadyExists) {
+			return nil
+		}
+		return fmt.Errorf("%w: table %s", ErrExists, ref)
+	case errors.Is(err, icecat.ErrNoSuchNamespace):
+		return fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
+	case errors.Is(err, iceberg.ErrInvalidArgument), errors.Is(err, iceberg.ErrInvalidSchema),
+		errors.Is(err, iceberg.ErrInvalidFormatVersion), errors.Is(err, iceberg.ErrInvalidPartitionSpec):
+		return fmt.Errorf("%w: create table %s: %v", ErrInvalid, ref, err)
+	}
+	return fmt.Errorf("create table %s: %w", ref, err)
+}
+
+// ddlColumns has DuckDB parse a CREATE TABLE column list (the text from
+// "(" to ")") into a temp table called name on a connection of its own, and
+// maps the columns it made to an Iceberg schema. The temp table carries the
+// new table's name so DuckDB's messages read like the client's statement.
+func (p *Planner) ddlColumns(ctx context.Context, name, columns string) (*iceberg.Schema, error) {
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+engine.Quote(name)+" "+columns); err != nil {
+		return nil, ddlDuckError(ctx, err)
+	}
+	rows, err := conn.DB().QueryContext(ctx,
+		`SELECT constraint_type, constraint_text FROM duckdb_constraints()
+		 WHERE database_name = 'temp' AND table_name = ? AND constraint_type <> 'NOT NULL' ORDER BY constraint_index`, name)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var kind, text string
+		if err := rows.Scan(&kind, &text); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		rows.Close()
+		return nil, fmt.Errorf("%w: %s constraint (%s): Iceberg tables have no constraints but NOT NULL", ErrUnsupported, kind, text)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	type column struct {
+		name, typ string
+		nullable  bool
+		def       *string
+	}
+	var cols []column
+	rows, err = conn.DB().QueryContext(ctx,
+		`SELECT column_name, data_type, is_nullable, column_default FROM duckdb_columns()
+		 WHERE database_name = 'temp' AND table_name = ? ORDER BY column_index`, name)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.name, &c.typ, &c.nullable, &c.def); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		cols = append(cols, c)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	for _, c := range cols {
+		if c.def != nil {
+			return nil, fmt.Errorf("%w: column %q has a DEFAULT or generated value (%s)", ErrUnsupported, c.name, *c.def)
+		}
+	}
+	var infos []duckdb.TypeInfo
+	err = conn.DB().Raw(func(dc any) error {
+		pc, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return errors.New("duckdb connection cannot prepare")
+		}
+		st, err := pc.PrepareContext(ctx, "SELECT * FROM "+engine.Quote(name))
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		ds, ok := st.(*duckdb.Stmt)
+		if !ok {
+			return fmt.Errorf("unexpected statement type %T", st)
+		}
+		n, err := ds.ColumnCount()
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			ti, err := ds.ColumnTypeInfo(i)
+			if err != nil {
+				return err
+			}
+			infos = append(infos, ti)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read column types: %w", err)
+	}
+	if len(infos) != len(cols) {
+		return nil, fmt.Errorf("read column types: %d types for %d columns", len(infos), len(cols))
+	}
+	// Top-level columns take ids 1…n, nested fields the ids after them.
+	// The catalog assigns fresh ids anyway; these only have to be unique.
+	next := len(cols)
+	nextID := func() int { next++; return next }
+	fields := make([]iceberg.NestedField, len(cols))
+	for i, c := range cols {
+		typ, err := ddlIcebergType(infos[i], nextID)
+		if err != nil {
+			return nil, fmt.Errorf("%w: column %q has type %s: %v", ErrInvalid, c.name, c.typ, err)
+		}
+		fields[i] = iceberg.NestedField{ID: i + 1, Name: c.name, Type: typ, Required: !c.nullable}
+	}
+	return iceberg.NewSchema(0, fields...), nil
+}
+
+// ddlPartItem is one entry of PARTITIONED BY: a column with a transform
+// (empty for identity) and its numeric argument (bucket count, width).
+type ddlPartItem struct {
+	transform string
+	column    string
+	arg       int
+	hasArg    bool
+}
+
+// ddlTransform maps a transform name to iceberg-go's transform and the
+// suffix of the partition field name (Iceberg Java's naming).
+func ddlTransform(it ddlPartItem) (iceberg.Transform, string, error) {
+	name := strings.ToLower(it.transform)
+	needArg := name == "bucket" || name == "truncate"
+	if needArg != it.hasArg {
+		if needArg {
+			return nil, "", fmt.Errorf("%w: partition transform %s needs a number and a column, e.g. %s(16, %s)", ErrInvalid, it.transform, name, it.column)
+		}
+		return nil, "", fmt.Errorf("%w: partition transform %s takes only a column", ErrInvalid, it.transform)
+	}
+	if needArg && it.arg <= 0 {
+		return nil, "", fmt.Errorf("%w: partition transform %s needs a positive number, got %d", ErrInvalid, it.transform, it.arg)
+	}
+	switch name {
+	case "", "identity":
+		return iceberg.IdentityTransform{}, "", nil
+	case "year", "years":
+		return iceberg.YearTransform{}, "_year", nil
+	case "month", "months":
+		return iceberg.MonthTransform{}, "_month", nil
+	case "day", "days":
+		return iceberg.DayTransform{}, "_day", nil
+	case "hour", "hours":
+		return iceberg.HourTransform{}, "_hour", nil
+	case "bucket":
+		return iceberg.BucketTransform{NumBuckets: it.arg}, "_bucket", nil
+	case "truncate":
+		return iceberg.TruncateTransform{Width: it.arg}, "_trunc", nil
+	case "void":
+		return iceberg.VoidTransform{}, "_null", nil
+	}
+	return nil, "", fmt.Errorf("%w: unknown partition transform %q", ErrInvalid, it.transform)
+}
+
+// ddlPartitionSpec builds the spec of PARTITIONED BY against schema.
+func ddlPartitionSpec(schema *iceberg.Schema, items []ddlPartItem) (iceberg.PartitionSpec, error) {
+	var opts []iceberg.PartitionOption
+	for _, it := range items {
+		tr, suffix, err := ddlTransform(it)
+		if err != nil {
+			return iceberg.PartitionSpec{}, err
+		}
+		field, ok := schema.FindFieldByName(it.column)
+		if !ok {
+			field, ok = schema.FindFieldByNameCaseInsensitive(it.column)
+		}
+		if !ok {
+			return iceberg.PartitionSpec{}, fmt.Errorf("%w: partition column %q is not a column of the table", ErrInvalid, it.column)
+		}
+		if !tr.CanTransform(field.Type) {
+			return iceberg.PartitionSpec{}, fmt.Errorf("%w: partition transform %s does not apply to column %q of type %s", ErrInvalid, tr, it.column, field.Type)
+		}
+		full, _ := schema.FindColumnName(field.ID)
+		opts = append(opts, iceberg.AddPartitionFieldBySourceID(field.ID, full+suffix, tr, schema, nil))
+	}
+	spec, err := iceberg.NewPartitionSpecOpts(opts...)
+	if err != nil {
+		return iceberg.PartitionSpec{}, fmt.Errorf("%w: PARTITIONED BY: %v", ErrInvalid, err)
+	}
+	return spec, nil
+}
+
+func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
+	ps.i = 1
+	if ps.at("OR") {
+		return 0, fmt.Errorf("%w: INSERT OR …", ErrUnsupported)
+	}
+	if !ps.accept("INTO") {
+		return 0, ps.unexpected()
+	}
+	parts, err := ps.name(3)
+	if err != nil {
+		return 0, err
+	}
+	columns := ""
+	if ps.atPunct("(") {
+		open, closing, err := ps.group()
+		if err != nil {
+			return 0, err
+		}
+		inner := &ddlParser{src: ps.src, toks: ps.toks[open+1 : closing]}
+		if inner.atQuery() {
+			return 0, fmt.Errorf("%w: INSERT … SELECT", ErrUnsupported)
+		}
+		columns = ps.text(open, closing)
+	}
+	switch {
+	case ps.atQuery():
+		return 0, fmt.Errorf("%w: INSERT … SELECT", ErrUnsupported)
+	case ps.at("DEFAULT", "VALUES"):
+		return 0, fmt.Errorf("%w: INSERT … DEFAULT VALUES", ErrUnsupported)
+	case ps.at("BY"):
+		return 0, fmt.Errorf("%w: INSERT … BY NAME / BY POSITION", ErrUnsupported)
+	case !ps.at("VALUES"):
+		return 0, ps.unexpected()
+	}
+	values := ps.text(ps.i, len(ps.toks)-1)
+	// VALUES holds expressions, not queries: refuse SELECT anywhere and
+	// the other statements that may open a subquery right after "(".
+	// (FROM alone is fine: EXTRACT(year FROM ts).)
+	depth := 0
+	for i := ps.i; i < len(ps.toks); i++ {
+		t := ps.toks[i]
+		afterParen := ps.toks[i-1].isPunct("(")
+		switch {
+		case t.isPunct("("):
+			depth++
+		case t.isPunct(")"):
+			depth--
+		case t.isWord("SELECT"), afterParen && t.kind == ddlWord && ddlSubqueryStart[strings.ToUpper(t.val)]:
+			return 0, fmt.Errorf("%w: queries inside INSERT … VALUES", ErrUnsupported)
+		case depth == 0 && t.isWord("RETURNING"):
+			return 0, fmt.Errorf("%w: INSERT … RETURNING", ErrUnsupported)
+		case depth == 0 && t.isWord("ON") && i+1 < len(ps.toks) && ps.toks[i+1].isWord("CONFLICT"):
+			return 0, fmt.Errorf("%w: INSERT … ON CONFLICT", ErrUnsupported)
+		}
+	}
+	ref, err := ddlTableName(sess, parts)
+	if err != nil {
+		return 0, err
+	}
+	mt, err := p.ddlMount(ref.Catalog)
+	if err != nil {
+		return 0, err
+	}
+	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
+	if err != nil {
+		if errors.Is(err, catalog.ErrTableNotFound) {
+			return 0, fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		return 0, err
+	}
+	tbl := pinned.Table
+	schema := tbl.Schema()
+	target, err := table.SchemaToArrowSchema(schema, nil, true, false)
+	if err != nil {
+		return 0, fmt.Errorf("arrow schema of %s: %w", ref, err)
+	}
+	defs := make([]string, len(schema.Fields()))
+	for i, f := range schema.Fields() {
+		typ, err := DuckTypeOf(f.Type)
+		if err != nil {
+			return 0, fmt.Errorf("insert into %s: column %q: %w", ref, f.Name, err)
+		}
+		defs[i] = engine.Quote(f.Name) + " " + typ
+		if f.Required {
+			defs[i] += " NOT NULL"
+		}
+	}
+
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	// The stand-in carries the table's own name so DuckDB's messages
+	// (e.g. "NOT NULL constraint failed: orders.id") name it.
+	standIn := engine.Quote(ref.Table)
+	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
+		return 0, fmt.Errorf("insert into %s: stand-in: %w", ref, err)
+	}
+	if err := conn.Exec(ctx, "INSERT INTO "+standIn+" "+columns+" "+values); err != nil {
+		return 0, ddlDuckError(ctx, err)
+	}
+	rdr, err := conn.Query(ctx, "SELECT * FROM "+standIn)
+	if err != nil {
+		return 0, fmt.Errorf("insert into %s: read stand-in: %w", ref, err)
+	}
+	defer rdr.Release()
+	var (
+		recs []arrow.RecordBatch
+		rows int64
+	)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for rdr.Next() {
+		rec, err := ddlConformRecord(rdr.RecordBatch(), target)
+		if err != nil {
+			return 0, fmt.Errorf("insert into %s: %w", ref, err)
+		}
+		recs = append(recs, rec)
+		rows += rec.NumRows()
+	}
+	if err := rdr.Err(); err != nil {
+		return 0, fmt.Errorf("insert into %s: read stand-in: %w", ref, err)
+	}
+	if rows == 0 {
+		return 0, nil
+	}
+	tbl, err = ddlWithRetries(tbl, mt.Catalog)
+	if err != nil {
+		return 0, fmt.Errorf("insert into %s: %w", ref, err)
+	}
+	in, err := array.NewRecordReader(target, recs)
+	if err != nil {
+		return 0, fmt.Errorf("insert into %s: %w", ref, err)
+	}
+	defer in.Release()
+	tx := tbl.NewTransaction()
+	if err := tx.Append(ctx, in, nil); err != nil {
+		return 0, fmt.Errorf("insert into %s: write: %w", ref, err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("insert into %s: commit: %w", ref, err)
+	}
+	return rows, nil
+}
+
+// ddlSubqueryStart are the words that open a subquery after "(".
+var ddlSubqueryStart = map[string]bool{
+	"FROM": true, "TABLE": true, "WITH": true, "PIVOT": true, "UNPIVOT": true,
+	"SUMMARIZE": true, "DESCRIBE": true, "SHOW": true,
+}
+
+// ddlConformRecord turns a batch read from the stand-in into a batch of
+// the table's Arrow schema. The caller releases the result.
+func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema) (arrow.RecordBatch, error) {
+	if int(rec.NumCols()) != target.NumFields() {
+		return nil, fmt.Errorf("stand-in has %d columns, the table %d", rec.NumCols(), target.NumFields())
+	}
+	cols := make([]arrow.Array, 0, target.NumFields())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for i, f := range target.Fields() {
+		data, err := ddlConform(ddlAlloc, rec.Column(i).Data(), f.Type, f.Name)
+		if err != nil {
+			return nil, err
+		}
+		arr := array.MakeFromData(data)
+		data.Release()
+		cols = append(cols, arr)
+		if !f.Nullable && arr.NullN() > 0 {
+			return nil, fmt.Errorf("%w: NULL in NOT NULL column %s", ErrInvalid, f.Name)
+		}
+	}
+	return array.NewRecordBatch(target, cols, rec.NumRows()), nil
+}
+
+// ddlWithRetries returns tbl set up to retry a conflicting commit.
+//
+// iceberg-go reads commit.retry.num-retries from the properties of the
+// table a transaction starts from, so a table that does not set it gets a
+// copy whose in-memory properties do; the catalog's copy is left as it is.
+//
+// It also commits through ddlConflictCatalog: iceberg-go retries only
+// errors wrapping table.ErrCommitFailed, but its SQL catalog reports a
+// requirement that no longer holds (another writer committed first) as a
+// plain error, so without the wrapper only a narrow race is retried.
+func ddlWithRetries(tbl *table.Table, cat table.CatalogIO) (*table.Table, error) {
+	meta := tbl.Metadata()
+	if _, ok := tbl.Properties()[table.CommitNumRetriesKey]; !ok {
+		b, err := table.MetadataBuilderFromBase(meta, tbl.MetadataLocation())
+		if err != nil {
+			return nil, err
+		}
+		if err := b.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}); err != nil {
+			return nil, err
+		}
+		if meta, err = b.Build(); err != nil {
+			return nil, err
+		}
+	}
+	fsF := func(ctx context.Context) (iceio.IO, error) { return tbl.FS(ctx) }
+	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), fsF, ddlConflictCatalog{cat}), nil
+}
+
+// ddlConflictCatalog turns a commit that lost a race into
+// table.ErrCommitFailed, which iceberg-go retries against the refreshed
+// table. It checks the requirements against the catalog's current metadata
+// before committing (nothing is sent if one fails) and again after a
+// commit error that is not ErrCommitFailed: a requirement that no longer
+// holds, with none of the commit's snapshots in the table, means the commit
+// did not land and cannot land later (the catalog checks the same
+// requirements when it applies a commit). Any other error keeps its
+// unknown outcome and is not retried.
+type ddlConflictCatalog struct{ table.CatalogIO }
+
+func (c ddlConflictCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if err := c.lost(ctx, ident, reqs, nil); err != nil {
+		return nil, "", err
+	}
+	meta, loc, err := c.CatalogIO.CommitTable(ctx, ident, reqs, updates)
+	if err == nil || errors.Is(err, table.ErrCommitFailed) {
+		return meta, loc, err
+	}
+	if lost := c.lost(ctx, ident, reqs, updates); errors.Is(lost, table.ErrCommitFailed) {
+		return nil, "", fmt.Errorf("%w: %w", lost, err)
+	}
+	return nil, "", err
+}
+
+// lost returns an error wrapping table.ErrCommitFailed if a requirement
+// fails against the current metadata and none of the snapshots updates
+// add is in it.
+func (c ddlConflictCatalog) lost(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) error {
+	current, err := c.LoadTable(ctx, ident)
+	if err != nil {
+		return err
+	}
+	meta := current.Metadata()
+	added, ok := ddlAddedSnapshots(updates)
+	if !ok {
+		return nil
+	}
+	for _, id := range added {
+		if meta.SnapshotByID(id) != nil {
+			return nil
+		}
+	}
+	for _, r := range reqs {
+		if err := r.Validate(meta); err != nil {
+			return fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
+		}
+	}
+	return nil
+}
+
+// ddlAddedSnapshots returns the ids of the snapshots updates add, read from
+// their REST form (the update type is not exported); ok is false if one
+// cannot be read.
+func ddlAddedSnapshots(updates []table.Update) (ids []int64, ok bool) {
+	for _, u := range updates {
+		if u.Action() != "add-snapshot" {
+			continue
+		}
+		var v struct {
+			Snapshot struct {
+				ID int64 `json:"snapshot-id"`
+			} `json:"snapshot"`
+		}
+		b, err := json.Marshal(u)
+		if err != nil || json.Unmarshal(b, &v) != nil || v.Snapshot.ID == 0 {
+			return nil, false
+		}
+		ids = append(ids, v.Snapshot.ID)
+	}
+	return ids, true
+}
+
+// ---- names ----
+
+// ddlTableName resolves a one-, two- or three-part table name.
+func ddlTableName(sess Session, parts []string) (catalog.TableRef, error) {
+	ref := catalog.TableRef{Catalog: sess.Catalog, Schema: sess.Schema}
+	switch len(parts) {
+	case 1:
+		ref.Table = parts[0]
+	case 2:
+		ref.Schema, ref.Table = parts[0], parts[1]
+	case 3:
+		ref.Catalog, ref.Schema, ref.Table = parts[0], parts[1], parts[2]
+	}
+	if ref.Catalog == "" {
+		return ref, fmt.Errorf("%w: %s names no catalog and the session has none", ErrInvalid, strings.Join(parts, "."))
+	}
+	if ref.Schema == "" {
+		return ref, fmt.Errorf("%w: %s names no schema and the session has none", ErrInvalid, strings.Join(parts, "."))
+	}
+	if strings.Contains(ref.Schema, ".") {
+		return ref, fmt.Errorf("%w: schema name %q has a dot", ErrInvalid, ref.Schema)
+	}
+	if ref.Table == "" {
+		return ref, fmt.Errorf("%w: empty table name", ErrInvalid)
+	}
+	return ref, nil
+}
+
+// ddlSchemaName resolves a one- or two-part schema name.
+func ddlSchemaName(sess Session, parts []string) (cat, schema string, err error) {
+	cat = sess.Catalog
+	if len(parts) == 2 {
+		cat = parts[0]
+	}
+	schema = parts[len(parts)-1]
+	switch {
+	case cat == "":
+		return "", "", fmt.Errorf("%w: %s names no catalog and the session has none", ErrInvalid, strings.Join(parts, "."))
+	case schema == "":
+		return "", "", fmt.Errorf("%w: empty schema name", ErrInvalid)
+	case strings.Contains(schema, "."):
+		return "", "", fmt.Errorf("%w: schema name %q has a dot", ErrInvalid, schema)
+	}
+	return cat, schema, nil
+}
+
+func (p *Planner) ddlMount(name string) (*catalog.Mount, error) {
+	mt, err := p.opts.Mounts.Get(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return mt, nil
+}
+
+// ddlDuckError classifies an error DuckDB returned for client text and
+// keeps its message.
+func ddlDuckError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var de *duckdb.Error
+	if errors.As(err, &de) {
+		switch de.Type {
+		case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax:
+			return fmt.Errorf("%w: %s", ErrSyntax, de.Msg)
+		case duckdb.ErrorTypePermission:
+			return fmt.Errorf("%w: %s", ErrRefused, de.Msg)
+		}
+		return fmt.Errorf("%w: %s", ErrInvalid, de.Msg)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "Parser Error") {
+		return fmt.Errorf("%w: %s", ErrSyntax, msg)
+	}
+	return fmt.Errorf("%w: %s", ErrInvalid, msg)
+}
+
+// ---- lexer ----
+//
+// The lexer only finds token boundaries the way DuckDB's does (strings,
+// quoted identifiers, comments, dollar quotes) so that the Iceberg-only
+// clauses can be cut out and names read; DuckDB parses everything else.
+
+type ddlKind int
+
+const (
+	ddlWord   ddlKind = iota // keyword or bare identifier
+	ddlQuoted                // "quoted identifier"
+	ddlString                // 'string', E'string', $$string$$
+	ddlNumber
+	ddlPunct
+)
+
+type ddlTok struct {
+	kind     ddlKind
+	val      string // word as written, unquoted identifier or string value, punctuation
+	pos, end int    // byte range in the statement
+}
+
+func (t ddlTok) isWord(kw string) bool { return t.kind == ddlWord && strings.EqualFold(t.val, kw) }
+func (t ddlTok) isPunct(p string) bool { return t.kind == ddlPunct && t.val == p }
+func (t ddlTok) isIdent() bool         { return t.kind == ddlWord || t.kind == ddlQuoted }
+func (t ddlTok) describe() string      { return strconv.Quote(t.val) }
+
+func ddlIsIdentStart(r rune) bool { return r == '_' || unicode.IsLetter(r) }
+
+func ddlIsIdentPart(r rune) bool {
+	return r == '_' || r == '$' || unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+func ddlSyntaxf(f string, a ...any) error {
+	return fmt.Errorf("%w: "+f, append([]any{ErrSyntax}, a...)...)
+}
+
+func ddlLex(src string) ([]ddlTok, error) {
+	var toks []ddlTok
+	i := 0
+	for i < len(src) {
+		r, size := utf8.DecodeRuneInString(src[i:])
+		start := i
+		switch {
+		case unicode.IsSpace(r):
+			i += size
+		case strings.HasPrefix(src[i:], "--"):
+			if j := strings.IndexByte(src[i:], '\n'); j >= 0 {
+				i += j + 1
+			} else {
+				i = len(src)
+			}
+		case strings.HasPrefix(src[i:], "/*"):
+			depth := 0
+			for {
+				switch {
+				case i >= len(src):
+					return nil, ddlSyntaxf("unterminated /* comment")
+				case strings.HasPrefix(src[i:], "/*"):
+					depth++
+					i += 2
+				case strings.HasPrefix(src[i:], "*/"):
+					depth--
+					i += 2
+				default:
+					i++
+				}
+				if depth == 0 {
+					break
+				}
+			}
+		case r == '\'':
+			val, n, err := ddlQuotedText(src[i:], '\'', false)
+			if err != nil {
+				return nil, err
+			}
+			i += n
+			toks = append(toks, ddlTok{kind: ddlString, val: val, pos: start, end: i})
+		case (r == 'e' || r == 'E') && strings.HasPrefix(src[i+1:], "'"):
+			val, n, err := ddlQuotedText(src[i+1:], '\'', true)
+			if err != nil {
+				return nil, err
+			}
+			i += 1 + n
+			toks = append(toks, ddlTok{kind: ddlString, val: val, pos: start, end: i})
+		case r == '"':
+			val, n, err := ddlQuotedText(src[i:], '"', false)
+			if err != nil {
+				return nil, err
+			}
+			i += n
+			toks = append(toks, ddlTok{kind: ddlQuoted, val: val, pos: start, end: i})
+		case r == '$' && ddlDollarTag(src[i:]) != "":
+			tag := ddlDollarTag(src[i:])
+			j := strings.Index(src[i+len(tag):], tag)
+			if j < 0 {
+				return nil, ddlSyntaxf("unterminated %s string", tag)
+			}
+			val := src[i+len(tag) : i+len(tag)+j]
+			i += len(tag) + j + len(tag)
+			toks = append(toks, ddlTok{kind: ddlString, val: val, pos: start, end: i})
+		case ddlIsIdentStart(r):
+			for i < len(src) {
+				r, size := utf8.DecodeRuneInString(src[i:])
+				if !ddlIsIdentPart(r) {
+					break
+				}
+				i += size
+			}
+			toks = append(toks, ddlTok{kind: ddlWord, val: src[start:i], pos: start, end: i})
+		case r >= '0' && r <= '9' || r == '.' && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9':
+			for i < len(src) && (src[i] >= '0' && src[i] <= '9' || src[i] == '.' || src[i] == '_' ||
+				src[i] == 'e' || src[i] == 'E' ||
+				(src[i] == '+' || src[i] == '-') && (src[i-1] == 'e' || src[i-1] == 'E')) {
+				i++
+			}
+			toks = append(toks, ddlTok{kind: ddlNumber, val: src[start:i], pos: start, end: i})
+		default:
+			i += size
+			toks = append(toks, ddlTok{kind: ddlPunct, val: src[start:i], pos: start, end: i})
+		}
+	}
+	return toks, nil
+}
+
+// ddlQuotedText reads a quoted run starting at s[0] == q, where a doubled
+// quote stands for one (and, for E'…' strings, a backslash escapes the next
+// byte). It returns the text between the quotes and the bytes consumed.
+func ddlQuotedText(s string, q byte, backslash bool) (string, int, error) {
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch {
+		case backslash && s[i] == '\\' && i+1 < len(s):
+			b.WriteByte(s[i+1])
+			i++
+		case s[i] == q && i+1 < len(s) && s[i+1] == q:
+			b.WriteByte(q)
+			i++
+		case s[i] == q:
+			return b.String(), i + 1, nil
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	if q == '"' {
+		return "", 0, ddlSyntaxf("unterminated quoted identifier")
+	}
+	return "", 0, ddlSyntaxf("unterminated string literal")
+}
+
+// ddlDollarTag returns the opening $tag$ of a dollar-quoted string at the
+// start of s, or "".
+func ddlDollarTag(s string) string {
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '$':
+			return s[:i+1]
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 1 && c >= '0' && c <= '9':
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
+// ---- parser helpers ----
+
+type ddlParser struct {
+	src  string
+	toks []ddlTok
+	i    int
+}
+
+// at reports whether the next tokens are the keywords kws.
+func (p *ddlParser) at(kws ...string) bool {
+	if p.i+len(kws) > len(p.toks) {
+		return false
+	}
+	for j, kw := range kws {
+		if !p.toks[p.i+j].isWord(kw) {
+			return false
+		}
+	}
+	return true
+}
+
+// accept consumes the keywords kws if they come next.
+func (p *ddlParser) accept(kws ...string) bool {
+	if !p.at(kws...) {
+		return false
+	}
+	p.i += len(kws)
+	return true
+}
+
+func (p *ddlParser) atPunct(s string) bool { return p.i < len(p.toks) && p.toks[p.i].isPunct(s) }
+
+func (p *ddlParser) acceptPunct(s string) bool {
+	if !p.atPunct(s) {
+		return false
+	}
+	p.i++
+	return true
+}
+
+// atQuery reports whether a query starts here.
+func (p *ddlParser) atQuery() bool {
+	return p.at("SELECT") || p.at("WITH") || p.at("FROM") || p.at("TABLE") || p.atPunct("(")
+}
+
+// kind names the statement for an unsupported-statement error.
+func (p *ddlParser) kind() string {
+	var words []string
+	for _, t := range p.toks {
+		if t.kind != ddlWord || len(words) == 2 {
+			break
+		}
+		words = append(words, strings.ToUpper(t.val))
+	}
+	if len(words) == 0 {
+		return "this"
+	}
+	if len(words) == 2 && words[0] != "CREATE" && words[0] != "DROP" {
+		words = words[:1]
+	}
+	return strings.Join(words, " ")
+}
+
+func (p *ddlParser) unexpected() error {
+	if p.i >= len(p.toks) {
+		return ddlSyntaxf("unexpected end of statement")
+	}
+	return ddlSyntaxf("unexpected %s at offset %d", p.toks[p.i].describe(), p.toks[p.i].pos)
+}
+
+func (p *ddlParser) end() error {
+	if p.i < len(p.toks) {
+		return p.unexpected()
+	}
+	return nil
+}
+
+// ident reads a bare or quoted identifier.
+func (p *ddlParser) ident() (string, error) {
+	if p.i >= len(p.toks) || !p.toks[p.i].isIdent() {
+		return "", p.unexpected()
+	}
+	p.i++
+	return p.toks[p.i-1].val, nil
+}
+
+// name reads a dotted name of at most max parts.
+func (p *ddlParser) name(max int) ([]string, error) {
+	var parts []string
+	for {
+		part, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part)
+		if !p.atPunct(".") {
+			break
+		}
+		if len(parts) == max {
+			return nil, ddlSyntaxf("name %s… has more than %d parts", strings.Join(parts, "."), max)
+		}
+		p.i++
+	}
+	return parts, nil
+}
+
+// group finds the parenthesised group starting at the next token and
+// returns the indexes of its "(" and ")"; it moves past the ")".
+func (p *ddlParser) group() (open, closing int, err error) {
+	if !p.atPunct("(") {
+		return 0, 0, p.unexpected()
+	}
+	depth := 0
+	for j := p.i; j < len(p.toks); j++ {
+		switch {
+		case p.toks[j].isPunct("("):
+			depth++
+		case p.toks[j].isPunct(")"):
+			depth--
+			if depth == 0 {
+				open, p.i = p.i, j+1
+				return open, j, nil
+			}
+		}
+	}
+	return 0, 0, ddlSyntaxf("unbalanced parentheses")
+}
+
+// text returns the statement text from token from through token to.
+func (p *ddlParser) text(from, to int) string { return p.src[p.toks[from].pos:p.toks[to].end] }
+
+// partitionItems reads "( item, … )" of PARTITIONED BY.
+func (p *ddlParser) partitionItems() ([]ddlPartItem, error) {
+	if !p.acceptPunct("(") {
+		return nil, p.unexpected()
+	}
+	var items []ddlPartItem
+	for {
+		var it ddlPartItem
+		if p.i+1 < len(p.toks) && p.toks[p.i].kind == ddlWord && p.toks[p.i+1].isPunct("(") {
+			it.transform = p.toks[p.i].val
+			p.i += 2
+			for n := 0; ; n++ {
+				if n > 1 {
+					return nil, ddlSyntaxf("partition transform %s takes at most two arguments", it.transform)
+				}
+				if p.i < len(p.toks) && p.toks[p.i].kind == ddlNumber {
+					if it.hasArg {
+						return nil, p.unexpected()
+					}
+					v, err := strconv.Atoi(p.toks[p.i].val)
+					if err != nil {
+						return nil, ddlSyntaxf("partition transform %s: bad number %s", it.transform, p.toks[p.i].val)
+					}
+					it.arg, it.hasArg = v, true
+					p.i++
+				} else {
+					if it.column != "" {
+						return nil, p.unexpected()
+					}
+					col, err := p.name(16)
+					if err != nil {
+						return nil, err
+					}
+					it.column = strings.Join(col, ".")
+				}
+				if !p.acceptPunct(",") {
+					break
+				}
+			}
+			if !p.acceptPunct(")") {
+				return nil, p.unexpected()
+			}
+			if it.column == "" {
+				return nil, ddlSyntaxf("partition transform %s names no column", it.transform)
+			}
+		} else {
+			col, err := p.name(16)
+			if err != nil {
+				return nil, err
+			}
+			it.column = strings.Join(col, ".")
+		}
+		items = append(items, it)
+		if p.acceptPunct(")") {
+			return items, nil
+		}
+		if !p.acceptPunct(",") {
+			return nil, p.unexpected()
+		}
+	}
+}
+
+// properties reads "( key = value, … )" of WITH into props. Keys are
+// strings or dotted names; values strings, numbers or true/false.
+func (p *ddlParser) properties(props iceberg.Properties) error {
+	if !p.acceptPunct("(") {
+		return p.unexpected()
+	}
+	for {
+		var key string
+		if p.i < len(p.toks) && p.toks[p.i].kind == ddlString {
+			key = p.toks[p.i].val
+			p.i++
+		} else {
+			// A bare key is words joined by "." or "-": format-version.
+			var b strings.Builder
+			for {
+				w, err := p.ident()
+				if err != nil {
+					return err
+				}
+				b.WriteString(w)
+				if !p.atPunct(".") && !p.atPunct("-") {
+					break
+				}
+				b.WriteString(p.toks[p.i].val)
+				p.i++
+			}
+			key = b.String()
+		}
+		if !p.acceptPunct("=") {
+			return p.unexpected()
+		}
+		if p.i >= len(p.toks) {
+			return p.unexpected()
+		}
+		t := p.toks[p.i]
+		switch {
+		case t.kind == ddlString, t.kind == ddlNumber:
+			props[key] = t.val
+		case t.isWord("true"), t.isWord("false"):
+			props[key] = strings.ToLower(t.val)
+		default:
+			return p.unexpected()
+		}
+		p.i++
+		if p.acceptPunct(")") {
+			return nil
+		}
+		if !p.acceptPunct(",") {
+			return p.unexpected()
+		}
+	}
+}
