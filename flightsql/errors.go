@@ -1,0 +1,86 @@
+package flightsql
+
+import (
+	"context"
+	"errors"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// Errors of this package.
+var (
+	// ErrParameters: a prepared statement was sent parameter values, which
+	// icefloe does not bind yet (Unimplemented).
+	ErrParameters = errors.New("flightsql: prepared statement parameters are not supported yet")
+	// ErrHandle: a prepared-statement handle or ticket is not one this
+	// cluster issued, or has expired (InvalidArgument).
+	ErrHandle = errors.New("flightsql: invalid or expired handle")
+	// ErrNotQuery: a statement that returns rows was sent as an update
+	// (InvalidArgument).
+	ErrNotQuery = errors.New("flightsql: statement returns rows; execute it as a query")
+	// ErrWorkerTicket: a ticket planned for a worker was sent to the
+	// coordinator (FailedPrecondition).
+	ErrWorkerTicket = errors.New("flightsql: this ticket is served by a worker; DoGet it at one of its endpoint's locations")
+	// ErrNoSession: the session middleware is not installed (FailedPrecondition).
+	ErrNoSession = errors.New("flightsql: no session: install Server.ServerOptions on the gRPC server")
+)
+
+// codeTable maps sentinel errors to gRPC codes, first match wins.
+var codeTable = []struct {
+	err  error
+	code codes.Code
+}{
+	{planner.ErrSyntax, codes.InvalidArgument},
+	{planner.ErrInvalid, codes.InvalidArgument},
+	{ErrHandle, codes.InvalidArgument},
+	{ErrNotQuery, codes.InvalidArgument},
+	{wire.ErrMalformed, codes.InvalidArgument},
+	{wire.ErrVersion, codes.InvalidArgument},
+	{wire.ErrUnsealed, codes.InvalidArgument},
+	{wire.ErrExpired, codes.InvalidArgument},
+	{planner.ErrNotFound, codes.NotFound},
+	{catalog.ErrCatalogNotFound, codes.NotFound},
+	{catalog.ErrSchemaNotFound, codes.NotFound},
+	{catalog.ErrTableNotFound, codes.NotFound},
+	{icecat.ErrNoSuchTable, codes.NotFound},
+	{icecat.ErrNoSuchNamespace, codes.NotFound},
+	{icecat.ErrNoSuchView, codes.NotFound},
+	{planner.ErrExists, codes.AlreadyExists},
+	{icecat.ErrTableAlreadyExists, codes.AlreadyExists},
+	{icecat.ErrNamespaceAlreadyExists, codes.AlreadyExists},
+	{icecat.ErrViewAlreadyExists, codes.AlreadyExists},
+	{planner.ErrUnsupported, codes.Unimplemented},
+	{ErrParameters, codes.Unimplemented},
+	{planner.ErrRefused, codes.PermissionDenied},
+	{planner.ErrNoWorkers, codes.Unavailable},
+	{ErrWorkerTicket, codes.FailedPrecondition},
+	{ErrNoSession, codes.FailedPrecondition},
+	{icecat.ErrNamespaceNotEmpty, codes.FailedPrecondition},
+	{context.Canceled, codes.Canceled},
+	{context.DeadlineExceeded, codes.DeadlineExceeded},
+}
+
+// ToStatus turns err into a gRPC status error: the one place where icefloe's
+// errors get their gRPC codes. The message is the error's text. nil stays
+// nil; an error that already is a status keeps its code unless a sentinel
+// above matches first; anything else is Internal.
+func ToStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, e := range codeTable {
+		if errors.Is(err, e.err) {
+			return status.Error(e.code, err.Error())
+		}
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Err()
+	}
+	return status.Error(codes.Internal, err.Error())
+}

@@ -1,0 +1,436 @@
+package flightsql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// Planner plans and runs client statements; *planner.Planner implements it.
+type Planner interface {
+	// Classify says whether query returns rows (KindQuery) or an update
+	// count (KindUpdate), or fails with ErrSyntax, ErrRefused or
+	// ErrUnsupported.
+	Classify(query string) (planner.Kind, error)
+	// Plan plans a query into a result schema and worker endpoints.
+	Plan(ctx context.Context, s planner.Session, query string) (*planner.Plan, error)
+	// Bind returns the result schema of a query without planning files.
+	Bind(ctx context.Context, s planner.Session, query string) (*arrow.Schema, error)
+	// Exec runs a DDL or DML statement and returns its update count.
+	Exec(ctx context.Context, s planner.Session, query string) (int64, error)
+}
+
+var _ Planner = (*planner.Planner)(nil)
+
+// Defaults for Options.
+const (
+	// DefaultPreparedTTL is how long a prepared-statement handle stays valid.
+	DefaultPreparedTTL = 24 * time.Hour
+	// DefaultVersion is the server version GetSqlInfo reports when
+	// Options.Version is empty.
+	DefaultVersion = "dev"
+	// ServerName is the FLIGHT_SQL_SERVER_NAME reported to clients.
+	ServerName = "icefloe"
+)
+
+// countTTL is how long the ticket of an executed update stays valid.
+const countTTL = time.Hour
+
+// Options configure a Server.
+type Options struct {
+	// Planner plans queries and runs updates. Required.
+	Planner Planner
+	// Mounts are the catalogs the metadata commands list. Required.
+	Mounts *catalog.Mounts
+	// DefaultCatalog and DefaultSchema resolve unqualified names when a
+	// session sets none; they default to the embedded catalog's
+	// catalog.LocalCatalogName and catalog.DefaultSchema.
+	DefaultCatalog string
+	DefaultSchema  string
+	// Key seals prepared-statement handles and update tickets. Required.
+	Key *wire.Key
+	// PreparedTTL is how long prepared-statement handles stay valid;
+	// 0 means DefaultPreparedTTL.
+	PreparedTTL time.Duration
+	// Version is FLIGHT_SQL_SERVER_VERSION; empty means DefaultVersion.
+	Version   string
+	Logger    *zap.Logger
+	Allocator memory.Allocator
+}
+
+// Validate reports every problem with o at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Planner == nil {
+		errs = append(errs, errors.New("flightsql: Planner is required"))
+	}
+	if o.Mounts == nil {
+		errs = append(errs, errors.New("flightsql: Mounts is required"))
+	}
+	if o.Key == nil {
+		errs = append(errs, errors.New("flightsql: Key is required"))
+	}
+	if o.PreparedTTL < 0 {
+		errs = append(errs, errors.New("flightsql: PreparedTTL must be >= 0"))
+	}
+	if o.PreparedTTL > time.Duration(1<<31-1)*time.Millisecond {
+		errs = append(errs, errors.New("flightsql: PreparedTTL must fit in an int32 of milliseconds"))
+	}
+	return errors.Join(errs...)
+}
+
+// String describes the options without the key.
+func (o Options) String() string {
+	return fmt.Sprintf("flightsql.Options{DefaultCatalog: %q, DefaultSchema: %q, PreparedTTL: %s, Key: redacted}",
+		o.DefaultCatalog, o.DefaultSchema, o.PreparedTTL)
+}
+
+// Server is the coordinator's Flight SQL service. It is safe for
+// concurrent use and keeps no per-client state.
+type Server struct {
+	flightsql.BaseServer
+	opts    Options
+	log     *zap.Logger
+	alloc   memory.Allocator
+	session *sessionMiddleware
+}
+
+var _ flightsql.Server = (*Server)(nil)
+
+// New returns a Server for o.
+func New(o Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.DefaultCatalog == "" {
+		o.DefaultCatalog = catalog.LocalCatalogName
+	}
+	if o.DefaultSchema == "" {
+		o.DefaultSchema = catalog.DefaultSchema
+	}
+	if o.PreparedTTL == 0 {
+		o.PreparedTTL = DefaultPreparedTTL
+	}
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware()}
+	s.Alloc = o.Allocator
+	for id, v := range sqlInfo(o) {
+		if err := s.RegisterSqlInfo(id, v); err != nil {
+			return nil, fmt.Errorf("flightsql: sql info %s: %w", id, err)
+		}
+	}
+	return s, nil
+}
+
+// FlightService returns the Flight service to register on a gRPC server.
+// Its calls need the interceptors of ServerOptions for sessions.
+func (s *Server) FlightService() flight.FlightServer {
+	return &flightService{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.alloc), key: s.opts.Key}
+}
+
+// Register registers the Flight service on g, which must have been created
+// with ServerOptions among its options.
+func (s *Server) Register(g *grpc.Server) {
+	flight.RegisterFlightServiceServer(g, s.FlightService())
+}
+
+// ServerOptions returns the interceptors the Flight service needs (the
+// session cookie middleware), to pass to grpc.NewServer. They touch only
+// Flight calls, so other services on the same server are unaffected.
+func (s *Server) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(s.session.unary),
+		grpc.ChainStreamInterceptor(s.session.stream),
+	}
+}
+
+// flightService refuses worker tickets with a clear error instead of a
+// parse failure.
+type flightService struct {
+	flight.FlightServer
+	key *wire.Key
+}
+
+func (f *flightService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	if _, err := f.key.Open(t.GetTicket(), time.Now()); !errors.Is(err, wire.ErrMalformed) {
+		return ToStatus(ErrWorkerTicket)
+	}
+	return f.FlightServer.DoGet(t, stream)
+}
+
+// emptySchema is the dataset schema of updates and the parameter schema of
+// every prepared statement.
+var emptySchema = arrow.NewSchema([]arrow.Field{}, nil)
+
+func noTransaction(id []byte) error {
+	if len(id) > 0 {
+		return fmt.Errorf("%w: transactions", planner.ErrUnsupported)
+	}
+	return nil
+}
+
+// GetFlightInfoStatement classifies the statement: a query is planned into
+// one endpoint per worker ticket; an update runs now (see updateInfo).
+func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if err := noTransaction(cmd.GetTransactionId()); err != nil {
+		return nil, ToStatus(err)
+	}
+	sess := s.sessionOf(ctx)
+	info, err := s.run(ctx, sess, cmd.GetQuery(), desc)
+	return info, ToStatus(err)
+}
+
+func (s *Server) run(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	kind, err := s.opts.Planner.Classify(query)
+	if err != nil {
+		return nil, err
+	}
+	if kind == planner.KindUpdate {
+		return s.updateInfo(ctx, sess, query, desc)
+	}
+	return s.queryInfo(ctx, sess, query, desc)
+}
+
+// queryInfo plans query and answers with its endpoints.
+func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	plan, err := s.opts.Planner.Plan(ctx, sess, query)
+	if err != nil {
+		return nil, err
+	}
+	if plan.Schema == nil {
+		return nil, errors.New("flightsql: plan has no schema")
+	}
+	eps := make([]*flight.FlightEndpoint, len(plan.Endpoints))
+	for i, e := range plan.Endpoints {
+		locs := make([]*flight.Location, len(e.Locations))
+		for j, l := range e.Locations {
+			locs[j] = &flight.Location{Uri: l}
+		}
+		eps[i] = &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: e.Ticket}, Location: locs}
+	}
+	s.log.Debug("planned query", zap.String("query_id", plan.QueryID),
+		zap.String("strategy", string(plan.Strategy)), zap.Int("endpoints", len(eps)))
+	return &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(plan.Schema, s.alloc),
+		FlightDescriptor: desc,
+		Endpoint:         eps,
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}, nil
+}
+
+// updateInfo runs an update that arrived as a query (Python ADBC sends
+// every statement through GetFlightInfo) and answers with an empty schema,
+// the update count as TotalRecords (what ADBC reports as rows affected) and
+// one endpoint the coordinator serves itself with no rows, for clients that
+// read endpoint 0 unconditionally.
+func (s *Server) updateInfo(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	n, err := s.opts.Planner.Exec(ctx, sess, query)
+	if err != nil {
+		return nil, err
+	}
+	handle, err := seal(s.opts.Key, countQueryID, updateCount{Rows: n}, countTTL)
+	if err != nil {
+		return nil, err
+	}
+	tkt, err := flightsql.CreateStatementQueryTicket(handle)
+	if err != nil {
+		return nil, fmt.Errorf("flightsql: ticket: %w", err)
+	}
+	return &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(emptySchema, s.alloc),
+		FlightDescriptor: desc,
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		TotalRecords:     n,
+		TotalBytes:       -1,
+	}, nil
+}
+
+// DoGetStatement serves the tickets the coordinator issued itself: the
+// result of an executed update, an empty stream.
+func (s *Server) DoGetStatement(ctx context.Context, t flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	var c updateCount
+	if err := unseal(s.opts.Key, countQueryID, t.GetStatementHandle(), &c); err != nil {
+		return nil, nil, ToStatus(err)
+	}
+	ch := make(chan flight.StreamChunk)
+	close(ch)
+	return emptySchema, ch, nil
+}
+
+// GetSchemaStatement returns the schema GetFlightInfoStatement would.
+func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.StatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	if err := noTransaction(cmd.GetTransactionId()); err != nil {
+		return nil, ToStatus(err)
+	}
+	kind, err := s.opts.Planner.Classify(cmd.GetQuery())
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	sc := emptySchema
+	if kind == planner.KindQuery {
+		if sc, err = s.opts.Planner.Bind(ctx, s.sessionOf(ctx), cmd.GetQuery()); err != nil {
+			return nil, ToStatus(err)
+		}
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(sc, s.alloc)}, nil
+}
+
+// DoPutCommandStatementUpdate runs an update and returns its count.
+func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.StatementUpdate) (int64, error) {
+	if err := noTransaction(cmd.GetTransactionId()); err != nil {
+		return 0, ToStatus(err)
+	}
+	n, err := s.exec(ctx, s.sessionOf(ctx), cmd.GetQuery())
+	return n, ToStatus(err)
+}
+
+func (s *Server) exec(ctx context.Context, sess planner.Session, query string) (int64, error) {
+	kind, err := s.opts.Planner.Classify(query)
+	if err != nil {
+		return 0, err
+	}
+	if kind != planner.KindUpdate {
+		return 0, ErrNotQuery
+	}
+	return s.opts.Planner.Exec(ctx, sess, query)
+}
+
+// CreatePreparedStatement seals the statement and the session's defaults
+// into the handle. Queries get their real dataset schema (Bind); updates an
+// empty one, which is how the JDBC driver knows to run them as updates.
+func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.ActionCreatePreparedStatementRequest) (flightsql.ActionCreatePreparedStatementResult, error) {
+	var res flightsql.ActionCreatePreparedStatementResult
+	if err := noTransaction(req.GetTransactionId()); err != nil {
+		return res, ToStatus(err)
+	}
+	sess := s.sessionOf(ctx)
+	query := req.GetQuery()
+	kind, err := s.opts.Planner.Classify(query)
+	if err != nil {
+		return res, ToStatus(err)
+	}
+	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, Update: kind == planner.KindUpdate}
+	dataset := emptySchema
+	if !h.Update {
+		if dataset, err = s.opts.Planner.Bind(ctx, sess, query); err != nil {
+			return res, ToStatus(err)
+		}
+	}
+	handle, err := seal(s.opts.Key, preparedQueryID, h, s.opts.PreparedTTL)
+	if err != nil {
+		return res, ToStatus(err)
+	}
+	isUpdate := h.Update
+	return flightsql.ActionCreatePreparedStatementResult{
+		Handle:          handle,
+		DatasetSchema:   dataset,
+		ParameterSchema: emptySchema,
+		IsUpdate:        &isUpdate,
+	}, nil
+}
+
+func (s *Server) prepared(handle []byte) (preparedHandle, error) {
+	var h preparedHandle
+	err := unseal(s.opts.Key, preparedQueryID, handle, &h)
+	return h, err
+}
+
+// ClosePreparedStatement does nothing: handles are sealed, not stored.
+func (s *Server) ClosePreparedStatement(context.Context, flightsql.ActionClosePreparedStatementRequest) error {
+	return nil
+}
+
+// GetFlightInfoPreparedStatement plans a prepared query, or runs a prepared
+// update as GetFlightInfoStatement does.
+func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	h, err := s.prepared(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	var info *flight.FlightInfo
+	if h.Update {
+		info, err = s.updateInfo(ctx, h.session(), h.SQL, desc)
+	} else {
+		info, err = s.queryInfo(ctx, h.session(), h.SQL, desc)
+	}
+	return info, ToStatus(err)
+}
+
+// GetSchemaPreparedStatement returns the schema GetFlightInfoPreparedStatement would.
+func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	h, err := s.prepared(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	sc := emptySchema
+	if !h.Update {
+		if sc, err = s.opts.Planner.Bind(ctx, h.session(), h.SQL); err != nil {
+			return nil, ToStatus(err)
+		}
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(sc, s.alloc)}, nil
+}
+
+// DoPutPreparedStatementQuery binds parameters. icefloe binds none yet: an
+// empty binding returns the handle unchanged, any parameter column fails
+// with ErrParameters.
+func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
+	if _, err := s.prepared(cmd.GetPreparedStatementHandle()); err != nil {
+		return nil, ToStatus(err)
+	}
+	if err := noParameters(rdr); err != nil {
+		return nil, ToStatus(err)
+	}
+	return cmd.GetPreparedStatementHandle(), nil
+}
+
+// DoPutPreparedStatementUpdate runs a prepared update and returns its count.
+func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
+	h, err := s.prepared(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return 0, ToStatus(err)
+	}
+	if err := noParameters(rdr); err != nil {
+		return 0, ToStatus(err)
+	}
+	if !h.Update {
+		return 0, ToStatus(ErrNotQuery)
+	}
+	n, err := s.opts.Planner.Exec(ctx, h.session(), h.SQL)
+	return n, ToStatus(err)
+}
+
+// noParameters reads the binding stream and fails if it has any column.
+func noParameters(rdr flight.MessageReader) error {
+	for rdr.Next() {
+		if rec := rdr.RecordBatch(); rec.NumCols() > 0 {
+			return fmt.Errorf("%w (got %d parameter columns)", ErrParameters, rec.NumCols())
+		}
+	}
+	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("flightsql: read parameters: %w", err)
+	}
+	return nil
+}

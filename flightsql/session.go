@@ -1,0 +1,166 @@
+package flightsql
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/session"
+	"google.golang.org/grpc"
+
+	"github.com/icefloe/icefloe/planner"
+)
+
+// Session option names a client may set.
+const (
+	OptionCatalog = "catalog"
+	OptionSchema  = "schema"
+)
+
+// flightMethodPrefix selects the calls the session middleware applies to.
+const flightMethodPrefix = "/arrow.flight.protocol.FlightService/"
+
+// sessionMiddleware keeps session options in arrow-go's stateless session
+// cookie, so any coordinator can serve any call of a session. The options
+// hold nothing secret (a catalog and a schema name the client chose), and
+// every name is checked again when a statement uses it.
+type sessionMiddleware struct {
+	mw flight.ServerMiddleware
+}
+
+func newSessionMiddleware() *sessionMiddleware {
+	mgr := lenientManager{session.NewStatelessServerSessionManager()}
+	return &sessionMiddleware{mw: flight.CreateServerMiddleware(session.NewServerSessionMiddleware(mgr))}
+}
+
+func (m *sessionMiddleware) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if !strings.HasPrefix(info.FullMethod, flightMethodPrefix) {
+		return handler(ctx, req)
+	}
+	return m.mw.Unary(ctx, req, info, handler)
+}
+
+func (m *sessionMiddleware) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if !strings.HasPrefix(info.FullMethod, flightMethodPrefix) {
+		return handler(srv, ss)
+	}
+	return m.mw.Stream(srv, ss, info, handler)
+}
+
+// lenientManager starts a fresh session when the client's cookie cannot be
+// decoded, where arrow-go's middleware would panic and take the process
+// down.
+type lenientManager struct {
+	session.ServerSessionManager
+}
+
+func (m lenientManager) GetSession(ctx context.Context) (session.ServerSession, error) {
+	s, err := m.ServerSessionManager.GetSession(ctx)
+	if err != nil {
+		return nil, session.ErrNoSession
+	}
+	return s, nil
+}
+
+// sessionOf returns the session defaults of the call: the session's
+// options over the server's defaults.
+func (s *Server) sessionOf(ctx context.Context) planner.Session {
+	out := planner.Session{Catalog: s.opts.DefaultCatalog, Schema: s.opts.DefaultSchema}
+	ss, err := session.GetSessionFromContext(ctx)
+	if err != nil || ss.Closed() {
+		return out
+	}
+	if v, ok := stringOption(ss.GetSessionOption(OptionCatalog)); ok {
+		out.Catalog = v
+	}
+	if v, ok := stringOption(ss.GetSessionOption(OptionSchema)); ok {
+		out.Schema = v
+	}
+	return out
+}
+
+func stringOption(v *flight.SessionOptionValue) (string, bool) {
+	if sv, ok := v.GetOptionValue().(*pb.SessionOptionValue_StringValue); ok {
+		return sv.StringValue, true
+	}
+	return "", false
+}
+
+// SetSessionOptions sets catalog and schema. A value with nothing set
+// resets the option to the server default. Problems are reported per
+// option in the result, as the protocol asks, not as a failed call: an
+// unknown name is INVALID_NAME, a value that is not a string or names a
+// catalog that is not mounted is INVALID_VALUE. Valid options are set even
+// when others fail.
+func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOptionsRequest) (*flight.SetSessionOptionsResult, error) {
+	ss, err := session.GetSessionFromContext(ctx)
+	if err != nil {
+		return nil, ToStatus(ErrNoSession)
+	}
+	res := &flight.SetSessionOptionsResult{}
+	fail := func(name string, v pb.SetSessionOptionsResult_ErrorValue) {
+		if res.Errors == nil {
+			res.Errors = map[string]*flight.SetSessionOptionsResultError{}
+		}
+		res.Errors[name] = &flight.SetSessionOptionsResultError{Value: v}
+	}
+	names := make([]string, 0, len(req.GetSessionOptions()))
+	for name := range req.GetSessionOptions() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		v := req.GetSessionOptions()[name]
+		if name != OptionCatalog && name != OptionSchema {
+			fail(name, flight.SetSessionOptionsResultErrorInvalidName)
+			continue
+		}
+		if v.GetOptionValue() == nil {
+			ss.EraseSessionOption(name)
+			continue
+		}
+		str, ok := stringOption(v)
+		if !ok || str == "" {
+			fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
+			continue
+		}
+		if name == OptionCatalog {
+			if _, err := s.opts.Mounts.Get(str); err != nil {
+				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
+				continue
+			}
+		}
+		ss.SetSessionOption(name, v)
+	}
+	return res, nil
+}
+
+// GetSessionOptions returns the catalog and schema in effect, defaults
+// included.
+func (s *Server) GetSessionOptions(ctx context.Context, _ *flight.GetSessionOptionsRequest) (*flight.GetSessionOptionsResult, error) {
+	if _, err := session.GetSessionFromContext(ctx); err != nil {
+		return nil, ToStatus(ErrNoSession)
+	}
+	cur := s.sessionOf(ctx)
+	opts, err := flight.NewSessionOptionValues(map[string]any{OptionCatalog: cur.Catalog, OptionSchema: cur.Schema})
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	return &flight.GetSessionOptionsResult{SessionOptions: opts}, nil
+}
+
+// CloseSession ends the session; the client's cookie is expired and its
+// next call starts from the defaults.
+func (s *Server) CloseSession(ctx context.Context, _ *flight.CloseSessionRequest) (*flight.CloseSessionResult, error) {
+	ss, err := session.GetSessionFromContext(ctx)
+	if err != nil {
+		return nil, ToStatus(ErrNoSession)
+	}
+	if err := ss.Close(); err != nil {
+		return nil, ToStatus(errors.Join(errors.New("flightsql: close session"), err))
+	}
+	return &flight.CloseSessionResult{Status: flight.CloseSessionResultClosed}, nil
+}

@@ -1,0 +1,155 @@
+package flightsql
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/icefloe/icefloe/planner"
+)
+
+func setOptions(t *testing.T, e *env, opts map[string]any) *flight.SetSessionOptionsResult {
+	t.Helper()
+	vals, err := flight.NewSessionOptionValues(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.client.SetSessionOptions(context.Background(), &flight.SetSessionOptionsRequest{SessionOptions: vals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func getOptions(t *testing.T, e *env) map[string]string {
+	t.Helper()
+	res, err := e.client.GetSessionOptions(context.Background(), &flight.GetSessionOptionsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for k, v := range res.GetSessionOptions() {
+		out[k] = v.GetStringValue()
+	}
+	return out
+}
+
+// planSession runs a query and returns the session the planner got.
+func planSession(t *testing.T, e *env) planner.Session {
+	t.Helper()
+	if _, err := e.client.Execute(context.Background(), "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	return e.planner.last(t, "Plan").session
+}
+
+func TestSessionOptions(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	def := planner.Session{Catalog: "local", Schema: "default"}
+	if got := planSession(t, e); got != def {
+		t.Fatalf("default session = %+v", got)
+	}
+	if got := getOptions(t, e); got["catalog"] != "local" || got["schema"] != "default" {
+		t.Errorf("default options = %v", got)
+	}
+
+	res := setOptions(t, e, map[string]any{"catalog": "other", "schema": "sales"})
+	if len(res.GetErrors()) != 0 {
+		t.Fatalf("errors = %v", res.GetErrors())
+	}
+	want := planner.Session{Catalog: "other", Schema: "sales"}
+	if got := planSession(t, e); got != want {
+		t.Errorf("session after set = %+v", got)
+	}
+	if got := getOptions(t, e); got["catalog"] != "other" || got["schema"] != "sales" {
+		t.Errorf("options after set = %v", got)
+	}
+	// Updates and prepared statements see the session too.
+	if _, err := e.client.ExecuteUpdate(ctx, "DELETE FROM t"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.planner.last(t, "Exec").session; got != want {
+		t.Errorf("exec session = %+v", got)
+	}
+	prep, err := e.client.Prepare(ctx, "SELECT 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prep.Close(ctx)
+	if got := e.planner.last(t, "Bind").session; got != want {
+		t.Errorf("bind session = %+v", got)
+	}
+
+	// Unknown names, wrong types and unknown catalogs are per-option
+	// errors, and leave the session as it was.
+	res = setOptions(t, e, map[string]any{"catalog": "nope", "colour": "blue", "schema": int64(3)})
+	errs := res.GetErrors()
+	if errs["catalog"].GetValue() != flight.SetSessionOptionsResultErrorInvalidValue ||
+		errs["colour"].GetValue() != flight.SetSessionOptionsResultErrorInvalidName ||
+		errs["schema"].GetValue() != flight.SetSessionOptionsResultErrorInvalidValue || len(errs) != 3 {
+		t.Errorf("errors = %v", errs)
+	}
+	if got := planSession(t, e); got != want {
+		t.Errorf("session after failed set = %+v", got)
+	}
+
+	// The prepared handle carries the session it was prepared under.
+	setOptions(t, e, map[string]any{"catalog": "local"})
+	if got := planSession(t, e); got != (planner.Session{Catalog: "local", Schema: "sales"}) {
+		t.Errorf("session after catalog change = %+v", got)
+	}
+	if _, err := prep.Execute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.planner.last(t, "Plan").session; got != want {
+		t.Errorf("prepared statement planned under %+v, want %+v", got, want)
+	}
+
+	// Closing the session returns to the defaults.
+	cres, err := e.client.CloseSession(ctx, &flight.CloseSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cres.GetStatus() != flight.CloseSessionResultClosed {
+		t.Errorf("close status = %v", cres.GetStatus())
+	}
+	if got := planSession(t, e); got != def {
+		t.Errorf("session after close = %+v", got)
+	}
+}
+
+// A session is per client: another connection without the cookie sees
+// the defaults.
+func TestSessionIsPerClient(t *testing.T) {
+	e := start(t)
+	setOptions(t, e, map[string]any{"schema": "sales"})
+	other := e.dial(t, true)
+	if _, err := other.Execute(context.Background(), "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.planner.last(t, "Plan").session; got != (planner.Session{Catalog: "local", Schema: "default"}) {
+		t.Errorf("other client's session = %+v", got)
+	}
+	if got := planSession(t, e); got.Schema != "sales" {
+		t.Errorf("first client's session = %+v", got)
+	}
+}
+
+// A cookie the server cannot decode starts a fresh session instead of
+// crashing the server (arrow-go's middleware panics on it).
+func TestSessionBadCookie(t *testing.T) {
+	e := start(t)
+	cl := e.dial(t, false)
+	for _, cookie := range []string{"arrow_flight_session=!!notbase64!!", "arrow_flight_session=AAAA", "arrow_flight_session="} {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "cookie", cookie)
+		if _, err := cl.Execute(ctx, "SELECT 1"); err != nil {
+			t.Fatalf("cookie %q: %v", cookie, err)
+		}
+		if got := e.planner.last(t, "Plan").session; got != (planner.Session{Catalog: "local", Schema: "default"}) {
+			t.Errorf("cookie %q: session = %+v", cookie, got)
+		}
+	}
+}
