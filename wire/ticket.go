@@ -37,7 +37,10 @@ type Scan struct {
 	Table string `json:"t"`
 	// MetadataLocation pins the table version.
 	MetadataLocation string `json:"m"`
-	// SnapshotID is the snapshot planned; 0 when the table has none.
+	// SnapshotID is 0 for a live read of the pinned metadata (current schema
+	// and snapshot); otherwise the snapshot a time-travel query reads, whose
+	// schema then decodes tasks and filters. Planner and worker must use the
+	// same (SnapshotID, Columns) pair they bind with.
 	SnapshotID int64 `json:"snap,omitempty"`
 	// Columns are the projected top-level column names, in order. Empty
 	// means every column of the snapshot's schema.

@@ -1,0 +1,141 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"sync"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// twoVersions returns two metadata locations of one table: before and
+// after an append.
+func twoVersions(t *testing.T) (first, second string) {
+	t.Helper()
+	_, tbl := newLocalTable(t, "typed", typedSchema)
+	first = tbl.MetadataLocation()
+	tbl = appendJSON(t, tbl, typedBatches[0])
+	return first, tbl.MetadataLocation()
+}
+
+func wantStats(t *testing.T, c *MetadataCache, hits, misses uint64) {
+	t.Helper()
+	if h, m := c.Stats(); h != hits || m != misses {
+		t.Fatalf("stats: %d hits %d misses, want %d %d", h, m, hits, misses)
+	}
+}
+
+func TestMetadataCacheHitsAndMisses(t *testing.T) {
+	ctx := context.Background()
+	first, second := twoVersions(t)
+	c := NewMetadataCache(4)
+	ident := table.Identifier{"default", "typed"}
+
+	a, err := c.Open(ctx, ident, first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.CurrentSnapshot() != nil || a.MetadataLocation() != first {
+		t.Fatalf("first version: snapshot %v at %s", a.CurrentSnapshot(), a.MetadataLocation())
+	}
+	wantStats(t, c, 0, 1)
+	again, err := c.Open(ctx, table.Identifier{"other", "name"}, first, map[string]string{"k": "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStats(t, c, 1, 1)
+	if !again.Metadata().Equals(a.Metadata()) || again.Identifier()[0] != "other" {
+		t.Fatalf("a hit must give the cached metadata under the caller's name, got %v", again.Identifier())
+	}
+	b, err := c.Open(ctx, ident, second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.CurrentSnapshot() == nil {
+		t.Fatal("second version has no snapshot")
+	}
+	wantStats(t, c, 1, 2)
+	// The table a hit returns reads files.
+	b, err = c.Open(ctx, ident, second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStats(t, c, 2, 2)
+	if n := countRows(t, b); n != 2 {
+		t.Fatalf("read %d rows through a cached table, want 2", n)
+	}
+	if c.Len() != 2 {
+		t.Fatalf("len %d, want 2", c.Len())
+	}
+}
+
+func TestMetadataCacheEviction(t *testing.T) {
+	ctx := context.Background()
+	first, second := twoVersions(t)
+	c := NewMetadataCache(1)
+	ident := table.Identifier{"default", "typed"}
+	for _, loc := range []string{first, second, first, first} {
+		if _, err := c.Open(ctx, ident, loc, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// first is evicted by second, read again, then hit.
+	wantStats(t, c, 1, 3)
+	if c.Len() != 1 {
+		t.Fatalf("len %d, want 1", c.Len())
+	}
+}
+
+func TestMetadataCacheLoadsOnce(t *testing.T) {
+	ctx := context.Background()
+	first, _ := twoVersions(t)
+	c := NewMetadataCache(0)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Open(ctx, table.Identifier{"default", "typed"}, first, nil)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantStats(t, c, 15, 1)
+}
+
+func TestMetadataCacheErrors(t *testing.T) {
+	ctx := context.Background()
+	first, _ := twoVersions(t)
+	c := NewMetadataCache(2)
+	missing := first + ".missing.metadata.json"
+	for range 2 {
+		_, err := c.Open(ctx, table.Identifier{"t"}, missing, nil)
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("missing metadata: %v", err)
+		}
+	}
+	// Errors are not cached.
+	wantStats(t, c, 0, 2)
+	// A caller whose context ends stops waiting; it never gets a table
+	// without an error or a different error.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if tbl, err := c.Open(cancelled, table.Identifier{"t"}, first, nil); err != nil && !errors.Is(err, context.Canceled) || err == nil && tbl == nil {
+		t.Fatalf("cancelled: %v, %v", tbl, err)
+	}
+}
+
+func countRows(t *testing.T, tbl *table.Table) int64 {
+	t.Helper()
+	_, _, rows := readSchemas(t, tbl, 0, nil)
+	return rows
+}

@@ -1,0 +1,82 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/icefloe/icefloe/wire"
+)
+
+// errInternal marks a fault of the worker or of the ticket the coordinator
+// built, not of the client's statement.
+var errInternal = errors.New("worker: internal error")
+
+// queryError is DuckDB failing to run the fragment SQL or to produce its
+// rows, e.g. a division by zero or a failed cast on the data.
+type queryError struct{ err error }
+
+func (e *queryError) Error() string { return "run fragment: " + e.err.Error() }
+func (e *queryError) Unwrap() error { return e.err }
+
+// readError is a failure to read a table's data: a data or delete file that
+// cannot be opened or decoded. File names the failing data file when it is
+// known, otherwise the files the read was over.
+type readError struct {
+	table string
+	file  string
+	err   error
+}
+
+func (e *readError) Error() string {
+	return fmt.Sprintf("read %s data file %s: %v", e.table, e.file, e.err)
+}
+func (e *readError) Unwrap() error { return e.err }
+
+// toStatus turns an error of DoGet into a gRPC status. It is the one place
+// where the worker chooses codes. ctx is the DoGet's context: why it ended
+// decides over the error it caused.
+func toStatus(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, errShuttingDown) || errors.Is(context.Cause(ctx), errShuttingDown):
+		return status.Error(codes.Unavailable, errShuttingDown.Error())
+	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "stream cancelled")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	// Ticket errors carry only their fixed text: nothing about the key.
+	case errors.Is(err, wire.ErrUnsealed):
+		return status.Error(codes.Unauthenticated, wire.ErrUnsealed.Error())
+	case errors.Is(err, wire.ErrExpired):
+		return status.Error(codes.Unauthenticated, wire.ErrExpired.Error())
+	case errors.Is(err, wire.ErrVersion):
+		return status.Error(codes.InvalidArgument, wire.ErrVersion.Error())
+	case errors.Is(err, wire.ErrMalformed):
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		// Already a status, e.g. from sending to a client that went away.
+		return err
+	}
+	var qe *queryError
+	if errors.As(err, &qe) {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return status.Error(codes.NotFound, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// isContextErr tells whether err is the end of the DoGet's context rather
+// than a failure of its own.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errShuttingDown)
+}

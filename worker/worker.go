@@ -1,0 +1,219 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// DefaultBatchRows is the row count a worker merges DuckDB's small result
+// chunks toward before sending a batch.
+const DefaultBatchRows = 64 * 1024
+
+// FlightServiceName is the gRPC service name of Flight, under which the
+// health service reports the worker's status (as well as under "").
+var FlightServiceName = flightpb.FlightService_ServiceDesc.ServiceName
+
+// Options configure a worker Server.
+type Options struct {
+	// Key opens tickets. Required.
+	Key *wire.Key
+	// Engine runs fragments; each DoGet takes its own connection. Required.
+	Engine *engine.Engine
+	// Cache reopens pinned table metadata. Required.
+	Cache *catalog.MetadataCache
+	// Logger defaults to zap.NewNop().
+	Logger *zap.Logger
+	// Allocator is used for everything the worker allocates in Go: reading
+	// data files and merging result batches. Defaults to
+	// memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// BatchRows is the row count small result chunks are merged toward;
+	// 0 means DefaultBatchRows.
+	BatchRows int
+}
+
+// Validate reports every problem with o at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Key == nil {
+		errs = append(errs, errors.New("worker: Key is required"))
+	}
+	if o.Engine == nil {
+		errs = append(errs, errors.New("worker: Engine is required"))
+	}
+	if o.Cache == nil {
+		errs = append(errs, errors.New("worker: Cache is required"))
+	}
+	if o.BatchRows < 0 {
+		errs = append(errs, fmt.Errorf("worker: BatchRows must be >= 0, got %d", o.BatchRows))
+	}
+	return errors.Join(errs...)
+}
+
+// String describes the options without the key.
+func (o Options) String() string {
+	return fmt.Sprintf("worker.Options{Key: %v, BatchRows: %d}", o.Key, o.BatchRows)
+}
+
+// Server is a worker's Flight service. It serves DoGet only; every other
+// Flight method answers Unimplemented. It is safe for concurrent use.
+type Server struct {
+	flight.BaseFlightServer
+
+	opts   Options
+	log    *zap.Logger
+	health *health.Server
+
+	mu      sync.Mutex
+	closing bool
+	nextID  uint64
+	active  map[uint64]context.CancelCauseFunc
+}
+
+var _ flight.FlightServer = (*Server)(nil)
+
+// errShuttingDown ends the streams in flight when the worker shuts down.
+var errShuttingDown = errors.New("worker shutting down")
+
+// New returns a worker server. Register it on a gRPC server to serve.
+func New(o Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	if o.BatchRows == 0 {
+		o.BatchRows = DefaultBatchRows
+	}
+	s := &Server{
+		opts:   o,
+		log:    o.Logger,
+		health: health.NewServer(),
+		active: map[uint64]context.CancelCauseFunc{},
+	}
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(FlightServiceName, healthpb.HealthCheckResponse_SERVING)
+	return s, nil
+}
+
+// Register registers the Flight service and the standard gRPC health
+// service on g.
+func (s *Server) Register(g *grpc.Server) {
+	flight.RegisterFlightServiceServer(g, s)
+	healthpb.RegisterHealthServer(g, s.health)
+}
+
+// Shutdown reports NOT_SERVING on the health service, refuses new DoGets
+// and cancels every DoGet in flight, which then ends with Unavailable
+// "worker shutting down". Callers then GracefulStop the gRPC server; a
+// handler blocked sending to a client that stopped reading, or a health
+// Watch a client keeps open, still holds GracefulStop, so bound it with a
+// timeout followed by Stop.
+func (s *Server) Shutdown() {
+	s.health.Shutdown()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	for _, cancel := range s.active {
+		cancel(errShuttingDown)
+	}
+}
+
+// begin registers a DoGet so Shutdown can cancel it. The caller calls end.
+func (s *Server) begin(parent context.Context) (ctx context.Context, end func(), err error) {
+	ctx, cancel := context.WithCancelCause(parent)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		cancel(errShuttingDown)
+		return nil, nil, errShuttingDown
+	}
+	s.nextID++
+	id := s.nextID
+	s.active[id] = cancel
+	return ctx, func() {
+		s.mu.Lock()
+		delete(s.active, id)
+		s.mu.Unlock()
+		cancel(nil)
+	}, nil
+}
+
+// DoGet opens the sealed ticket, loads its scans, runs its SQL and streams
+// the result with the ticket's schema.
+func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) (err error) {
+	ctx, end, err := s.begin(stream.Context())
+	if err != nil {
+		return toStatus(stream.Context(), err)
+	}
+	defer end()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("worker: panic in DoGet", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			err = fmt.Errorf("%w: panic: %v", errInternal, p)
+		}
+		err = toStatus(ctx, err)
+	}()
+	ctx = compute.WithAllocator(ctx, s.opts.Allocator)
+	return s.serve(ctx, tkt.GetTicket(), stream)
+}
+
+// serve runs one ticket on a fresh connection.
+func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStreamWriter) error {
+	start := time.Now()
+	t, err := s.opts.Key.Open(sealed, start)
+	if err != nil {
+		return err
+	}
+	if len(t.Schema) == 0 {
+		return fmt.Errorf("%w: ticket has no result schema", wire.ErrMalformed)
+	}
+	schema, err := flight.DeserializeSchema(t.Schema, s.opts.Allocator)
+	if err != nil {
+		return fmt.Errorf("%w: result schema: %v", wire.ErrMalformed, err)
+	}
+	conn, err := s.opts.Engine.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, sc := range t.Scans {
+		if err := s.loadScan(ctx, conn, sc); err != nil {
+			return err
+		}
+	}
+	rdr, err := conn.Query(ctx, t.SQL)
+	if err != nil {
+		return &queryError{err: err}
+	}
+	defer rdr.Release()
+	rows, batches, err := s.send(ctx, schema, rdr, stream)
+	if err != nil {
+		return err
+	}
+	s.log.Debug("worker: ticket served", zap.String("query", t.QueryID),
+		zap.Int("scans", len(t.Scans)), zap.Int64("rows", rows), zap.Int("batches", batches),
+		zap.Duration("took", time.Since(start)))
+	return nil
+}
