@@ -1,0 +1,128 @@
+# icefloe: build, run, test and package.
+#
+#   make build             bin/icefloe
+#   make serve             build, then `icefloe serve --demo` (extra flags: ARGS="--workers 3")
+#   make test              the whole suite: test-go, then test-integration (what CI runs)
+#   make test-go           go mod download, go vet, go test over every package but integration/
+#   make test-integration  the end-to-end suites (see below)
+#   make fuzz              short fuzz runs of every Fuzz target (FUZZTIME=20s each)
+#   make bench             benchmarks of the packages that have any (BENCH=., BENCH_COUNT=1)
+#   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
+#   make clean             remove build output; distclean also removes installed test tools
+#
+# Every go build, vet and test runs with -tags $(GO_TAGS): DuckDB's Arrow
+# interface is compiled only with that tag.
+
+GO_TAGS := duckdb_arrow
+
+GO           ?= go
+BIN          := bin/icefloe
+ARGS         ?=
+TEST_TIMEOUT ?= 30m
+FUZZTIME     ?= 20s
+BENCH        ?= .
+BENCH_COUNT  ?= 1
+DOCKER       ?= docker
+DOCKER_IMAGE ?= icefloe:dev
+
+# DuckDB is C++ behind cgo.
+export CGO_ENABLED := 1
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+# Packages whose tests test-go runs: all but integration/, which
+# test-integration runs against the built binary.
+go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
+
+.PHONY: build serve deps vet test test-go test-integration test-integration-go \
+	test-integration-suites fuzz bench docker clean distclean
+
+build:
+	$(GO) build -tags $(GO_TAGS) -o $(BIN) ./cmd/icefloe
+
+serve: build
+	$(BIN) serve --demo $(ARGS)
+
+deps:
+	$(GO) mod download
+
+vet: deps
+	$(GO) vet -tags $(GO_TAGS) ./...
+
+# The test target runs the two halves in order (not in parallel under -j).
+test:
+	@$(MAKE) --no-print-directory test-go
+	@$(MAKE) --no-print-directory test-integration
+
+test-go: vet
+	$(GO) test -tags $(GO_TAGS) -count=1 -timeout $(TEST_TIMEOUT) $(go_packages)
+
+# ---- integration hook -------------------------------------------------------
+# test-integration = the Go suites in integration/ (in-process clusters,
+# ADBC) + every suite directory integration/<name>/ that has an executable
+# `run` script (Python ADBC, JDBC, pyiceberg, ...), in name order.
+#
+# A suite's `run` is started in its own directory with ICEFLOE_BIN (the
+# absolute path of the freshly built binary), REPO_ROOT and GO_TAGS set. It
+# installs what it needs itself and must be idempotent and quick when that is
+# already installed: scripts/ensure-venv for a Python virtualenv (e.g.
+# integration/.venv, reinstalled only when requirements change) and
+# scripts/fetch-maven for jars (cached in integration/.m2). It exits non-zero
+# on failure, and must fail rather than pass when it collects no test.
+test-integration:
+	@$(MAKE) --no-print-directory test-integration-go
+	@$(MAKE) --no-print-directory test-integration-suites
+
+test-integration-go: build
+	@if [ -n "$$(find integration -name '*_test.go' -not -path '*/.*' -print -quit 2>/dev/null)" ]; then \
+	  echo "ICEFLOE_BIN=$(abspath $(BIN)) $(GO) test -tags $(GO_TAGS) -count=1 -timeout $(TEST_TIMEOUT) ./integration/..."; \
+	  ICEFLOE_BIN=$(abspath $(BIN)) $(GO) test -tags $(GO_TAGS) -count=1 -timeout $(TEST_TIMEOUT) ./integration/...; \
+	else \
+	  echo "test-integration-go: no Go integration tests"; \
+	fi
+
+test-integration-suites: build
+	@shopt -s nullglob; ran=0; \
+	for run in integration/*/run; do \
+	  [ -x "$$run" ] || continue; \
+	  dir=$$(dirname "$$run"); \
+	  echo "== integration suite $$dir"; \
+	  ( cd "$$dir" && ICEFLOE_BIN=$(abspath $(BIN)) REPO_ROOT=$(CURDIR) GO_TAGS=$(GO_TAGS) ./run ); \
+	  ran=$$((ran + 1)); \
+	done; \
+	echo "test-integration-suites: $$ran suite(s) run"
+
+# ---- fuzzing and benchmarks ---------------------------------------------------
+
+# Each Fuzz target of each package, one after another, FUZZTIME each.
+fuzz:
+	@dirs=$$(grep -rl --include='*_test.go' --exclude-dir='.?*' '^func Fuzz' . | xargs -r -n1 dirname | sort -u || true); \
+	if [ -z "$$dirs" ]; then echo "fuzz: no Fuzz targets"; exit 0; fi; \
+	for dir in $$dirs; do \
+	  for fn in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$$dir"/*_test.go | sed 's/^func //' | sort -u); do \
+	    echo "$(GO) test -tags $(GO_TAGS) -run '^\$$' -fuzz '^$$fn\$$' -fuzztime $(FUZZTIME) $$dir"; \
+	    $(GO) test -tags $(GO_TAGS) -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) "$$dir"; \
+	  done; \
+	done
+
+# Benchmarks of the packages that have any; compare runs with benchstat
+# (BENCH_COUNT=10 make bench > new.txt), never assert on time.
+bench:
+	@dirs=$$(grep -rl --include='*_test.go' --exclude-dir='.?*' '^func Benchmark' . | xargs -r -n1 dirname | sort -u || true); \
+	if [ -z "$$dirs" ]; then echo "bench: no benchmarks yet"; exit 0; fi; \
+	echo "$(GO) test -tags $(GO_TAGS) -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT)" $$dirs; \
+	$(GO) test -tags $(GO_TAGS) -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) $$dirs
+
+# ---- packaging ----------------------------------------------------------------
+
+docker:
+	$(DOCKER) build -t $(DOCKER_IMAGE) .
+
+clean:
+	rm -rf bin
+
+# Also the test tools the integration suites installed.
+distclean: clean
+	rm -rf integration/.venv integration/.m2 integration/java/target

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the optional YAML file given with --config. Values may use
+// ${VAR} to read the environment. Flags override the file.
+type Config struct {
+	// Listen is the coordinator's (or a worker's) host:port.
+	Listen string `yaml:"listen"`
+	// DataDir holds the embedded catalog, warehouse and spill folders.
+	DataDir string `yaml:"data_dir"`
+	// Workers is how many in-process workers `serve` starts.
+	Workers int `yaml:"workers"`
+	// WorkerAddresses are the workers a separate coordinator plans over.
+	WorkerAddresses []string `yaml:"worker_addresses"`
+	// TicketKey is the cluster key shared by coordinator and workers; the
+	// ICEFLOE_TICKET_KEY environment variable is used when it is empty.
+	TicketKey string `yaml:"ticket_key"`
+	// MemoryLimit is each DuckDB's memory limit, e.g. "4GB".
+	MemoryLimit string `yaml:"memory_limit"`
+	// Threads is each DuckDB's thread count; 0 means all CPUs.
+	Threads int `yaml:"threads"`
+}
+
+// TicketKeyEnv is the environment variable holding the cluster key.
+const TicketKeyEnv = "ICEFLOE_TICKET_KEY"
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// loadConfig reads path (if not empty), expanding ${VAR}; a reference to an
+// unset variable is an error naming it.
+func loadConfig(path string) (Config, error) {
+	var c Config
+	if path == "" {
+		return c, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	var missing []string
+	expanded := envRef.ReplaceAllStringFunc(string(raw), func(m string) string {
+		name := envRef.FindStringSubmatch(m)[1]
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return c, fmt.Errorf("config %s: unset environment variables: %s", path, strings.Join(missing, ", "))
+	}
+	dec := yaml.NewDecoder(strings.NewReader(expanded))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, c.Validate()
+}
+
+// Validate reports every problem at once, naming the key.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("config: workers: must be >= 0, got %d", c.Workers))
+	}
+	if c.Threads < 0 {
+		errs = append(errs, fmt.Errorf("config: threads: must be >= 0, got %d", c.Threads))
+	}
+	for i, a := range c.WorkerAddresses {
+		if a == "" {
+			errs = append(errs, fmt.Errorf("config: worker_addresses[%d]: empty", i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// String prints the config with secrets redacted.
+func (c Config) String() string {
+	r := c
+	if r.TicketKey != "" {
+		r.TicketKey = "<redacted>"
+	}
+	out, _ := yaml.Marshal(r)
+	return string(out)
+}

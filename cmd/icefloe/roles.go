@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/flightsql"
+	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// Defaults of the role commands.
+const (
+	defaultListen  = "127.0.0.1:32010"
+	defaultDataDir = "./icefloe-data"
+	defaultWorkers = 2
+)
+
+func newLogger(stderr io.Writer) *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), zap.InfoLevel)
+	return zap.New(core)
+}
+
+// common flags of the server roles.
+type roleFlags struct {
+	fs      *flag.FlagSet
+	config  *string
+	listen  *string
+	dataDir *string
+	cfg     Config
+}
+
+func newRoleFlags(name string, stderr io.Writer) *roleFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return &roleFlags{
+		fs:      fs,
+		config:  fs.String("config", "", "optional YAML config file"),
+		listen:  fs.String("listen", defaultListen, "host:port to listen on"),
+		dataDir: fs.String("data-dir", defaultDataDir, "folder for the embedded catalog, warehouse and spill files"),
+	}
+}
+
+// parse parses flags and the config file; flags set on the command line win.
+func (r *roleFlags) parse(args []string) error {
+	if err := r.fs.Parse(args); err != nil {
+		return err
+	}
+	if r.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(r.fs.Args(), " "))
+	}
+	cfg, err := loadConfig(*r.config)
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	r.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["listen"] && cfg.Listen != "" {
+		*r.listen = cfg.Listen
+	}
+	if !set["data-dir"] && cfg.DataDir != "" {
+		*r.dataDir = cfg.DataDir
+	}
+	r.cfg = cfg
+	return nil
+}
+
+func (r *roleFlags) engineOptions() engine.Options {
+	return engine.Options{Threads: r.cfg.Threads, MemoryLimit: r.cfg.MemoryLimit}
+}
+
+// key returns the cluster key from config or environment; required says
+// whether a random one may be made instead.
+func (r *roleFlags) key(required bool) (*wire.Key, error) {
+	secret := r.cfg.TicketKey
+	if secret == "" {
+		secret = os.Getenv(TicketKeyEnv)
+	}
+	if secret == "" {
+		if required {
+			return nil, fmt.Errorf("a ticket key is required: set ticket_key in the config or %s", TicketKeyEnv)
+		}
+		return wire.RandomKey()
+	}
+	return wire.KeyFromPassphrase(secret)
+}
+
+func runServe(ctx context.Context, args []string, stderr io.Writer) error {
+	r := newRoleFlags("serve", stderr)
+	workers := r.fs.Int("workers", defaultWorkers, "number of in-process workers, each on its own port")
+	demo := r.fs.Bool("demo", false, "seed the demo tables (once)")
+	advertise := r.fs.String("advertise-host", "", "host clients reach the workers at (default: the listen host, or 127.0.0.1 when it is unspecified)")
+	if err := r.parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	r.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["workers"] && r.cfg.Workers > 0 {
+		*workers = r.cfg.Workers
+	}
+	key, err := r.key(false)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr)
+	defer log.Sync()
+	host, _, err := splitHost(*r.listen)
+	if err != nil {
+		return err
+	}
+	if *advertise == "" {
+		*advertise = host
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			*advertise = "127.0.0.1"
+		}
+	}
+	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
+		Listen:        *r.listen,
+		WorkerHost:    host,
+		AdvertiseHost: *advertise,
+		Workers:       *workers,
+		DataDir:       *r.dataDir,
+		Demo:          *demo,
+		Key:           key,
+		WorkerEngine:  r.engineOptions(),
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	var locs []string
+	for _, w := range s.Workers {
+		locs = append(locs, w.Location())
+	}
+	log.Info("icefloe ready",
+		zap.String("coordinator", "grpc://"+s.Addr()),
+		zap.Strings("workers", locs),
+		zap.String("catalog", catalog.LocalCatalogName),
+		zap.String("data_dir", *r.dataDir))
+	<-ctx.Done()
+	log.Info("shutting down")
+	return s.Close()
+}
+
+func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error {
+	r := newRoleFlags("coordinator", stderr)
+	var workerAddrs stringList
+	r.fs.Var(&workerAddrs, "worker", "a worker's address host:port or grpc://host:port (repeat for each)")
+	if err := r.parse(args); err != nil {
+		return err
+	}
+	if len(workerAddrs) == 0 {
+		workerAddrs = r.cfg.WorkerAddresses
+	}
+	if len(workerAddrs) == 0 {
+		return errors.New("coordinator: no workers: give --worker or worker_addresses in the config")
+	}
+	key, err := r.key(true)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr)
+	defer log.Sync()
+	cat, props, err := catalog.OpenLocal(ctx, *r.dataDir)
+	if err != nil {
+		return err
+	}
+	mounts := catalog.NewMounts()
+	defer mounts.Close()
+	if err := mounts.Mount(catalog.LocalCatalogName, cat, props); err != nil {
+		return err
+	}
+	var locs []string
+	for _, a := range workerAddrs {
+		if !strings.Contains(a, "://") {
+			a = "grpc://" + a
+		}
+		locs = append(locs, a)
+	}
+	pool, err := flightsql.NewWorkerPool(locs, flightsql.WithPoolLogger(log))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := pool.Start(ctx); err != nil {
+		return err
+	}
+	c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
+		Listen:         *r.listen,
+		Key:            key,
+		Mounts:         mounts,
+		Workers:        pool,
+		DefaultCatalog: catalog.LocalCatalogName,
+		DefaultSchema:  catalog.DefaultSchema,
+		Engine:         r.engineOptions(),
+		Logger:         log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("icefloe coordinator ready", zap.String("coordinator", "grpc://"+c.Addr), zap.Strings("workers", locs))
+	<-ctx.Done()
+	log.Info("shutting down")
+	return c.Close()
+}
+
+func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
+	r := newRoleFlags("worker", stderr)
+	if err := r.parse(args); err != nil {
+		return err
+	}
+	key, err := r.key(true)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr)
+	defer log.Sync()
+	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
+		Listen: *r.listen,
+		Key:    key,
+		Engine: r.engineOptions(),
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("icefloe worker ready", zap.String("worker", w.Location()))
+	<-ctx.Done()
+	log.Info("shutting down")
+	return w.Close()
+}
+
+func runConfig(args []string, stdout io.Writer) error {
+	if len(args) != 2 || args[0] != "check" {
+		return errors.New("usage: icefloe config check FILE")
+	}
+	cfg, err := loadConfig(args[1])
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, cfg.String())
+	return nil
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func splitHost(addr string) (host, port string, err error) {
+	host, port, err = net.SplitHostPort(addr)
+	if err != nil {
+		return "", "", fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return host, port, nil
+}

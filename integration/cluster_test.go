@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/internal/engine"
+)
+
+// clusterConfig configures StartCluster.
+type clusterConfig struct {
+	workers int
+	demo    bool
+}
+
+// Option changes how StartCluster builds the cluster.
+type Option func(*clusterConfig)
+
+// Workers sets the number of workers.
+func Workers(n int) Option { return func(c *clusterConfig) { c.workers = n } }
+
+// Demo seeds the demo tables.
+func Demo() Option { return func(c *clusterConfig) { c.demo = true } }
+
+// StartCluster starts a coordinator and workers in this process on
+// 127.0.0.1:0 over a fresh embedded catalog, and stops them when t ends.
+func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
+	t.Helper()
+	cfg := clusterConfig{workers: 2}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
+		Listen:       "127.0.0.1:0",
+		WorkerHost:   "127.0.0.1",
+		Workers:      cfg.workers,
+		DataDir:      t.TempDir(),
+		Demo:         cfg.demo,
+		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: "1GB"},
+	})
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("stop cluster: %v", err)
+		}
+	})
+	return s
+}
+
+// adbcConn opens an ADBC Flight SQL connection to the coordinator.
+func adbcConn(t testing.TB, addr string) adbc.Connection {
+	t.Helper()
+	drv := adbcflight.NewDriver(memory.DefaultAllocator)
+	db, err := drv.NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cnxn, err := db.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cnxn.Close() })
+	return cnxn
+}

@@ -1,0 +1,312 @@
+// Package cluster assembles icefloe's roles — a coordinator and workers —
+// from the library packages and runs them on real listeners. The binary's
+// serve, coordinator and worker commands and the in-process test cluster
+// all start through here, so tests run exactly what users run.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/flightsql"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/wire"
+	"github.com/icefloe/icefloe/worker"
+)
+
+// Defaults.
+const (
+	DefaultCacheEntries   = 1024
+	DefaultShutdownGrace  = 5 * time.Second
+	DefaultWorkerMemory   = "2GB"
+	DefaultPlannerMemory  = "512MB"
+	DefaultMaxMessageSize = 64 << 20
+)
+
+// WorkerOptions configure one worker.
+type WorkerOptions struct {
+	// Listen is host:port; port 0 picks a free one.
+	Listen string
+	// AdvertiseHost is the host put in the worker's location, for when it
+	// listens on an unspecified address; empty means the listen host.
+	AdvertiseHost string
+	Key           *wire.Key
+	Engine        engine.Options
+	Logger        *zap.Logger
+}
+
+// Worker is a running worker.
+type Worker struct {
+	Addr   string // host:port clients reach it at
+	srv    *worker.Server
+	grpc   *grpc.Server
+	engine *engine.Engine
+	done   chan error
+}
+
+// Location is the worker's Flight location URI.
+func (w *Worker) Location() string { return "grpc://" + w.Addr }
+
+// StartWorker starts a worker and returns once it listens.
+func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Engine.MemoryLimit == "" {
+		o.Engine.MemoryLimit = DefaultWorkerMemory
+	}
+	eng, err := engine.Open(ctx, o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := worker.New(worker.Options{
+		Key:       o.Key,
+		Engine:    eng,
+		Cache:     catalog.NewMetadataCache(DefaultCacheEntries),
+		Logger:    o.Logger,
+		Allocator: memory.DefaultAllocator,
+	})
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("worker listen %s: %w", o.Listen, err)
+	}
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(DefaultMaxMessageSize))
+	srv.Register(g)
+	addr := lis.Addr().String()
+	if o.AdvertiseHost != "" {
+		_, port, _ := net.SplitHostPort(addr)
+		addr = net.JoinHostPort(o.AdvertiseHost, port)
+	}
+	w := &Worker{Addr: addr, srv: srv, grpc: g, engine: eng, done: make(chan error, 1)}
+	go func() { w.done <- g.Serve(lis) }()
+	return w, nil
+}
+
+// Close shuts the worker down: in-flight streams end with an error, then
+// the server stops.
+func (w *Worker) Close() error {
+	w.srv.Shutdown()
+	stopGracefully(w.grpc, DefaultShutdownGrace)
+	err := <-w.done
+	if errors.Is(err, grpc.ErrServerStopped) {
+		err = nil
+	}
+	return errors.Join(err, w.engine.Close())
+}
+
+// CoordinatorOptions configure a coordinator.
+type CoordinatorOptions struct {
+	Listen  string
+	Key     *wire.Key
+	Mounts  *catalog.Mounts
+	Workers planner.Workers
+	// DefaultCatalog and DefaultSchema resolve unqualified names.
+	DefaultCatalog string
+	DefaultSchema  string
+	Engine         engine.Options
+	Logger         *zap.Logger
+}
+
+// Coordinator is a running coordinator.
+type Coordinator struct {
+	Addr    string
+	Planner *planner.Planner
+	grpc    *grpc.Server
+	engine  *engine.Engine
+	done    chan error
+}
+
+// StartCoordinator starts the Flight SQL coordinator.
+func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, error) {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Engine.MemoryLimit == "" {
+		o.Engine.MemoryLimit = DefaultPlannerMemory
+	}
+	eng, err := engine.Open(ctx, o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := planner.New(planner.Options{
+		Mounts:  o.Mounts,
+		Engine:  eng,
+		Key:     o.Key,
+		Workers: o.Workers,
+		Logger:  o.Logger,
+	})
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	srv, err := flightsql.New(flightsql.Options{
+		Planner:        pl,
+		Mounts:         o.Mounts,
+		DefaultCatalog: o.DefaultCatalog,
+		DefaultSchema:  o.DefaultSchema,
+		Logger:         o.Logger,
+		Allocator:      memory.DefaultAllocator,
+		Key:            o.Key,
+	})
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("coordinator listen %s: %w", o.Listen, err)
+	}
+	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(DefaultMaxMessageSize)}, srv.ServerOptions()...)
+	g := grpc.NewServer(opts...)
+	srv.Register(g)
+	c := &Coordinator{Addr: lis.Addr().String(), Planner: pl, grpc: g, engine: eng, done: make(chan error, 1)}
+	go func() { c.done <- g.Serve(lis) }()
+	return c, nil
+}
+
+// Close stops the coordinator.
+func (c *Coordinator) Close() error {
+	stopGracefully(c.grpc, DefaultShutdownGrace)
+	err := <-c.done
+	if errors.Is(err, grpc.ErrServerStopped) {
+		err = nil
+	}
+	return errors.Join(err, c.engine.Close())
+}
+
+func stopGracefully(g *grpc.Server, grace time.Duration) {
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		g.Stop()
+		<-done
+	}
+}
+
+// StandaloneOptions configure `icefloe serve`: a coordinator and N workers
+// in one process over the embedded SQLite catalog.
+type StandaloneOptions struct {
+	Listen     string // coordinator host:port
+	WorkerHost string // host the workers listen on (port 0 each)
+	// AdvertiseHost is the host in the workers' locations; empty means
+	// WorkerHost.
+	AdvertiseHost string
+	Workers       int
+	DataDir       string
+	Demo          bool
+	Key           *wire.Key // nil: a random key
+	WorkerEngine  engine.Options
+	Logger        *zap.Logger
+}
+
+// Standalone is a running single-process cluster.
+type Standalone struct {
+	Coordinator *Coordinator
+	Workers     []*Worker
+	Mounts      *catalog.Mounts
+}
+
+// Addr is the coordinator's address.
+func (s *Standalone) Addr() string { return s.Coordinator.Addr }
+
+// StartStandalone starts the embedded catalog, the workers and the
+// coordinator.
+func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, err error) {
+	if o.Workers < 1 {
+		return nil, fmt.Errorf("cluster: need at least one worker, got %d", o.Workers)
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Key == nil {
+		if o.Key, err = wire.RandomKey(); err != nil {
+			return nil, err
+		}
+	}
+	if o.WorkerHost == "" {
+		o.WorkerHost = "127.0.0.1"
+	}
+	cat, props, err := catalog.OpenLocal(ctx, o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s = &Standalone{Mounts: catalog.NewMounts()}
+	if err := s.Mounts.Mount(catalog.LocalCatalogName, cat, props); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if o.Demo {
+		if err := catalog.SeedDemo(ctx, cat, catalog.DefaultSchema); err != nil {
+			return nil, fmt.Errorf("seed demo tables: %w", err)
+		}
+	}
+	var locations []string
+	for i := 0; i < o.Workers; i++ {
+		eo := o.WorkerEngine
+		if eo.TempDir == "" {
+			eo.TempDir = filepath.Join(o.DataDir, "spill", fmt.Sprintf("worker-%d", i))
+		}
+		w, err := StartWorker(ctx, WorkerOptions{
+			Listen:        net.JoinHostPort(o.WorkerHost, "0"),
+			AdvertiseHost: o.AdvertiseHost,
+			Key:           o.Key,
+			Engine:        eo,
+			Logger:        o.Logger.With(zap.Int("worker", i)),
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.Workers = append(s.Workers, w)
+		locations = append(locations, w.Location())
+	}
+	s.Coordinator, err = StartCoordinator(ctx, CoordinatorOptions{
+		Listen:         o.Listen,
+		Key:            o.Key,
+		Mounts:         s.Mounts,
+		Workers:        flightsql.NewStaticWorkers(locations...),
+		DefaultCatalog: catalog.LocalCatalogName,
+		DefaultSchema:  catalog.DefaultSchema,
+		Engine:         engine.Options{TempDir: filepath.Join(o.DataDir, "spill", "coordinator")},
+		Logger:         o.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops workers first, so in-flight streams end with an error, then
+// the coordinator and the catalogs.
+func (s *Standalone) Close() error {
+	var errs []error
+	for _, w := range s.Workers {
+		errs = append(errs, w.Close())
+	}
+	if s.Coordinator != nil {
+		errs = append(errs, s.Coordinator.Close())
+	}
+	errs = append(errs, s.Mounts.Close())
+	return errors.Join(errs...)
+}
