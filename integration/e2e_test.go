@@ -53,7 +53,7 @@ func mustQuery(t testing.TB, cnxn adbc.Connection, q string) result {
 	return res
 }
 
-func exec(t testing.TB, cnxn adbc.Connection, q string) int64 {
+func execUpdate(t testing.TB, cnxn adbc.Connection, q string) int64 {
 	t.Helper()
 	stmt, err := cnxn.NewStatement()
 	if err != nil {
@@ -181,7 +181,7 @@ func TestNoTableQueries(t *testing.T) {
 func TestEmptyTable(t *testing.T) {
 	s := StartCluster(t, Workers(2))
 	cnxn := adbcConn(t, s.Addr())
-	exec(t, cnxn, "CREATE TABLE empty_t (id BIGINT NOT NULL, name VARCHAR, amount DECIMAL(10,2))")
+	execUpdate(t, cnxn, "CREATE TABLE empty_t (id BIGINT NOT NULL, name VARCHAR, amount DECIMAL(10,2))")
 	_, eps := partitions(t, cnxn, "SELECT * FROM empty_t")
 	if len(eps) != 1 {
 		t.Fatalf("an empty table must give exactly one endpoint, got %d", len(eps))
@@ -198,9 +198,9 @@ func TestEmptyTable(t *testing.T) {
 func TestInsertThenQuery(t *testing.T) {
 	s := StartCluster(t, Workers(2))
 	cnxn := adbcConn(t, s.Addr())
-	exec(t, cnxn, "CREATE TABLE pts (id BIGINT NOT NULL, s VARCHAR, ts TIMESTAMP) PARTITIONED BY (bucket(4, id))")
+	execUpdate(t, cnxn, "CREATE TABLE pts (id BIGINT NOT NULL, s VARCHAR, ts TIMESTAMP) PARTITIONED BY (bucket(4, id))")
 	for i := 0; i < 8; i++ {
-		n := exec(t, cnxn, fmt.Sprintf("INSERT INTO pts VALUES (%d, 'a%d', TIMESTAMP '2026-01-0%d 10:00:00'), (%d, NULL, NULL)", i, i, i+1, 100+i))
+		n := execUpdate(t, cnxn, fmt.Sprintf("INSERT INTO pts VALUES (%d, 'a%d', TIMESTAMP '2026-01-0%d 10:00:00'), (%d, NULL, NULL)", i, i, i+1, 100+i))
 		if n != 2 {
 			t.Fatalf("insert count %d, want 2", n)
 		}
@@ -264,9 +264,9 @@ func TestTamperedTicketRejected(t *testing.T) {
 func TestMissingDataFileFailsQuery(t *testing.T) {
 	s := StartCluster(t, Workers(2))
 	cnxn := adbcConn(t, s.Addr())
-	exec(t, cnxn, "CREATE TABLE frag (id BIGINT, s VARCHAR)")
+	execUpdate(t, cnxn, "CREATE TABLE frag (id BIGINT, s VARCHAR)")
 	for i := 0; i < 4; i++ {
-		exec(t, cnxn, fmt.Sprintf("INSERT INTO frag VALUES (%d, 'x'), (%d, 'y')", 2*i, 2*i+1))
+		execUpdate(t, cnxn, fmt.Sprintf("INSERT INTO frag VALUES (%d, 'x'), (%d, 'y')", 2*i, 2*i+1))
 	}
 	ctx := context.Background()
 	p, err := s.Mounts.LoadTable(ctx, catalog.TableRef{Catalog: "local", Schema: "default", Table: "frag"})

@@ -1,0 +1,139 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// icefloeBin returns the binary under test: $ICEFLOE_BIN (the Makefile
+// sets it to the freshly built one) or one built now.
+func icefloeBin(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("ICEFLOE_BIN"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "icefloe")
+	cmd := exec.Command("go", "build", "-tags", "duckdb_arrow", "-o", bin, "../cmd/icefloe")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// readyLine waits for the "ready" log line and decodes its fields.
+func readyLine(t *testing.T, stderr io.Reader, logCopy *bytes.Buffer) map[string]any {
+	t.Helper()
+	found := make(chan map[string]any, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			logCopy.WriteString(line + "\n")
+			if i := strings.Index(line, "ready\t{"); i >= 0 {
+				var fields map[string]any
+				if json.Unmarshal([]byte(line[i+len("ready\t"):]), &fields) == nil {
+					found <- fields
+				}
+			}
+		}
+		close(found)
+	}()
+	select {
+	case f, ok := <-found:
+		if !ok {
+			t.Fatalf("server exited before it was ready:\n%s", logCopy)
+		}
+		return f
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("server not ready after 3 minutes:\n%s", logCopy)
+	}
+	return nil
+}
+
+// TestServeBinary runs the README's run command as a user would (on a free
+// port), queries the demo tables with `icefloe sql`, and stops the server
+// with SIGINT.
+func TestServeBinary(t *testing.T) {
+	bin := icefloeBin(t)
+	dataDir := t.TempDir()
+	srv := exec.Command(bin, "serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--workers", "2")
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	exited := false
+	defer func() {
+		if !exited {
+			srv.Process.Kill()
+			srv.Wait()
+		}
+	}()
+	fields := readyLine(t, stderr, &logs)
+	coord, _ := fields["coordinator"].(string)
+	workers, _ := fields["workers"].([]any)
+	if !strings.HasPrefix(coord, "grpc://127.0.0.1:") || len(workers) != 2 || workers[0] == workers[1] {
+		t.Fatalf("ready line must name the coordinator and two distinct workers: %v", fields)
+	}
+	addr := strings.TrimPrefix(coord, "grpc://")
+	run := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, bin, append([]string{"sql", "--addr", addr}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("icefloe sql %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if out := run("--format", "csv", "SELECT count(*) AS n FROM orders"); out != "n\n50000\n" {
+		t.Fatalf("count over demo orders: %q", out)
+	}
+	out := run("SELECT status, count(*) AS n FROM orders GROUP BY status ORDER BY status")
+	if !strings.Contains(out, "status") || !strings.Contains(out, "rows)") {
+		t.Fatalf("table output: %s", out)
+	}
+	if out := run("--format", "json", "SELECT 1 AS one"); strings.TrimSpace(out) != `{"one":1}` {
+		t.Fatalf("json output: %q", out)
+	}
+	// Seeding happens once: a restart must not add rows. First stop cleanly.
+	if err := srv.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	select {
+	case err := <-done:
+		exited = true
+		if err != nil {
+			t.Fatalf("serve exited with %v after SIGINT:\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop within 30s of SIGINT:\n%s", logs.String())
+	}
+	srv2 := exec.Command(bin, "serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--workers", "1")
+	stderr2, _ := srv2.StderrPipe()
+	if err := srv2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv2.Process.Signal(syscall.SIGTERM); srv2.Wait() }()
+	var logs2 bytes.Buffer
+	f2 := readyLine(t, stderr2, &logs2)
+	addr = strings.TrimPrefix(f2["coordinator"].(string), "grpc://")
+	if out := run("--format", "csv", "SELECT count(*) AS n FROM orders"); out != "n\n50000\n" {
+		t.Fatalf("after restart with --demo: %q", out)
+	}
+}
