@@ -30,7 +30,7 @@ func wantStats(t *testing.T, c *MetadataCache, hits, misses uint64) {
 func TestMetadataCacheHitsAndMisses(t *testing.T) {
 	ctx := context.Background()
 	first, second := twoVersions(t)
-	c := NewMetadataCache(4)
+	c := NewMetadataCache(0)
 	ident := table.Identifier{"default", "typed"}
 
 	a, err := c.Open(ctx, ident, first, nil)
@@ -74,8 +74,17 @@ func TestMetadataCacheHitsAndMisses(t *testing.T) {
 func TestMetadataCacheEviction(t *testing.T) {
 	ctx := context.Background()
 	first, second := twoVersions(t)
-	c := NewMetadataCache(1)
 	ident := table.Identifier{"default", "typed"}
+	// Room for the larger version alone: the two never fit together.
+	sizes := map[string]int64{}
+	for _, loc := range []string{first, second} {
+		tbl, err := NewMetadataCache(0).Open(ctx, ident, loc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[loc] = metadataSize(tbl.Metadata())
+	}
+	c := NewMetadataCache(max(sizes[first], sizes[second]))
 	for _, loc := range []string{first, second, first, first} {
 		if _, err := c.Open(ctx, ident, loc, nil); err != nil {
 			t.Fatal(err)
@@ -83,8 +92,28 @@ func TestMetadataCacheEviction(t *testing.T) {
 	}
 	// first is evicted by second, read again, then hit.
 	wantStats(t, c, 1, 3)
-	if c.Len() != 1 {
-		t.Fatalf("len %d, want 1", c.Len())
+	if c.Len() != 1 || c.Bytes() != sizes[first] {
+		t.Fatalf("len %d bytes %d, want 1 entry of %d bytes", c.Len(), c.Bytes(), sizes[first])
+	}
+	if s := c.Snapshot(); s.Evictions != 2 || s.MaxBytes != max(sizes[first], sizes[second]) {
+		t.Fatalf("snapshot %+v", s)
+	}
+}
+
+func TestMetadataCacheTooLarge(t *testing.T) {
+	ctx := context.Background()
+	first, _ := twoVersions(t)
+	c := NewMetadataCache(10)
+	ident := table.Identifier{"default", "typed"}
+	for range 2 {
+		if _, err := c.Open(ctx, ident, first, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Served, never kept.
+	wantStats(t, c, 0, 2)
+	if c.Len() != 0 || c.Bytes() != 0 {
+		t.Fatalf("len %d bytes %d, want nothing kept", c.Len(), c.Bytes())
 	}
 }
 
@@ -115,7 +144,7 @@ func TestMetadataCacheLoadsOnce(t *testing.T) {
 func TestMetadataCacheErrors(t *testing.T) {
 	ctx := context.Background()
 	first, _ := twoVersions(t)
-	c := NewMetadataCache(2)
+	c := NewMetadataCache(0)
 	missing := first + ".missing.metadata.json"
 	for range 2 {
 		_, err := c.Open(ctx, table.Identifier{"t"}, missing, nil)

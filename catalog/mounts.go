@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -43,6 +44,10 @@ type Pinned struct {
 	// StorageProps open the table's files. They may hold credentials: they go
 	// to workers only inside sealed tickets and are never logged.
 	StorageProps map[string]string
+	// CredentialsExpire is when the storage credentials vended with the
+	// table expire; zero when none were vended or no expiry was given.
+	// Tickets carrying them expire no later.
+	CredentialsExpire time.Time
 }
 
 // Mount is one mounted catalog.
@@ -124,14 +129,21 @@ func (m *Mounts) LoadTable(ctx context.Context, ref TableRef) (*Pinned, error) {
 		if errors.Is(err, icecat.ErrNoSuchTable) || errors.Is(err, icecat.ErrNoSuchNamespace) {
 			return nil, fmt.Errorf("%w: %s", ErrTableNotFound, ref)
 		}
-		return nil, fmt.Errorf("load table %s: %w", ref, err)
+		return nil, classify(ref.Catalog, fmt.Errorf("load table %s: %w", ref, err))
 	}
-	return &Pinned{
+	p := &Pinned{
 		Ref:              ref,
 		Table:            tbl,
 		MetadataLocation: tbl.MetadataLocation(),
 		StorageProps:     StorageProps(mt.Props, tbl.Properties()),
-	}, nil
+	}
+	if v, ok := mt.Catalog.(Vending); ok {
+		if props, expires, ok := v.VendedProps(p.MetadataLocation); ok {
+			maps.Copy(p.StorageProps, props)
+			p.CredentialsExpire = expires
+		}
+	}
+	return p, nil
 }
 
 // storagePrefixes are the property prefixes FileIO reads.

@@ -15,9 +15,6 @@ import (
 
 // Errors of this package.
 var (
-	// ErrParameters: a prepared statement was sent parameter values, which
-	// icefloe does not bind yet (Unimplemented).
-	ErrParameters = errors.New("flightsql: prepared statement parameters are not supported yet")
 	// ErrHandle: a prepared-statement handle or ticket is not one this
 	// cluster issued, or has expired (InvalidArgument).
 	ErrHandle = errors.New("flightsql: invalid or expired handle")
@@ -36,6 +33,10 @@ var codeTable = []struct {
 	err  error
 	code codes.Code
 }{
+	// A catalog that cannot be reached or refuses icefloe's credentials
+	// comes first: the message names the catalog, never the secret.
+	{catalog.ErrUnavailable, codes.Unavailable},
+	{catalog.ErrUnauthenticated, codes.Unauthenticated},
 	{planner.ErrSyntax, codes.InvalidArgument},
 	{planner.ErrInvalid, codes.InvalidArgument},
 	{ErrHandle, codes.InvalidArgument},
@@ -55,8 +56,10 @@ var codeTable = []struct {
 	{icecat.ErrTableAlreadyExists, codes.AlreadyExists},
 	{icecat.ErrNamespaceAlreadyExists, codes.AlreadyExists},
 	{icecat.ErrViewAlreadyExists, codes.AlreadyExists},
+	{planner.ErrConflict, codes.Aborted},
+	{planner.ErrWriteFailed, codes.Aborted},
+	{planner.ErrCommitUnknown, codes.Unknown},
 	{planner.ErrUnsupported, codes.Unimplemented},
-	{ErrParameters, codes.Unimplemented},
 	{planner.ErrRefused, codes.PermissionDenied},
 	{planner.ErrNoWorkers, codes.Unavailable},
 	{ErrWorkerTicket, codes.FailedPrecondition},

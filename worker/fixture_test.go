@@ -82,7 +82,7 @@ func newFixture(t *testing.T, opts ...func(*Options)) *fixture {
 		ctx:     ctx,
 		alloc:   memory.NewCheckedAllocator(memory.NewGoAllocator()),
 		cliMem:  memory.NewCheckedAllocator(memory.NewGoAllocator()),
-		cache:   catalog.NewMetadataCache(16),
+		cache:   catalog.NewMetadataCache(0),
 		handled: make(chan error, 64),
 	}
 	var err error

@@ -32,6 +32,9 @@ func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan) 
 	if err != nil {
 		return fmt.Errorf("open %s: %w", name, err)
 	}
+	if sc.MetadataTable != "" {
+		return loadMetaTable(ctx, conn, sc, tbl)
+	}
 	schema, err := snapshotSchema(tbl, sc.SnapshotID)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", errInternal, name, err)
@@ -40,7 +43,8 @@ func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan) 
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", errInternal, name, err)
 	}
-	opts := catalog.ScanOptions(sc.SnapshotID, sc.Columns)
+	wide := catalog.WidenForFiles(schema, tasks, sc.Columns) // see projection.go
+	opts := catalog.ScanOptions(sc.SnapshotID, readColumns(sc.Columns, wide))
 	if sc.RowFilter != "" {
 		// A task whose Residual is nil is filtered by the scan's own row
 		// filter only: without it such a task returns every row.
@@ -61,6 +65,9 @@ func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan) 
 	_, seq, err := scan.ReadTasks(ctx, tasks)
 	if err != nil {
 		return &readError{table: name, file: taskFiles(tasks), err: err}
+	}
+	if wide != nil {
+		seq = dropWidened(seq, want)
 	}
 	rdr := newScanReader(name, want, tasks, seq)
 	defer rdr.Release()

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/icefloe/icefloe/catalog"
 )
 
 // Config is the optional YAML file given with --config. Values may use
@@ -28,6 +30,12 @@ type Config struct {
 	MemoryLimit string `yaml:"memory_limit"`
 	// Threads is each DuckDB's thread count; 0 means all CPUs.
 	Threads int `yaml:"threads"`
+	// MetadataCacheBytes bounds each worker's table metadata cache; 0
+	// means the default (256 MiB).
+	MetadataCacheBytes int64 `yaml:"metadata_cache_bytes"`
+	// Catalogs are mounted besides the embedded "local" one, each under
+	// its name: a type (rest, glue, sql) and iceberg-go's properties.
+	Catalogs []catalog.Config `yaml:"catalogs"`
 }
 
 // TicketKeyEnv is the environment variable holding the cluster key.
@@ -80,6 +88,25 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("config: worker_addresses[%d]: empty", i))
 		}
 	}
+	if c.MetadataCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("config: metadata_cache_bytes: must be >= 0, got %d", c.MetadataCacheBytes))
+	}
+	seen := map[string]int{catalog.LocalCatalogName: -1}
+	for i, cat := range c.Catalogs {
+		key := fmt.Sprintf("catalogs[%d]", i)
+		if err := cat.Validate(key); err != nil {
+			errs = append(errs, err)
+		}
+		if j, dup := seen[cat.Name]; dup && cat.Name != "" {
+			if j < 0 {
+				errs = append(errs, fmt.Errorf("config: %s.name: %q is the embedded catalog's name", key, cat.Name))
+			} else {
+				errs = append(errs, fmt.Errorf("config: %s.name: %q already names catalogs[%d]", key, cat.Name, j))
+			}
+		} else {
+			seen[cat.Name] = i
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -88,6 +115,11 @@ func (c Config) String() string {
 	r := c
 	if r.TicketKey != "" {
 		r.TicketKey = "<redacted>"
+	}
+	r.Catalogs = make([]catalog.Config, len(c.Catalogs))
+	for i, cat := range c.Catalogs {
+		cat.Properties = catalog.Redacted(cat.Properties)
+		r.Catalogs[i] = cat
 	}
 	out, _ := yaml.Marshal(r)
 	return string(out)

@@ -137,6 +137,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Key:           key,
 		WorkerEngine:  r.engineOptions(),
 		Logger:        log,
+		Catalogs:      r.cfg.Catalogs,
+		WorkerCache:   r.cfg.MetadataCacheBytes,
 	})
 	if err != nil {
 		return err
@@ -148,7 +150,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("icefloe ready",
 		zap.String("coordinator", "grpc://"+s.Addr()),
 		zap.Strings("workers", locs),
-		zap.String("catalog", catalog.LocalCatalogName),
+		zap.Strings("catalogs", s.Mounts.Names()),
 		zap.String("data_dir", *r.dataDir))
 	<-ctx.Done()
 	log.Info("shutting down")
@@ -181,6 +183,9 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	mounts := catalog.NewMounts()
 	defer mounts.Close()
 	if err := mounts.Mount(catalog.LocalCatalogName, cat, props); err != nil {
+		return err
+	}
+	if err := cluster.MountCatalogs(ctx, mounts, r.cfg.Catalogs); err != nil {
 		return err
 	}
 	var locs []string
@@ -233,6 +238,8 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		Key:    key,
 		Engine: r.engineOptions(),
 		Logger: log,
+
+		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -26,7 +27,6 @@ import (
 
 // Defaults.
 const (
-	DefaultCacheEntries   = 1024
 	DefaultShutdownGrace  = 5 * time.Second
 	DefaultWorkerMemory   = "2GB"
 	DefaultPlannerMemory  = "512MB"
@@ -43,6 +43,9 @@ type WorkerOptions struct {
 	Key           *wire.Key
 	Engine        engine.Options
 	Logger        *zap.Logger
+	// MetadataCacheBytes bounds the worker's metadata cache; 0 means
+	// catalog.DefaultMetadataCacheBytes.
+	MetadataCacheBytes int64
 }
 
 // Worker is a running worker.
@@ -52,6 +55,13 @@ type Worker struct {
 	grpc   *grpc.Server
 	engine *engine.Engine
 	done   chan error
+	cache  *catalog.MetadataCache
+	log    *zap.Logger
+	stop   chan struct{} // ends the cache logger
+	// closeOnce makes Close idempotent: tests close a worker mid-statement
+	// and the cluster closes it again at the end.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Location is the worker's Flight location URI.
@@ -69,10 +79,11 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	cache := catalog.NewMetadataCache(o.MetadataCacheBytes)
 	srv, err := worker.New(worker.Options{
 		Key:       o.Key,
 		Engine:    eng,
-		Cache:     catalog.NewMetadataCache(DefaultCacheEntries),
+		Cache:     cache,
 		Logger:    o.Logger,
 		Allocator: memory.DefaultAllocator,
 	})
@@ -92,7 +103,8 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		_, port, _ := net.SplitHostPort(addr)
 		addr = net.JoinHostPort(o.AdvertiseHost, port)
 	}
-	w := &Worker{Addr: addr, srv: srv, grpc: g, engine: eng, done: make(chan error, 1)}
+	w := &Worker{Addr: addr, srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, log: o.Logger, stop: make(chan struct{})}
+	go logCacheEvery(o.Logger, cache, CacheLogInterval, w.stop)
 	go func() { w.done <- g.Serve(lis) }()
 	return w, nil
 }
@@ -100,6 +112,13 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 // Close shuts the worker down: in-flight streams end with an error, then
 // the server stops.
 func (w *Worker) Close() error {
+	w.closeOnce.Do(func() { w.closeErr = w.close() })
+	return w.closeErr
+}
+
+func (w *Worker) close() error {
+	close(w.stop)
+	logCacheStats(w.log, w.cache)
 	w.srv.Shutdown()
 	stopGracefully(w.grpc, DefaultShutdownGrace)
 	err := <-w.done
@@ -120,6 +139,9 @@ type CoordinatorOptions struct {
 	DefaultSchema  string
 	Engine         engine.Options
 	Logger         *zap.Logger
+	// TargetGroupBytes is planner.Options.TargetGroupBytes; 0 is the
+	// planner's default, 1 gives one file task per group.
+	TargetGroupBytes int64
 }
 
 // Coordinator is a running coordinator.
@@ -149,6 +171,8 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Key:     o.Key,
 		Workers: o.Workers,
 		Logger:  o.Logger,
+
+		TargetGroupBytes: o.TargetGroupBytes,
 	})
 	if err != nil {
 		eng.Close()
@@ -215,6 +239,13 @@ type StandaloneOptions struct {
 	Key           *wire.Key // nil: a random key
 	WorkerEngine  engine.Options
 	Logger        *zap.Logger
+	// TargetGroupBytes is passed to the coordinator's planner.
+	TargetGroupBytes int64
+	// Catalogs are mounted besides the embedded one (see catalog.Open).
+	Catalogs []catalog.Config
+	// WorkerCache bounds each worker's metadata cache in bytes; 0 is the
+	// default.
+	WorkerCache int64
 }
 
 // Standalone is a running single-process cluster.
@@ -257,6 +288,9 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 			s.Close()
 		}
 	}()
+	if err := MountCatalogs(ctx, s.Mounts, o.Catalogs); err != nil {
+		return nil, err
+	}
 	if o.Demo {
 		if err := catalog.SeedDemo(ctx, cat, catalog.DefaultSchema); err != nil {
 			return nil, fmt.Errorf("seed demo tables: %w", err)
@@ -274,6 +308,8 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 			Key:           o.Key,
 			Engine:        eo,
 			Logger:        o.Logger.With(zap.Int("worker", i)),
+
+			MetadataCacheBytes: o.WorkerCache,
 		})
 		if err != nil {
 			return nil, err
@@ -290,6 +326,8 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		DefaultSchema:  catalog.DefaultSchema,
 		Engine:         engine.Options{TempDir: filepath.Join(o.DataDir, "spill", "coordinator")},
 		Logger:         o.Logger,
+
+		TargetGroupBytes: o.TargetGroupBytes,
 	})
 	if err != nil {
 		return nil, err
