@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -25,12 +25,13 @@ type Planner interface {
 	// count (KindUpdate), or fails with ErrSyntax, ErrRefused or
 	// ErrUnsupported.
 	Classify(query string) (planner.Kind, error)
-	// Plan plans a query into a result schema and worker endpoints.
-	Plan(ctx context.Context, s planner.Session, query string) (*planner.Plan, error)
+	// Plan plans a query into a result schema and worker endpoints. args
+	// bind its parameters (see params.go).
+	Plan(ctx context.Context, s planner.Session, query string, args ...any) (*planner.Plan, error)
 	// Bind returns the result schema of a query without planning files.
-	Bind(ctx context.Context, s planner.Session, query string) (*arrow.Schema, error)
+	Bind(ctx context.Context, s planner.Session, query string, args ...any) (*arrow.Schema, error)
 	// Exec runs a DDL or DML statement and returns its update count.
-	Exec(ctx context.Context, s planner.Session, query string) (int64, error)
+	Exec(ctx context.Context, s planner.Session, query string, args ...any) (int64, error)
 }
 
 var _ Planner = (*planner.Planner)(nil)
@@ -213,8 +214,8 @@ func (s *Server) run(ctx context.Context, sess planner.Session, query string, de
 }
 
 // queryInfo plans query and answers with its endpoints.
-func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	plan, err := s.opts.Planner.Plan(ctx, sess, query)
+func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor, args ...any) (*flight.FlightInfo, error) {
+	plan, err := s.opts.Planner.Plan(ctx, sess, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -228,16 +229,21 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query stri
 			locs[j] = &flight.Location{Uri: l}
 		}
 		eps[i] = &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: e.Ticket}, Location: locs}
+		if !plan.ExpiresAt.IsZero() {
+			eps[i].ExpirationTime = timestamppb.New(plan.ExpiresAt)
+		}
 	}
 	s.log.Debug("planned query", zap.String("query_id", plan.QueryID),
 		zap.String("strategy", string(plan.Strategy)), zap.Int("endpoints", len(eps)))
-	return &flight.FlightInfo{
+	info := &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(plan.Schema, s.alloc),
 		FlightDescriptor: desc,
 		Endpoint:         eps,
 		TotalRecords:     -1,
 		TotalBytes:       -1,
-	}, nil
+		Ordered:          plan.Ordered,
+	}
+	return s.singleEndpoint(ctx, info)
 }
 
 // updateInfo runs an update that arrived as a query (Python ADBC sends
@@ -250,6 +256,11 @@ func (s *Server) updateInfo(ctx context.Context, sess planner.Session, query str
 	if err != nil {
 		return nil, err
 	}
+	return s.countInfo(n, desc)
+}
+
+// countInfo answers an executed update (see updateInfo).
+func (s *Server) countInfo(n int64, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	handle, err := seal(s.opts.Key, countQueryID, updateCount{Rows: n}, countTTL)
 	if err != nil {
 		return nil, err
@@ -268,8 +279,12 @@ func (s *Server) updateInfo(ctx context.Context, sess planner.Session, query str
 }
 
 // DoGetStatement serves the tickets the coordinator issued itself: the
-// result of an executed update, an empty stream.
+// result of an executed update, an empty stream, or a single-endpoint
+// ticket (proxy.go).
 func (s *Server) DoGetStatement(ctx context.Context, t flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	if sc, ch, ok, err := s.doGetProxy(ctx, t.GetStatementHandle()); ok {
+		return sc, ch, ToStatus(err)
+	}
 	var c updateCount
 	if err := unseal(s.opts.Key, countQueryID, t.GetStatementHandle(), &c); err != nil {
 		return nil, nil, ToStatus(err)
@@ -338,6 +353,10 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 			return res, ToStatus(err)
 		}
 	}
+	params, err := s.parameterSchema(ctx, sess, query)
+	if err != nil {
+		return res, ToStatus(err)
+	}
 	handle, err := seal(s.opts.Key, preparedQueryID, h, s.opts.PreparedTTL)
 	if err != nil {
 		return res, ToStatus(err)
@@ -346,7 +365,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	return flightsql.ActionCreatePreparedStatementResult{
 		Handle:          handle,
 		DatasetSchema:   dataset,
-		ParameterSchema: emptySchema,
+		ParameterSchema: params,
 		IsUpdate:        &isUpdate,
 	}, nil
 }
@@ -369,12 +388,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, ToStatus(err)
 	}
-	var info *flight.FlightInfo
-	if h.Update {
-		info, err = s.updateInfo(ctx, h.session(), h.SQL, desc)
-	} else {
-		info, err = s.queryInfo(ctx, h.session(), h.SQL, desc)
-	}
+	info, err := s.preparedInfo(ctx, h, desc)
 	return info, ToStatus(err)
 }
 
@@ -393,44 +407,16 @@ func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.P
 	return &flight.SchemaResult{Schema: flight.SerializeSchema(sc, s.alloc)}, nil
 }
 
-// DoPutPreparedStatementQuery binds parameters. icefloe binds none yet: an
-// empty binding returns the handle unchanged, any parameter column fails
-// with ErrParameters.
-func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
-	if _, err := s.prepared(cmd.GetPreparedStatementHandle()); err != nil {
-		return nil, ToStatus(err)
-	}
-	if err := noParameters(rdr); err != nil {
-		return nil, ToStatus(err)
-	}
-	return cmd.GetPreparedStatementHandle(), nil
+// DoPutPreparedStatementQuery binds parameters: the returned handle
+// carries the bound rows (see params.go).
+func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
+	handle, err := s.bindParameters(cmd, rdr)
+	return handle, ToStatus(err)
 }
 
-// DoPutPreparedStatementUpdate runs a prepared update and returns its count.
+// DoPutPreparedStatementUpdate runs a prepared update, once per row of
+// parameters, and returns the total count.
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	h, err := s.prepared(cmd.GetPreparedStatementHandle())
-	if err != nil {
-		return 0, ToStatus(err)
-	}
-	if err := noParameters(rdr); err != nil {
-		return 0, ToStatus(err)
-	}
-	if !h.Update {
-		return 0, ToStatus(ErrNotQuery)
-	}
-	n, err := s.opts.Planner.Exec(ctx, h.session(), h.SQL)
+	n, err := s.updateWithParameters(ctx, cmd, rdr)
 	return n, ToStatus(err)
-}
-
-// noParameters reads the binding stream and fails if it has any column.
-func noParameters(rdr flight.MessageReader) error {
-	for rdr.Next() {
-		if rec := rdr.RecordBatch(); rec.NumCols() > 0 {
-			return fmt.Errorf("%w (got %d parameter columns)", ErrParameters, rec.NumCols())
-		}
-	}
-	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("flightsql: read parameters: %w", err)
-	}
-	return nil
 }

@@ -335,7 +335,7 @@ func TestBadInputErrors(t *testing.T) {
 		{"SELECT * FROM no_such_table", codes.NotFound, "no_such_table"},
 		{"SELECT * FROM nocat.default.orders", codes.NotFound, "nocat"},
 		{"SELECT no_such_column FROM orders", codes.InvalidArgument, "no_such_column"},
-		{"UPDATE orders SET id = 1", codes.Unimplemented, "UPDATE"},
+		{"MERGE INTO orders USING customers c ON orders.id = c.id WHEN MATCHED THEN DELETE", codes.Unimplemented, "MERGE"},
 		{"COPY orders TO '/tmp/x'", codes.PermissionDenied, "COPY"},
 	}
 	for _, c := range cases {

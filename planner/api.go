@@ -38,6 +38,9 @@ const (
 	DefaultTicketTTL        = time.Hour
 	DefaultTargetGroupBytes = 64 << 20
 	DefaultSlotsPerWorker   = 2
+	// DefaultBroadcastBytes is the largest table a join reads in full in
+	// every fragment of its large side.
+	DefaultBroadcastBytes = 32 << 20
 )
 
 // Session holds the defaults for unqualified names.
@@ -69,7 +72,10 @@ type Options struct {
 	TicketTTL time.Duration
 	// TargetGroupBytes is the size a task group aims for.
 	TargetGroupBytes int64
-	Logger           *zap.Logger
+	// BroadcastBytes is the size up to which a joined table is read in
+	// full by every fragment of the large side; 0 means the default.
+	BroadcastBytes int64
+	Logger         *zap.Logger
 }
 
 // Kind says whether a statement returns rows.
@@ -97,8 +103,13 @@ type Plan struct {
 	Strategy  Strategy
 	Schema    *arrow.Schema
 	Endpoints []Endpoint
-	// Explain is the printable distributed plan.
+	// Explain is the printable distributed plan, one "key<TAB>value" line
+	// per item.
 	Explain string
+	// Ordered says the result order is meaningful (ORDER BY).
+	Ordered bool
+	// ExpiresAt is when the plan's tickets expire.
+	ExpiresAt time.Time
 }
 
 // Endpoint is one ticket and the locations that can serve it, owner first.

@@ -14,15 +14,15 @@ func (p *Planner) Classify(query string) (Kind, error) {
 	switch kw {
 	case "":
 		return 0, fmt.Errorf("%w: empty statement", ErrSyntax)
-	case "SELECT", "WITH", "VALUES", "FROM", "TABLE", "(":
+	case "SELECT", "WITH", "VALUES", "FROM", "TABLE", "(", "EXPLAIN":
 		return KindQuery, nil
-	case "CREATE", "DROP", "INSERT":
+	case "CREATE", "DROP", "INSERT", "UPDATE", "DELETE", "ALTER":
 		return KindUpdate, nil
 	case "COPY", "ATTACH", "DETACH", "INSTALL", "LOAD", "SET", "RESET", "PRAGMA",
 		"EXPORT", "IMPORT", "CALL", "CHECKPOINT", "FORCE", "VACUUM", "USE", "EXECUTE", "PREPARE", "DEALLOCATE":
 		return 0, fmt.Errorf("%w: %s statements are not allowed", ErrRefused, kw)
-	case "UPDATE", "DELETE", "ALTER", "MERGE", "TRUNCATE", "BEGIN", "COMMIT", "ROLLBACK",
-		"START", "ABORT", "END", "SHOW", "DESCRIBE", "SUMMARIZE", "EXPLAIN", "ANALYZE", "COMMENT", "UNPIVOT", "PIVOT":
+	case "MERGE", "TRUNCATE", "BEGIN", "COMMIT", "ROLLBACK",
+		"START", "ABORT", "END", "SHOW", "DESCRIBE", "SUMMARIZE", "ANALYZE", "COMMENT", "UNPIVOT", "PIVOT":
 		return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, kw)
 	default:
 		return 0, fmt.Errorf("%w: unknown statement starting with %q", ErrSyntax, kw)

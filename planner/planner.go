@@ -25,6 +25,9 @@ func New(o Options) (*Planner, error) {
 	if o.TargetGroupBytes == 0 {
 		o.TargetGroupBytes = DefaultTargetGroupBytes
 	}
+	if o.BroadcastBytes == 0 {
+		o.BroadcastBytes = DefaultBroadcastBytes
+	}
 	log := o.Logger
 	if log == nil {
 		log = zap.NewNop()

@@ -118,34 +118,54 @@ func TestPlanScatterSpreadsGroups(t *testing.T) {
 	}
 }
 
-func TestPlanGatherAndEmpty(t *testing.T) {
+func TestPlanStrategies(t *testing.T) {
 	p, key := testPlanner(t, twoWorkers, 3)
 	ctx := context.Background()
 	s := Session{Catalog: "local", Schema: "default"}
-	for _, q := range []string{
-		"SELECT count(*) FROM t",
-		"SELECT s, sum(id) FROM t GROUP BY s",
-		"SELECT id FROM t ORDER BY id LIMIT 3",
-		"SELECT a.id FROM t a JOIN t b ON a.id = b.id",
-		"SELECT row_number() OVER () FROM t",
-		"WITH x AS (SELECT id FROM t) SELECT * FROM x",
-		"SELECT DISTINCT s FROM t",
-		"SELECT id FROM t WHERE id IN (SELECT id FROM t)",
-	} {
-		plan, err := p.Plan(ctx, s, q)
+	cases := []struct {
+		q        string
+		strategy Strategy
+		ordered  bool
+	}{
+		{"SELECT count(*) FROM t", TwoPhase, false},
+		{"SELECT s, sum(id) AS total, avg(id), min(s), max(id), count(s) FROM t GROUP BY s HAVING sum(id) > 3 ORDER BY total DESC", TwoPhase, true},
+		{"SELECT s, stddev(id), var_pop(id), bool_and(id > 3) FROM t GROUP BY 1", TwoPhase, false},
+		{"SELECT id FROM t ORDER BY id LIMIT 3", TwoPhase, true},
+		{"SELECT id FROM t LIMIT 3", TwoPhase, false},
+		{"SELECT DISTINCT s FROM t", TwoPhase, false},
+		{"SELECT id FROM t UNION ALL SELECT id FROM t", Scatter, false},
+		{"SELECT a.id FROM t a JOIN t b ON a.id = b.id", Gather, false},
+		{"SELECT row_number() OVER () FROM t", Gather, false},
+		{"WITH x AS (SELECT id FROM t) SELECT * FROM x", Gather, false},
+		{"SELECT id FROM t WHERE id IN (SELECT id FROM t)", Gather, false},
+		{"SELECT count(DISTINCT s) FROM t", Gather, false},
+		{"SELECT median(id) FROM t", Gather, false},
+		{"SELECT id FROM t INTERSECT SELECT id FROM t", Gather, false},
+		{"SELECT id, s FROM t WHERE id > 3", Scatter, false},
+	}
+	for _, c := range cases {
+		plan, err := p.Plan(ctx, s, c.q)
 		if err != nil {
-			t.Fatalf("%s: %v", q, err)
+			t.Fatalf("%s: %v", c.q, err)
 		}
-		if plan.Strategy != Gather || len(plan.Endpoints) != 1 {
-			t.Errorf("%s: %s with %d endpoints, want one gather endpoint", q, plan.Strategy, len(plan.Endpoints))
+		if plan.Strategy != c.strategy || plan.Ordered != c.ordered {
+			t.Errorf("%s: got %s ordered=%v, want %s ordered=%v\n%s", c.q, plan.Strategy, plan.Ordered, c.strategy, c.ordered, plan.Explain)
+			continue
+		}
+		if c.strategy == Scatter {
+			continue
+		}
+		if len(plan.Endpoints) != 1 {
+			t.Errorf("%s: %d endpoints, want one final endpoint", c.q, len(plan.Endpoints))
 			continue
 		}
 		tk, err := key.Open(plan.Endpoints[0].Ticket, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(tk.Scans) != 1 || len(tk.Scans[0].Tasks) != 3 {
-			t.Errorf("%s: gather ticket must read the one table (once) in full: %v", q, tk)
+		// Three files over four slots: three groups, pulled as children.
+		if len(tk.Children) != 3 || len(tk.Scans) != 0 {
+			t.Errorf("%s: final ticket has %d children and %d scans, want 3 children", c.q, len(tk.Children), len(tk.Scans))
 		}
 	}
 	plan, err := p.Plan(ctx, s, "SELECT 1 AS x")
@@ -247,7 +267,7 @@ func TestClassify(t *testing.T) {
 	}
 	for q, want := range map[string]error{
 		"COPY t TO 'x'": ErrRefused, "attach 'x'": ErrRefused, "SET x = 1": ErrRefused, "PRAGMA version": ErrRefused,
-		"INSTALL httpfs": ErrRefused, "LOAD httpfs": ErrRefused, "UPDATE t SET a = 1": ErrUnsupported, "": ErrSyntax, "blah": ErrSyntax,
+		"INSTALL httpfs": ErrRefused, "LOAD httpfs": ErrRefused, "": ErrSyntax, "blah": ErrSyntax,
 	} {
 		if _, err := p.Classify(q); !errors.Is(err, want) {
 			t.Errorf("%q: got %v, want %v", q, err, want)

@@ -21,11 +21,20 @@ type Ticket struct {
 	// Scans are the inputs of the fragment, each exposed to SQL as a table
 	// named Scan.View.
 	Scans []Scan `json:"s,omitempty"`
-	// SQL is the fragment a worker runs over the scans' tables.
+	// Children are fragments the worker pulls from its peers (in parallel)
+	// before running SQL; their rows land in the tables named Child.View.
+	Children []Child `json:"c,omitempty"`
+	// ChildLimit, when positive, is how many child rows are enough (LIMIT
+	// without ORDER BY): the worker stops pulling once they have arrived.
+	ChildLimit int64 `json:"cl,omitempty"`
+	// SQL is the fragment a worker runs over the scans' and children's
+	// tables.
 	SQL string `json:"sql"`
 	// Schema is the Arrow IPC encoding of the result schema every stream of
 	// the query carries; the worker sends its batches with exactly this schema.
 	Schema []byte `json:"sch,omitempty"`
+	// Write, when set, makes this a write fragment (see Write).
+	Write *Write `json:"w,omitempty"`
 }
 
 // Scan is one pinned table input of a fragment: the tasks of its group,
@@ -42,6 +51,10 @@ type Scan struct {
 	// schema then decodes tasks and filters. Planner and worker must use the
 	// same (SnapshotID, Columns) pair they bind with.
 	SnapshotID int64 `json:"snap,omitempty"`
+	// MetadataTable, when set, names the metadata table of the pinned
+	// table this scan reads ("snapshots", "files", …): the worker computes
+	// it from MetadataLocation and has no tasks, columns or filter to use.
+	MetadataTable string `json:"mt,omitempty"`
 	// Columns are the projected top-level column names, in order. Empty
 	// means every column of the snapshot's schema.
 	Columns []string `json:"cols,omitempty"`
@@ -53,6 +66,15 @@ type Scan struct {
 	// Props are the storage properties the worker opens files with. They
 	// may hold credentials: they exist only inside the sealed ticket.
 	Props map[string]string `json:"p,omitempty"`
+}
+
+// Child is one fragment a worker pulls from a peer: a sealed ticket of its
+// own and the locations that serve it, owner first. Several children may
+// feed one view; all of them have the same result schema.
+type Child struct {
+	View      string   `json:"view"`
+	Ticket    []byte   `json:"t"`
+	Locations []string `json:"l"`
 }
 
 // Task is one encoded iceberg-go FileScanTask with the partition spec id
@@ -68,6 +90,9 @@ func (t *Ticket) String() string {
 	fmt.Fprintf(&b, "ticket v%d query=%s expires=%s", t.Version, t.QueryID, t.ExpiresAt.UTC().Format(time.RFC3339))
 	for _, s := range t.Scans {
 		fmt.Fprintf(&b, " scan(%s as %s, %d tasks)", s.Table, s.View, len(s.Tasks))
+	}
+	if len(t.Children) > 0 {
+		fmt.Fprintf(&b, " children=%d", len(t.Children))
 	}
 	return b.String()
 }

@@ -61,6 +61,10 @@ func toStatus(ctx context.Context, err error) error {
 	case errors.Is(err, wire.ErrMalformed):
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
+	var ce *childError
+	if errors.As(err, &ce) {
+		return status.Error(ce.code, ce.Error())
+	}
 	if _, ok := status.FromError(err); ok {
 		// Already a status, e.g. from sending to a client that went away.
 		return err

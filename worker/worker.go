@@ -80,6 +80,9 @@ type Server struct {
 	opts   Options
 	log    *zap.Logger
 	health *health.Server
+	// peers are pooled Flight clients of the workers children are pulled
+	// from.
+	peers *peers
 
 	mu      sync.Mutex
 	closing bool
@@ -111,6 +114,7 @@ func New(o Options) (*Server, error) {
 		log:    o.Logger,
 		health: health.NewServer(),
 		active: map[uint64]context.CancelCauseFunc{},
+		peers:  newPeers(DefaultPeerClients),
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(FlightServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -173,6 +177,9 @@ func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServ
 			s.log.Error("worker: panic in DoGet", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 			err = fmt.Errorf("%w: panic: %v", errInternal, p)
 		}
+		if err != nil && ctx.Err() != nil {
+			s.log.Info("worker: DoGet cancelled", zap.Error(context.Cause(ctx)))
+		}
 		err = toStatus(ctx, err)
 	}()
 	ctx = compute.WithAllocator(ctx, s.opts.Allocator)
@@ -198,10 +205,16 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 		return err
 	}
 	defer conn.Close()
+	if t.Write != nil {
+		return s.write(ctx, conn, t, stream)
+	}
 	for _, sc := range t.Scans {
 		if err := s.loadScan(ctx, conn, sc); err != nil {
 			return err
 		}
+	}
+	if err := s.loadChildren(ctx, conn, t); err != nil {
+		return err
 	}
 	rdr, err := conn.Query(ctx, t.SQL)
 	if err != nil {

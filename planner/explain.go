@@ -1,0 +1,65 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// explainTarget returns the query of `EXPLAIN <query>`.
+func explainTarget(query string) (string, bool) {
+	if firstKeyword(query) != "EXPLAIN" {
+		return "", false
+	}
+	i := strings.Index(strings.ToUpper(query), "EXPLAIN")
+	rest := query[i+len("EXPLAIN"):]
+	return rest, true
+}
+
+// explainSQL renders plan lines as a VALUES query with columns item, value.
+func explainSQL(lines []string) string {
+	var rows []string
+	for _, l := range lines {
+		k, v, _ := strings.Cut(l, "\t")
+		rows = append(rows, fmt.Sprintf("(%s, %s)", engine.QuoteString(k), engine.QuoteString(v)))
+	}
+	return "SELECT item, value FROM (VALUES " + strings.Join(rows, ", ") + ") AS explain(item, value)"
+}
+
+func (p *Planner) explainSchema(ctx context.Context, s Session, inner string) (*arrow.Schema, error) {
+	if k := firstKeyword(inner); k == "ANALYZE" || k == "EXPLAIN" {
+		return nil, fmt.Errorf("%w: EXPLAIN %s", ErrUnsupported, k)
+	}
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.QuerySchema(ctx, explainSQL([]string{"strategy\tx"}))
+}
+
+// explain plans inner and answers its distributed plan as rows (item,
+// value), served like a query with no table.
+func (p *Planner) explain(ctx context.Context, s Session, inner string, workers []Worker) (*Plan, error) {
+	schema, err := p.explainSchema(ctx, s, inner)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := p.Plan(ctx, s, inner)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(plan.Explain, "\n"), "\n")
+	t := &wire.Ticket{QueryID: newQueryID(), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: explainSQL(lines)}
+	pb := &planBuilder{p: p, workers: workers, plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
+	t.Schema = pb.ticket(nil, "", schema).Schema
+	pb.plan.ExpiresAt = t.ExpiresAt
+	pb.endpoint(t)
+	return pb.finish()
+}
