@@ -76,7 +76,7 @@ func quoteIdent(name string) string {
 }
 
 // precisionScale returns the PRECISION and SCALE column metadata of t, for
-// the numeric types that have them.
+// the numeric types that have them, and the byte length of uuid and fixed.
 func precisionScale(t iceberg.Type) (prec, scale int32, ok bool) {
 	switch t := t.(type) {
 	case iceberg.DecimalType:
@@ -85,12 +85,17 @@ func precisionScale(t iceberg.Type) (prec, scale int32, ok bool) {
 		return 10, 0, true
 	case iceberg.Int64Type:
 		return 19, 0, true
+	case iceberg.UUIDType:
+		return 36, 0, true // characters of the text form queries return
+	case iceberg.FixedType:
+		return int32(t.Len()), 0, true
 	}
 	return 0, 0, false
 }
 
 // TableArrowSchema is the Arrow schema of an Iceberg schema as GetTables
-// returns it with include_schema: each top-level field carries the Flight
+// returns it with include_schema, typed as queries return the columns
+// (uuid is text, see resultType): each top-level field carries the Flight
 // SQL column metadata (CATALOG_NAME, SCHEMA_NAME, TABLE_NAME, TYPE_NAME,
 // PRECISION and SCALE for numbers, IS_AUTO_INCREMENT, REMARKS from the
 // field's doc) that JDBC's getColumns reads.
@@ -106,6 +111,7 @@ func TableArrowSchema(ref catalog.TableRef, sc *iceberg.Schema) (*arrow.Schema, 
 	fields := make([]arrow.Field, as.NumFields())
 	for i, f := range as.Fields() {
 		nf := ice[i]
+		f.Type = resultType(f.Type)
 		b := flightsql.NewColumnMetadataBuilder()
 		b.CatalogName(ref.Catalog).SchemaName(ref.Schema).TableName(ref.Table).
 			TypeName(TypeName(nf.Type))
@@ -120,4 +126,37 @@ func TableArrowSchema(ref catalog.TableRef, sc *iceberg.Schema) (*arrow.Schema, 
 		fields[i] = f
 	}
 	return arrow.NewSchema(fields, nil), nil
+}
+
+// resultType is the Arrow type a query returns for a column of type t:
+// DuckDB hands UUID out as text, so the arrow.uuid extension becomes utf8,
+// nested types included. Other types are returned as they are.
+func resultType(t arrow.DataType) arrow.DataType {
+	switch t := t.(type) {
+	case arrow.ExtensionType:
+		if t.ExtensionName() == "arrow.uuid" {
+			return arrow.BinaryTypes.String
+		}
+	case *arrow.ListType:
+		f := t.ElemField()
+		f.Type = resultType(f.Type)
+		return arrow.ListOfField(f)
+	case *arrow.LargeListType:
+		f := t.ElemField()
+		f.Type = resultType(f.Type)
+		return arrow.LargeListOfField(f)
+	case *arrow.MapType:
+		k, v := t.KeyField(), t.ItemField()
+		k.Type, v.Type = resultType(k.Type), resultType(v.Type)
+		m := arrow.MapOfFields(k, v)
+		m.KeysSorted = t.KeysSorted
+		return m
+	case *arrow.StructType:
+		fields := t.Fields()
+		for i := range fields {
+			fields[i].Type = resultType(fields[i].Type)
+		}
+		return arrow.StructOf(fields...)
+	}
+	return t
 }

@@ -49,9 +49,8 @@ func TestToStatus(t *testing.T) {
 		}
 	}
 	for err, want := range map[error]codes.Code{
-		fmt.Errorf("x: %w", context.DeadlineExceeded):    codes.DeadlineExceeded,
-		fmt.Errorf("%w: %w", ErrHandle, wire.ErrExpired): codes.InvalidArgument,
-		ErrParameters: codes.Unimplemented,
+		fmt.Errorf("x: %w", context.DeadlineExceeded):                codes.DeadlineExceeded,
+		fmt.Errorf("%w: %w", ErrHandle, wire.ErrExpired):             codes.InvalidArgument,
 		status.Error(codes.ResourceExhausted, "too big"):             codes.ResourceExhausted,
 		fmt.Errorf("w: %w", status.Error(codes.Aborted, "conflict")): codes.Aborted,
 		errors.New("plain"): codes.Internal,

@@ -24,6 +24,8 @@ type preparedHandle struct {
 	Catalog string `json:"c"`
 	Schema  string `json:"s"`
 	Update  bool   `json:"u,omitempty"`
+	// Params are the bound parameter rows, an Arrow IPC stream (params.go).
+	Params []byte `json:"p,omitempty"`
 }
 
 func (h preparedHandle) session() planner.Session {

@@ -59,6 +59,7 @@ type call struct {
 	method  string
 	session planner.Session
 	query   string
+	args    []any
 }
 
 // fakePlanner plans every SELECT/WITH into two endpoints of planSchema and
@@ -66,12 +67,14 @@ type call struct {
 type fakePlanner struct {
 	mu    sync.Mutex
 	calls []call
+	// endpoints, when set, replace the two planned endpoints.
+	endpoints []planner.Endpoint
 }
 
-func (f *fakePlanner) record(method string, s planner.Session, q string) {
+func (f *fakePlanner) record(method string, s planner.Session, q string, args ...any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, call{method, s, q})
+	f.calls = append(f.calls, call{method, s, q, args})
 }
 
 // last returns the latest call of method.
@@ -111,8 +114,14 @@ func (f *fakePlanner) Classify(q string) (planner.Kind, error) {
 	return planner.KindUpdate, nil
 }
 
-func (f *fakePlanner) Plan(_ context.Context, s planner.Session, q string) (*planner.Plan, error) {
-	f.record("Plan", s, q)
+func (f *fakePlanner) Plan(_ context.Context, s planner.Session, q string, args ...any) (*planner.Plan, error) {
+	f.record("Plan", s, q, args...)
+	f.mu.Lock()
+	eps := f.endpoints
+	f.mu.Unlock()
+	if eps != nil {
+		return &planner.Plan{QueryID: "q-1", Strategy: planner.Scatter, Schema: planSchema, Endpoints: eps}, nil
+	}
 	return &planner.Plan{
 		QueryID:  "q-1",
 		Strategy: planner.Scatter,
@@ -124,13 +133,13 @@ func (f *fakePlanner) Plan(_ context.Context, s planner.Session, q string) (*pla
 	}, nil
 }
 
-func (f *fakePlanner) Bind(_ context.Context, s planner.Session, q string) (*arrow.Schema, error) {
+func (f *fakePlanner) Bind(_ context.Context, s planner.Session, q string, _ ...any) (*arrow.Schema, error) {
 	f.record("Bind", s, q)
 	return planSchema, nil
 }
 
-func (f *fakePlanner) Exec(_ context.Context, s planner.Session, q string) (int64, error) {
-	f.record("Exec", s, q)
+func (f *fakePlanner) Exec(_ context.Context, s planner.Session, q string, args ...any) (int64, error) {
+	f.record("Exec", s, q, args...)
 	return 7, nil
 }
 

@@ -114,12 +114,20 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 	slices.Sort(names)
 	for _, name := range names {
 		v := req.GetSessionOptions()[name]
-		if name != OptionCatalog && name != OptionSchema {
+		if name != OptionCatalog && name != OptionSchema && name != OptionSingleEndpoint {
 			fail(name, flight.SetSessionOptionsResultErrorInvalidName)
 			continue
 		}
 		if v.GetOptionValue() == nil {
 			ss.EraseSessionOption(name)
+			continue
+		}
+		if name == OptionSingleEndpoint {
+			if !validSingleEndpointValue(v) {
+				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
+				continue
+			}
+			ss.SetSessionOption(name, v)
 			continue
 		}
 		str, ok := stringOption(v)

@@ -35,7 +35,7 @@ func sqlInfo(o Options) map[flightsql.SqlInfo]any {
 		flightsql.SqlInfoFlightSqlServerSubstraitMaxVersion:         "",
 		flightsql.SqlInfoFlightSqlServerTransaction:                 int32(flightsql.SqlTransactionNone),
 		flightsql.SqlInfoFlightSqlServerCancel:                      false,
-		flightsql.SqlInfoFlightSqlServerBulkIngestion:               false,
+		flightsql.SqlInfoFlightSqlServerBulkIngestion:               canIngest(o),
 		flightsql.SqlInfoFlightSqlServerIngestTransactionsSupported: false,
 		flightsql.SqlInfoFlightSqlServerStatementTimeout:            int32(o.PreparedTTL.Milliseconds()),
 		flightsql.SqlInfoFlightSqlServerTransactionTimeout:          none,
@@ -135,6 +135,12 @@ func sqlInfo(o Options) map[flightsql.SqlInfo]any {
 	}
 }
 
+// canIngest tells whether the planner runs bulk ingest (ingest.go).
+func canIngest(o Options) bool {
+	_, ok := o.Planner.(ingester)
+	return ok
+}
+
 // supportsConvert lists the CASTs DuckDB performs between the JDBC type
 // groups: numbers among themselves and to text, text to everything it can
 // be parsed as, dates and times among themselves and to text, binary to
@@ -195,7 +201,9 @@ func supportsConvert() map[int32][]int32 {
 	return m
 }
 
-// keywords are DuckDB's reserved keywords (duckdb_keywords()).
+// keywords are DuckDB's reserved keywords (duckdb_keywords() of category
+// 'reserved'); the function lists name DuckDB functions of each JDBC
+// group. TestSqlInfoListsAreDuckDBs checks both against the engine.
 var (
 	keywords = []string{
 		"ALL", "ANALYSE", "ANALYZE", "AND", "ANY", "ARRAY", "AS", "ASC", "ASYMMETRIC", "BOTH",
@@ -226,10 +234,11 @@ var (
 		"STRIP_ACCENTS", "STRLEN", "STRPOS", "SUBSTR", "SUBSTRING", "TO_BASE64", "TRANSLATE",
 		"TRIM", "UCASE", "UNICODE", "UPPER",
 	}
+	// CURRENT_CATALOG/CURRENT_SCHEMA are left out: inside DuckDB they name
+	// the engine's own database, not the session's catalog and schema.
 	systemFunctions = []string{
-		"COALESCE", "CURRENT_CATALOG", "CURRENT_DATABASE", "CURRENT_SCHEMA", "CURRENT_SCHEMAS",
-		"CURRENT_SETTING", "CURRENT_USER", "GEN_RANDOM_UUID", "IFNULL", "NULLIF", "TYPEOF",
-		"USER", "UUID", "VERSION",
+		"COALESCE", "CURRENT_SETTING", "CURRENT_USER", "GEN_RANDOM_UUID", "IFNULL", "NULLIF",
+		"TYPEOF", "USER", "UUID", "VERSION",
 	}
 	datetimeFunctions = []string{
 		"AGE", "CENTURY", "CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "DATE_ADD",

@@ -3,12 +3,10 @@ package flightsql
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
@@ -198,29 +196,6 @@ func TestPreparedUpdate(t *testing.T) {
 	if n := e.planner.count("Exec"); n != 2 {
 		t.Errorf("%d execs, want 2", n)
 	}
-}
-
-func TestPreparedParametersUnimplemented(t *testing.T) {
-	e := start(t)
-	ctx := context.Background()
-	prep, err := e.client.Prepare(ctx, "SELECT id FROM t WHERE id = ?")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prep.Close(ctx)
-	sc := arrow.NewSchema([]arrow.Field{{Name: "0", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	b := array.NewRecordBuilder(e.mem, sc)
-	b.Field(0).(*array.Int64Builder).Append(1)
-	rec := b.NewRecordBatch()
-	b.Release()
-	prep.SetParameters(rec)
-	rec.Release()
-	_, err = prep.Execute(ctx)
-	wantCode(t, err, codes.Unimplemented)
-	if !strings.Contains(status.Convert(err).Message(), "parameters are not supported") {
-		t.Errorf("message = %q", status.Convert(err).Message())
-	}
-	prep.SetParameters(nil)
 }
 
 func TestPreparedHandleTampered(t *testing.T) {

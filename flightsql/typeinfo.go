@@ -67,7 +67,8 @@ var typeInfos = []typeInfo{
 	{name: "DECIMAL", dataType: xdbcDecimal, columnSize: i32(38), createParams: []string{"precision", "scale"}, unsigned: boolp(false), fixedPrec: true, minScale: i32(0), maxScale: i32(38), sqlDataType: xdbcDecimal, radix: i32(10)},
 	{name: "VARCHAR", dataType: xdbcVarchar, prefix: str("'"), suffix: str("'"), caseSensitive: true, sqlDataType: xdbcVarchar},
 	{name: "BLOB", dataType: xdbcVarbinary, prefix: str("'"), suffix: str("'::BLOB"), sqlDataType: xdbcVarbinary},
-	{name: "UUID", dataType: xdbcBinary, columnSize: i32(16), prefix: str("'"), suffix: str("'::UUID"), sqlDataType: xdbcBinary},
+	// UUID values travel as text (DuckDB returns UUIDs as VARCHAR).
+	{name: "UUID", dataType: xdbcVarchar, columnSize: i32(36), prefix: str("'"), suffix: str("'::UUID"), sqlDataType: xdbcVarchar},
 	{name: "DATE", dataType: xdbcDate, columnSize: i32(10), prefix: str("DATE '"), suffix: str("'"), sqlDataType: xdbcDatetime, subcode: i32(subcodeDate)},
 	{name: "TIME", dataType: xdbcTime, columnSize: i32(15), prefix: str("TIME '"), suffix: str("'"), minScale: i32(6), maxScale: i32(6), sqlDataType: xdbcDatetime, subcode: i32(subcodeTime)},
 	{name: "TIMESTAMP", dataType: xdbcTimestamp, columnSize: i32(26), prefix: str("TIMESTAMP '"), suffix: str("'"), minScale: i32(6), maxScale: i32(6), sqlDataType: xdbcDatetime, subcode: i32(subcodeTimestamp)},

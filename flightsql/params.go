@@ -1,0 +1,231 @@
+package flightsql
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/icefloe/icefloe/planner"
+)
+
+// Parameter binding.
+//
+// A client binds values to a prepared statement's placeholders with one
+// DoPut(CommandPreparedStatementQuery) whose batches hold one row per
+// execution. The coordinator keeps no state, so the bound rows travel in a
+// new sealed handle that DoPut returns (DoPutPreparedStatementResult);
+// GetFlightInfo on that handle plans the query with the values (one row) or
+// runs the update once per row. DoPut(CommandPreparedStatementUpdate) (ADBC's
+// executemany, JDBC's executeUpdate with parameters) carries its rows in
+// the same call and runs the update once per row.
+
+// maxParamBytes bounds the bound rows carried in a handle.
+const maxParamBytes = 4 << 20
+
+// ParameterSchemer is implemented by planners that can describe a
+// statement's placeholders; *planner.Planner does. Without it prepared
+// statements report an empty parameter schema.
+type ParameterSchemer interface {
+	Parameters(ctx context.Context, s planner.Session, query string) (*arrow.Schema, error)
+}
+
+var _ ParameterSchemer = (*planner.Planner)(nil)
+
+// parameterSchema is the parameter schema of a prepared statement.
+func (s *Server) parameterSchema(ctx context.Context, sess planner.Session, query string) (*arrow.Schema, error) {
+	ps, ok := s.opts.Planner.(ParameterSchemer)
+	if !ok {
+		return emptySchema, nil
+	}
+	return ps.Parameters(ctx, sess, query)
+}
+
+// readParams reads a parameter stream to its end and returns its batches
+// (retained: the caller releases them) and whether it had any column.
+func readParams(rdr flight.MessageReader) ([]arrow.RecordBatch, error) {
+	var recs []arrow.RecordBatch
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		if rec.NumCols() == 0 {
+			continue
+		}
+		rec.Retain()
+		recs = append(recs, rec)
+	}
+	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		releaseAll(recs)
+		return nil, fmt.Errorf("flightsql: read parameters: %w", err)
+	}
+	return recs, nil
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// paramRows turns parameter batches into one []any of Arrow scalars per row.
+func paramRows(recs []arrow.RecordBatch) ([][]any, error) {
+	var rows [][]any
+	for _, rec := range recs {
+		for r := 0; r < int(rec.NumRows()); r++ {
+			row := make([]any, rec.NumCols())
+			for c := range row {
+				sc, err := scalar.GetScalar(rec.Column(c), r)
+				if err != nil {
+					return nil, fmt.Errorf("%w: parameter %d: %v", planner.ErrUnsupported, c+1, err)
+				}
+				row[c] = sc
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// encodeParams writes batches as one Arrow IPC stream.
+func encodeParams(recs []arrow.RecordBatch) ([]byte, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(recs[0].Schema()))
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			return nil, fmt.Errorf("flightsql: encode parameters: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("flightsql: encode parameters: %w", err)
+	}
+	if buf.Len() > maxParamBytes {
+		return nil, fmt.Errorf("%w: bound parameters exceed %d bytes; use executemany (DoPut of the update) for large batches",
+			planner.ErrInvalid, maxParamBytes)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeParams reads the rows encodeParams wrote.
+func decodeParams(b []byte, alloc memory.Allocator) ([][]any, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	r, err := ipc.NewReader(bytes.NewReader(b), ipc.WithAllocator(alloc))
+	if err != nil {
+		return nil, ErrHandle
+	}
+	defer r.Release()
+	var recs []arrow.RecordBatch
+	defer func() { releaseAll(recs) }()
+	for r.Next() {
+		rec := r.RecordBatch()
+		rec.Retain()
+		recs = append(recs, rec)
+	}
+	if err := r.Err(); err != nil {
+		return nil, ErrHandle
+	}
+	return paramRows(recs)
+}
+
+// bindParameters serves DoPut(CommandPreparedStatementQuery): it returns a
+// handle that carries the bound rows, or the same handle when the stream
+// binds nothing.
+func (s *Server) bindParameters(cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader) ([]byte, error) {
+	h, err := s.prepared(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return nil, err
+	}
+	recs, err := readParams(rdr)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(recs)
+	if len(recs) == 0 {
+		return cmd.GetPreparedStatementHandle(), nil
+	}
+	if h.Params, err = encodeParams(recs); err != nil {
+		return nil, err
+	}
+	return seal(s.opts.Key, preparedQueryID, h, s.opts.PreparedTTL)
+}
+
+// updateWithParameters serves DoPut(CommandPreparedStatementUpdate): the
+// update runs once per row of the stream (or of the rows bound before),
+// and the counts add up.
+func (s *Server) updateWithParameters(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
+	h, err := s.prepared(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		return 0, err
+	}
+	recs, err := readParams(rdr)
+	if err != nil {
+		return 0, err
+	}
+	defer releaseAll(recs)
+	if !h.Update {
+		return 0, ErrNotQuery
+	}
+	rows, err := paramRows(recs)
+	if err != nil {
+		return 0, err
+	}
+	if len(recs) == 0 {
+		if rows, err = decodeParams(h.Params, s.alloc); err != nil {
+			return 0, err
+		}
+	}
+	return s.execRows(ctx, h.session(), h.SQL, rows)
+}
+
+// execRows runs an update once, or once per row of parameters.
+func (s *Server) execRows(ctx context.Context, sess planner.Session, query string, rows [][]any) (int64, error) {
+	if len(rows) == 0 {
+		return s.opts.Planner.Exec(ctx, sess, query)
+	}
+	var total int64
+	for i, row := range rows {
+		n, err := s.opts.Planner.Exec(ctx, sess, query, row...)
+		if err != nil {
+			if len(rows) > 1 {
+				return total, fmt.Errorf("parameter row %d: %w", i+1, err)
+			}
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// preparedInfo is GetFlightInfo of a prepared statement with the rows bound
+// to its handle.
+func (s *Server) preparedInfo(ctx context.Context, h preparedHandle, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	rows, err := decodeParams(h.Params, s.alloc)
+	if err != nil {
+		return nil, err
+	}
+	if h.Update {
+		n, err := s.execRows(ctx, h.session(), h.SQL, rows)
+		if err != nil {
+			return nil, err
+		}
+		return s.countInfo(n, desc)
+	}
+	switch len(rows) {
+	case 0:
+		return s.queryInfo(ctx, h.session(), h.SQL, desc)
+	case 1:
+		return s.queryInfo(ctx, h.session(), h.SQL, desc, rows[0]...)
+	}
+	return nil, fmt.Errorf("%w: a query bound to %d parameter rows; bind one row per execution", planner.ErrUnsupported, len(rows))
+}

@@ -1,0 +1,278 @@
+package flightsql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/session"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// Single-endpoint (proxy) mode.
+//
+// Some clients read only endpoints[0] of a FlightInfo, on the connection
+// they already have (flightsql-dbapi, hence SQLAlchemy and Superset), and
+// some cannot reach the workers at all. For them the coordinator answers a
+// query with one endpoint without locations, whose ticket wraps the
+// workers' endpoints; DoGet of it on the coordinator pulls every worker
+// endpoint in parallel and streams their batches in endpoint order, with
+// the FlightInfo schema. The mode is selected per call by the header
+// HeaderSingleEndpoint, or per session by the session option
+// OptionSingleEndpoint; the value "true" (or a boolean true) turns it on.
+const (
+	HeaderSingleEndpoint = "x-icefloe-single-endpoint"
+	OptionSingleEndpoint = "icefloe.single_endpoint"
+)
+
+// proxyQueryID marks the tickets of single-endpoint mode.
+const proxyQueryID = "icefloe.flightsql.proxy"
+
+// proxyBuffer is how many batches each worker stream may read ahead of the
+// one the client is being sent.
+const proxyBuffer = 4
+
+// proxyTicket is what a single-endpoint ticket carries: the query's schema
+// and its worker endpoints, in order.
+type proxyTicket struct {
+	QueryID   string          `json:"q"`
+	Schema    []byte          `json:"s"`
+	Endpoints []proxyEndpoint `json:"e"`
+}
+
+type proxyEndpoint struct {
+	Ticket    []byte   `json:"t"`
+	Locations []string `json:"l"`
+}
+
+func truthy(s string) bool {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	return err == nil && b
+}
+
+// wantsSingleEndpoint tells whether the call asks for single-endpoint mode.
+func wantsSingleEndpoint(ctx context.Context) bool {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		for _, v := range md.Get(HeaderSingleEndpoint) {
+			if truthy(v) {
+				return true
+			}
+		}
+	}
+	ss, err := session.GetSessionFromContext(ctx)
+	if err != nil || ss.Closed() {
+		return false
+	}
+	switch v := ss.GetSessionOption(OptionSingleEndpoint).GetOptionValue().(type) {
+	case *pb.SessionOptionValue_BoolValue:
+		return v.BoolValue
+	case *pb.SessionOptionValue_StringValue:
+		return truthy(v.StringValue)
+	}
+	return false
+}
+
+// validSingleEndpointValue tells whether v is a value SetSessionOptions
+// accepts for OptionSingleEndpoint.
+func validSingleEndpointValue(v *flight.SessionOptionValue) bool {
+	switch x := v.GetOptionValue().(type) {
+	case *pb.SessionOptionValue_BoolValue:
+		return true
+	case *pb.SessionOptionValue_StringValue:
+		_, err := strconv.ParseBool(strings.TrimSpace(x.StringValue))
+		return err == nil
+	}
+	return false
+}
+
+// singleEndpoint rewrites a query's FlightInfo into one proxied endpoint
+// when the call asks for it, and returns info unchanged otherwise.
+func (s *Server) singleEndpoint(ctx context.Context, info *flight.FlightInfo) (*flight.FlightInfo, error) {
+	if !wantsSingleEndpoint(ctx) {
+		return info, nil
+	}
+	pt := proxyTicket{Schema: info.Schema}
+	for _, e := range info.Endpoint {
+		pe := proxyEndpoint{Ticket: e.GetTicket().GetTicket()}
+		for _, l := range e.Location {
+			pe.Locations = append(pe.Locations, l.GetUri())
+		}
+		pt.Endpoints = append(pt.Endpoints, pe)
+	}
+	handle, err := seal(s.opts.Key, proxyQueryID, pt, s.opts.PreparedTTL)
+	if err != nil {
+		return nil, err
+	}
+	tkt, err := flightsql.CreateStatementQueryTicket(handle)
+	if err != nil {
+		return nil, fmt.Errorf("flightsql: ticket: %w", err)
+	}
+	info.Endpoint = []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}
+	return info, nil
+}
+
+// doGetProxy serves a single-endpoint ticket; ok is false when the handle
+// is not one.
+func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schema, ch <-chan flight.StreamChunk, ok bool, err error) {
+	var pt proxyTicket
+	if err := unseal(s.opts.Key, proxyQueryID, handle, &pt); err != nil {
+		return nil, nil, false, nil
+	}
+	sc, err = flight.DeserializeSchema(pt.Schema, s.alloc)
+	if err != nil {
+		return nil, nil, true, fmt.Errorf("%w: schema: %v", ErrHandle, err)
+	}
+	out := make(chan flight.StreamChunk)
+	go s.proxyStreams(ctx, pt, out)
+	return sc, out, true, nil
+}
+
+// proxyStreams pulls every endpoint in parallel, each at most proxyBuffer
+// batches ahead, and sends their batches to out in endpoint order. It
+// closes out when done; a failed endpoint ends the stream with its error.
+// When the client goes away ctx ends, which cancels every worker stream.
+func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- flight.StreamChunk) {
+	defer close(out)
+	parent := ctx
+	defer func() {
+		if parent.Err() != nil {
+			s.log.Info("flightsql: proxy stream cancelled", zap.Int("endpoints", len(pt.Endpoints)),
+				zap.Error(context.Cause(parent)))
+		}
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("flightsql: panic in proxy stream", zap.Any("panic", p))
+			select {
+			case out <- flight.StreamChunk{Err: fmt.Errorf("flightsql: proxy stream: panic: %v", p)}:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	chans := make([]chan flight.StreamChunk, len(pt.Endpoints))
+	var wg sync.WaitGroup
+	for i, e := range pt.Endpoints {
+		chans[i] = make(chan flight.StreamChunk, proxyBuffer)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(chans[i])
+			if err := s.pullEndpoint(ctx, e, chans[i]); err != nil {
+				select {
+				case chans[i] <- flight.StreamChunk{Err: err}:
+				case <-ctx.Done():
+				}
+			}
+		}()
+	}
+	defer func() {
+		cancel()
+		// Drain what the pullers still hold so every batch is released.
+		for _, c := range chans {
+			for chunk := range c {
+				if chunk.Data != nil {
+					chunk.Data.Release()
+				}
+			}
+		}
+		wg.Wait()
+	}()
+	for _, c := range chans {
+		for chunk := range c {
+			select {
+			case out <- chunk:
+				if chunk.Err != nil {
+					return
+				}
+			case <-ctx.Done():
+				if chunk.Data != nil {
+					chunk.Data.Release()
+				}
+				return
+			}
+		}
+	}
+}
+
+// pullEndpoint reads one worker endpoint into c, trying its locations in
+// order until one answers.
+func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, c chan<- flight.StreamChunk) error {
+	if len(e.Locations) == 0 {
+		return fmt.Errorf("flightsql: proxy: endpoint has no location")
+	}
+	var errs []error
+	for _, loc := range e.Locations {
+		sent, err := s.pullFrom(ctx, loc, e.Ticket, c)
+		if err == nil {
+			return nil
+		}
+		if sent || ctx.Err() != nil {
+			return err
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// pullFrom DoGets ticket at loc and forwards its batches; sent tells
+// whether any batch went out (then no other location may be tried).
+func (s *Server) pullFrom(ctx context.Context, loc string, ticket []byte, c chan<- flight.StreamChunk) (sent bool, err error) {
+	target, creds, err := dialTarget(loc)
+	if err != nil {
+		return false, err
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return false, fmt.Errorf("flightsql: proxy: dial %s: %w", loc, err)
+	}
+	defer conn.Close()
+	stream, err := flight.NewFlightServiceClient(conn).DoGet(forwardAuth(ctx), &flight.Ticket{Ticket: ticket})
+	if err != nil {
+		return false, fmt.Errorf("flightsql: proxy: DoGet at %s: %w", loc, err)
+	}
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.alloc))
+	if err != nil {
+		return false, fmt.Errorf("flightsql: proxy: stream from %s: %w", loc, err)
+	}
+	defer rdr.Release()
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		select {
+		case c <- flight.StreamChunk{Data: rec}:
+			sent = true
+		case <-ctx.Done():
+			rec.Release()
+			return sent, context.Cause(ctx)
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		return sent, fmt.Errorf("flightsql: proxy: stream from %s: %w", loc, err)
+	}
+	return sent, nil
+}
+
+// forwardAuth passes the client's authorization header on to the workers,
+// which verify the coordinator's tokens themselves.
+func forwardAuth(ctx context.Context) context.Context {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return ctx
+	}
+	for _, v := range md.Get("authorization") {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", v)
+	}
+	return ctx
+}

@@ -1,0 +1,417 @@
+// Probe replays what DBeaver does with the Arrow Flight SQL JDBC driver
+// against a running icefloe, then exercises queries, updates, prepared
+// statements, early close and every Iceberg type. Run it with the driver
+// jar on the class path (JDK 17, source-file mode):
+//
+//   java --add-opens=java.base/java.nio=ALL-UNNAMED -cp flight-sql-jdbc-driver.jar Probe.java HOST PORT
+//
+// It prints one line per check and ends with "N passed, M failed"; the exit
+// code is non-zero when any check failed.
+
+import java.math.BigDecimal;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.DatabaseMetaData;
+import java.sql.Date;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
+import java.sql.Statement;
+import java.sql.Time;
+import java.sql.Timestamp;
+import java.sql.Types;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TimeZone;
+
+public class Probe {
+  static int passed = 0;
+  static int failed = 0;
+
+  interface Check {
+    void run() throws Exception;
+  }
+
+  static void check(String name, Check c) {
+    try {
+      c.run();
+      passed++;
+      System.out.println("PASS " + name);
+    } catch (Throwable t) {
+      failed++;
+      System.out.println("FAIL " + name + ": " + t);
+      t.printStackTrace(System.out);
+    }
+  }
+
+  static void expect(boolean ok, String what) {
+    if (!ok) {
+      throw new AssertionError(what);
+    }
+  }
+
+  static void eq(Object got, Object want, String what) {
+    if (want == null ? got != null : !want.equals(got)) {
+      throw new AssertionError(what + ": got " + got + ", want " + want);
+    }
+  }
+
+  static List<String> column(ResultSet rs, String col) throws Exception {
+    List<String> out = new ArrayList<>();
+    try (rs) {
+      while (rs.next()) {
+        out.add(rs.getString(col));
+      }
+    }
+    return out;
+  }
+
+  static Set<String> csv(String s) {
+    Set<String> out = new HashSet<>();
+    for (String w : s.split(",")) {
+      out.add(w.trim());
+    }
+    return out;
+  }
+
+  public static void main(String[] args) throws Exception {
+    TimeZone.setDefault(TimeZone.getTimeZone("UTC"));
+    String host = args[0];
+    String port = args[1];
+    String url = "jdbc:arrow-flight-sql://" + host + ":" + port + "/?useEncryption=false&catalog=local";
+    Class.forName("org.apache.arrow.driver.jdbc.ArrowFlightJdbcDriver");
+    Connection conn = DriverManager.getConnection(url, new Properties());
+    run(conn);
+    closeWithCatalog(conn);
+    // A second connection: the catalog comes from Connection.setCatalog.
+    check("setCatalog then unqualified names", () -> {
+      String plain = "jdbc:arrow-flight-sql://" + host + ":" + port + "/?useEncryption=false";
+      Connection c = DriverManager.getConnection(plain, new Properties());
+      {
+        c.setCatalog("local");
+        eq(c.getCatalog(), "local", "getCatalog");
+        try (Statement st = c.createStatement();
+            ResultSet rs = st.executeQuery("SELECT count(*) AS n FROM customers")) {
+          expect(rs.next(), "a row");
+          eq(rs.getLong(1), 2000L, "customers");
+        }
+        // An unknown catalog is refused per option (INVALID_VALUE in the
+        // SetSessionOptions result, which driver 18.3 does not surface):
+        // the session keeps the catalog it had.
+        try {
+          c.setCatalog("no_such_catalog");
+        } catch (Exception e) {
+          // a driver that reports the per-option error throws here
+        }
+        try (Statement st = c.createStatement();
+            ResultSet rs = st.executeQuery("SELECT count(*) AS n FROM orders")) {
+          expect(rs.next(), "a row");
+          eq(rs.getLong(1), 50000L, "orders after a refused catalog");
+        }
+      }
+      closeWithCatalog(c);
+    });
+    check("single-endpoint mode through a URL header", () -> {
+      // Unknown URL parameters become call headers: the coordinator then
+      // answers one endpoint and proxies the workers' streams.
+      String proxied = "jdbc:arrow-flight-sql://" + host + ":" + port
+          + "/?useEncryption=false&x-icefloe-single-endpoint=true";
+      try (Connection c = DriverManager.getConnection(proxied, new Properties());
+          Statement st = c.createStatement();
+          ResultSet rs = st.executeQuery("SELECT id FROM orders")) {
+        long n = 0;
+        long sum = 0;
+        while (rs.next()) {
+          n++;
+          sum += rs.getLong(1);
+        }
+        eq(n, 50000L, "rows");
+        eq(sum, 50000L * 50001L / 2, "sum of ids");
+      }
+    });
+    System.out.println(passed + " passed, " + failed + " failed");
+    System.exit(failed == 0 ? 0 : 1);
+  }
+
+  // closeWithCatalog closes a connection that set a catalog. Driver 18.3
+  // closes its client twice when a catalog is set and then reports the
+  // second CloseSession as "Channel shutdown invoked" (apache/arrow-java#66,
+  // fixed after 18.3): that one error is the driver's, anything else fails.
+  static void closeWithCatalog(Connection c) throws Exception {
+    try {
+      c.close();
+    } catch (java.sql.SQLException e) {
+      if (!String.valueOf(e.getMessage()).contains("Channel shutdown invoked")) {
+        throw e;
+      }
+    }
+  }
+
+  static void run(Connection conn) throws Exception {
+    DatabaseMetaData md = conn.getMetaData();
+
+    // DBeaver on connect: all-keys GetSqlInfo (through these getters) and
+    // getTableTypes.
+    check("GetSqlInfo through DatabaseMetaData", () -> {
+      eq(md.getDatabaseProductName(), "icefloe", "product name");
+      expect(!md.getDatabaseProductVersion().isEmpty(), "product version");
+      eq(md.getIdentifierQuoteString(), "\"", "identifier quote");
+      eq(md.getSearchStringEscape(), "\\", "search string escape");
+      expect(!md.isReadOnly(), "not read-only");
+      expect(!md.supportsTransactions(), "no transactions");
+      eq(md.getDefaultTransactionIsolation(), Connection.TRANSACTION_NONE, "isolation");
+      Set<String> kw = csv(md.getSQLKeywords());
+      expect(kw.contains("QUALIFY") && kw.contains("PIVOT"), "DuckDB keywords: " + kw);
+      expect(csv(md.getNumericFunctions()).contains("ABS"), "numeric functions");
+      expect(csv(md.getStringFunctions()).contains("UPPER"), "string functions");
+      expect(csv(md.getSystemFunctions()).contains("COALESCE"), "system functions");
+      expect(csv(md.getTimeDateFunctions()).contains("DATE_TRUNC"), "time/date functions");
+      expect(md.supportsConvert(Types.INTEGER, Types.VARCHAR), "INTEGER → VARCHAR");
+      expect(md.supportsLikeEscapeClause(), "LIKE … ESCAPE");
+    });
+    check("getTableTypes", () -> expect(column(md.getTableTypes(), "TABLE_TYPE").contains("TABLE"), "TABLE"));
+    check("getCatalogs", () -> expect(column(md.getCatalogs(), "TABLE_CAT").contains("local"), "local"));
+    check("getSchemas(cat, %)", () -> {
+      List<String> s = column(md.getSchemas("local", "%"), "TABLE_SCHEM");
+      expect(s.contains("default"), "default in " + s);
+    });
+    check("getTables(cat, schema, %, null)", () -> {
+      List<String> t = column(md.getTables("local", "default", "%", null), "TABLE_NAME");
+      expect(t.containsAll(List.of("orders", "customers", "events")), "demo tables in " + t);
+    });
+    check("getTables with an escaped _ pattern", () -> {
+      // DBeaver escapes _ with the search string escape.
+      List<String> t = column(md.getTables("local", "default", "order\\_s", null), "TABLE_NAME");
+      eq(t, List.of(), "order_s must not match orders");
+    });
+    check("getColumns(cat, schema, %, %)", () -> {
+      Map<String, Integer> cols = new LinkedHashMap<>();
+      try (ResultSet rs = md.getColumns("local", "default", "%", "%")) {
+        while (rs.next()) {
+          if (rs.getString("TABLE_NAME").equals("orders")) {
+            cols.put(rs.getString("COLUMN_NAME"), rs.getInt("DATA_TYPE"));
+          }
+        }
+      }
+      eq(new ArrayList<>(cols.keySet()),
+          List.of("id", "customer_id", "status", "amount", "ordered_at", "ordered_on"), "orders columns");
+      eq(cols.get("id"), Types.BIGINT, "id type");
+      eq(cols.get("amount"), Types.DECIMAL, "amount type");
+    });
+    check("getPrimaryKeys(cat, schema, %)", () -> eq(column(md.getPrimaryKeys("local", "default", "%"), "COLUMN_NAME"), List.of(), "no keys"));
+    check("getImportedKeys(cat, schema, %)", () -> eq(column(md.getImportedKeys("local", "default", "%"), "FKCOLUMN_NAME"), List.of(), "no keys"));
+
+    check("executeQuery of a multi-endpoint SELECT", () -> {
+      try (Statement st = conn.createStatement();
+          ResultSet rs = st.executeQuery("SELECT id, customer_id, status FROM orders")) {
+        ResultSetMetaData rmd = rs.getMetaData();
+        eq(rmd.getColumnCount(), 3, "columns");
+        eq(rmd.getColumnType(1), Types.BIGINT, "id type");
+        long n = 0;
+        long sum = 0;
+        Set<Long> seen = new HashSet<>();
+        while (rs.next()) {
+          n++;
+          sum += rs.getLong(1);
+          seen.add(rs.getLong(1));
+        }
+        eq(n, 50000L, "rows");
+        eq(seen.size(), 50000, "distinct ids");
+        eq(sum, 50000L * 50001L / 2, "sum of ids");
+      }
+    });
+
+    check("executeUpdate of DDL and INSERT", () -> {
+      try (Statement st = conn.createStatement()) {
+        st.executeUpdate("DROP SCHEMA IF EXISTS jdbc_probe CASCADE");
+        eq(st.executeUpdate("CREATE SCHEMA jdbc_probe"), 0, "create schema count");
+        st.executeUpdate("CREATE TABLE jdbc_probe.t (id BIGINT NOT NULL, s VARCHAR)");
+        eq(st.executeUpdate("INSERT INTO jdbc_probe.t VALUES (1, 'a'), (2, 'b'), (3, NULL)"), 3, "insert count");
+        try (ResultSet rs = st.executeQuery("SELECT count(*) FROM jdbc_probe.t")) {
+          rs.next();
+          eq(rs.getLong(1), 3L, "rows after insert");
+        }
+      }
+    });
+
+    check("PreparedStatement with parameters", () -> {
+      long want;
+      try (Statement st = conn.createStatement();
+          ResultSet rs = st.executeQuery("SELECT count(*) FROM orders WHERE customer_id = 42 AND status = 'shipped'")) {
+        rs.next();
+        want = rs.getLong(1);
+      }
+      try (PreparedStatement ps = conn.prepareStatement("SELECT count(*) AS n FROM orders WHERE customer_id = ? AND status = ?")) {
+        eq(ps.getParameterMetaData().getParameterCount(), 2, "parameter count");
+        ps.setLong(1, 42);
+        ps.setString(2, "shipped");
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          eq(rs.getLong(1), want, "count with parameters");
+        }
+        ps.setLong(1, 43);
+        ps.setString(2, "it's");
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          eq(rs.getLong(1), 0L, "no status it's");
+        }
+      }
+      try (PreparedStatement ps = conn.prepareStatement("INSERT INTO jdbc_probe.t VALUES (?, ?)")) {
+        ps.setLong(1, 10);
+        ps.setString(2, "ten");
+        eq(ps.executeUpdate(), 1, "insert with parameters");
+      }
+      try (Statement st = conn.createStatement();
+          ResultSet rs = st.executeQuery("SELECT s FROM jdbc_probe.t WHERE id = 10")) {
+        expect(rs.next(), "inserted row");
+        eq(rs.getString(1), "ten", "inserted value");
+      }
+    });
+
+    check("setMaxRows(10) with early close", () -> {
+      try (Statement st = conn.createStatement()) {
+        st.setMaxRows(10);
+        int n = 0;
+        try (ResultSet rs = st.executeQuery("SELECT * FROM orders")) {
+          while (rs.next()) {
+            n++;
+          }
+        }
+        eq(n, 10, "rows with setMaxRows(10)");
+      }
+      // And a result set closed after one row of a large result.
+      try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT * FROM orders, customers LIMIT 200000")) {
+        expect(rs.next(), "first row");
+      }
+      try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT 1")) {
+        expect(rs.next(), "the connection still works");
+      }
+    });
+
+    allTypes(conn, md);
+  }
+
+  // One column per Iceberg type: what getColumns reports and what the
+  // ResultSet getters return. Kept in step with docs/types.md.
+  static final String[][] TYPES = {
+    // column, DDL type, JDBC type, TYPE_NAME, COLUMN_SIZE, DECIMAL_DIGITS, literal
+    {"c_boolean", "BOOLEAN", "BOOLEAN", "BOOLEAN", "", "", "true"},
+    {"c_int", "INTEGER", "INTEGER", "INTEGER", "10", "0", "-7"},
+    {"c_long", "BIGINT", "BIGINT", "BIGINT", "19", "0", "9007199254740993"},
+    {"c_float", "FLOAT", "FLOAT", "FLOAT", "", "", "1.5"},
+    {"c_double", "DOUBLE", "DOUBLE", "DOUBLE", "", "", "2.25"},
+    {"c_decimal", "DECIMAL(12,3)", "DECIMAL", "DECIMAL(12,3)", "12", "3", "123456789.012"},
+    {"c_date", "DATE", "DATE", "DATE", "10", "0", "DATE '2024-02-29'"},
+    {"c_time", "TIME", "TIME", "TIME", "15", "6", "TIME '13:14:15.123456'"},
+    {"c_timestamp", "TIMESTAMP", "TIMESTAMP", "TIMESTAMP", "26", "6", "TIMESTAMP '2024-03-01 10:11:12.345678'"},
+    {"c_timestamptz", "TIMESTAMPTZ", "TIMESTAMP_WITH_TIMEZONE", "TIMESTAMP WITH TIME ZONE", "26", "6", "TIMESTAMPTZ '2024-03-01 10:11:12.345678+00'"},
+    {"c_string", "VARCHAR", "VARCHAR", "VARCHAR", "65536", "", "'héllo'"},
+    {"c_uuid", "UUID", "VARCHAR", "UUID", "36", "0", "'0193c1b4-7e25-7c4f-9a52-000000000001'"},
+    {"c_binary", "BLOB", "VARBINARY", "BLOB", "65536", "", "'\\x00\\xFFab'::BLOB"},
+    {"c_list", "INTEGER[]", "ARRAY", "INTEGER[]", "", "", "[1, 2, NULL]"},
+    {"c_map", "MAP(VARCHAR, BIGINT)", "JAVA_OBJECT", "MAP(VARCHAR, BIGINT)", "", "", "MAP {'a': 1, 'b': 2}"},
+    {"c_struct", "STRUCT(a INTEGER, b VARCHAR)", "JAVA_OBJECT", "STRUCT(a INTEGER, b VARCHAR)", "", "", "{'a': 5, 'b': 'x'}"},
+  };
+
+  static int jdbcType(String name) throws Exception {
+    return Types.class.getField(name).getInt(null);
+  }
+
+  static void allTypes(Connection conn, DatabaseMetaData md) throws Exception {
+    check("CREATE TABLE with every Iceberg type and INSERT a row", () -> {
+      StringBuilder ddl = new StringBuilder("CREATE TABLE jdbc_probe.all_types (");
+      StringBuilder vals = new StringBuilder("INSERT INTO jdbc_probe.all_types VALUES (");
+      for (int i = 0; i < TYPES.length; i++) {
+        ddl.append(i > 0 ? ", " : "").append(TYPES[i][0]).append(' ').append(TYPES[i][1]);
+        vals.append(i > 0 ? ", " : "").append(TYPES[i][6]);
+      }
+      try (Statement st = conn.createStatement()) {
+        st.executeUpdate(ddl.append(")").toString());
+        eq(st.executeUpdate(vals.append(")").toString()), 1, "insert");
+      }
+    });
+    check("getColumns types, precision and scale for every Iceberg type", () -> {
+      Map<String, String[]> got = new LinkedHashMap<>();
+      try (ResultSet rs = md.getColumns("local", "jdbc_probe", "all\\_types", "%")) {
+        while (rs.next()) {
+          String size = rs.getObject("COLUMN_SIZE") == null ? "" : String.valueOf(rs.getInt("COLUMN_SIZE"));
+          String digits = rs.getObject("DECIMAL_DIGITS") == null ? "" : String.valueOf(rs.getInt("DECIMAL_DIGITS"));
+          got.put(rs.getString("COLUMN_NAME"), new String[] {
+              String.valueOf(rs.getInt("DATA_TYPE")), rs.getString("TYPE_NAME"), size, digits});
+        }
+      }
+      List<String> problems = new ArrayList<>();
+      for (String[] t : TYPES) {
+        String[] g = got.get(t[0]);
+        String[] want = {String.valueOf(jdbcType(t[2])), t[3], t[4], t[5]};
+        if (g == null || !Arrays.equals(g, want)) {
+          problems.add(t[0] + ": got " + (g == null ? "nothing" : Arrays.toString(g)) + ", want " + Arrays.toString(want));
+        }
+      }
+      expect(problems.isEmpty(), String.join("; ", problems));
+    });
+    check("ResultSet getters for every Iceberg type", () -> {
+      try (Statement st = conn.createStatement();
+          ResultSet rs = st.executeQuery("SELECT * FROM jdbc_probe.all_types")) {
+        expect(rs.next(), "one row");
+        eq(rs.getBoolean("c_boolean"), true, "boolean");
+        eq(rs.getInt("c_int"), -7, "int");
+        eq(rs.getLong("c_long"), 9007199254740993L, "long");
+        eq(rs.getFloat("c_float"), 1.5f, "float");
+        eq(rs.getDouble("c_double"), 2.25, "double");
+        eq(rs.getBigDecimal("c_decimal"), new BigDecimal("123456789.012"), "decimal");
+        eq(rs.getDate("c_date"), Date.valueOf("2024-02-29"), "date");
+        eq(rs.getTime("c_time").getTime(), (13 * 3600 + 14 * 60 + 15) * 1000L + 123, "time (ms)");
+        eq(rs.getTimestamp("c_timestamp"), Timestamp.valueOf("2024-03-01 10:11:12.345678"), "timestamp");
+        eq(rs.getTimestamp("c_timestamptz").toInstant().toString(), "2024-03-01T10:11:12.345678Z", "timestamptz");
+        eq(rs.getString("c_string"), "héllo", "string");
+        eq(rs.getString("c_uuid"), "0193c1b4-7e25-7c4f-9a52-000000000001", "uuid");
+        eq(rs.getMetaData().getColumnType(rs.findColumn("c_uuid")), Types.VARCHAR, "uuid result type");
+        eq(Arrays.toString(rs.getBytes("c_binary")), Arrays.toString(new byte[] {0, -1, 'a', 'b'}), "binary");
+        Array arr = rs.getArray("c_list");
+        eq(Arrays.toString((Object[]) arr.getArray()), "[1, 2, null]", "list");
+        Object m = rs.getObject("c_map");
+        expect(m instanceof Map, "map is a java.util.Map: " + m.getClass());
+        eq(((Map<?, ?>) m).size(), 2, "map entries");
+        eq(String.valueOf(m), "{\"a\":1,\"b\":2}", "map");
+        Object s = rs.getObject("c_struct");
+        expect(s instanceof Map, "struct is a java.util.Map: " + s.getClass());
+        eq(String.valueOf(s), "{\"a\":5,\"b\":\"x\"}", "struct");
+        expect(!rs.next(), "only one row");
+      }
+    });
+    // fixed[L]: SQL cannot create it; the run script made jdbc_types.fixed_t.
+    check("fixed[4]: INSERT, getColumns and getBytes", () -> {
+      try (Statement st = conn.createStatement()) {
+        eq(st.executeUpdate("INSERT INTO jdbc_types.fixed_t VALUES (1, '\\x01\\x02\\x03\\x04'::BLOB)"), 1, "insert");
+        boolean refused = false;
+        try {
+          st.executeUpdate("INSERT INTO jdbc_types.fixed_t VALUES (2, 'abc'::BLOB)");
+        } catch (Exception e) {
+          refused = true;
+        }
+        expect(refused, "a value of the wrong length is refused");
+      }
+      try (ResultSet rs = md.getColumns("local", "jdbc_types", "fixed\\_t", "%")) {
+        expect(rs.next() && rs.next(), "id and c_fixed columns");
+        eq(rs.getString("COLUMN_NAME"), "c_fixed", "second column");
+        eq(rs.getInt("DATA_TYPE"), Types.BINARY, "DATA_TYPE");
+        eq(rs.getString("TYPE_NAME"), "BLOB", "TYPE_NAME");
+        eq(rs.getInt("COLUMN_SIZE"), 4, "COLUMN_SIZE");
+      }
+      try (Statement st = conn.createStatement();
+          ResultSet rs = st.executeQuery("SELECT c_fixed FROM jdbc_types.fixed_t")) {
+        expect(rs.next(), "a row");
+        eq(Arrays.toString(rs.getBytes(1)), "[1, 2, 3, 4]", "fixed bytes");
+        eq(rs.getMetaData().getColumnType(1), Types.VARBINARY, "result column type (DuckDB BLOB)");
+      }
+    });
+  }
+}

@@ -1,0 +1,126 @@
+"""Fixtures of the Python client suite: one `icefloe serve --demo` per test
+session, on free ports, stopped at the end.
+
+The binary is $ICEFLOE_BIN (the Makefile sets it). The server prints a
+"ready" log line whose JSON names the coordinator and the workers; its log
+is kept so tests can assert on what the server did (e.g. a cancelled
+stream).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+
+class Server:
+    def __init__(self, proc, fields, log_lines):
+        self.proc = proc
+        self.fields = fields
+        self._log = log_lines
+        self.coordinator = fields["coordinator"]  # grpc://127.0.0.1:PORT
+        self.workers = fields["workers"]
+        self.host_port = self.coordinator[len("grpc://"):]
+
+    def log(self):
+        return "\n".join(self._log)
+
+    def wait_log(self, needle, after=0, timeout=20.0):
+        """Waits until a log line after index `after` contains needle."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(needle in line for line in self._log[after:]):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def log_mark(self):
+        return len(self._log)
+
+    def cpu_seconds(self):
+        """CPU time the server process has used (user + system), from /proc."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _start(data_dir, workers=2):
+    binary = os.environ.get("ICEFLOE_BIN")
+    if not binary:
+        raise RuntimeError("ICEFLOE_BIN is not set: run this suite through ./run or make test")
+    proc = subprocess.Popen(
+        [binary, "serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir", data_dir,
+         "--workers", str(workers)],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    lines = []
+    ready = {}
+    got = threading.Event()
+
+    def pump():
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            lines.append(line)
+            i = line.find("ready\t{")
+            if i >= 0 and not got.is_set():
+                try:
+                    ready.update(json.loads(line[i + len("ready\t"):]))
+                    got.set()
+                except ValueError:
+                    pass
+        got.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not got.wait(180) or not ready:
+        proc.kill()
+        raise RuntimeError("icefloe serve did not become ready:\n" + "\n".join(lines))
+    return Server(proc, ready, lines)
+
+
+@pytest.fixture(scope="session")
+def server():
+    with tempfile.TemporaryDirectory(prefix="icefloe-py-") as d:
+        srv = _start(d)
+        try:
+            yield srv
+        finally:
+            srv.proc.send_signal(signal.SIGINT)
+            try:
+                srv.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                srv.proc.kill()
+                srv.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def uri(server):
+    return server.coordinator
+
+
+@pytest.fixture()
+def conn(uri):
+    import adbc_driver_flightsql.dbapi as fsql
+
+    c = fsql.connect(uri, autocommit=True)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture()
+def proxy_conn(uri):
+    """A connection in single-endpoint mode (call header)."""
+    import adbc_driver_flightsql.dbapi as fsql
+
+    c = fsql.connect(uri, autocommit=True, db_kwargs={
+        "adbc.flight.sql.rpc.call_header.x-icefloe-single-endpoint": "true"})
+    try:
+        yield c
+    finally:
+        c.close()

@@ -1,0 +1,564 @@
+package planner
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/icefloe/icefloe/internal/engine"
+)
+
+// Bound parameters.
+//
+// A statement's `?` (or `$n`) placeholders take the trailing args of Plan,
+// Bind and Exec, in order. An arg is a Go value (nil, bool, any int or
+// uint, float32, float64, string, []byte, time.Time) or an arrow
+// scalar.Scalar, which carries its exact type (date32, time64, timestamps
+// with or without a zone, decimal128, binary, uuid, …); flightsql hands
+// each row of a client's parameter batch over as scalars.
+//
+// Queries: the PARAMETER nodes of DuckDB's JSON AST are replaced by
+// CONSTANT nodes wrapped in a CAST to the value's DuckDB type, and DuckDB
+// itself prints the query again (json_deserialize_sql): no value is ever
+// spliced into SQL text by icefloe. Updates (INSERT … VALUES): the values
+// are passed to DuckDB's own prepared-statement binding.
+
+// paramKinds are DuckDB's types of a statement's parameters, in order.
+type paramKinds = []duckdb.Type
+
+// paramValue is one bound value, normalised.
+type paramValue struct {
+	null   bool
+	duck   node // DuckDB LogicalType JSON of the value (the CAST target)
+	child  node // the CONSTANT's Value JSON: same type, or VARCHAR text cast to duck
+	driver any  // the value for DuckDB's database/sql binding
+}
+
+func duckType(id string) node { return node{"id": id, "type_info": nil} }
+
+func decimalType(width, scale int32) node {
+	return node{"id": "DECIMAL", "type_info": node{
+		"type": "DECIMAL_TYPE_INFO", "alias": "", "extension_info": nil, "width": width, "scale": scale,
+	}}
+}
+
+func constValue(t node, v any) node { return node{"type": t, "is_null": false, "value": v} }
+
+// textParam is a value DuckDB receives as text and casts to t.
+func textParam(t node, text string) paramValue {
+	return paramValue{duck: t, child: constValue(duckType("VARCHAR"), text), driver: text}
+}
+
+func typedParam(t node, v any, drv any) paramValue {
+	return paramValue{duck: t, child: constValue(t, v), driver: drv}
+}
+
+// toParam normalises one argument.
+func toParam(arg any) (paramValue, error) {
+	switch v := arg.(type) {
+	case nil:
+		return paramValue{null: true, duck: duckType("NULL")}, nil
+	case scalar.Scalar:
+		return scalarParam(v)
+	case bool:
+		return typedParam(duckType("BOOLEAN"), v, v), nil
+	case int8:
+		return typedParam(duckType("TINYINT"), v, v), nil
+	case int16:
+		return typedParam(duckType("SMALLINT"), v, v), nil
+	case int32:
+		return typedParam(duckType("INTEGER"), v, v), nil
+	case int:
+		return typedParam(duckType("BIGINT"), int64(v), int64(v)), nil
+	case int64:
+		return typedParam(duckType("BIGINT"), v, v), nil
+	case uint8:
+		return typedParam(duckType("UTINYINT"), v, v), nil
+	case uint16:
+		return typedParam(duckType("USMALLINT"), v, v), nil
+	case uint32:
+		return typedParam(duckType("UINTEGER"), v, v), nil
+	case uint64:
+		return typedParam(duckType("UBIGINT"), v, v), nil
+	case uint:
+		return typedParam(duckType("UBIGINT"), uint64(v), uint64(v)), nil
+	case float32:
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return textParam(duckType("FLOAT"), strconv.FormatFloat(float64(v), 'g', -1, 32)), nil
+		}
+		return typedParam(duckType("FLOAT"), v, v), nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return textParam(duckType("DOUBLE"), strconv.FormatFloat(v, 'g', -1, 64)), nil
+		}
+		return typedParam(duckType("DOUBLE"), v, v), nil
+	case string:
+		return typedParam(duckType("VARCHAR"), v, v), nil
+	case []byte:
+		return blobParam(v), nil
+	case time.Time:
+		return typedParam(duckType("TIMESTAMP WITH TIME ZONE"), v.UnixMicro(), v), nil
+	}
+	return paramValue{}, fmt.Errorf("%w: parameter of Go type %T", ErrUnsupported, arg)
+}
+
+// blobParam sends bytes as DuckDB's escaped blob text ('\xAB…'::BLOB),
+// which keeps every byte, NUL included.
+func blobParam(b []byte) paramValue {
+	var sb strings.Builder
+	for _, c := range b {
+		sb.WriteString(`\x`)
+		sb.WriteString(hex.EncodeToString([]byte{c}))
+	}
+	p := textParam(duckType("BLOB"), sb.String())
+	p.driver = append([]byte(nil), b...)
+	return p
+}
+
+// scalarParam normalises an Arrow scalar by its type.
+func scalarParam(s scalar.Scalar) (paramValue, error) {
+	if !s.IsValid() {
+		p := paramValue{null: true, duck: duckType("NULL")}
+		if t, err := nullType(s.DataType()); err == nil {
+			p.duck = t
+		}
+		return p, nil
+	}
+	switch v := s.(type) {
+	case *scalar.Boolean:
+		return toParam(v.Value)
+	case *scalar.Int8:
+		return toParam(v.Value)
+	case *scalar.Int16:
+		return toParam(v.Value)
+	case *scalar.Int32:
+		return toParam(v.Value)
+	case *scalar.Int64:
+		return toParam(v.Value)
+	case *scalar.Uint8:
+		return toParam(v.Value)
+	case *scalar.Uint16:
+		return toParam(v.Value)
+	case *scalar.Uint32:
+		return toParam(v.Value)
+	case *scalar.Uint64:
+		return toParam(v.Value)
+	case *scalar.Float32:
+		return toParam(v.Value)
+	case *scalar.Float64:
+		return toParam(v.Value)
+	case *scalar.String:
+		return toParam(v.String())
+	case *scalar.LargeString:
+		return toParam(v.String())
+	case *scalar.Binary:
+		return blobParam(v.Data()), nil
+	case *scalar.LargeBinary:
+		return blobParam(v.Data()), nil
+	case *scalar.FixedSizeBinary:
+		return blobParam(v.Data()), nil
+	case *scalar.Date32:
+		d := int32(v.Value)
+		return typedParam(duckType("DATE"), d, time.Unix(int64(d)*86400, 0).UTC()), nil
+	case *scalar.Date64:
+		d := int32(int64(v.Value) / 86400000)
+		return typedParam(duckType("DATE"), d, time.Unix(int64(d)*86400, 0).UTC()), nil
+	case *scalar.Time32:
+		unit := v.Type.(*arrow.Time32Type).Unit
+		return timeParam(int64(v.Value) * int64(unit.Multiplier()) / 1000), nil
+	case *scalar.Time64:
+		unit := v.Type.(*arrow.Time64Type).Unit
+		return timeParam(int64(v.Value) * int64(unit.Multiplier()) / 1000), nil
+	case *scalar.Timestamp:
+		tt := v.Type.(*arrow.TimestampType)
+		t := v.Value.ToTime(tt.Unit)
+		id := "TIMESTAMP"
+		if tt.TimeZone != "" {
+			id = "TIMESTAMP WITH TIME ZONE"
+		}
+		if tt.Unit == arrow.Nanosecond {
+			if tt.TimeZone == "" {
+				return typedParam(duckType("TIMESTAMP_NS"), int64(v.Value), t), nil
+			}
+		}
+		return typedParam(duckType(id), t.UnixMicro(), t), nil
+	case *scalar.Decimal128:
+		dt := v.Type.(*arrow.Decimal128Type)
+		text := v.Value.ToString(dt.Scale)
+		return textParam(decimalType(dt.Precision, dt.Scale), text), nil
+	case *scalar.Extension:
+		if _, ok := v.Type.(*extensions.UUIDType); ok {
+			if fb, ok := v.Value.(*scalar.FixedSizeBinary); ok && len(fb.Data()) == 16 {
+				u, err := uuidText(fb.Data())
+				if err != nil {
+					return paramValue{}, err
+				}
+				return textParam(duckType("UUID"), u), nil
+			}
+		}
+	}
+	return paramValue{}, fmt.Errorf("%w: parameter of Arrow type %s", ErrUnsupported, s.DataType())
+}
+
+func uuidText(b []byte) (string, error) {
+	h := hex.EncodeToString(b)
+	if len(h) != 32 {
+		return "", errors.New("planner: uuid is not 16 bytes")
+	}
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
+}
+
+// timeParam is a time of day in microseconds.
+func timeParam(us int64) paramValue {
+	d := time.Duration(us) * time.Microsecond
+	return typedParam(duckType("TIME"), us, time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Add(d))
+}
+
+// nullType is the DuckDB type a typed NULL of t is cast to.
+func nullType(t arrow.DataType) (node, error) {
+	switch t.ID() {
+	case arrow.BOOL:
+		return duckType("BOOLEAN"), nil
+	case arrow.INT8:
+		return duckType("TINYINT"), nil
+	case arrow.INT16:
+		return duckType("SMALLINT"), nil
+	case arrow.INT32:
+		return duckType("INTEGER"), nil
+	case arrow.INT64:
+		return duckType("BIGINT"), nil
+	case arrow.UINT8:
+		return duckType("UTINYINT"), nil
+	case arrow.UINT16:
+		return duckType("USMALLINT"), nil
+	case arrow.UINT32:
+		return duckType("UINTEGER"), nil
+	case arrow.UINT64:
+		return duckType("UBIGINT"), nil
+	case arrow.FLOAT32:
+		return duckType("FLOAT"), nil
+	case arrow.FLOAT64:
+		return duckType("DOUBLE"), nil
+	case arrow.STRING, arrow.LARGE_STRING:
+		return duckType("VARCHAR"), nil
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.FIXED_SIZE_BINARY:
+		return duckType("BLOB"), nil
+	case arrow.DATE32, arrow.DATE64:
+		return duckType("DATE"), nil
+	case arrow.TIME32, arrow.TIME64:
+		return duckType("TIME"), nil
+	case arrow.TIMESTAMP:
+		if t.(*arrow.TimestampType).TimeZone != "" {
+			return duckType("TIMESTAMP WITH TIME ZONE"), nil
+		}
+		return duckType("TIMESTAMP"), nil
+	case arrow.DECIMAL128:
+		d := t.(*arrow.Decimal128Type)
+		return decimalType(d.Precision, d.Scale), nil
+	}
+	return nil, fmt.Errorf("%w: NULL parameter of Arrow type %s", ErrUnsupported, t)
+}
+
+// constantNode is the AST expression for p: CAST(constant AS type).
+func (p paramValue) constantNode() node {
+	const noLocation = uint64(math.MaxUint64)
+	var value node
+	if p.null {
+		value = node{"type": duckType("NULL"), "is_null": true}
+	} else {
+		value = p.child
+	}
+	constant := node{"class": "CONSTANT", "type": "VALUE_CONSTANT", "alias": "", "query_location": noLocation, "value": value}
+	if id, _ := p.duck["id"].(string); id == "NULL" {
+		return constant
+	}
+	return node{
+		"class": "CAST", "type": "OPERATOR_CAST", "alias": "", "query_location": noLocation,
+		"child": constant, "cast_type": p.duck, "try_cast": false,
+	}
+}
+
+// paramNodes returns the PARAMETER nodes of the tree with their 1-based
+// positions. Named parameters are refused.
+func paramNodes(root node) (map[int][]node, int, error) {
+	out := map[int][]node{}
+	n := 0
+	var err error
+	walk(root, func(x node) bool {
+		if err != nil {
+			return false
+		}
+		if str(x, "class") != "PARAMETER" {
+			return true
+		}
+		i, aerr := strconv.Atoi(str(x, "identifier"))
+		if aerr != nil || i < 1 {
+			err = fmt.Errorf("%w: named parameter $%s; use ? or $1, $2, …", ErrUnsupported, str(x, "identifier"))
+			return false
+		}
+		out[i] = append(out[i], x)
+		n = max(n, i)
+		return false
+	})
+	return out, n, err
+}
+
+// replaceNode turns x into y in place.
+func replaceNode(x, y node) {
+	for k := range x {
+		delete(x, k)
+	}
+	for k, v := range y {
+		x[k] = v
+	}
+}
+
+// substituteParams replaces every parameter of the AST by its argument. It
+// fails unless there is exactly one argument per parameter.
+func substituteParams(ast *parsed, args []any) error {
+	nodes, n, err := paramNodes(ast.root)
+	if err != nil {
+		return err
+	}
+	if n != len(args) {
+		return fmt.Errorf("%w: the statement has %d parameters, %d values were bound", ErrInvalid, n, len(args))
+	}
+	for i := 1; i <= n; i++ {
+		p, err := toParam(args[i-1])
+		if err != nil {
+			return fmt.Errorf("parameter %d: %w", i, err)
+		}
+		for _, x := range nodes[i] {
+			replaceNode(x, p.constantNode())
+		}
+	}
+	return nil
+}
+
+// hasParams tells whether the AST has any parameter.
+func hasParams(ast *parsed) bool {
+	_, n, _ := paramNodes(ast.root)
+	return n > 0
+}
+
+// driverArgs turns args into values for DuckDB's database/sql binding.
+func driverArgs(args []any) ([]any, error) {
+	out := make([]any, len(args))
+	for i, a := range args {
+		p, err := toParam(a)
+		if err != nil {
+			return nil, fmt.Errorf("parameter %d: %w", i+1, err)
+		}
+		if !p.null {
+			out[i] = p.driver
+		}
+	}
+	return out, nil
+}
+
+// paramTypes prepares query on conn and returns the DuckDB type DuckDB
+// expects for each parameter (TYPE_INVALID where the context does not say).
+func paramTypes(ctx context.Context, conn *engine.Conn, query string) ([]duckdb.Type, error) {
+	var types []duckdb.Type
+	err := conn.DB().Raw(func(dc any) error {
+		c, ok := dc.(*duckdb.Conn)
+		if !ok {
+			return fmt.Errorf("planner: unexpected driver connection %T", dc)
+		}
+		st, err := c.PrepareContext(ctx, query)
+		if err != nil {
+			return bindError(err)
+		}
+		defer st.Close()
+		ds, ok := st.(*duckdb.Stmt)
+		if !ok {
+			return fmt.Errorf("planner: unexpected driver statement %T", st)
+		}
+		for i := 1; i <= ds.NumInput(); i++ {
+			t, err := ds.ParamType(i)
+			if err != nil {
+				return err
+			}
+			types = append(types, t)
+		}
+		return nil
+	})
+	return types, err
+}
+
+// paramArrowTypes maps DuckDB parameter types to the Arrow types clients
+// bind them as. Unknown or complex types are strings, which DuckDB casts.
+var paramArrowTypes = map[duckdb.Type]arrow.DataType{
+	duckdb.TYPE_BOOLEAN:      arrow.FixedWidthTypes.Boolean,
+	duckdb.TYPE_TINYINT:      arrow.PrimitiveTypes.Int8,
+	duckdb.TYPE_SMALLINT:     arrow.PrimitiveTypes.Int16,
+	duckdb.TYPE_INTEGER:      arrow.PrimitiveTypes.Int32,
+	duckdb.TYPE_BIGINT:       arrow.PrimitiveTypes.Int64,
+	duckdb.TYPE_UTINYINT:     arrow.PrimitiveTypes.Uint8,
+	duckdb.TYPE_USMALLINT:    arrow.PrimitiveTypes.Uint16,
+	duckdb.TYPE_UINTEGER:     arrow.PrimitiveTypes.Uint32,
+	duckdb.TYPE_UBIGINT:      arrow.PrimitiveTypes.Uint64,
+	duckdb.TYPE_FLOAT:        arrow.PrimitiveTypes.Float32,
+	duckdb.TYPE_DOUBLE:       arrow.PrimitiveTypes.Float64,
+	duckdb.TYPE_VARCHAR:      arrow.BinaryTypes.String,
+	duckdb.TYPE_BLOB:         arrow.BinaryTypes.Binary,
+	duckdb.TYPE_DATE:         arrow.FixedWidthTypes.Date32,
+	duckdb.TYPE_TIME:         arrow.FixedWidthTypes.Time64us,
+	duckdb.TYPE_TIMESTAMP:    arrow.FixedWidthTypes.Timestamp_us,
+	duckdb.TYPE_TIMESTAMP_TZ: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
+}
+
+var paramNullTypes = map[duckdb.Type]string{
+	duckdb.TYPE_BOOLEAN: "BOOLEAN", duckdb.TYPE_TINYINT: "TINYINT", duckdb.TYPE_SMALLINT: "SMALLINT",
+	duckdb.TYPE_INTEGER: "INTEGER", duckdb.TYPE_BIGINT: "BIGINT", duckdb.TYPE_UTINYINT: "UTINYINT",
+	duckdb.TYPE_USMALLINT: "USMALLINT", duckdb.TYPE_UINTEGER: "UINTEGER", duckdb.TYPE_UBIGINT: "UBIGINT",
+	duckdb.TYPE_FLOAT: "FLOAT", duckdb.TYPE_DOUBLE: "DOUBLE", duckdb.TYPE_VARCHAR: "VARCHAR",
+	duckdb.TYPE_BLOB: "BLOB", duckdb.TYPE_DATE: "DATE", duckdb.TYPE_TIME: "TIME",
+	duckdb.TYPE_TIMESTAMP: "TIMESTAMP", duckdb.TYPE_TIMESTAMP_TZ: "TIMESTAMP WITH TIME ZONE",
+	duckdb.TYPE_UUID: "UUID",
+}
+
+var emptyParamSchema = arrow.NewSchema(nil, nil)
+
+// paramSchema is the parameter schema clients bind against.
+func paramSchema(types []duckdb.Type) *arrow.Schema {
+	fields := make([]arrow.Field, len(types))
+	for i, t := range types {
+		at, ok := paramArrowTypes[t]
+		if !ok {
+			at = arrow.BinaryTypes.String
+		}
+		fields[i] = arrow.Field{Name: fmt.Sprintf("$%d", i+1), Type: at, Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// bindTypedNulls binds a query with parameters but no values (a prepared
+// statement's schema): each parameter becomes a NULL of the type DuckDB
+// expects there, and b.sql is printed again. It returns the parameter
+// types.
+func (b *bound) bindTypedNulls(ctx context.Context, conn *engine.Conn) ([]duckdb.Type, error) {
+	types, err := paramTypes(ctx, conn, b.sql)
+	if err != nil {
+		return nil, err
+	}
+	nodes, _, err := paramNodes(b.ast.root)
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range types {
+		p := paramValue{null: true, duck: duckType("NULL")}
+		if name, ok := paramNullTypes[t]; ok {
+			p.duck = duckType(name)
+		}
+		for _, x := range nodes[i+1] {
+			replaceNode(x, p.constantNode())
+		}
+	}
+	doc, err := b.ast.document()
+	if err != nil {
+		return nil, err
+	}
+	if b.sql, err = conn.DeserializeSQL(ctx, doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return types, nil
+}
+
+// Parameters returns the parameter schema of a statement: one field per
+// placeholder, typed as DuckDB infers it from the context (string where it
+// cannot tell). A statement without placeholders has an empty schema.
+func (p *Planner) Parameters(ctx context.Context, s Session, query string) (*arrow.Schema, error) {
+	kind, err := p.Classify(query)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.ContainsAny(query, "?$") {
+		return emptyParamSchema, nil // no placeholder can hide elsewhere
+	}
+	if kind == KindUpdate {
+		// Only INSERT … VALUES is described; other updates (and one that
+		// cannot be prepared here, e.g. INSERT … SELECT) report no
+		// parameters, and their statement still runs or fails as usual.
+		types, err := p.insertParamTypes(ctx, s, query)
+		if err != nil {
+			return emptyParamSchema, nil
+		}
+		return paramSchema(types), nil
+	}
+	if _, ok := explainTarget(query); ok {
+		return emptyParamSchema, nil
+	}
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	b, err := p.bind(ctx, conn, s, query)
+	if err != nil {
+		return nil, err
+	}
+	return paramSchema(b.paramTypes), nil
+}
+
+// insertParamTypes prepares an INSERT … VALUES against a stand-in of its
+// target table and returns DuckDB's parameter types.
+func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query string) ([]duckdb.Type, error) {
+	toks, err := ddlLex(query)
+	if err != nil {
+		return nil, err
+	}
+	for len(toks) > 0 && toks[len(toks)-1].isPunct(";") {
+		toks = toks[:len(toks)-1]
+	}
+	ps := &ddlParser{src: query, toks: toks}
+	if !ps.at("INSERT", "INTO") {
+		return nil, nil // DDL takes no parameters
+	}
+	ps.i = 2
+	parts, err := ps.name(3)
+	if err != nil {
+		return nil, err
+	}
+	if ps.i >= len(toks) {
+		return nil, ps.unexpected()
+	}
+	rest := query[toks[ps.i].pos:toks[len(toks)-1].end]
+	ref, err := ddlTableName(sess, parts)
+	if err != nil {
+		return nil, err
+	}
+	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	schema := pinned.Table.Schema()
+	defs := make([]string, len(schema.Fields()))
+	for i, f := range schema.Fields() {
+		typ, err := DuckTypeOf(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("insert into %s: column %q: %w", ref, f.Name, err)
+		}
+		defs[i] = engine.Quote(f.Name) + " " + typ
+	}
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	standIn := engine.Quote(ref.Table)
+	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
+		return nil, fmt.Errorf("insert into %s: stand-in: %w", ref, err)
+	}
+	return paramTypes(ctx, conn, "INSERT INTO "+standIn+" "+rest)
+}
