@@ -40,7 +40,8 @@ var ddlAlloc memory.Allocator = memory.DefaultAllocator
 // DROP TABLE and INSERT INTO … VALUES against the mounted catalogs; the
 // grammar is in docs/sql.md. Anything else returns an error wrapping
 // ErrUnsupported. Unqualified names take sess.Catalog and sess.Schema.
-func (p *Planner) Exec(ctx context.Context, sess Session, query string) (int64, error) {
+// args bind the parameters of an INSERT … VALUES (see params.go).
+func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...any) (int64, error) {
 	toks, err := ddlLex(query)
 	if err != nil {
 		return 0, err
@@ -57,17 +58,29 @@ func (p *Planner) Exec(ctx context.Context, sess Session, query string) (int64, 
 		}
 	}
 	ps := &ddlParser{src: query, toks: toks}
+	if len(args) > 0 && !ps.at("INSERT") {
+		return 0, fmt.Errorf("%w: parameters outside INSERT … VALUES", ErrUnsupported)
+	}
 	switch {
 	case ps.at("CREATE", "SCHEMA"):
 		return 0, p.ddlCreateSchema(ctx, sess, ps)
 	case ps.at("CREATE", "TABLE"):
+		if n, ok, err := p.ctas(ctx, sess, ps); ok {
+			return n, err
+		}
 		return 0, p.ddlCreateTable(ctx, sess, ps)
 	case ps.at("DROP", "SCHEMA"):
 		return 0, p.ddlDropSchema(ctx, sess, ps)
 	case ps.at("DROP", "TABLE"):
 		return 0, p.ddlDropTable(ctx, sess, ps)
+	case ps.at("DELETE"):
+		return p.dmlDelete(ctx, sess, ps)
+	case ps.at("UPDATE"):
+		return p.dmlUpdate(ctx, sess, ps)
+	case ps.at("ALTER"):
+		return 0, p.ddlAlter(ctx, sess, ps)
 	case ps.at("INSERT"):
-		return p.ddlInsert(ctx, sess, ps)
+		return p.ddlInsert(ctx, sess, ps, args...)
 	}
 	return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, ps.kind())
 }
@@ -271,12 +284,19 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 		props     = iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
 		seenPart  bool
 		seenWith  bool
+		sortItems []ddlSortItem
+		seenOrder bool
 	)
 	for ps.i < len(ps.toks) {
 		switch {
 		case !seenPart && ps.accept("PARTITIONED", "BY"):
 			seenPart = true
 			if partItems, err = ps.partitionItems(); err != nil {
+				return err
+			}
+		case !seenOrder && ps.accept("ORDERED", "BY"):
+			seenOrder = true
+			if sortItems, err = ps.sortItems(); err != nil {
 				return err
 			}
 		case !seenWith && ps.accept("WITH"):
@@ -317,8 +337,12 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 		}
 		return fmt.Errorf("%w: table %s", ErrExists, ref)
 	}
+	order, err := ddlSortOrder(schema, sortItems)
+	if err != nil {
+		return err
+	}
 	_, err = cat.CreateTable(ctx, ref.Ident(), schema,
-		icecat.WithPartitionSpec(&spec), icecat.WithProperties(props))
+		icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props))
 	switch {
 	case err == nil:
 		return nil
@@ -516,7 +540,11 @@ func ddlPartitionSpec(schema *iceberg.Schema, items []ddlPartItem) (iceberg.Part
 	return spec, nil
 }
 
-func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
+func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, args ...any) (int64, error) {
+	dargs, err := driverArgs(args)
+	if err != nil {
+		return 0, err
+	}
 	ps.i = 1
 	if ps.at("OR") {
 		return 0, fmt.Errorf("%w: INSERT OR …", ErrUnsupported)
@@ -529,6 +557,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser) (i
 		return 0, err
 	}
 	columns := ""
+	var colNames []string
 	if ps.atPunct("(") {
 		open, closing, err := ps.group()
 		if err != nil {
@@ -536,13 +565,16 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser) (i
 		}
 		inner := &ddlParser{src: ps.src, toks: ps.toks[open+1 : closing]}
 		if inner.atQuery() {
-			return 0, fmt.Errorf("%w: INSERT … SELECT", ErrUnsupported)
+			return p.insertQuery(ctx, sess, parts, nil, ps.text(open, len(ps.toks)-1), args...)
 		}
 		columns = ps.text(open, closing)
+		if colNames, err = inner.columnNames(); err != nil {
+			return 0, err
+		}
 	}
 	switch {
 	case ps.atQuery():
-		return 0, fmt.Errorf("%w: INSERT … SELECT", ErrUnsupported)
+		return p.insertQuery(ctx, sess, parts, colNames, ps.text(ps.i, len(ps.toks)-1), args...)
 	case ps.at("DEFAULT", "VALUES"):
 		return 0, fmt.Errorf("%w: INSERT … DEFAULT VALUES", ErrUnsupported)
 	case ps.at("BY"):
@@ -615,7 +647,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser) (i
 	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
 		return 0, fmt.Errorf("insert into %s: stand-in: %w", ref, err)
 	}
-	if err := conn.Exec(ctx, "INSERT INTO "+standIn+" "+columns+" "+values); err != nil {
+	if err := conn.Exec(ctx, "INSERT INTO "+standIn+" "+columns+" "+values, dargs...); err != nil {
 		return 0, ddlDuckError(ctx, err)
 	}
 	rdr, err := conn.Query(ctx, "SELECT * FROM "+standIn)
@@ -646,23 +678,9 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser) (i
 	if rows == 0 {
 		return 0, nil
 	}
-	tbl, err = ddlWithRetries(tbl, mt.Catalog)
-	if err != nil {
-		return 0, fmt.Errorf("insert into %s: %w", ref, err)
-	}
-	in, err := array.NewRecordReader(target, recs)
-	if err != nil {
-		return 0, fmt.Errorf("insert into %s: %w", ref, err)
-	}
-	defer in.Release()
-	tx := tbl.NewTransaction()
-	if err := tx.Append(ctx, in, nil); err != nil {
-		return 0, fmt.Errorf("insert into %s: write: %w", ref, err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("insert into %s: commit: %w", ref, err)
-	}
-	return rows, nil
+	// Written here, committed as INSERT … SELECT commits: one snapshot,
+	// retried against the refreshed table on conflict.
+	return p.commitValues(ctx, &writeTarget{ref: ref, mount: mt, pinned: pinned}, target, recs, rows)
 }
 
 // ddlSubqueryStart are the words that open a subquery after "(".

@@ -750,6 +750,13 @@ func planFiles(ctx context.Context, in *input) error {
 		opts = append(opts, table.WithRowFilter(in.filter))
 	}
 	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
+	if err != nil && in.filter != nil {
+		// iceberg-go cannot read the column metrics of files written
+		// before a type widening (ALTER COLUMN … TYPE, e.g. int → long):
+		// pruning only skips files, so plan without it.
+		in.filter, in.filterJSON = nil, ""
+		tasks, err = tbl.Scan(catalog.ScanOptions(0, in.cols)...).PlanFiles(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("plan files of %s: %w", in.ref, err)
 	}

@@ -1,0 +1,173 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/engine"
+)
+
+// insertQuery runs INSERT INTO parts [(cols)] query.
+func (p *Planner) insertQuery(ctx context.Context, sess Session, parts, cols []string, query string, args ...any) (int64, error) {
+	tgt, err := p.loadTarget(ctx, sess, parts)
+	if err != nil {
+		return 0, err
+	}
+	return p.insertSelect(ctx, sess, tgt, cols, query, args...)
+}
+
+// columnNames reads "a, b, "c"" (the inside of an INSERT column list).
+func (p *ddlParser) columnNames() ([]string, error) {
+	var out []string
+	for {
+		c, err := p.ident()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+		if p.i >= len(p.toks) {
+			return out, nil
+		}
+		if !p.acceptPunct(",") {
+			return nil, p.unexpected()
+		}
+	}
+}
+
+// ctas runs CREATE TABLE [IF NOT EXISTS] name [PARTITIONED BY (…)]
+// [WITH (…)] AS query. ok is false when the statement is a plain CREATE
+// TABLE with a column list, which ddlCreateTable runs.
+func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int64, ok bool, err error) {
+	ps.i = 2
+	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
+	parts, err := ps.name(3)
+	if err != nil {
+		return 0, false, nil
+	}
+	if ps.atPunct("(") {
+		return 0, false, nil
+	}
+	var (
+		partItems []ddlPartItem
+		props     = iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
+		seenPart  bool
+		seenWith  bool
+		sortItems []ddlSortItem
+		seenOrder bool
+		query     string
+	)
+	for ps.i < len(ps.toks) && query == "" {
+		switch {
+		case !seenPart && ps.accept("PARTITIONED", "BY"):
+			seenPart = true
+			if partItems, err = ps.partitionItems(); err != nil {
+				return 0, true, err
+			}
+		case !seenOrder && ps.accept("ORDERED", "BY"):
+			seenOrder = true
+			if sortItems, err = ps.sortItems(); err != nil {
+				return 0, true, err
+			}
+		case !seenWith && ps.accept("WITH"):
+			seenWith = true
+			if err := ps.properties(props); err != nil {
+				return 0, true, err
+			}
+		case ps.at("AS") && ps.i+1 < len(ps.toks):
+			query = ps.text(ps.i+1, len(ps.toks)-1)
+		default:
+			return 0, true, ps.unexpected()
+		}
+	}
+	if query == "" {
+		return 0, true, ddlSyntaxf("CREATE TABLE needs a column list or AS query")
+	}
+	ref, err := ddlTableName(sess, parts)
+	if err != nil {
+		return 0, true, err
+	}
+	mt, err := p.ddlMount(ref.Catalog)
+	if err != nil {
+		return 0, true, err
+	}
+	columns, err := p.queryColumns(ctx, sess, query)
+	if err != nil {
+		return 0, true, err
+	}
+	schema, err := p.ddlColumns(ctx, ref.Table, columns)
+	if err != nil {
+		return 0, true, err
+	}
+	spec, err := ddlPartitionSpec(schema, partItems)
+	if err != nil {
+		return 0, true, err
+	}
+	cat := mt.Catalog
+	exists, err := cat.CheckTableExists(ctx, ref.Ident())
+	if err != nil && !errors.Is(err, icecat.ErrNoSuchNamespace) {
+		return 0, true, fmt.Errorf("create table %s: %w", ref, err)
+	}
+	if exists {
+		if ifNotExists {
+			return 0, true, nil
+		}
+		return 0, true, fmt.Errorf("%w: table %s", ErrExists, ref)
+	}
+	order, err := ddlSortOrder(schema, sortItems)
+	if err != nil {
+		return 0, true, err
+	}
+	if _, err = cat.CreateTable(ctx, ref.Ident(), schema, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props)); err != nil {
+		switch {
+		case errors.Is(err, icecat.ErrTableAlreadyExists):
+			return 0, true, fmt.Errorf("%w: table %s", ErrExists, ref)
+		case errors.Is(err, icecat.ErrNoSuchNamespace):
+			return 0, true, fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
+		}
+		return 0, true, fmt.Errorf("%w: create table %s: %v", ErrInvalid, ref, err)
+	}
+	tgt, err := p.loadTargetRef(ctx, ref)
+	if err == nil {
+		n, err = p.insertSelect(ctx, sess, tgt, nil, query)
+	}
+	if err != nil && !errors.Is(err, ErrCommitUnknown) {
+		// The table was made for this statement: it goes with it.
+		if derr := cat.DropTable(context.WithoutCancel(ctx), ref.Ident()); derr != nil {
+			return 0, true, fmt.Errorf("%w (and dropping the new table %s failed: %v)", err, ref, derr)
+		}
+	}
+	return n, true, err
+}
+
+// queryColumns returns the column list of a CREATE TABLE for the result
+// of query, as DuckDB types it: "("a" INTEGER, "b" VARCHAR)".
+func (p *Planner) queryColumns(ctx context.Context, sess Session, query string) (string, error) {
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	b, err := p.bind(ctx, conn, sess, query)
+	if err != nil {
+		return "", err
+	}
+	if b.duckTypes == nil {
+		return "", fmt.Errorf("%w: the query's columns need distinct names", ErrInvalid)
+	}
+	defs := make([]string, len(b.duckTypes))
+	for i, f := range b.schema.Fields() {
+		typ := b.duckTypes[i]
+		if typ == `"NULL"` || typ == "NULL" {
+			return "", fmt.Errorf("%w: column %q of the query is an untyped NULL; CAST it", ErrInvalid, f.Name)
+		}
+		defs[i] = engine.Quote(f.Name) + " " + typ
+	}
+	return "(" + strings.Join(defs, ", ") + ")", nil
+}

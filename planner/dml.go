@@ -1,0 +1,392 @@
+package planner
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// dmlDelete runs DELETE FROM name [WHERE pred] copy-on-write: every data
+// file with a matching row is rewritten without those rows (a file whose
+// rows all match is dropped without a replacement), in one commit.
+func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
+	ps.i = 1
+	if !ps.accept("FROM") {
+		return 0, ps.unexpected()
+	}
+	start := ps.i
+	parts, err := ps.name(3)
+	if err != nil {
+		return 0, err
+	}
+	name := ps.text(start, ps.i-1)
+	pred, err := ps.where("DELETE")
+	if err != nil {
+		return 0, err
+	}
+	tgt, err := p.loadTarget(ctx, sess, parts)
+	if err != nil {
+		return 0, err
+	}
+	sel, err := castColumns(tgt.pinned.Table.Schema(), nil, "")
+	if err != nil {
+		return 0, err
+	}
+	keep := "SELECT " + sel + " FROM " + name + " WHERE false"
+	match := "SELECT count(*) FROM " + name
+	if pred != "" {
+		keep = "SELECT " + sel + " FROM " + name + " WHERE NOT coalesce((" + pred + "), false)"
+		match += " WHERE " + pred
+	}
+	md := tgt.pinned.Table.Metadata()
+	if pred != "" && md.Version() >= 2 && md.Properties().Get(table.WriteDeleteModeKey, "") == table.WriteModeMergeOnRead {
+		n, ok, err := p.deleteMergeOnRead(ctx, sess, tgt, match)
+		if ok || err != nil {
+			return n, err
+		}
+	}
+	return p.rewrite(ctx, sess, tgt, keep, match)
+}
+
+// deleteMergeOnRead runs a DELETE on a table whose write.delete.mode is
+// merge-on-read with iceberg-go's own delete: positional delete files (v2)
+// or deletion vectors (v3) for partly matching files, whole-file removal
+// for files that match entirely. It applies only when the WHERE clause
+// converts exactly to an Iceberg filter; ok is false otherwise and the
+// caller rewrites the files instead. The matching rows are counted on the
+// coordinator with the same filter.
+func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writeTarget, match string) (n int64, ok bool, err error) {
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	defer conn.Close()
+	mb, err := p.bind(ctx, conn, sess, match)
+	if err != nil {
+		return 0, false, err
+	}
+	if len(mb.inputs) != 1 || mb.inputs[0].ref != tgt.ref {
+		return 0, false, nil
+	}
+	root, _ := mb.ast.root["node"].(node)
+	where, _ := root["where_clause"].(node)
+	if where == nil {
+		return 0, false, nil
+	}
+	in, expr, exact := columnResolver{inputs: mb.inputs, aliases: mb.aliases}.convert(where)
+	if expr == nil || !exact || in != mb.inputs[0] {
+		return 0, false, nil
+	}
+	tgt.pinned = in.pinned
+	tbl := in.pinned.Table
+	if tbl.CurrentSnapshot() == nil {
+		return 0, true, nil
+	}
+	first := tbl.Schema().Fields()[0].Name
+	// A count that iceberg-go cannot make (e.g. metrics of files written
+	// before a type widening) sends the DELETE to copy-on-write.
+	_, recs, err := tbl.Scan(table.WithRowFilter(expr), table.WithSelectedFields(first)).ToArrowRecords(ctx)
+	if err != nil {
+		return 0, false, nil
+	}
+	for rec, err := range recs {
+		if err != nil {
+			return 0, false, nil
+		}
+		n += rec.NumRows()
+		rec.Release()
+	}
+	if n == 0 {
+		return 0, true, nil
+	}
+	err = p.commit(ctx, tgt, func(tx *table.Transaction) error {
+		return tx.Delete(ctx, expr, nil, table.WithDeleteCaseInsensitive())
+	}, nil)
+	if err != nil {
+		return 0, true, err
+	}
+	return n, true, nil
+}
+
+// dmlUpdate runs UPDATE name SET col = expr, … [WHERE pred]
+// copy-on-write: every data file with a matching row is rewritten with the
+// new values, in one commit.
+func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
+	ps.i = 1
+	start := ps.i
+	parts, err := ps.name(3)
+	if err != nil {
+		return 0, err
+	}
+	name := ps.text(start, ps.i-1)
+	if !ps.accept("SET") {
+		return 0, ps.unexpected()
+	}
+	set := map[string]string{}
+	var order []string
+	for {
+		col, err := ps.ident()
+		if err != nil {
+			return 0, err
+		}
+		if !ps.acceptPunct("=") {
+			return 0, ps.unexpected()
+		}
+		from, depth := ps.i, 0
+		for ps.i < len(ps.toks) {
+			t := ps.toks[ps.i]
+			if depth == 0 && (t.isPunct(",") || t.isWord("WHERE") || t.isWord("FROM") || t.isWord("RETURNING")) {
+				break
+			}
+			switch {
+			case t.isPunct("("):
+				depth++
+			case t.isPunct(")"):
+				depth--
+			}
+			ps.i++
+		}
+		if ps.i == from {
+			return 0, ps.unexpected()
+		}
+		key := strings.ToLower(col)
+		if _, dup := set[key]; dup {
+			return 0, fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
+		}
+		set[key] = ps.text(from, ps.i-1)
+		order = append(order, col)
+		if !ps.acceptPunct(",") {
+			break
+		}
+	}
+	if ps.at("FROM") {
+		return 0, fmt.Errorf("%w: UPDATE … FROM", ErrUnsupported)
+	}
+	pred, err := ps.where("UPDATE")
+	if err != nil {
+		return 0, err
+	}
+	tgt, err := p.loadTarget(ctx, sess, parts)
+	if err != nil {
+		return 0, err
+	}
+	schema := tgt.pinned.Table.Schema()
+	for _, c := range order {
+		if _, ok := schema.FindFieldByNameCaseInsensitive(c); !ok {
+			return 0, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, c)
+		}
+	}
+	sel, err := castColumns(schema, set, pred)
+	if err != nil {
+		return 0, err
+	}
+	out := "SELECT " + sel + " FROM " + name
+	match := "SELECT count(*) FROM " + name
+	if pred != "" {
+		match += " WHERE " + pred
+	}
+	return p.rewrite(ctx, sess, tgt, out, match)
+}
+
+// where reads an optional trailing "WHERE pred" and returns pred's text.
+func (p *ddlParser) where(stmt string) (string, error) {
+	if p.i >= len(p.toks) {
+		return "", nil
+	}
+	if p.at("USING") || p.at("RETURNING") {
+		return "", fmt.Errorf("%w: %s … %s", ErrUnsupported, stmt, strings.ToUpper(p.toks[p.i].val))
+	}
+	if !p.accept("WHERE") || p.i >= len(p.toks) {
+		return "", p.unexpected()
+	}
+	depth := 0
+	for j := p.i; j < len(p.toks); j++ {
+		t := p.toks[j]
+		switch {
+		case t.isPunct("("):
+			depth++
+		case t.isPunct(")"):
+			depth--
+		case depth == 0 && t.isWord("RETURNING"):
+			return "", fmt.Errorf("%w: %s … RETURNING", ErrUnsupported, stmt)
+		}
+	}
+	return p.text(p.i, len(p.toks)-1), nil
+}
+
+// castColumns is the select list that yields the table's columns, in order,
+// with the DuckDB types of their Iceberg types; a column in set takes its
+// expression where pred holds (everywhere when pred is empty).
+func castColumns(schema *iceberg.Schema, set map[string]string, pred string) (string, error) {
+	var cols []string
+	for _, f := range schema.Fields() {
+		typ, err := DuckTypeOf(f.Type)
+		if err != nil {
+			return "", fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		q := engine.Quote(f.Name)
+		expr, ok := set[strings.ToLower(f.Name)]
+		switch {
+		case !ok:
+			cols = append(cols, fmt.Sprintf("CAST(%s AS %s) AS %s", q, typ, q))
+		case pred == "":
+			cols = append(cols, fmt.Sprintf("CAST((%s) AS %s) AS %s", expr, typ, q))
+		default:
+			cols = append(cols, fmt.Sprintf("CASE WHEN coalesce((%s), false) THEN CAST((%s) AS %s) ELSE CAST(%s AS %s) END AS %s", pred, expr, typ, q, typ, q))
+		}
+	}
+	return strings.Join(cols, ", "), nil
+}
+
+// dataFileTasks are the tasks of one data file.
+type dataFileTasks struct {
+	file  iceberg.DataFile
+	tasks []table.FileScanTask
+	bytes int64
+}
+
+// rewrite runs a copy-on-write rewrite: out yields the new rows of a data
+// file, match counts the rows the statement affects in it. Files go to
+// the workers whole; each rewrites the files with a match and reports them
+// replaced. One commit replaces them all.
+func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, out, match string) (int64, error) {
+	workers := p.opts.Workers.Live()
+	if len(workers) == 0 {
+		return 0, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
+	}
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	ob, err := p.bind(ctx, conn, sess, out)
+	if err != nil {
+		return 0, err
+	}
+	mconn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer mconn.Close()
+	mb, err := p.bind(ctx, mconn, sess, match)
+	if err != nil {
+		return 0, err
+	}
+	if len(ob.inputs) != 1 || len(mb.inputs) != 1 || ob.inputs[0].view != mb.inputs[0].view {
+		return 0, fmt.Errorf("%w: DELETE or UPDATE reading tables other than its target", ErrUnsupported)
+	}
+	in := ob.inputs[0]
+	if in.ref != tgt.ref {
+		return 0, fmt.Errorf("%w: %s is not the target %s", ErrInvalid, in.ref, tgt.ref)
+	}
+	tgt.pinned = in.pinned
+	tbl := in.pinned.Table
+	if tbl.CurrentSnapshot() == nil {
+		return 0, nil
+	}
+	if err := refuseV3(tgt); err != nil {
+		return 0, err
+	}
+	// Files the WHERE clause cannot match are pruned; the others are read
+	// whole (no residual filter) so their unmatched rows survive.
+	var candidates map[string]bool
+	if f := mb.inputs[0].filter; f != nil {
+		// An error here is iceberg-go failing to read the metrics of files
+		// written before a type widening: then nothing is pruned.
+		if tasks, err := tbl.Scan(table.WithRowFilter(f)).PlanFiles(ctx); err == nil {
+			candidates = map[string]bool{}
+			for _, t := range tasks {
+				candidates[t.File.FilePath()] = true
+			}
+		}
+	}
+	all, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
+	}
+	var files []*dataFileTasks
+	byPath := map[string]*dataFileTasks{}
+	var total int64
+	for _, t := range all {
+		path := t.File.FilePath()
+		if candidates != nil && !candidates[path] {
+			continue
+		}
+		f, ok := byPath[path]
+		if !ok {
+			f = &dataFileTasks{file: t.File}
+			byPath[path] = f
+			files = append(files, f)
+		}
+		f.tasks = append(f.tasks, t)
+		f.bytes += t.Length
+		total += t.Length
+	}
+	if len(files) == 0 {
+		return 0, nil
+	}
+	n := min(targetGroups(workers, total, p.opts.TargetGroupBytes), len(files))
+	slices.SortStableFunc(files, func(a, b *dataFileTasks) int { return cmp.Compare(b.bytes, a.bytes) })
+	groups := make([][]table.FileScanTask, n)
+	sizes := make([]int64, n)
+	for _, f := range files {
+		g := 0
+		for j := 1; j < n; j++ {
+			if sizes[j] < sizes[g] {
+				g = j
+			}
+		}
+		groups[g] = append(groups[g], f.tasks...)
+		sizes[g] += f.bytes
+	}
+	queryID := newQueryID()
+	expires := time.Now().Add(p.opts.TicketTTL)
+	schemaBytes := resultSchemaBytes(ob.schema)
+	endpoints := make([]Endpoint, 0, n)
+	for i, g := range groups {
+		scan, err := encodeScan(in, g)
+		if err != nil {
+			return 0, err
+		}
+		scan.Columns, scan.RowFilter = nil, ""
+		sealed, err := p.opts.Key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
+		if err != nil {
+			return 0, err
+		}
+		endpoints = append(endpoints, Endpoint{Ticket: sealed, Locations: []string{workers[i%len(workers)].Location}})
+	}
+	w := p.newWrite(tgt)
+	w.Rewrite, w.MatchSQL = true, mb.sql
+	res, err := p.runWrite(ctx, tgt, w, endpoints)
+	if err != nil {
+		return 0, err
+	}
+	if len(res.replaced) == 0 {
+		return 0, nil
+	}
+	var deleted []iceberg.DataFile
+	for path := range res.replaced {
+		f, ok := byPath[path]
+		if !ok {
+			p.removeFiles(tgt, w.WriteUUID, res.added)
+			return 0, fmt.Errorf("%w: a worker replaced %s, which was not planned", ErrWriteFailed, path)
+		}
+		deleted = append(deleted, f.file)
+	}
+	err = p.commit(ctx, tgt, func(tx *table.Transaction) error {
+		return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, res.added, nil)
+	}, res.added)
+	if err != nil {
+		return 0, err
+	}
+	return res.affected, nil
+}

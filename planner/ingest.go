@@ -1,0 +1,435 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// IfMissing says what bulk ingest does when the table does not exist.
+type IfMissing int
+
+const (
+	// MissingCreate creates the table from the stream's schema.
+	MissingCreate IfMissing = iota
+	// MissingFail fails with ErrNotFound.
+	MissingFail
+)
+
+// IfExists says what bulk ingest does when the table exists.
+type IfExists int
+
+const (
+	// ExistsFail fails with ErrExists.
+	ExistsFail IfExists = iota
+	// ExistsAppend appends the rows.
+	ExistsAppend
+	// ExistsReplace drops the table and creates it again from the
+	// stream's schema.
+	ExistsReplace
+)
+
+// Ingest is one bulk ingest (Flight SQL CommandStatementIngest).
+type Ingest struct {
+	// Catalog, Schema and Table name the target; empty Catalog and Schema
+	// take the session's.
+	Catalog, Schema, Table string
+	IfMissing              IfMissing
+	IfExists               IfExists
+	// Rows is the client's stream; Ingest reads it to its end and does not
+	// release it.
+	Rows array.RecordReader
+}
+
+// Ingest writes a stream of record batches into a table and commits them
+// in one snapshot, returning the number of rows. The coordinator conforms
+// each batch to the table's schema as it arrives and forwards it,
+// round-robin, into one DoPut per live worker, whose iceberg-go writers
+// write the files (with no live worker it writes them itself); nothing is
+// held whole in memory. Columns match the table's by name
+// (case-insensitive) and are cast to its types; a missing nullable column
+// is NULL; a NULL in a NOT NULL column fails the ingest and commits
+// nothing. Format-version 3 tables are written by iceberg-go's own append
+// on the coordinator (see errV3Files).
+func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, error) {
+	ref := catalog.TableRef{Catalog: in.Catalog, Schema: in.Schema, Table: in.Table}
+	if ref.Catalog == "" {
+		ref.Catalog = sess.Catalog
+	}
+	if ref.Schema == "" {
+		ref.Schema = sess.Schema
+	}
+	ref, err := ddlTableName(Session{Catalog: ref.Catalog, Schema: ref.Schema}, []string{ref.Table})
+	if err != nil {
+		return 0, err
+	}
+	mt, err := p.ddlMount(ref.Catalog)
+	if err != nil {
+		return 0, err
+	}
+	cat := mt.Catalog
+	exists, err := cat.CheckTableExists(ctx, ref.Ident())
+	if err != nil && !errors.Is(err, icecat.ErrNoSuchNamespace) {
+		return 0, fmt.Errorf("ingest into %s: %w", ref, err)
+	}
+	create := false
+	switch {
+	case !exists && in.IfMissing == MissingFail:
+		return 0, fmt.Errorf("%w: table %s (ingest mode append needs an existing table)", ErrNotFound, ref)
+	case !exists:
+		create = true
+	case in.IfExists == ExistsFail:
+		return 0, fmt.Errorf("%w: table %s (ingest mode create needs a new table)", ErrExists, ref)
+	case in.IfExists == ExistsReplace:
+		if err := cat.DropTable(ctx, ref.Ident()); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
+			return 0, fmt.Errorf("ingest into %s: drop for replace: %w", ref, err)
+		}
+		create = true
+	}
+	if create {
+		schema, err := ingestSchema(in.Rows.Schema())
+		if err != nil {
+			return 0, err
+		}
+		props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
+		if _, err := cat.CreateTable(ctx, ref.Ident(), schema, icecat.WithProperties(props)); err != nil {
+			switch {
+			case errors.Is(err, icecat.ErrTableAlreadyExists):
+				if in.IfExists != ExistsAppend {
+					return 0, fmt.Errorf("%w: table %s", ErrExists, ref)
+				}
+			case errors.Is(err, icecat.ErrNoSuchNamespace):
+				return 0, fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
+			default:
+				return 0, fmt.Errorf("%w: create table %s: %v", ErrInvalid, ref, err)
+			}
+		}
+	}
+	tgt, err := p.loadTargetRef(ctx, ref)
+	if err != nil {
+		return 0, err
+	}
+	target, err := table.SchemaToArrowSchema(tgt.pinned.Table.Schema(), nil, true, false)
+	if err != nil {
+		return 0, fmt.Errorf("arrow schema of %s: %w", ref, err)
+	}
+	mapping, err := ingestMapping(in.Rows.Schema(), target)
+	if err != nil {
+		return 0, err
+	}
+	w := p.newWrite(tgt)
+	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 1<<20))
+	var rows int64
+	var convErr error
+	seq := func(yield func(arrow.RecordBatch, error) bool) {
+		for in.Rows.Next() {
+			rec := in.Rows.RecordBatch()
+			if rec.NumRows() == 0 {
+				continue
+			}
+			out, err := ingestConform(ctx, rec, target, mapping)
+			if err != nil {
+				convErr = err
+				yield(nil, err)
+				return
+			}
+			rows += out.NumRows()
+			if !yield(out, nil) {
+				return
+			}
+		}
+		if err := in.Rows.Err(); err != nil && !errors.Is(err, io.EOF) {
+			convErr = err
+			yield(nil, err)
+		}
+	}
+	if tgt.pinned.Table.Metadata().Version() >= 3 {
+		rdr := &seqReader{schema: target}
+		rdr.next, rdr.stop = iter.Pull2(iter.Seq2[arrow.RecordBatch, error](seq))
+		defer rdr.Release()
+		err := p.appendReader(ctx, tgt, rdr)
+		if err == nil && rdr.err != nil {
+			err = rdr.err
+		}
+		if err != nil {
+			p.removeFiles(tgt, w.WriteUUID, nil)
+			if create && !errors.Is(err, ErrCommitUnknown) {
+				_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
+			}
+			return 0, fmt.Errorf("ingest into %s: %w", ref, err)
+		}
+		return rows, nil
+	}
+	var res *writeResults
+	if workers := p.opts.Workers.Live(); len(workers) > 0 {
+		res, err = p.ingestOnWorkers(ctx, tgt, w, target, seq, workers)
+	} else {
+		res, err = ingestLocal(ctx, tgt, id, target, seq)
+	}
+	if err != nil {
+		if convErr != nil {
+			err = convErr
+		}
+		var added []iceberg.DataFile
+		if res != nil {
+			added = res.added
+		}
+		p.removeFiles(tgt, w.WriteUUID, added)
+		if create {
+			_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
+		}
+		return 0, fmt.Errorf("ingest into %s: %w", ref, err)
+	}
+	res.rows = rows
+	n, err := p.commitAppend(ctx, tgt, res)
+	if err != nil && create && !errors.Is(err, ErrCommitUnknown) {
+		_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
+	}
+	return n, err
+}
+
+// ingestSchema is the Iceberg schema of a new table made from a stream.
+func ingestSchema(sc *arrow.Schema) (*iceberg.Schema, error) {
+	s, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the stream's schema has no Iceberg form: %v", ErrInvalid, err)
+	}
+	return s, nil
+}
+
+// ingestMapping finds, for each target column, the index of the stream
+// column of the same name (case-insensitive), or -1.
+func ingestMapping(src, target *arrow.Schema) ([]int, error) {
+	out := make([]int, target.NumFields())
+	used := make([]bool, src.NumFields())
+	for i, f := range target.Fields() {
+		out[i] = -1
+		for j, g := range src.Fields() {
+			if !used[j] && strings.EqualFold(f.Name, g.Name) {
+				out[i], used[j] = j, true
+				break
+			}
+		}
+		if out[i] < 0 && !f.Nullable {
+			return nil, fmt.Errorf("%w: the stream has no column %q, which is NOT NULL", ErrInvalid, f.Name)
+		}
+	}
+	for j, u := range used {
+		if !u {
+			return nil, fmt.Errorf("%w: the table has no column %q", ErrInvalid, src.Field(j).Name)
+		}
+	}
+	return out, nil
+}
+
+// ingestConform turns a client batch into a batch of target. The caller
+// owns rec; the result is new.
+func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Schema, mapping []int) (arrow.RecordBatch, error) {
+	mem := memory.DefaultAllocator
+	cols := make([]arrow.Array, target.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i, f := range target.Fields() {
+		if mapping[i] < 0 {
+			cols[i] = array.MakeArrayOfNull(mem, f.Type, int(rec.NumRows()))
+			continue
+		}
+		src := rec.Column(mapping[i])
+		var arr arrow.Array
+		if arrow.TypeEqual(src.DataType(), f.Type, arrow.CheckMetadata()) || arrow.TypeEqual(src.DataType(), f.Type) {
+			arr = array.MakeFromData(array.NewData(f.Type, src.Len(), src.Data().Buffers(), src.Data().Children(), src.NullN(), src.Data().Offset()))
+		} else {
+			data, err := ddlConform(mem, src.Data(), f.Type, f.Name)
+			if err == nil {
+				arr = array.MakeFromData(data)
+				data.Release()
+			} else {
+				c, cerr := compute.CastArray(ctx, src, compute.SafeCastOptions(f.Type))
+				if cerr != nil {
+					return nil, fmt.Errorf("%w: column %q: the stream's %s does not convert to %s: %v", ErrInvalid, f.Name, src.DataType(), f.Type, cerr)
+				}
+				arr = c
+			}
+		}
+		cols[i] = arr
+		if !f.Nullable && arr.NullN() > 0 {
+			return nil, fmt.Errorf("%w: NULL in NOT NULL column %s", ErrInvalid, f.Name)
+		}
+	}
+	return array.NewRecordBatch(target, cols, rec.NumRows()), nil
+}
+
+// seqReader is an array.RecordReader over an iterator of batches it owns.
+type seqReader struct {
+	schema *arrow.Schema
+	next   func() (arrow.RecordBatch, error, bool)
+	stop   func()
+	cur    arrow.RecordBatch
+	err    error
+}
+
+func (r *seqReader) Schema() *arrow.Schema { return r.schema }
+func (r *seqReader) Retain()               {}
+func (r *seqReader) Release() {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	r.stop()
+}
+func (r *seqReader) Next() bool {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.err != nil {
+		return false
+	}
+	rec, err, ok := r.next()
+	if !ok {
+		return false
+	}
+	if err != nil {
+		r.err = err
+		return false
+	}
+	r.cur = rec
+	return true
+}
+func (r *seqReader) RecordBatch() arrow.RecordBatch { return r.cur }
+func (r *seqReader) Record() arrow.RecordBatch      { return r.cur }
+func (r *seqReader) Err() error                     { return r.err }
+
+// ingestLocal writes the stream with this process's iceberg-go writer;
+// used when no worker is live.
+func ingestLocal(ctx context.Context, tgt *writeTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*writeResults, error) {
+	res := &writeResults{}
+	for df, err := range table.WriteRecords(ctx, tgt.pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+		if err != nil {
+			return res, err
+		}
+		res.added = append(res.added, df)
+	}
+	return res, nil
+}
+
+// ingestShare is one worker's DoPut of an ingest.
+type ingestShare struct {
+	loc    string
+	client flight.Client
+	stream flight.FlightService_DoPutClient
+	wr     *flight.Writer
+}
+
+// ingestOnWorkers streams the conformed batches round-robin into one DoPut
+// per live worker, each writing its share with iceberg-go, and collects
+// the files they wrote. gRPC flow control holds the client's stream back
+// when the workers write slower than it sends: nothing is buffered whole.
+func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *writeTarget, w *wire.Write, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error], workers []Worker) (*writeResults, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var shares []*ingestShare
+	defer func() {
+		for _, sh := range shares {
+			sh.client.Close()
+		}
+	}()
+	expires := time.Now().Add(p.opts.TicketTTL)
+	queryID := newQueryID()
+	for i, wk := range workers {
+		c, err := dialWorker(wk.Location)
+		if err != nil {
+			return nil, err
+		}
+		sh := &ingestShare{loc: wk.Location, client: c}
+		shares = append(shares, sh)
+		if sh.stream, err = c.DoPut(ctx); err != nil {
+			return nil, fragmentError(wk.Location, err)
+		}
+		fw := *w
+		fw.WriteUUID = fragmentUUID(w.WriteUUID, i)
+		sealed, err := p.opts.Key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
+		if err != nil {
+			return nil, err
+		}
+		sh.wr = flight.NewRecordWriter(sh.stream, ipc.WithSchema(target))
+		sh.wr.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: sealed})
+	}
+	var sendErr error
+	k := 0
+	for rec, err := range seq {
+		if err != nil {
+			sendErr = err
+			break
+		}
+		sh := shares[k%len(shares)]
+		k++
+		werr := sh.wr.Write(rec)
+		rec.Release()
+		if werr != nil {
+			// The worker ended the stream; its status comes with Recv.
+			sendErr = fmt.Errorf("%w: worker %s stopped reading: %v", ErrWriteFailed, sh.loc, werr)
+			break
+		}
+	}
+	if sendErr != nil {
+		cancel()
+	}
+	var raw []wire.WriteResult
+	var errs []error
+	for _, sh := range shares {
+		_ = sh.wr.Close()
+		_ = sh.stream.CloseSend()
+		for {
+			pr, err := sh.stream.Recv()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				if sendErr == nil {
+					errs = append(errs, fragmentError(sh.loc, err))
+				}
+				break
+			}
+			var rs []wire.WriteResult
+			if err := json.Unmarshal(pr.GetAppMetadata(), &rs); err != nil {
+				errs = append(errs, fmt.Errorf("%w: worker %s: decode results: %v", ErrWriteFailed, sh.loc, err))
+				break
+			}
+			raw = append(raw, rs...)
+		}
+	}
+	res, derr := decodeResults(tgt.pinned.Table, raw)
+	switch {
+	case len(errs) > 0:
+		return res, errs[0]
+	case sendErr != nil:
+		return res, sendErr
+	}
+	return res, derr
+}

@@ -1,0 +1,92 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// ddlSortItem is one entry of ORDERED BY.
+type ddlSortItem struct {
+	column     string
+	desc       bool
+	nullsFirst *bool
+}
+
+// sortItems reads "( col [ASC|DESC] [NULLS FIRST|LAST], … )".
+func (p *ddlParser) sortItems() ([]ddlSortItem, error) {
+	if !p.acceptPunct("(") {
+		return nil, p.unexpected()
+	}
+	var items []ddlSortItem
+	for {
+		col, err := p.name(16)
+		if err != nil {
+			return nil, err
+		}
+		it := ddlSortItem{column: joinDots(col)}
+		switch {
+		case p.accept("DESC"):
+			it.desc = true
+		case p.accept("ASC"):
+		}
+		switch {
+		case p.accept("NULLS", "FIRST"):
+			v := true
+			it.nullsFirst = &v
+		case p.accept("NULLS", "LAST"):
+			v := false
+			it.nullsFirst = &v
+		}
+		items = append(items, it)
+		if p.acceptPunct(")") {
+			return items, nil
+		}
+		if !p.acceptPunct(",") {
+			return nil, p.unexpected()
+		}
+	}
+}
+
+func joinDots(parts []string) string {
+	out := parts[0]
+	for _, p := range parts[1:] {
+		out += "." + p
+	}
+	return out
+}
+
+// ddlSortOrder builds the table's sort order; no items is the unsorted
+// order. Nulls sort first ascending and last descending unless given.
+func ddlSortOrder(schema *iceberg.Schema, items []ddlSortItem) (table.SortOrder, error) {
+	if len(items) == 0 {
+		return table.UnsortedSortOrder, nil
+	}
+	fields := make([]table.SortField, len(items))
+	for i, it := range items {
+		f, ok := schema.FindFieldByName(it.column)
+		if !ok {
+			f, ok = schema.FindFieldByNameCaseInsensitive(it.column)
+		}
+		if !ok {
+			return table.SortOrder{}, fmt.Errorf("%w: sort column %q is not a column of the table", ErrInvalid, it.column)
+		}
+		sf := table.SortField{SourceIDs: []int{f.ID}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}
+		if it.desc {
+			sf.Direction, sf.NullOrder = table.SortDESC, table.NullsLast
+		}
+		if it.nullsFirst != nil {
+			sf.NullOrder = table.NullsLast
+			if *it.nullsFirst {
+				sf.NullOrder = table.NullsFirst
+			}
+		}
+		fields[i] = sf
+	}
+	order, err := table.NewSortOrder(1, fields)
+	if err != nil {
+		return table.SortOrder{}, fmt.Errorf("%w: ORDERED BY: %v", ErrInvalid, err)
+	}
+	return order, nil
+}

@@ -1,0 +1,645 @@
+package planner
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/codec"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/orphans"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// Errors of the write path.
+var (
+	// ErrConflict: the statement's commit lost to concurrent commits even
+	// after retrying against the refreshed table; its files were deleted and
+	// nothing was committed (Aborted).
+	ErrConflict = errors.New("planner: commit conflict")
+	// ErrCommitUnknown: the commit failed in a way that leaves its outcome
+	// unknown (the catalog may have applied it); the statement's files were
+	// kept (Unknown).
+	ErrCommitUnknown = errors.New("planner: commit outcome unknown")
+	// ErrWriteFailed: a write fragment failed, e.g. its worker went away;
+	// nothing was committed and the statement's files were deleted
+	// (Aborted).
+	ErrWriteFailed = errors.New("planner: write failed, nothing was committed")
+)
+
+// writeTarget is the pinned table a statement writes.
+type writeTarget struct {
+	ref    catalog.TableRef
+	mount  *catalog.Mount
+	pinned *catalog.Pinned
+}
+
+func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string) (*writeTarget, error) {
+	ref, err := ddlTableName(sess, parts)
+	if err != nil {
+		return nil, err
+	}
+	return p.loadTargetRef(ctx, ref)
+}
+
+func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef) (*writeTarget, error) {
+	mt, err := p.ddlMount(ref.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
+	if err != nil {
+		if errors.Is(err, catalog.ErrTableNotFound) {
+			return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		return nil, err
+	}
+	return &writeTarget{ref: ref, mount: mt, pinned: pinned}, nil
+}
+
+// insertSelect runs INSERT INTO target [(cols)] query: the query is
+// planned as any other, each of its endpoints becomes a write fragment, and
+// the files they write are committed in one snapshot.
+func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *writeTarget, cols []string, query string, args ...any) (int64, error) {
+	if len(args) > 0 {
+		return 0, fmt.Errorf("%w: parameters in INSERT … SELECT", ErrUnsupported)
+	}
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	b, err := p.bind(ctx, conn, sess, query)
+	if err != nil {
+		return 0, err
+	}
+	schema := tgt.pinned.Table.Schema()
+	fields := schema.Fields()
+	nsrc := b.schema.NumFields()
+	srcOf := make([]int, len(fields))
+	if len(cols) == 0 {
+		if nsrc != len(fields) {
+			return 0, fmt.Errorf("%w: table %s has %d columns but the query returns %d", ErrInvalid, tgt.ref, len(fields), nsrc)
+		}
+		for i := range srcOf {
+			srcOf[i] = i
+		}
+	} else {
+		if nsrc != len(cols) {
+			return 0, fmt.Errorf("%w: INSERT names %d columns but the query returns %d", ErrInvalid, len(cols), nsrc)
+		}
+		for i := range srcOf {
+			srcOf[i] = -1
+		}
+		for j, c := range cols {
+			idx := -1
+			for i, f := range fields {
+				if strings.EqualFold(f.Name, c) {
+					idx = i
+					break
+				}
+			}
+			if idx < 0 {
+				return 0, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, c)
+			}
+			if srcOf[idx] >= 0 {
+				return 0, fmt.Errorf("%w: column %q is named twice", ErrInvalid, c)
+			}
+			srcOf[idx] = j
+		}
+		for i, f := range fields {
+			if srcOf[i] < 0 && f.Required {
+				return 0, fmt.Errorf("%w: column %q is NOT NULL and the INSERT gives it no value", ErrInvalid, f.Name)
+			}
+		}
+	}
+	duckTypes := make([]string, len(fields))
+	for i, f := range fields {
+		if duckTypes[i], err = DuckTypeOf(f.Type); err != nil {
+			return 0, fmt.Errorf("insert into %s: column %q: %w", tgt.ref, f.Name, err)
+		}
+	}
+	if err := checkImplicitCasts(ctx, conn, b, fields, srcOf, duckTypes); err != nil {
+		return 0, err
+	}
+	project := make([]string, len(fields))
+	for i, f := range fields {
+		if srcOf[i] < 0 {
+			project[i] = fmt.Sprintf("CAST(NULL AS %s) AS %s", duckTypes[i], engine.Quote(f.Name))
+		} else {
+			project[i] = fmt.Sprintf("CAST(__q.__c%d AS %s) AS %s", srcOf[i], duckTypes[i], engine.Quote(f.Name))
+		}
+	}
+	if err := refuseV3(tgt); err != nil {
+		return 0, err
+	}
+	plan, err := p.Plan(ctx, sess, query)
+	if err != nil {
+		return 0, err
+	}
+	w := p.newWrite(tgt)
+	w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
+	w.OrderBy = partitionOrder(tgt.pinned.Table)
+	res, err := p.runWrite(ctx, tgt, w, plan.Endpoints)
+	if err != nil {
+		return 0, err
+	}
+	return p.commitAppend(ctx, tgt, res)
+}
+
+// checkImplicitCasts refuses a source column whose DuckDB type does not
+// cast implicitly to the target column's type, naming the column. conn
+// holds b's stand-ins.
+func checkImplicitCasts(ctx context.Context, conn *engine.Conn, b *bound, fields []iceberg.NestedField, srcOf []int, duckTypes []string) error {
+	aliases := make([]string, b.schema.NumFields())
+	for i := range aliases {
+		aliases[i] = fmt.Sprintf("__c%d", i)
+	}
+	var sel []string
+	var which []int
+	for i := range fields {
+		if srcOf[i] < 0 {
+			continue
+		}
+		sel = append(sel, fmt.Sprintf("can_cast_implicitly(any_value(__q.__c%d), CAST(NULL AS %s)), typeof(any_value(__q.__c%d))", srcOf[i], duckTypes[i], srcOf[i]))
+		which = append(which, i)
+	}
+	if len(sel) == 0 {
+		return nil
+	}
+	q := "SELECT " + strings.Join(sel, ", ") + " FROM (" + b.sql + ") AS __q(" + strings.Join(aliases, ", ") + ")"
+	vals := make([]any, 2*len(which))
+	oks := make([]bool, len(which))
+	typs := make([]string, len(which))
+	for k := range which {
+		vals[2*k], vals[2*k+1] = &oks[k], &typs[k]
+	}
+	if err := conn.DB().QueryRowContext(ctx, q).Scan(vals...); err != nil {
+		return bindError(err)
+	}
+	for k, i := range which {
+		if !oks[k] {
+			return fmt.Errorf("%w: column %q has type %s but the query gives it %s, which does not cast implicitly; add an explicit CAST", ErrInvalid, fields[i].Name, duckTypes[i], typs[k])
+		}
+	}
+	return nil
+}
+
+// newWrite is the write spec of a statement on tgt with a fresh UUID.
+func (p *Planner) newWrite(tgt *writeTarget) *wire.Write {
+	id := uuid.New()
+	for i := 10; i < 16; i++ {
+		id[i] = 0
+	}
+	return &wire.Write{
+		Table:            tgt.ref.Ident(),
+		Display:          tgt.ref.String(),
+		MetadataLocation: tgt.pinned.MetadataLocation,
+		Props:            tgt.pinned.StorageProps,
+		WriteUUID:        id.String(),
+	}
+}
+
+// fragmentUUID is the write UUID of fragment i of a statement: the
+// statement's UUID with i in bytes 10–12; the worker varies bytes 13–15.
+func fragmentUUID(stmt string, i int) string {
+	id := uuid.MustParse(stmt)
+	id[10], id[11], id[12] = byte(i>>16), byte(i>>8), byte(i)
+	return id.String()
+}
+
+// writePrefix is what every file name of the statement contains.
+func writePrefix(stmt string) string { return stmt[:strings.LastIndexByte(stmt, '-')+1] }
+
+// writeResults are the collected results of a statement's fragments.
+type writeResults struct {
+	added    []iceberg.DataFile
+	replaced map[string]bool
+	rows     int64 // rows in added files
+	affected int64 // rows deleted or updated (rewrites)
+}
+
+// runWrite turns each endpoint into a write fragment with w, runs them
+// all in parallel on their workers and decodes their files. If any
+// fragment fails, it deletes every file of the statement and fails.
+func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write, endpoints []Endpoint) (*writeResults, error) {
+	tickets := make([][]byte, len(endpoints))
+	for i, e := range endpoints {
+		t, err := p.opts.Key.Open(e.Ticket, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		fw := *w
+		fw.WriteUUID = fragmentUUID(w.WriteUUID, i)
+		t.Write = &fw
+		if tickets[i], err = p.opts.Key.Seal(t); err != nil {
+			return nil, err
+		}
+	}
+	raw, err := pullWrites(ctx, endpoints, tickets)
+	res, derr := decodeResults(tgt.pinned.Table, raw)
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		p.removeFiles(tgt, w.WriteUUID, res.added)
+		return nil, err
+	}
+	return res, nil
+}
+
+func decodeResults(tbl *table.Table, raw []wire.WriteResult) (*writeResults, error) {
+	md := tbl.Metadata()
+	res := &writeResults{replaced: map[string]bool{}}
+	var errs []error
+	for _, r := range raw {
+		if r.Replaced != "" {
+			res.replaced[r.Replaced] = true
+			res.affected += r.Affected
+		}
+		if len(r.DataFile) == 0 {
+			continue
+		}
+		spec := md.PartitionSpecByID(r.SpecID)
+		if spec == nil {
+			errs = append(errs, fmt.Errorf("written file has unknown partition spec %d", r.SpecID))
+			continue
+		}
+		df, err := codec.DecodeDataFile(r.DataFile, *spec, md.CurrentSchema(), md.Version())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("decode written file: %w", err))
+			continue
+		}
+		res.added = append(res.added, df)
+		res.rows += r.Rows
+	}
+	return res, errors.Join(errs...)
+}
+
+// removeFiles deletes the files of a statement that will not be committed.
+func (p *Planner) removeFiles(tgt *writeTarget, stmtUUID string, files []iceberg.DataFile) {
+	tbl := tgt.pinned.Table
+	if fsys, err := tbl.FS(context.Background()); err == nil {
+		for _, df := range files {
+			_ = fsys.Remove(df.FilePath())
+		}
+	}
+	if _, err := orphans.Remove(tbl.Location(), writePrefix(stmtUUID)); err != nil {
+		// The statement already failed; its error is what the client needs.
+		p.log.Warn("planner: delete files of a failed write", zap.String("table", tgt.ref.String()), zap.Error(err))
+	}
+}
+
+// pullWrites DoGets every write ticket at its endpoint's first location,
+// all at once, and returns every result that came back, also when one
+// failed (so their files can be deleted).
+func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]wire.WriteResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		clients = map[string]flight.Client{}
+		out     []wire.WriteResult
+		errs    []error
+		wg      sync.WaitGroup
+	)
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	client := func(loc string) (flight.Client, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if c, ok := clients[loc]; ok {
+			return c, nil
+		}
+		c, err := dialWorker(loc)
+		if err != nil {
+			return nil, err
+		}
+		clients[loc] = c
+		return c, nil
+	}
+	for i, e := range endpoints {
+		if len(e.Locations) == 0 {
+			return nil, fmt.Errorf("%w: write fragment %d has no location", ErrNoWorkers, i)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loc := e.Locations[0]
+			res, err := func() ([]wire.WriteResult, error) {
+				c, err := client(loc)
+				if err != nil {
+					return nil, err
+				}
+				return pullWrite(ctx, c, tickets[i])
+			}()
+			mu.Lock()
+			defer mu.Unlock()
+			out = append(out, res...)
+			if err != nil {
+				if len(errs) == 0 || !errors.Is(err, context.Canceled) {
+					errs = append(errs, fragmentError(loc, err))
+				}
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return out, errs[0]
+	}
+	return out, nil
+}
+
+// fragmentError maps a write fragment's failure: the client's fault stays
+// InvalidArgument, anything else fails the statement as a whole.
+func fragmentError(loc string, err error) error {
+	st, ok := status.FromError(err)
+	if ok {
+		switch st.Code() {
+		case codes.InvalidArgument:
+			return fmt.Errorf("%w: %s", ErrInvalid, st.Message())
+		case codes.NotFound:
+			return fmt.Errorf("%w: %s", ErrNotFound, st.Message())
+		}
+		return fmt.Errorf("%w: worker %s: %s: %s", ErrWriteFailed, loc, st.Code(), st.Message())
+	}
+	return fmt.Errorf("%w: worker %s: %v", ErrWriteFailed, loc, err)
+}
+
+func pullWrite(ctx context.Context, c flight.Client, ticket []byte) ([]wire.WriteResult, error) {
+	stream, err := c.DoGet(ctx, &flight.Ticket{Ticket: ticket})
+	if err != nil {
+		return nil, err
+	}
+	rdr, err := flight.NewRecordReader(stream)
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	var out []wire.WriteResult
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		col, ok := rec.Column(0).(*array.Binary)
+		if !ok || rec.NumCols() != 1 {
+			return out, fmt.Errorf("write fragment answered %s, not one binary column", rec.Schema())
+		}
+		for i := 0; i < col.Len(); i++ {
+			var r wire.WriteResult
+			if err := json.Unmarshal(col.Value(i), &r); err != nil {
+				return out, fmt.Errorf("decode write result: %w", err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, rdr.Err()
+}
+
+// dialWorker makes a Flight client of a worker location.
+func dialWorker(loc string) (flight.Client, error) {
+	var creds credentials.TransportCredentials
+	addr, ok := strings.CutPrefix(loc, "grpc+tls://")
+	if ok {
+		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
+	} else {
+		if addr, ok = strings.CutPrefix(loc, "grpc://"); !ok {
+			if addr, ok = strings.CutPrefix(loc, "grpc+tcp://"); !ok {
+				return nil, fmt.Errorf("%w: worker location %q", ErrWriteFailed, loc)
+			}
+		}
+		creds = insecure.NewCredentials()
+	}
+	return flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+}
+
+// appendAttempts is how many times an append statement starts its commit
+// over from a freshly loaded table after iceberg-go's own retries (the
+// table's commit.retry.num-retries) all lost: adding files cannot
+// conflict with other appends, so a busy table only needs patience.
+const appendAttempts = 8
+
+// commitAppend adds the statement's files in one snapshot.
+func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *writeResults) (int64, error) {
+	if len(res.added) == 0 {
+		return 0, nil
+	}
+	var err error
+	for attempt := 0; attempt < appendAttempts; attempt++ {
+		if attempt > 0 {
+			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+			if lerr != nil {
+				break
+			}
+			tgt.pinned = fresh
+		}
+		err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
+			return tx.AddDataFiles(ctx, res.added, nil)
+		})
+		if !errors.Is(err, ErrConflict) {
+			break
+		}
+	}
+	if err != nil {
+		if errors.Is(err, ErrConflict) {
+			p.removeOnly(tgt, res.added)
+		}
+		return 0, err
+	}
+	return res.rows, nil
+}
+
+// commit applies change to a transaction on the target and commits it
+// once, with iceberg-go's retries against the refreshed table on conflict.
+// When the commit fails for good the statement's files are deleted; when
+// its outcome is unknown they are kept.
+func (p *Planner) commit(ctx context.Context, tgt *writeTarget, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
+	err := p.commitOnce(ctx, tgt, change)
+	if err != nil && !errors.Is(err, ErrCommitUnknown) {
+		p.removeOnly(tgt, files)
+	}
+	return err
+}
+
+func (p *Planner) commitOnce(ctx context.Context, tgt *writeTarget, change func(tx *table.Transaction) error) error {
+	tbl, err := ddlWithRetries(tgt.pinned.Table, tgt.mount.Catalog)
+	if err != nil {
+		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
+	}
+	tx := tbl.NewTransaction()
+	if err := change(tx); err != nil {
+		if lostCommit(err) {
+			return fmt.Errorf("%w on %s: %v", ErrConflict, tgt.ref, err)
+		}
+		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		if lostCommit(err) {
+			return fmt.Errorf("%w on %s: nothing was committed and the statement's files were deleted: %v", ErrConflict, tgt.ref, err)
+		}
+		return fmt.Errorf("%w on %s: the commit may or may not have been applied; its files were kept: %v", ErrCommitUnknown, tgt.ref, err)
+	}
+	return nil
+}
+
+func (p *Planner) removeOnly(tgt *writeTarget, files []iceberg.DataFile) {
+	if fsys, err := tgt.pinned.Table.FS(context.Background()); err == nil {
+		for _, df := range files {
+			_ = fsys.Remove(df.FilePath())
+		}
+	}
+}
+
+// resultSchemaBytes is a non-empty schema for tickets built here (the
+// worker requires one; write fragments answer their own schema).
+func resultSchemaBytes(s *arrow.Schema) []byte {
+	return flight.SerializeSchema(s, ddlAlloc)
+}
+
+// errV3Files: iceberg-go adds pre-written data files to a format-version
+// 3 table only with an explicit first_row_id, which the workers cannot know
+// before the commit.
+const errV3Files = "writing worker data files into a format-version 3 table (iceberg-go needs first_row_id up front); use INSERT … VALUES or bulk ingest"
+
+// refuseV3 refuses statements that commit worker-written files to a v3
+// table.
+func refuseV3(tgt *writeTarget) error {
+	if tgt.pinned.Table.Metadata().Version() >= 3 {
+		return fmt.Errorf("%w: %s", ErrUnsupported, errV3Files)
+	}
+	return nil
+}
+
+// appendReader commits the rows of rdr in one snapshot with iceberg-go's
+// own append, which assigns v3 row lineage; used for v3 tables.
+func (p *Planner) appendReader(ctx context.Context, tgt *writeTarget, rdr array.RecordReader) error {
+	tbl, err := ddlWithRetries(tgt.pinned.Table, tgt.mount.Catalog)
+	if err != nil {
+		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.Append(ctx, rdr, nil); err != nil {
+		return fmt.Errorf("write %s: %w", tgt.ref, err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		if lostCommit(err) {
+			return fmt.Errorf("%w on %s: %v", ErrConflict, tgt.ref, err)
+		}
+		return fmt.Errorf("%w on %s: %v", ErrCommitUnknown, tgt.ref, err)
+	}
+	return nil
+}
+
+// commitValues writes the rows of INSERT … VALUES on the coordinator and
+// commits them as commitAppend does. recs stay owned by the caller.
+func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
+	if tgt.pinned.Table.Metadata().Version() >= 3 {
+		rdr, err := array.NewRecordReader(target, recs)
+		if err != nil {
+			return 0, err
+		}
+		defer rdr.Release()
+		if err := p.appendReader(ctx, tgt, rdr); err != nil {
+			return 0, err
+		}
+		return rows, nil
+	}
+	w := p.newWrite(tgt)
+	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 0))
+	seq := func(yield func(arrow.RecordBatch, error) bool) {
+		for _, r := range recs {
+			r.Retain()
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+	res := &writeResults{rows: rows}
+	for df, err := range table.WriteRecords(ctx, tgt.pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+		if err != nil {
+			p.removeFiles(tgt, w.WriteUUID, res.added)
+			return 0, fmt.Errorf("insert into %s: write: %w", tgt.ref, err)
+		}
+		res.added = append(res.added, df)
+	}
+	return p.commitAppend(ctx, tgt, res)
+}
+
+// partitionOrder is the ORDER BY list of a write into tbl: its partition
+// source columns in spec order, so that a fragment's batches each hold few
+// partitions, then its sort order; empty when it has neither.
+func partitionOrder(tbl *table.Table) string {
+	spec := tbl.Spec()
+	schema := tbl.Schema()
+	var cols []string
+	for _, pf := range spec.Fields() {
+		if _, ok := pf.Transform.(iceberg.VoidTransform); ok {
+			continue
+		}
+		name, ok := schema.FindColumnName(pf.SourceID())
+		if !ok || strings.Contains(name, ".") {
+			continue
+		}
+		q := engine.Quote(name)
+		if !slices.Contains(cols, q) {
+			cols = append(cols, q)
+		}
+	}
+	// Then the table's sort order (identity fields), so files come out
+	// sorted within each partition.
+	seen := slices.Clone(cols)
+	for _, sf := range tbl.SortOrder().Fields() {
+		if _, ok := sf.Transform.(iceberg.IdentityTransform); !ok {
+			break
+		}
+		name, ok := schema.FindColumnName(sf.SourceID())
+		if !ok || strings.Contains(name, ".") {
+			break
+		}
+		q := engine.Quote(name)
+		if slices.Contains(seen, q) {
+			continue
+		}
+		seen = append(seen, q)
+		dir := " ASC"
+		if sf.Direction == table.SortDESC {
+			dir = " DESC"
+		}
+		nulls := " NULLS LAST"
+		if sf.NullOrder == table.NullsFirst {
+			nulls = " NULLS FIRST"
+		}
+		cols = append(cols, q+dir+nulls)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// lostCommit tells a commit that definitely did not land: a conflict
+// iceberg-go gave up retrying, or a base that diverged from the branch
+// (validated before anything is sent to the catalog).
+func lostCommit(err error) bool {
+	return errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged)
+}

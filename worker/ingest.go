@@ -1,0 +1,145 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/icefloe/icefloe/wire"
+)
+
+// DoPut receives one share of a bulk ingest: the stream's descriptor
+// command is a sealed write ticket (Write set, no SQL), its batches have
+// exactly the target's Arrow schema (the coordinator conformed them). The
+// worker writes them as they arrive with iceberg-go and answers one
+// PutResult whose app metadata is the JSON array of wire.WriteResult of
+// the files it wrote. Nothing is committed here; on failure the files are
+// deleted.
+func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
+	ctx, end, err := s.begin(stream.Context())
+	if err != nil {
+		return toStatus(stream.Context(), err)
+	}
+	defer end()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("worker: panic in DoPut", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			err = fmt.Errorf("%w: panic: %v", errInternal, p)
+		}
+		err = toStatus(ctx, err)
+	}()
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.opts.Allocator))
+	if err != nil {
+		return fmt.Errorf("%w: ingest stream: %v", wire.ErrMalformed, err)
+	}
+	defer rdr.Release()
+	desc := rdr.LatestFlightDescriptor()
+	if desc == nil || len(desc.GetCmd()) == 0 {
+		return fmt.Errorf("%w: ingest stream has no ticket", wire.ErrMalformed)
+	}
+	t, err := s.opts.Key.Open(desc.GetCmd(), time.Now())
+	if err != nil {
+		return err
+	}
+	w := t.Write
+	if w == nil || w.Rewrite || t.SQL != "" {
+		return fmt.Errorf("%w: not an ingest ticket", wire.ErrMalformed)
+	}
+	tbl, err := s.opts.Cache.Open(ctx, w.Table, w.MetadataLocation, w.Props)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", w.Display, err)
+	}
+	id, err := uuid.Parse(w.WriteUUID)
+	if err != nil {
+		return fmt.Errorf("%w: write uuid: %v", wire.ErrMalformed, err)
+	}
+	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		return fmt.Errorf("%w: arrow schema of %s: %v", errInternal, w.Display, err)
+	}
+	if err := sameTypes(target, rdr.Schema()); err != nil {
+		return fmt.Errorf("%w: ingest stream: %v", wire.ErrMalformed, err)
+	}
+	var readErr error
+	records := func(yield func(arrow.RecordBatch, error) bool) {
+		for rdr.Next() {
+			rec := rdr.RecordBatch()
+			if rec.NumRows() == 0 {
+				continue
+			}
+			for i, f := range target.Fields() {
+				if !f.Nullable && rec.Column(i).NullN() > 0 {
+					readErr = &queryError{err: fmt.Errorf("NULL in NOT NULL column %s", f.Name)}
+					yield(nil, readErr)
+					return
+				}
+			}
+			if !yield(array.NewRecordBatch(target, rec.Columns(), rec.NumRows()), nil) {
+				return
+			}
+		}
+		if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+			readErr = err
+			yield(nil, err)
+		}
+	}
+	var written []iceberg.DataFile
+	for df, werr := range table.WriteRecords(ctx, tbl, target, records, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+		if werr != nil {
+			if readErr != nil {
+				werr = readErr
+			}
+			if ctx.Err() != nil {
+				werr = context.Cause(ctx)
+			}
+			s.removeWritten(tbl, written, w.WriteUUID)
+			return werr
+		}
+		written = append(written, df)
+	}
+	results := make([]wire.WriteResult, 0, len(written))
+	for _, df := range written {
+		r, err := encodeResult(tbl, df)
+		if err != nil {
+			s.removeWritten(tbl, written, w.WriteUUID)
+			return err
+		}
+		results = append(results, r)
+	}
+	meta, err := json.Marshal(results)
+	if err != nil {
+		s.removeWritten(tbl, written, w.WriteUUID)
+		return err
+	}
+	if err := stream.Send(&flight.PutResult{AppMetadata: meta}); err != nil {
+		s.removeWritten(tbl, written, w.WriteUUID)
+		return err
+	}
+	return nil
+}
+
+// sameTypes checks that got has want's columns, by position and type.
+func sameTypes(want, got *arrow.Schema) error {
+	if want.NumFields() != got.NumFields() {
+		return fmt.Errorf("%d columns, the table has %d", got.NumFields(), want.NumFields())
+	}
+	for i, f := range want.Fields() {
+		if !arrow.TypeEqual(f.Type, got.Field(i).Type) {
+			return fmt.Errorf("column %d is %s, the table's %s is %s", i, got.Field(i).Type, f.Name, f.Type)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,368 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/codec"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/icefloe/icefloe/internal/conform"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/orphans"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// writeResultSchema is the schema of a write fragment's result stream.
+var writeResultSchema = arrow.NewSchema([]arrow.Field{{Name: wire.WriteResultColumn, Type: arrow.BinaryTypes.Binary}}, nil)
+
+// write runs a write fragment (t.Write set): it writes the fragment's rows
+// as data files of the target and streams one wire.WriteResult per file.
+// On any failure it deletes what it wrote, so a failed fragment leaves no
+// file behind; the coordinator commits nothing either.
+func (s *Server) write(ctx context.Context, conn *engine.Conn, t *wire.Ticket, stream flight.DataStreamWriter) (err error) {
+	w := t.Write
+	tbl, err := s.opts.Cache.Open(ctx, w.Table, w.MetadataLocation, w.Props)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", w.Display, err)
+	}
+	base, err := uuid.Parse(w.WriteUUID)
+	if err != nil {
+		return fmt.Errorf("%w: write uuid: %v", wire.ErrMalformed, err)
+	}
+	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		return fmt.Errorf("%w: arrow schema of %s: %v", errInternal, w.Display, err)
+	}
+	var results []wire.WriteResult
+	var written []iceberg.DataFile
+	defer func() {
+		if err == nil {
+			return
+		}
+		s.removeWritten(tbl, written, w.WriteUUID)
+	}()
+	if !w.Rewrite {
+		for _, sc := range t.Scans {
+			if err := s.loadScan(ctx, conn, sc); err != nil {
+				return err
+			}
+		}
+		if err := s.loadChildren(ctx, conn, t); err != nil {
+			return err
+		}
+		query := t.SQL
+		if w.Project != "" {
+			cols := make([]string, w.InputColumns)
+			for i := range cols {
+				cols[i] = fmt.Sprintf("__c%d", i)
+			}
+			query = "SELECT " + w.Project + " FROM (" + t.SQL + ") AS __q(" + strings.Join(cols, ", ") + ")"
+			if w.OrderBy != "" {
+				query += " ORDER BY " + w.OrderBy
+			}
+		}
+		files, err := s.writeQuery(ctx, conn, tbl, target, query, w, base)
+		written = append(written, files...)
+		if err != nil {
+			return err
+		}
+		for _, df := range files {
+			r, err := encodeResult(tbl, df)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+		}
+	} else {
+		if len(t.Scans) != 1 {
+			return fmt.Errorf("%w: a rewrite fragment has %d scans", wire.ErrMalformed, len(t.Scans))
+		}
+		sc := t.Scans[0]
+		files, err := decodeByFile(tbl, sc)
+		if err != nil {
+			return err
+		}
+		for i, f := range files {
+			if err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+engine.Quote(sc.View)); err != nil {
+				return fmt.Errorf("%w: %v", errInternal, err)
+			}
+			sub := sc
+			sub.Tasks = f.tasks
+			if err := s.loadScan(ctx, conn, sub); err != nil {
+				return err
+			}
+			affected, err := countRows(ctx, conn, w.MatchSQL)
+			if err != nil {
+				return err
+			}
+			if affected == 0 {
+				continue
+			}
+			id := base
+			id[13], id[14], id[15] = byte((i+1)>>16), byte((i+1)>>8), byte(i+1)
+			out, err := s.writeQuery(ctx, conn, tbl, target, t.SQL, w, id)
+			written = append(written, out...)
+			if err != nil {
+				return err
+			}
+			results = append(results, wire.WriteResult{Replaced: f.path, Affected: affected})
+			for _, df := range out {
+				r, err := encodeResult(tbl, df)
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+			}
+		}
+	}
+	return sendResults(ctx, s, results, stream)
+}
+
+// writeQuery runs query on conn and writes its rows as data files of tbl
+// named with id. The query's columns are the target's, in order, with the
+// DuckDB types of the target's types.
+func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.Table, target *arrow.Schema, query string, w *wire.Write, id uuid.UUID) ([]iceberg.DataFile, error) {
+	rdr, err := conn.Query(ctx, query)
+	if err != nil {
+		return nil, &queryError{err: err}
+	}
+	defer rdr.Release()
+	copyCols := partitionStringColumns(tbl, target)
+	var convErr error
+	// DuckDB hands out chunks of 2048 rows; a partitioned writer splits
+	// every batch by partition, so batches are merged to BatchRows rows
+	// (into Go memory) first.
+	m := &merger{schema: target, mem: s.opts.Allocator}
+	defer m.release()
+	records := func(yield func(arrow.RecordBatch, error) bool) {
+		fail := func(err error) {
+			convErr = err
+			yield(nil, err)
+		}
+		emit := func() bool {
+			out, err := m.flush()
+			if err == nil && out != nil && len(copyCols) > 0 {
+				out, err = copyColumns(out, copyCols)
+			}
+			if err != nil {
+				fail(err)
+				return false
+			}
+			return out == nil || yield(out, nil)
+		}
+		for rdr.Next() {
+			rec := rdr.RecordBatch()
+			if rec.NumRows() == 0 {
+				continue
+			}
+			out, err := conform.Record(s.opts.Allocator, rec, target)
+			if err != nil {
+				fail(err)
+				return
+			}
+			m.add(out)
+			out.Release()
+			if m.rows >= int64(s.opts.BatchRows) && !emit() {
+				return
+			}
+		}
+		if err := rdr.Err(); err != nil {
+			fail(err)
+			return
+		}
+		emit()
+	}
+	opts := []table.WriteRecordOption{table.WithWriteUUID(id)}
+	if w.TargetFileSize > 0 {
+		opts = append(opts, table.WithTargetFileSize(w.TargetFileSize))
+	}
+	// One writer goroutine: a worker already runs a fragment per slot, and
+	// the rows arrive ordered by partition, so each open partition file
+	// fills before the next one starts.
+	opts = append(opts, table.WithMaxWriteWorkers(1))
+	var files []iceberg.DataFile
+	for df, err := range table.WriteRecords(ctx, tbl, target, records, opts...) {
+		if err != nil {
+			if convErr != nil {
+				err = convErr
+			}
+			if errors.Is(err, conform.ErrNotNull) || errors.Is(err, conform.ErrValue) {
+				return files, &queryError{err: fmt.Errorf("write %s: %w", w.Display, err)}
+			}
+			if ctx.Err() != nil {
+				return files, context.Cause(ctx)
+			}
+			return files, fmt.Errorf("write %s: %w", w.Display, err)
+		}
+		files = append(files, df)
+	}
+	return files, ctx.Err()
+}
+
+// removeWritten deletes the files a failed fragment wrote: the ones it was
+// told about and, in a local warehouse, any other file carrying its UUID
+// (e.g. one a writer had open when the fragment was cancelled).
+func (s *Server) removeWritten(tbl *table.Table, written []iceberg.DataFile, writeUUID string) {
+	fsys, err := tbl.FS(context.Background())
+	if err == nil {
+		for _, df := range written {
+			if rerr := fsys.Remove(df.FilePath()); rerr != nil {
+				s.log.Warn("worker: delete file of failed write", zap.Error(rerr))
+			}
+		}
+	}
+	if prefix := uuidPrefix(writeUUID); prefix != "" {
+		if _, rerr := orphans.Remove(tbl.Location(), prefix); rerr != nil {
+			s.log.Warn("worker: delete files of failed write", zap.Error(rerr))
+		}
+	}
+}
+
+// uuidPrefix is the part of a write UUID every file of its statement
+// shares (the planner varies only the last group per fragment).
+func uuidPrefix(id string) string {
+	if i := strings.LastIndexByte(id, '-'); i > 0 {
+		return id[:i+1]
+	}
+	return ""
+}
+
+func encodeResult(tbl *table.Table, df iceberg.DataFile) (wire.WriteResult, error) {
+	md := tbl.Metadata()
+	spec := md.PartitionSpecByID(int(df.SpecID()))
+	if spec == nil {
+		return wire.WriteResult{}, fmt.Errorf("%w: written file has unknown spec %d", errInternal, df.SpecID())
+	}
+	data, err := codec.EncodeDataFile(df, *spec, tbl.Schema(), md.Version())
+	if err != nil {
+		return wire.WriteResult{}, fmt.Errorf("%w: encode data file: %v", errInternal, err)
+	}
+	return wire.WriteResult{SpecID: int(df.SpecID()), DataFile: data, Rows: df.Count()}, nil
+}
+
+func sendResults(ctx context.Context, s *Server, results []wire.WriteResult, stream flight.DataStreamWriter) (err error) {
+	wr := flight.NewRecordWriter(stream, ipc.WithSchema(writeResultSchema), ipc.WithAllocator(s.opts.Allocator))
+	defer func() {
+		if cerr := wr.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	b := array.NewBinaryBuilder(s.opts.Allocator, arrow.BinaryTypes.Binary)
+	defer b.Release()
+	for _, r := range results {
+		v, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b.Append(v)
+	}
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(writeResultSchema, []arrow.Array{col}, int64(col.Len()))
+	defer rec.Release()
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	return wr.Write(rec)
+}
+
+// fileTasks are the tasks of one data file, in scan order.
+type fileTasks struct {
+	path  string
+	tasks []wire.Task
+}
+
+// decodeByFile groups the scan's tasks by data file.
+func decodeByFile(tbl *table.Table, sc wire.Scan) ([]fileTasks, error) {
+	schema, err := snapshotSchema(tbl, sc.SnapshotID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errInternal, err)
+	}
+	decoded, err := decodeTasks(tbl, schema, sc.Tasks)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", errInternal, sc.Table, err)
+	}
+	var out []fileTasks
+	index := map[string]int{}
+	for i, task := range decoded {
+		p := task.File.FilePath()
+		j, ok := index[p]
+		if !ok {
+			j = len(out)
+			index[p] = j
+			out = append(out, fileTasks{path: p})
+		}
+		out[j].tasks = append(out[j].tasks, sc.Tasks[i])
+	}
+	return out, nil
+}
+
+// countRows runs a query returning one BIGINT.
+func countRows(ctx context.Context, conn *engine.Conn, query string) (int64, error) {
+	var n int64
+	if err := conn.DB().QueryRowContext(ctx, query).Scan(&n); err != nil {
+		return 0, &queryError{err: err}
+	}
+	return n, nil
+}
+
+// partitionStringColumns are the indexes of the string and binary columns
+// the partition spec reads. iceberg-go keeps partition values as Go
+// strings that may alias the batch's buffers, and DuckDB's buffers are C
+// memory freed when the batch is released: such columns are copied into
+// Go memory first, or the manifests would record garbage.
+func partitionStringColumns(tbl *table.Table, target *arrow.Schema) []int {
+	spec := tbl.Spec()
+	schema := tbl.Schema()
+	var out []int
+	for _, pf := range spec.Fields() {
+		name, ok := schema.FindColumnName(pf.SourceID())
+		if !ok {
+			continue
+		}
+		for _, i := range target.FieldIndices(name) {
+			switch target.Field(i).Type.ID() {
+			case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY, arrow.STRING_VIEW, arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY, arrow.EXTENSION:
+				if !slices.Contains(out, i) {
+					out = append(out, i)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// copyColumns returns rec with the columns cols copied into Go memory; it
+// releases rec.
+func copyColumns(rec arrow.RecordBatch, cols []int) (arrow.RecordBatch, error) {
+	defer rec.Release()
+	arrs := slices.Clone(rec.Columns())
+	var made []arrow.Array
+	defer func() {
+		for _, a := range made {
+			a.Release()
+		}
+	}()
+	for _, i := range cols {
+		c, err := array.Concatenate([]arrow.Array{arrs[i]}, memory.NewGoAllocator())
+		if err != nil {
+			return nil, err
+		}
+		made = append(made, c)
+		arrs[i] = c
+	}
+	return array.NewRecordBatch(rec.Schema(), arrs, rec.NumRows()), nil
+}
