@@ -7,6 +7,7 @@
 #   make test-integration  the end-to-end suites (see below)
 #   make fuzz              short fuzz runs of every Fuzz target (FUZZTIME=20s each)
 #   make bench             benchmarks of the packages that have any (BENCH=., BENCH_COUNT=1)
+#   make bench-tpch        TPC-H vs DuckDB, pyiceberg and Spark (SF=1); rewrites docs/benchmarks.md's TPC-H sections
 #   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
 #   make clean             remove build output; distclean also removes installed test tools
 #
@@ -37,7 +38,7 @@ SHELL := /bin/bash
 go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
 
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
-	test-integration-suites fuzz bench docker clean distclean
+	test-integration-suites fuzz bench bench-tpch docker clean distclean
 
 build:
 	$(GO) build -tags $(GO_TAGS) -o $(BIN) ./cmd/icefloe
@@ -114,6 +115,18 @@ bench:
 	if [ -z "$$dirs" ]; then echo "bench: no benchmarks yet"; exit 0; fi; \
 	echo "$(GO) test -tags $(GO_TAGS) -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT)" $$dirs; \
 	$(GO) test -tags $(GO_TAGS) -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) $$dirs
+	@$(MAKE) --no-print-directory bench-tpch
+
+# TPC-H (bench/tpch): generates SF with tpchgen-cli (cached in
+# integration/.tpch-data), runs icefloe and its peers, writes
+# bench/tpch/out/results-sf$(SF).json, then docs/benchmarks.md's TPC-H
+# sections and docs/benchmarks-tpch.png. Reported, never asserted, except
+# that a wrong TPC-H answer fails it.
+SF ?= 1
+bench-tpch: build
+	scripts/ensure-venv integration/.venv-bench bench/tpch/requirements.txt bench/requirements.txt
+	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-bench/bin/python bench/tpch/bench.py --sf $(SF)
+	integration/.venv-bench/bin/python bench/tpch/report.py bench/tpch/out/results-sf$(SF).json
 
 # ---- packaging ----------------------------------------------------------------
 
@@ -125,4 +138,4 @@ clean:
 
 # Also the test tools the integration suites installed.
 distclean: clean
-	rm -rf integration/.venv integration/.m2 integration/java/target
+	rm -rf integration/.venv integration/.venv-catalogs integration/.venv-tpch integration/.venv-bench integration/.tpch-data integration/.m2 integration/java/target

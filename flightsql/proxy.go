@@ -233,7 +233,9 @@ func (s *Server) pullFrom(ctx context.Context, loc string, ticket []byte, c chan
 	if err != nil {
 		return false, err
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
+	// Worker batches (64 Ki rows) exceed gRPC's default 4 MiB receive limit.
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
 	if err != nil {
 		return false, fmt.Errorf("flightsql: proxy: dial %s: %w", loc, err)
 	}

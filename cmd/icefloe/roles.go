@@ -75,7 +75,7 @@ func (r *roleFlags) parse(args []string) error {
 		*r.dataDir = cfg.DataDir
 	}
 	r.cfg = cfg
-	return nil
+	return startPprof()
 }
 
 func (r *roleFlags) engineOptions() engine.Options {
