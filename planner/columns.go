@@ -29,8 +29,29 @@ func pruneColumns(root node, inputs []*input, aliases map[string]*input) {
 			addName(in, name)
 		}
 	}
+	// Names given to expressions (`n_name AS nation`) are not whole-row
+	// references even when a table has that name too.
+	exprAliases := map[string]bool{}
 	walk(root, func(n node) bool {
+		if str(n, "class") != "" && str(n, "alias") != "" {
+			exprAliases[strings.ToLower(str(n, "alias"))] = true
+		}
+		return true
+	})
+	var visit func(n node) bool
+	visit = func(n node) bool {
 		if all {
+			return false
+		}
+		if sub := existsStar(n); sub != nil {
+			// EXISTS (SELECT * …) tests for a row; its star reads nothing.
+			rest := make(node, len(sub))
+			for k, v := range sub {
+				if k != "select_list" {
+					rest[k] = v
+				}
+			}
+			walk(rest, visit)
 			return false
 		}
 		switch str(n, "class") {
@@ -47,7 +68,7 @@ func pruneColumns(root node, inputs []*input, aliases map[string]*input) {
 			switch {
 			case len(names) == 0:
 			case len(names) == 1:
-				if _, isAlias := aliases[strings.ToLower(names[0])]; isAlias && !anyHas(inputs, names[0]) {
+				if _, isAlias := aliases[strings.ToLower(names[0])]; isAlias && !anyHas(inputs, names[0]) && !exprAliases[strings.ToLower(names[0])] {
 					// A table alias used as a whole-row value.
 					all = true
 					return false
@@ -78,7 +99,8 @@ func pruneColumns(root node, inputs []*input, aliases map[string]*input) {
 			}
 		}
 		return true
-	})
+	}
+	walk(root, visit)
 	for _, in := range inputs {
 		if all || in.meta != "" {
 			// Metadata tables are computed whole on the worker.
@@ -134,4 +156,29 @@ func anyHas(inputs []*input, name string) bool {
 		}
 	}
 	return false
+}
+
+// existsStar returns the SELECT node of an EXISTS subquery whose select
+// list is a bare *, or nil.
+func existsStar(n node) node {
+	if str(n, "class") != "SUBQUERY" {
+		return nil
+	}
+	if t := str(n, "subquery_type"); t != "EXISTS" && t != "NOT_EXISTS" {
+		return nil
+	}
+	sq, _ := n["subquery"].(node)
+	sel, _ := sq["node"].(node)
+	if str(sel, "type") != "SELECT_NODE" {
+		return nil
+	}
+	list, _ := sel["select_list"].([]any)
+	if len(list) != 1 {
+		return nil
+	}
+	star, _ := list[0].(node)
+	if str(star, "class") != "STAR" || str(star, "relation_name") != "" || star["columns"] == true || star["expr"] != nil {
+		return nil
+	}
+	return sel
 }

@@ -111,3 +111,47 @@ func TestPartitionPruningReadsMatchingFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestColumnPruning(t *testing.T) {
+	p := pruneFixture(t)
+	ctx := context.Background()
+	s := Session{Catalog: "local", Schema: "default"}
+	if _, err := p.Exec(ctx, s, "CREATE TABLE q (id BIGINT, a INTEGER, other VARCHAR)"); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		query string
+		want  map[string]string // table → columns ("*" = all)
+	}{
+		{"SELECT a FROM p", map[string]string{"p": "a"}},
+		{"SELECT count(*) FROM p", map[string]string{"p": "a"}},
+		{"SELECT * FROM p", map[string]string{"p": "*"}},
+		{"SELECT x.b FROM p AS x WHERE x.c > 1", map[string]string{"p": "b,c"}},
+		{"SELECT a FROM p WHERE EXISTS (SELECT * FROM q WHERE q.id = p.c)", map[string]string{"p": "a,c", "q": "id,a"}}, // unqualified a may be q.a
+		{"SELECT a FROM p WHERE EXISTS (SELECT q.* FROM q WHERE q.id = p.c)", map[string]string{"p": "*", "q": "*"}},
+		{"SELECT q, count(*) FROM (SELECT b AS q FROM p) AS t GROUP BY q", map[string]string{"p": "b"}},
+		{"SELECT p FROM p", map[string]string{"p": "*"}},
+		{"SELECT a FROM p NATURAL JOIN q", map[string]string{"p": "*", "q": "*"}},
+		{"SELECT p.a FROM p JOIN q USING (a)", map[string]string{"p": "a", "q": "a"}},
+	}
+	for _, c := range cases {
+		conn, err := p.opts.Engine.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := p.bind(ctx, conn, s, c.query)
+		conn.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.query, err)
+		}
+		for _, in := range b.inputs {
+			got := "*"
+			if in.cols != nil {
+				got = strings.Join(in.cols, ",")
+			}
+			if want := c.want[in.ref.Table]; got != want {
+				t.Errorf("%s: %s reads %q, want %q", c.query, in.ref.Table, got, want)
+			}
+		}
+	}
+}
