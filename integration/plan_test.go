@@ -64,6 +64,25 @@ func TestExplainAndFlightInfo(t *testing.T) {
 			t.Errorf("LIMIT %d returned %d rows", n, len(res.rows))
 		}
 	}
+	// A bare projection whose types match what iceberg-go reads streams
+	// without DuckDB; anything with an expression or a filter does not.
+	for q, want := range map[string]bool{
+		"SELECT * FROM customers":                      true,
+		"SELECT id, name FROM customers":               true,
+		"SELECT * FROM orders":                         true,
+		"SELECT id + 1 FROM customers":                 false,
+		"SELECT * FROM customers WHERE country = 'DE'": false,
+		"SELECT * EXCLUDE (name) FROM customers":       false,
+	} {
+		res := mustQuery(t, cnxn, "EXPLAIN "+q)
+		got := strings.Contains(strings.Join(res.rows, "\n"), "passthrough | ")
+		if got != want {
+			t.Errorf("EXPLAIN %s: passthrough = %v, want %v", q, got, want)
+		}
+		if want {
+			assertSameResult(t, mustQuery(t, cnxn, q), reference(t, s, q, "customers", "orders"), false)
+		}
+	}
 	// Partition pruning shows in EXPLAIN: orders is partitioned by
 	// day(ordered_at), customers by country.
 	res := mustQuery(t, cnxn, "EXPLAIN SELECT id FROM orders WHERE ordered_at >= TIMESTAMPTZ '2024-01-20 00:00:00+00' AND ordered_at < TIMESTAMPTZ '2024-01-21 00:00:00+00'")

@@ -283,14 +283,56 @@ func (pb *planBuilder) scatter(in *input, small []*input, sql string) error {
 		}
 		full = append(full, scan)
 	}
+	passthrough := len(small) == 0 && pb.passthrough(in)
+	if passthrough {
+		pb.note("passthrough", "workers stream the scan without DuckDB")
+	}
 	for _, g := range in.groups {
 		scan, err := encodeScan(in, g)
 		if err != nil {
 			return err
 		}
-		pb.endpoint(pb.ticket(append([]wire.Scan{scan}, full...), sql, pb.b.schema))
+		t := pb.ticket(append([]wire.Scan{scan}, full...), sql, pb.b.schema)
+		t.Passthrough = passthrough
+		pb.endpoint(t)
 	}
 	return nil
+}
+
+// passthrough tells whether the query is a bare projection of in — SELECT *
+// or plain columns, no WHERE — whose bound schema equals the schema
+// iceberg-go reads, so workers may stream the scan without DuckDB.
+func (pb *planBuilder) passthrough(in *input) bool {
+	root, _ := pb.b.ast.root["node"].(node)
+	if root == nil || root["where_clause"] != nil || in.meta != "" || len(pb.b.inputs) != 1 {
+		return false
+	}
+	list, _ := root["select_list"].([]any)
+	for _, it := range list {
+		n, _ := it.(node)
+		switch str(n, "class") {
+		case "STAR":
+			if str(n, "relation_name") != "" || n["columns"] == true || n["expr"] != nil ||
+				len(anyList(n["exclude_list"])) > 0 || len(anyList(n["qualified_exclude_list"])) > 0 ||
+				len(anyList(n["replace_list"])) > 0 || len(anyList(n["rename_list"])) > 0 {
+				return false
+			}
+		case "COLUMN_REF":
+		default:
+			return false
+		}
+	}
+	read, err := inputSchema(context.Background(), in)
+	if err != nil || read.NumFields() != pb.b.schema.NumFields() {
+		return false
+	}
+	for i := range read.Fields() {
+		r, b := read.Field(i), pb.b.schema.Field(i)
+		if r.Name != b.Name || !arrow.TypeEqual(r.Type, b.Type) {
+			return false
+		}
+	}
+	return true
 }
 
 // broadcastable tells whether a join can scatter over its leftmost table:

@@ -27,6 +27,10 @@ type Ticket struct {
 	// ChildLimit, when positive, is how many child rows are enough (LIMIT
 	// without ORDER BY): the worker stops pulling once they have arrived.
 	ChildLimit int64 `json:"cl,omitempty"`
+	// Passthrough says the result is exactly the single scan's rows as
+	// iceberg-go reads them (a bare projection whose types equal the bound
+	// schema): the worker streams them without going through DuckDB.
+	Passthrough bool `json:"pt,omitempty"`
 	// SQL is the fragment a worker runs over the scans' and children's
 	// tables.
 	SQL string `json:"sql"`

@@ -35,42 +35,11 @@ func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan) 
 	if sc.MetadataTable != "" {
 		return loadMetaTable(ctx, conn, sc, tbl)
 	}
-	schema, err := snapshotSchema(tbl, sc.SnapshotID)
+	rdr, done, err := s.openScan(ctx, tbl, name, sc)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", errInternal, name, err)
+		return err
 	}
-	tasks, err := decodeTasks(tbl, schema, sc.Tasks)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", errInternal, name, err)
-	}
-	wide := catalog.WidenForFiles(schema, tasks, sc.Columns) // see projection.go
-	opts := catalog.ScanOptions(sc.SnapshotID, readColumns(sc.Columns, wide))
-	if sc.RowFilter != "" {
-		// A task whose Residual is nil is filtered by the scan's own row
-		// filter only: without it such a task returns every row.
-		filter, err := iceberg.ParseExpr([]byte(sc.RowFilter), schema)
-		if err != nil {
-			return fmt.Errorf("%w: %s: row filter: %v", errInternal, name, err)
-		}
-		opts = append(opts, table.WithRowFilter(filter))
-	}
-	// The planner bound the fragment against this schema; every batch must
-	// have its types.
-	want, err := catalog.ScanSchema(tbl, sc.SnapshotID, sc.Columns)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errInternal, err)
-	}
-	scan := tbl.Scan(opts...)
-	defer scan.Close()
-	_, seq, err := scan.ReadTasks(ctx, tasks)
-	if err != nil {
-		return &readError{table: name, file: taskFiles(tasks), err: err}
-	}
-	if wide != nil {
-		seq = dropWidened(seq, want)
-	}
-	rdr := newScanReader(name, want, tasks, seq)
-	defer rdr.Release()
+	defer done()
 	if err := conn.LoadTable(ctx, sc.View, rdr); err != nil {
 		// DuckDB reports a failed stream by its text only; the reader kept
 		// the error itself.
@@ -82,6 +51,47 @@ func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan) 
 	// DuckDB stops pulling at the end of the stream; an error there ends
 	// the stream too, so it is never taken for the end.
 	return rdr.Err()
+}
+
+// openScan starts reading the tasks of sc with iceberg-go. The caller
+// calls done when it has finished with the reader.
+func (s *Server) openScan(ctx context.Context, tbl *table.Table, name string, sc wire.Scan) (rdr array.RecordReader, done func(), err error) {
+	schema, err := snapshotSchema(tbl, sc.SnapshotID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", errInternal, name, err)
+	}
+	tasks, err := decodeTasks(tbl, schema, sc.Tasks)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", errInternal, name, err)
+	}
+	wide := catalog.WidenForFiles(schema, tasks, sc.Columns) // see projection.go
+	opts := catalog.ScanOptions(sc.SnapshotID, readColumns(sc.Columns, wide))
+	if sc.RowFilter != "" {
+		// A task whose Residual is nil is filtered by the scan's own row
+		// filter only: without it such a task returns every row.
+		filter, err := iceberg.ParseExpr([]byte(sc.RowFilter), schema)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: row filter: %v", errInternal, name, err)
+		}
+		opts = append(opts, table.WithRowFilter(filter))
+	}
+	// The planner bound the fragment against this schema; every batch must
+	// have its types.
+	want, err := catalog.ScanSchema(tbl, sc.SnapshotID, sc.Columns)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errInternal, err)
+	}
+	scan := tbl.Scan(opts...)
+	_, seq, err := scan.ReadTasks(ctx, tasks)
+	if err != nil {
+		scan.Close()
+		return nil, nil, &readError{table: name, file: taskFiles(tasks), err: err}
+	}
+	if wide != nil {
+		seq = dropWidened(seq, want)
+	}
+	r := newScanReader(name, want, tasks, seq)
+	return r, func() { r.Release(); scan.Close() }, nil
 }
 
 // snapshotSchema is the schema tasks of snapshotID were planned and encoded

@@ -208,6 +208,9 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if t.Write != nil {
 		return s.write(ctx, conn, t, stream)
 	}
+	if t.Passthrough && len(t.Scans) == 1 && len(t.Children) == 0 && t.Scans[0].MetadataTable == "" {
+		return s.passthrough(ctx, t.Scans[0], schema, stream)
+	}
 	for _, sc := range t.Scans {
 		if err := s.loadScan(ctx, conn, sc); err != nil {
 			return err
