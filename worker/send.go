@@ -57,9 +57,17 @@ func (s *Server) send(ctx context.Context, schema *arrow.Schema, rdr array.Recor
 					return rows, batches, err
 				}
 			}
-			if err := write(array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())); err != nil {
-				return rows, batches, err
+			// Large batches (iceberg-go's, on the passthrough path) go out in
+			// zero-copy slices of at most target rows, so no message grows past
+			// what clients accept (ADBC's default is 16 MiB).
+			whole := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
+			for off := int64(0); off < whole.NumRows(); off += target {
+				if err := write(whole.NewSlice(off, min(off+target, whole.NumRows()))); err != nil {
+					whole.Release()
+					return rows, batches, err
+				}
 			}
+			whole.Release()
 			continue
 		}
 		m.add(rec)

@@ -447,3 +447,29 @@ func TestToStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestPassthroughSlicesLargeBatches: a passthrough ticket streams the scan
+// without DuckDB, with the same rows, and never sends a batch larger than
+// BatchRows (clients cap message sizes).
+func TestPassthroughSlicesLargeBatches(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.BatchRows = 2 })
+	sc := f.scanOf(f.tbl, "t0", []string{"id", "s"}, nil, false)
+	tk := f.ticket("SELECT id, s FROM t0", sc)
+	want := f.doGet(f.ctx, f.seal(tk))
+	if want.err != nil {
+		t.Fatal(want.err)
+	}
+	tk.Passthrough = true
+	got := f.doGet(f.ctx, f.seal(tk))
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(got.rows)), slices.Sorted(slices.Values(want.rows))) || len(got.rows) < 3 {
+		t.Fatalf("passthrough rows %v, want %v", got.rows, want.rows)
+	}
+	for _, b := range got.batches {
+		if b > 2 {
+			t.Fatalf("batches %v: one above BatchRows", got.batches)
+		}
+	}
+}
