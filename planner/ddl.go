@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -22,6 +21,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/engine"
 )
 
@@ -690,30 +690,14 @@ var ddlSubqueryStart = map[string]bool{
 }
 
 // ddlConformRecord turns a batch read from the stand-in into a batch of
-// the table's Arrow schema. The caller releases the result.
+// the table's Arrow schema (internal/conform); a NULL in a NOT NULL column
+// or a value that does not fit is the client's mistake. The caller releases the result.
 func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema) (arrow.RecordBatch, error) {
-	if int(rec.NumCols()) != target.NumFields() {
-		return nil, fmt.Errorf("stand-in has %d columns, the table %d", rec.NumCols(), target.NumFields())
+	out, err := conform.Record(ddlAlloc, rec, target)
+	if errors.Is(err, conform.ErrNotNull) || errors.Is(err, conform.ErrValue) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	cols := make([]arrow.Array, 0, target.NumFields())
-	defer func() {
-		for _, c := range cols {
-			c.Release()
-		}
-	}()
-	for i, f := range target.Fields() {
-		data, err := ddlConform(ddlAlloc, rec.Column(i).Data(), f.Type, f.Name)
-		if err != nil {
-			return nil, err
-		}
-		arr := array.MakeFromData(data)
-		data.Release()
-		cols = append(cols, arr)
-		if !f.Nullable && arr.NullN() > 0 {
-			return nil, fmt.Errorf("%w: NULL in NOT NULL column %s", ErrInvalid, f.Name)
-		}
-	}
-	return array.NewRecordBatch(target, cols, rec.NumRows()), nil
+	return out, err
 }
 
 // ddlWithRetries returns tbl set up to retry a conflicting commit.
