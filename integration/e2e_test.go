@@ -21,17 +21,25 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 )
 
-// query runs q through ADBC (all endpoints, in parallel, as Python does).
-func query(t testing.TB, cnxn adbc.Connection, q string) (result, error) {
+// newStatement returns a statement of cnxn set to q; the caller closes it.
+func newStatement(t testing.TB, cnxn adbc.Connection, q string) adbc.Statement {
 	t.Helper()
 	stmt, err := cnxn.NewStatement()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stmt.Close()
 	if err := stmt.SetSqlQuery(q); err != nil {
+		stmt.Close()
 		t.Fatal(err)
 	}
+	return stmt
+}
+
+// query runs q through ADBC (all endpoints, in parallel, as Python does).
+func query(t testing.TB, cnxn adbc.Connection, q string) (result, error) {
+	t.Helper()
+	stmt := newStatement(t, cnxn, q)
+	defer stmt.Close()
 	rdr, _, err := stmt.ExecuteQuery(context.Background())
 	if err != nil {
 		return result{}, err
@@ -55,14 +63,8 @@ func mustQuery(t testing.TB, cnxn adbc.Connection, q string) result {
 
 func execUpdate(t testing.TB, cnxn adbc.Connection, q string) int64 {
 	t.Helper()
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stmt := newStatement(t, cnxn, q)
 	defer stmt.Close()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		t.Fatal(err)
-	}
 	n, err := stmt.ExecuteUpdate(context.Background())
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
@@ -74,14 +76,8 @@ func execUpdate(t testing.TB, cnxn adbc.Connection, q string) int64 {
 // endpoint.
 func partitions(t testing.TB, cnxn adbc.Connection, q string) (adbc.Partitions, []*flight.FlightEndpoint) {
 	t.Helper()
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stmt := newStatement(t, cnxn, q)
 	defer stmt.Close()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		t.Fatal(err)
-	}
 	_, parts, _, err := stmt.ExecutePartitions(context.Background())
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)

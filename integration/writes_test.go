@@ -27,14 +27,8 @@ import (
 // tryUpdate runs q as an update and returns its count or error.
 func tryUpdate(t testing.TB, cnxn adbc.Connection, q string) (int64, error) {
 	t.Helper()
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stmt := newStatement(t, cnxn, q)
 	defer stmt.Close()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		t.Fatal(err)
-	}
 	return stmt.ExecuteUpdate(context.Background())
 }
 
@@ -795,14 +789,8 @@ func TestWriteUpdateCounts(t *testing.T) {
 	if n := execUpdate(t, cnxn, q); n != 10 {
 		t.Fatalf("update: %d", n)
 	}
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stmt := newStatement(t, cnxn, q)
 	defer stmt.Close()
-	if err := stmt.SetSqlQuery(q); err != nil {
-		t.Fatal(err)
-	}
 	if err := stmt.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
