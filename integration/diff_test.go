@@ -10,9 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/cluster"
-	"github.com/icefloe/icefloe/internal/engine"
 )
 
 // result is a query result reduced to comparable text.
@@ -74,47 +72,7 @@ func (r result) sorted() []string { return slices.Sorted(slices.Values(r.rows)) 
 func reference(t testing.TB, s *cluster.Standalone, query string, tables ...string) result {
 	t.Helper()
 	ctx := context.Background()
-	eng, err := engine.Open(ctx, engine.Options{Threads: 2, MemoryLimit: "1GB", TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	conn, err := eng.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, name := range tables {
-		p, err := s.Mounts.LoadTable(ctx, catalog.TableRef{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema, Table: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sch, recs, err := p.Table.Scan().ToArrowRecords(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Materialise: DuckDB pulls Arrow streams from its own threads, where
-		// an iter.Pull coroutine must not be resumed.
-		var batches []arrow.RecordBatch
-		for rec, err := range recs {
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec.Retain()
-			batches = append(batches, rec)
-		}
-		rdr, err := array.NewRecordReader(sch, batches)
-		for _, b := range batches {
-			b.Release()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := conn.LoadTable(ctx, name, rdr); err != nil {
-			t.Fatalf("reference load %s: %v", name, err)
-		}
-		rdr.Release()
-	}
+	conn := referenceConn(t, s.Mounts, tables)
 	rdr, err := conn.Query(ctx, query)
 	if err != nil {
 		t.Fatalf("reference query %q: %v", query, err)
