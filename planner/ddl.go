@@ -710,14 +710,25 @@ func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema) (arrow.Record
 // errors wrapping table.ErrCommitFailed, but its SQL catalog reports a
 // requirement that no longer holds (another writer committed first) as a
 // plain error, so without the wrapper only a narrow race is retried.
-func ddlWithRetries(tbl *table.Table, cat table.CatalogIO) (*table.Table, error) {
+//
+// With replay false the copy's retries are set to zero whatever the table
+// says: a lost race fails at once, for callers that must rebuild the
+// commit themselves (see commitFiles).
+func ddlWithRetries(tbl *table.Table, cat table.CatalogIO, replay bool) (*table.Table, error) {
 	meta := tbl.Metadata()
+	retries := ""
 	if _, ok := tbl.Properties()[table.CommitNumRetriesKey]; !ok {
+		retries = strconv.Itoa(DefaultCommitRetries)
+	}
+	if !replay {
+		retries = "0"
+	}
+	if retries != "" {
 		b, err := table.MetadataBuilderFromBase(meta, tbl.MetadataLocation())
 		if err != nil {
 			return nil, err
 		}
-		if err := b.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}); err != nil {
+		if err := b.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: retries}); err != nil {
 			return nil, err
 		}
 		if meta, err = b.Build(); err != nil {

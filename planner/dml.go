@@ -293,9 +293,6 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 	if tbl.CurrentSnapshot() == nil {
 		return 0, nil
 	}
-	if err := refuseV3(tgt); err != nil {
-		return 0, err
-	}
 	// Files the WHERE clause cannot match are pruned; the others are read
 	// whole (no residual filter) so their unmatched rows survive.
 	var candidates map[string]bool
@@ -382,9 +379,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		}
 		deleted = append(deleted, f.file)
 	}
-	err = p.commit(ctx, tgt, func(tx *table.Transaction) error {
-		return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, res.added, nil)
-	}, res.added)
+	err = p.keepOrRemove(tgt, p.commitFiles(ctx, tgt, deleted, res.added), res.added)
 	if err != nil {
 		return 0, err
 	}

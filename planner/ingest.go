@@ -69,8 +69,7 @@ type Ingest struct {
 // held whole in memory. Columns match the table's by name
 // (case-insensitive) and are cast to its types; a missing nullable column
 // is NULL; a NULL in a NOT NULL column fails the ingest and commits
-// nothing. Format-version 3 tables are written by iceberg-go's own append
-// on the coordinator (see errV3Files).
+// nothing.
 func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, error) {
 	ref := catalog.TableRef{Catalog: in.Catalog, Schema: in.Schema, Table: in.Table}
 	if ref.Catalog == "" {
@@ -162,23 +161,6 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 			convErr = err
 			yield(nil, err)
 		}
-	}
-	if tgt.pinned.Table.Metadata().Version() >= 3 {
-		rdr := &seqReader{schema: target}
-		rdr.next, rdr.stop = iter.Pull2(iter.Seq2[arrow.RecordBatch, error](seq))
-		defer rdr.Release()
-		err := p.appendReader(ctx, tgt, rdr)
-		if err == nil && rdr.err != nil {
-			err = rdr.err
-		}
-		if err != nil {
-			p.removeFiles(tgt, w.WriteUUID, nil)
-			if create && !errors.Is(err, ErrCommitUnknown) {
-				_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
-			}
-			return 0, fmt.Errorf("ingest into %s: %w", ref, err)
-		}
-		return rows, nil
 	}
 	var res *writeResults
 	if workers := p.opts.Workers.Live(); len(workers) > 0 {
@@ -283,47 +265,6 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 	}
 	return array.NewRecordBatch(target, cols, rec.NumRows()), nil
 }
-
-// seqReader is an array.RecordReader over an iterator of batches it owns.
-type seqReader struct {
-	schema *arrow.Schema
-	next   func() (arrow.RecordBatch, error, bool)
-	stop   func()
-	cur    arrow.RecordBatch
-	err    error
-}
-
-func (r *seqReader) Schema() *arrow.Schema { return r.schema }
-func (r *seqReader) Retain()               {}
-func (r *seqReader) Release() {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-	r.stop()
-}
-func (r *seqReader) Next() bool {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-	if r.err != nil {
-		return false
-	}
-	rec, err, ok := r.next()
-	if !ok {
-		return false
-	}
-	if err != nil {
-		r.err = err
-		return false
-	}
-	r.cur = rec
-	return true
-}
-func (r *seqReader) RecordBatch() arrow.RecordBatch { return r.cur }
-func (r *seqReader) Record() arrow.RecordBatch      { return r.cur }
-func (r *seqReader) Err() error                     { return r.err }
 
 // ingestLocal writes the stream with this process's iceberg-go writer;
 // used when no worker is live.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -149,9 +150,6 @@ func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *writeTarg
 		} else {
 			project[i] = fmt.Sprintf("CAST(__q.__c%d AS %s) AS %s", srcOf[i], duckTypes[i], engine.Quote(f.Name))
 		}
-	}
-	if err := refuseV3(tgt); err != nil {
-		return 0, err
 	}
 	plan, err := p.Plan(ctx, sess, query)
 	if err != nil {
@@ -439,7 +437,9 @@ func dialWorker(loc string) (flight.Client, error) {
 // appendAttempts is how many times an append statement starts its commit
 // over from a freshly loaded table after iceberg-go's own retries (the
 // table's commit.retry.num-retries) all lost: adding files cannot
-// conflict with other appends, so a busy table only needs patience.
+// conflict with other appends, so a busy table only needs patience. A v3
+// append has no iceberg-go retries (see commitFiles), so it gets as many
+// attempts as a v2 append has in all.
 const appendAttempts = 8
 
 // commitAppend adds the statement's files in one snapshot.
@@ -447,18 +447,23 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *write
 	if len(res.added) == 0 {
 		return 0, nil
 	}
+	attempts := appendAttempts
+	if tgt.pinned.Table.Metadata().Version() >= 3 {
+		attempts *= DefaultCommitRetries + 1
+	}
 	var err error
-	for attempt := 0; attempt < appendAttempts; attempt++ {
+	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 {
+			if serr := sleepCtx(ctx, retryWait(attempt)); serr != nil {
+				break
+			}
 			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.ref)
 			if lerr != nil {
 				break
 			}
 			tgt.pinned = fresh
 		}
-		err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
-			return tx.AddDataFiles(ctx, res.added, nil)
-		})
+		err = p.commitFiles(ctx, tgt, nil, res.added)
 		if !errors.Is(err, ErrConflict) {
 			break
 		}
@@ -472,12 +477,58 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *write
 	return res.rows, nil
 }
 
+// retryWait is a jittered pause before attempt (≥ 1) of a commit, growing
+// from about 10 ms to at most about half a second.
+func retryWait(attempt int) time.Duration {
+	base := min(10*time.Millisecond<<min(attempt, 6), 500*time.Millisecond)
+	return base/2 + time.Duration(rand.Int64N(int64(base/2)+1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// commitFiles commits worker-written files once: added alone as an append,
+// or replacing deleted (copy-on-write). On a v3 table each added file gets
+// its first_row_id from the table the transaction starts from (see
+// rowids.go), and iceberg-go's refresh-and-replay is off because it would
+// reuse those ids against a newer table: a lost race fails with
+// ErrConflict, and only appends (which cannot conflict) start over, from a
+// fresh table. A v3 copy-on-write statement that loses a race is
+// therefore aborted rather than replayed.
+func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, added []iceberg.DataFile) error {
+	v3 := tgt.pinned.Table.Metadata().Version() >= 3
+	return p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
+		files, err := withFirstRowIDs(base, added)
+		if err != nil {
+			return err
+		}
+		if len(deleted) == 0 {
+			return tx.AddDataFiles(ctx, files, nil)
+		}
+		return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, files, nil)
+	})
+}
+
 // commit applies change to a transaction on the target and commits it
 // once, with iceberg-go's retries against the refreshed table on conflict.
 // When the commit fails for good the statement's files are deleted; when
 // its outcome is unknown they are kept.
 func (p *Planner) commit(ctx context.Context, tgt *writeTarget, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
 	err := p.commitOnce(ctx, tgt, change)
+	return p.keepOrRemove(tgt, err, files)
+}
+
+// keepOrRemove deletes files unless err is nil or leaves the commit's
+// outcome unknown, and returns err.
+func (p *Planner) keepOrRemove(tgt *writeTarget, err error, files []iceberg.DataFile) error {
 	if err != nil && !errors.Is(err, ErrCommitUnknown) {
 		p.removeOnly(tgt, files)
 	}
@@ -485,12 +536,19 @@ func (p *Planner) commit(ctx context.Context, tgt *writeTarget, change func(tx *
 }
 
 func (p *Planner) commitOnce(ctx context.Context, tgt *writeTarget, change func(tx *table.Transaction) error) error {
-	tbl, err := ddlWithRetries(tgt.pinned.Table, tgt.mount.Catalog)
+	return p.commitWith(ctx, tgt, true, func(tx *table.Transaction, _ table.Metadata) error { return change(tx) })
+}
+
+// commitWith applies change to a transaction on the target (base is the
+// metadata it starts from) and commits it; replay says whether iceberg-go
+// may retry a lost race against the refreshed table.
+func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
+	tbl, err := ddlWithRetries(tgt.pinned.Table, tgt.mount.Catalog, replay)
 	if err != nil {
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
 	tx := tbl.NewTransaction()
-	if err := change(tx); err != nil {
+	if err := change(tx, tbl.Metadata()); err != nil {
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: %v", ErrConflict, tgt.ref, err)
 		}
@@ -519,54 +577,9 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 	return flight.SerializeSchema(s, ddlAlloc)
 }
 
-// errV3Files: iceberg-go adds pre-written data files to a format-version
-// 3 table only with an explicit first_row_id, which the workers cannot know
-// before the commit.
-const errV3Files = "writing worker data files into a format-version 3 table (iceberg-go needs first_row_id up front); use INSERT … VALUES or bulk ingest"
-
-// refuseV3 refuses statements that commit worker-written files to a v3
-// table.
-func refuseV3(tgt *writeTarget) error {
-	if tgt.pinned.Table.Metadata().Version() >= 3 {
-		return fmt.Errorf("%w: %s", ErrUnsupported, errV3Files)
-	}
-	return nil
-}
-
-// appendReader commits the rows of rdr in one snapshot with iceberg-go's
-// own append, which assigns v3 row lineage; used for v3 tables.
-func (p *Planner) appendReader(ctx context.Context, tgt *writeTarget, rdr array.RecordReader) error {
-	tbl, err := ddlWithRetries(tgt.pinned.Table, tgt.mount.Catalog)
-	if err != nil {
-		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.Append(ctx, rdr, nil); err != nil {
-		return fmt.Errorf("write %s: %w", tgt.ref, err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		if lostCommit(err) {
-			return fmt.Errorf("%w on %s: %v", ErrConflict, tgt.ref, err)
-		}
-		return fmt.Errorf("%w on %s: %v", ErrCommitUnknown, tgt.ref, err)
-	}
-	return nil
-}
-
 // commitValues writes the rows of INSERT … VALUES on the coordinator and
 // commits them as commitAppend does. recs stay owned by the caller.
 func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
-	if tgt.pinned.Table.Metadata().Version() >= 3 {
-		rdr, err := array.NewRecordReader(target, recs)
-		if err != nil {
-			return 0, err
-		}
-		defer rdr.Release()
-		if err := p.appendReader(ctx, tgt, rdr); err != nil {
-			return 0, err
-		}
-		return rows, nil
-	}
 	w := p.newWrite(tgt)
 	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 0))
 	seq := func(yield func(arrow.RecordBatch, error) bool) {
