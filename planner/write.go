@@ -297,12 +297,15 @@ func decodeResults(tbl *table.Table, raw []wire.WriteResult) (*writeResults, err
 // removeFiles deletes the files of a statement that will not be committed.
 func (p *Planner) removeFiles(tgt *writeTarget, stmtUUID string, files []iceberg.DataFile) {
 	tbl := tgt.pinned.Table
-	if fsys, err := tbl.FS(context.Background()); err == nil {
-		for _, df := range files {
-			_ = fsys.Remove(df.FilePath())
-		}
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		p.log.Warn("planner: delete files of a failed write", zap.String("table", tgt.ref.String()), zap.Error(err))
+		return
 	}
-	if _, err := orphans.Remove(tbl.Location(), writePrefix(stmtUUID)); err != nil {
+	for _, df := range files {
+		_ = fsys.Remove(df.FilePath())
+	}
+	if _, err := orphans.Remove(context.Background(), fsys, tbl.Location(), writePrefix(stmtUUID)); err != nil {
 		// The statement already failed; its error is what the client needs.
 		p.log.Warn("planner: delete files of a failed write", zap.String("table", tgt.ref.String()), zap.Error(err))
 	}
@@ -469,10 +472,7 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *write
 		}
 	}
 	if err != nil {
-		if errors.Is(err, ErrConflict) {
-			p.removeOnly(tgt, res.added)
-		}
-		return 0, err
+		return 0, p.keepOrRemove(tgt, err, res.added)
 	}
 	return res.rows, nil
 }
@@ -494,6 +494,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// commitTimeout bounds one commit attempt once it has started.
+const commitTimeout = 2 * time.Minute
 
 // commitFiles commits worker-written files once: added alone as an append,
 // or replacing deleted (copy-on-write). On a v3 table each added file gets
@@ -542,7 +545,17 @@ func (p *Planner) commitOnce(ctx context.Context, tgt *writeTarget, change func(
 // commitWith applies change to a transaction on the target (base is the
 // metadata it starts from) and commits it; replay says whether iceberg-go
 // may retry a lost race against the refreshed table.
+//
+// A statement cancelled before its commit starts commits nothing; once
+// started, the commit runs to its end (at most commitTimeout) whatever
+// happens to ctx, so that a client's cancel never leaves its outcome
+// unknown.
 func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("commit to %s: nothing was committed: %w", tgt.ref, context.Cause(ctx))
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
 	tbl, err := ddlWithRetries(tgt.pinned.Table, tgt.mount.Catalog, replay)
 	if err != nil {
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)

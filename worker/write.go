@@ -213,19 +213,21 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 }
 
 // removeWritten deletes the files a failed fragment wrote: the ones it was
-// told about and, in a local warehouse, any other file carrying its UUID
+// told about and any other file under the table carrying its UUID
 // (e.g. one a writer had open when the fragment was cancelled).
 func (s *Server) removeWritten(tbl *table.Table, written []iceberg.DataFile, writeUUID string) {
 	fsys, err := tbl.FS(context.Background())
-	if err == nil {
-		for _, df := range written {
-			if rerr := fsys.Remove(df.FilePath()); rerr != nil {
-				s.log.Warn("worker: delete file of failed write", zap.Error(rerr))
-			}
+	if err != nil {
+		s.log.Warn("worker: delete files of failed write", zap.Error(err))
+		return
+	}
+	for _, df := range written {
+		if rerr := fsys.Remove(df.FilePath()); rerr != nil {
+			s.log.Warn("worker: delete file of failed write", zap.Error(rerr))
 		}
 	}
 	if prefix := uuidPrefix(writeUUID); prefix != "" {
-		if _, rerr := orphans.Remove(tbl.Location(), prefix); rerr != nil {
+		if _, rerr := orphans.Remove(context.Background(), fsys, tbl.Location(), prefix); rerr != nil {
 			s.log.Warn("worker: delete files of failed write", zap.Error(rerr))
 		}
 	}
