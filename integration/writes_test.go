@@ -619,18 +619,26 @@ func ingestRows(t testing.TB, start, batches, n int) array.RecordReader {
 		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "score", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	}, nil)
+	return rowStream(t, sc, start, batches, n, func(bld *array.RecordBuilder, b, id int) {
+		bld.Field(0).(*array.Int64Builder).Append(int64(id))
+		if id%7 == 0 {
+			bld.Field(1).AppendNull()
+		} else {
+			bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("n%d", id))
+		}
+		bld.Field(2).(*array.Float64Builder).Append(float64(id) / 4)
+	})
+}
+
+// rowStream is a stream of batches of n rows of schema sc, row by row
+// appended by row(builder, batch, id) with ids from start on.
+func rowStream(t testing.TB, sc *arrow.Schema, start, batches, n int, row func(bld *array.RecordBuilder, b, id int)) array.RecordReader {
+	t.Helper()
 	var recs []arrow.RecordBatch
 	for b := range batches {
 		bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 		for i := range n {
-			id := start + b*n + i
-			bld.Field(0).(*array.Int64Builder).Append(int64(id))
-			if id%7 == 0 {
-				bld.Field(1).AppendNull()
-			} else {
-				bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("n%d", id))
-			}
-			bld.Field(2).(*array.Float64Builder).Append(float64(id) / 4)
+			row(bld, b, start+b*n+i)
 		}
 		recs = append(recs, bld.NewRecordBatch())
 		bld.Release()

@@ -44,8 +44,9 @@ const (
 	ExistsFail IfExists = iota
 	// ExistsAppend appends the rows.
 	ExistsAppend
-	// ExistsReplace drops the table and creates it again from the
-	// stream's schema.
+	// ExistsReplace replaces the table's rows (and, when the stream's
+	// schema differs, its schema) with the stream's; the old table stays
+	// whole until the new rows are committed (see replace.go).
 	ExistsReplace
 )
 
@@ -100,27 +101,24 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 	case in.IfExists == ExistsFail:
 		return 0, fmt.Errorf("%w: table %s (ingest mode create needs a new table)", ErrExists, ref)
 	case in.IfExists == ExistsReplace:
-		if err := cat.DropTable(ctx, ref.Ident()); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
-			return 0, fmt.Errorf("ingest into %s: drop for replace: %w", ref, err)
-		}
-		create = true
+		// Never a drop first: see replace.go.
+		return p.ingestReplace(ctx, cat, ref, in)
 	}
 	if create {
 		schema, err := ingestSchema(in.Rows.Schema())
 		if err != nil {
 			return 0, err
 		}
-		props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
-		if _, err := cat.CreateTable(ctx, ref.Ident(), schema, icecat.WithProperties(props)); err != nil {
+		if err := createIngestTable(ctx, cat, ref, schema); err != nil {
 			switch {
-			case errors.Is(err, icecat.ErrTableAlreadyExists):
-				if in.IfExists != ExistsAppend {
-					return 0, fmt.Errorf("%w: table %s", ErrExists, ref)
-				}
-			case errors.Is(err, icecat.ErrNoSuchNamespace):
-				return 0, fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
+			case errors.Is(err, ErrExists) && in.IfExists == ExistsReplace:
+				// Made meanwhile by someone else: replace it as any
+				// existing table.
+				return p.ingestReplace(ctx, cat, ref, in)
+			case errors.Is(err, ErrExists) && in.IfExists == ExistsAppend:
+				create = false
 			default:
-				return 0, fmt.Errorf("%w: create table %s: %v", ErrInvalid, ref, err)
+				return 0, err
 			}
 		}
 	}
@@ -128,21 +126,40 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 	if err != nil {
 		return 0, err
 	}
+	res, err := p.ingestWrite(ctx, tgt, in.Rows)
+	if err != nil {
+		if create {
+			_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
+		}
+		return 0, err
+	}
+	n, err := p.commitAppend(ctx, tgt, res)
+	if err != nil && create && !errors.Is(err, ErrCommitUnknown) {
+		_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
+	}
+	return n, err
+}
+
+// ingestWrite conforms the stream to tgt's schema and writes its files,
+// through the live workers or, with none, here; nothing is committed. On
+// failure every file the statement wrote is deleted again.
+func (p *Planner) ingestWrite(ctx context.Context, tgt *writeTarget, rowsIn array.RecordReader) (*writeResults, error) {
+	ref := tgt.ref
 	target, err := table.SchemaToArrowSchema(tgt.pinned.Table.Schema(), nil, true, false)
 	if err != nil {
-		return 0, fmt.Errorf("arrow schema of %s: %w", ref, err)
+		return nil, fmt.Errorf("arrow schema of %s: %w", ref, err)
 	}
-	mapping, err := ingestMapping(in.Rows.Schema(), target)
+	mapping, err := ingestMapping(rowsIn.Schema(), target)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	w := p.newWrite(tgt)
 	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 1<<20))
 	var rows int64
 	var convErr error
 	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for in.Rows.Next() {
-			rec := in.Rows.RecordBatch()
+		for rowsIn.Next() {
+			rec := rowsIn.RecordBatch()
 			if rec.NumRows() == 0 {
 				continue
 			}
@@ -157,7 +174,7 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 				return
 			}
 		}
-		if err := in.Rows.Err(); err != nil && !errors.Is(err, io.EOF) {
+		if err := rowsIn.Err(); err != nil && !errors.Is(err, io.EOF) {
 			convErr = err
 			yield(nil, err)
 		}
@@ -177,17 +194,27 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 			added = res.added
 		}
 		p.removeFiles(tgt, w.WriteUUID, added)
-		if create {
-			_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
-		}
-		return 0, fmt.Errorf("ingest into %s: %w", ref, err)
+		return nil, fmt.Errorf("ingest into %s: %w", ref, err)
 	}
 	res.rows = rows
-	n, err := p.commitAppend(ctx, tgt, res)
-	if err != nil && create && !errors.Is(err, ErrCommitUnknown) {
-		_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
+	return res, nil
+}
+
+// createIngestTable creates the table a stream makes: the stream's schema
+// (from ingestSchema), unpartitioned, with commit retries.
+func createIngestTable(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, schema *iceberg.Schema) error {
+	props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
+	if _, err := cat.CreateTable(ctx, ref.Ident(), schema, icecat.WithProperties(props)); err != nil {
+		switch {
+		case errors.Is(err, icecat.ErrTableAlreadyExists):
+			return fmt.Errorf("%w: table %s", ErrExists, ref)
+		case errors.Is(err, icecat.ErrNoSuchNamespace):
+			return fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
+		default:
+			return fmt.Errorf("%w: create table %s: %v", ErrInvalid, ref, err)
+		}
 	}
-	return n, err
+	return nil
 }
 
 // ingestSchema is the Iceberg schema of a new table made from a stream.
