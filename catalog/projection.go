@@ -75,7 +75,20 @@ func WidenForFiles(schema *iceberg.Schema, tasks []table.FileScanTask, columns [
 			out = append(out, f.Name)
 		}
 	}
+	// Row-lineage columns (v3) are not schema fields; keep them.
+	for _, name := range columns {
+		if IsLineageColumn(name) {
+			out = append(out, name)
+		}
+	}
 	return out
+}
+
+// IsLineageColumn tells whether name is one of a v3 table's row-lineage
+// metadata columns, _row_id and _last_updated_sequence_number, which a
+// scan reads (or synthesizes) when they are selected by name.
+func IsLineageColumn(name string) bool {
+	return name == iceberg.RowIDColumnName || name == iceberg.LastUpdatedSequenceNumberColumnName
 }
 
 // fileColumns returns the top-level field ids a data file has values for,

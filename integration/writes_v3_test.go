@@ -127,6 +127,14 @@ func TestWritesV3(t *testing.T) {
 		`INSERT INTO {t} SELECT id + 10000, d, amt, flag, s, ts, n FROM {t} WHERE id % 3 = 0`,
 		`DELETE FROM {t} WHERE d = DATE '2024-01-03'`,
 	}
+	// The lineage columns exist on v3 tables only, and a star leaves
+	// them out (check compares SELECT * with DuckDB's 7 columns).
+	if _, err := query(t, cnxn, `SELECT _row_id FROM w2`); err == nil || !strings.Contains(err.Error(), "_row_id") {
+		t.Fatalf("_row_id of a v2 table: %v", err)
+	} else {
+		wantStatus(t, err, adbc.StatusInvalidArgument)
+	}
+	before := lineageOf(t, cnxn, "w3")
 	for _, st := range steps {
 		want := ref.exec(t, strings.ReplaceAll(st, "{t}", "w"))
 		for _, name := range []string{"w2", "w3"} {
@@ -140,6 +148,9 @@ func TestWritesV3(t *testing.T) {
 			}
 		}
 		check(st)
+		after := lineageOf(t, cnxn, "w3")
+		checkLineageKept(t, st, before, after, localTable(t, s, "w3").CurrentSnapshot().SequenceNumber)
+		before = after
 	}
 
 	// CTAS into v3, and bulk ingest appending to it.
@@ -165,6 +176,72 @@ func TestWritesV3(t *testing.T) {
 	if tuples := partitionTuples(t, i3); len(tuples) != 4 {
 		t.Fatalf("ingest into bucket(4, id) made partitions %q", tuples)
 	}
+}
+
+// rowLineage is one row's content and lineage columns.
+type rowLineage struct {
+	row        string
+	rowID, seq int64
+}
+
+// lineageOf reads every row of a v3 table with its _row_id and
+// _last_updated_sequence_number, by id (the first column).
+func lineageOf(t *testing.T, cnxn adbc.Connection, name string) map[string]rowLineage {
+	t.Helper()
+	res := mustQuery(t, cnxn, `SELECT *, _row_id, _last_updated_sequence_number FROM `+name)
+	out := map[string]rowLineage{}
+	for _, r := range res.rows {
+		f := strings.Split(r, " | ")
+		var l rowLineage
+		if _, err := fmt.Sscan(f[len(f)-2], &l.rowID); err != nil {
+			t.Fatalf("_row_id of %q: %v", r, err)
+		}
+		if _, err := fmt.Sscan(f[len(f)-1], &l.seq); err != nil {
+			t.Fatalf("_last_updated_sequence_number of %q: %v", r, err)
+		}
+		l.row = strings.Join(f[:len(f)-2], " | ")
+		if _, dup := out[f[0]]; dup {
+			t.Fatalf("id %s twice", f[0])
+		}
+		out[f[0]] = l
+	}
+	return out
+}
+
+// checkLineageKept checks the v3 row-lineage rules across one statement
+// (committed as sequence number seq): row ids are unique; a row the
+// statement did not change keeps its _row_id and
+// _last_updated_sequence_number, also when its file was rewritten; a row
+// it changed keeps its _row_id and takes seq; a new row takes seq.
+func checkLineageKept(t *testing.T, stmt string, before, after map[string]rowLineage, seq int64) {
+	t.Helper()
+	ids := map[int64]string{}
+	kept, changed, added := 0, 0, 0
+	for id, a := range after {
+		if other, dup := ids[a.rowID]; dup {
+			t.Fatalf("after %s: rows %s and %s share _row_id %d", stmt, other, id, a.rowID)
+		}
+		ids[a.rowID] = id
+		b, ok := before[id]
+		switch {
+		case !ok:
+			added++
+			if a.seq != seq {
+				t.Fatalf("after %s: new row %s has sequence number %d, want %d", stmt, id, a.seq, seq)
+			}
+		case b.row == a.row:
+			kept++
+			if a.rowID != b.rowID || a.seq != b.seq {
+				t.Fatalf("after %s: unchanged row %s lineage (%d, %d) became (%d, %d)", stmt, id, b.rowID, b.seq, a.rowID, a.seq)
+			}
+		default:
+			changed++
+			if a.rowID != b.rowID || a.seq != seq {
+				t.Fatalf("after %s: updated row %s lineage (%d, %d) became (%d, %d), want (%d, %d)", stmt, id, b.rowID, b.seq, a.rowID, a.seq, b.rowID, seq)
+			}
+		}
+	}
+	t.Logf("%s: %d rows kept their lineage, %d updated, %d new", stmt, kept, changed, added)
 }
 
 // TestConcurrentInsertsV3: parallel INSERTs into one v3 table, each of

@@ -18,9 +18,18 @@ func pruneColumns(root node, inputs []*input, aliases map[string]*input) {
 		wanted[in] = map[string]bool{}
 	}
 	addName := func(in *input, name string) {
+		found := false
 		for _, f := range in.pinned.Table.Schema().Fields() {
 			if strings.EqualFold(f.Name, name) {
 				wanted[in][f.Name] = true
+				found = true
+			}
+		}
+		if !found && hasLineage(in) {
+			for _, l := range lineageColumns {
+				if strings.EqualFold(l, name) {
+					wanted[in][l] = true
+				}
 			}
 		}
 	}
@@ -101,28 +110,83 @@ func pruneColumns(root node, inputs []*input, aliases map[string]*input) {
 		return true
 	}
 	walk(root, visit)
+	// Lineage columns named anywhere, also where a star stopped the walk
+	// above (SELECT *, _row_id …).
+	lineageRef := map[string]bool{}
+	walk(root, func(n node) bool {
+		if str(n, "class") == "COLUMN_REF" {
+			parts, _ := n["column_names"].([]any)
+			if len(parts) > 0 {
+				last, _ := parts[len(parts)-1].(string)
+				for _, l := range lineageColumns {
+					if strings.EqualFold(last, l) {
+						lineageRef[l] = true
+					}
+				}
+			}
+		}
+		return true
+	})
 	for _, in := range inputs {
-		if all || in.meta != "" {
+		if in.meta != "" {
 			// Metadata tables are computed whole on the worker.
 			in.cols = nil
 			continue
 		}
-		var cols []string
+		if all {
+			in.cols = nil
+			if hasLineage(in) && len(lineageRef) > 0 {
+				for _, f := range in.pinned.Table.Schema().Fields() {
+					in.cols = append(in.cols, f.Name)
+				}
+				for _, l := range lineageColumns {
+					if lineageRef[l] {
+						in.cols = append(in.cols, l)
+					}
+				}
+			}
+			continue
+		}
+		var cols, lineage []string
 		for _, f := range in.pinned.Table.Schema().Fields() {
 			if wanted[in][f.Name] {
 				cols = append(cols, f.Name)
 			}
 		}
-		if len(cols) == 0 {
+		for _, l := range lineageColumns {
+			if wanted[in][l] && hasLineage(in) {
+				lineage = append(lineage, l)
+			}
+		}
+		switch {
+		case len(cols) == 0 && len(lineage) == 0:
 			// count(*) and the like still need rows: read the narrowest
 			// column.
 			cols = []string{narrowestColumn(in.pinned.Table.Schema())}
-		}
-		if len(cols) == len(in.pinned.Table.Schema().Fields()) {
+		case len(cols) == len(in.pinned.Table.Schema().Fields()) && len(lineage) == 0:
 			cols = nil
 		}
-		in.cols = cols
+		in.cols = append(cols, lineage...)
 	}
+}
+
+// lineageColumns are the row-lineage metadata columns of format-version 3
+// tables, in the order a scan projects them: not in the table's schema (a
+// star does not read them) but readable by name, as in Spark.
+var lineageColumns = []string{iceberg.RowIDColumnName, iceberg.LastUpdatedSequenceNumberColumnName}
+
+// hasLineage tells whether in reads a v3 table (not a metadata table) whose
+// schema does not itself use the lineage columns' names.
+func hasLineage(in *input) bool {
+	if in.meta != "" || in.pinned.Table.Metadata().Version() < 3 {
+		return false
+	}
+	for _, l := range lineageColumns {
+		if _, ok := in.pinned.Table.Schema().FindFieldByNameCaseInsensitive(l); ok {
+			return false
+		}
+	}
+	return true
 }
 
 // narrowestColumn picks a cheap column to count rows with.

@@ -41,6 +41,7 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (i
 	if err != nil {
 		return 0, err
 	}
+	sel += lineageSelect(tgt, "")
 	keep := "SELECT " + sel + " FROM " + name + " WHERE false"
 	match := "SELECT count(*) FROM " + name
 	if pred != "" {
@@ -189,7 +190,10 @@ func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser) (i
 	if err != nil {
 		return 0, err
 	}
-	out := "SELECT " + sel + " FROM " + name
+	out := "SELECT " + sel + lineageSelect(tgt, "true") + " FROM " + name
+	if pred != "" {
+		out = "SELECT " + sel + lineageSelect(tgt, pred) + " FROM " + name
+	}
 	match := "SELECT count(*) FROM " + name
 	if pred != "" {
 		match += " WHERE " + pred
@@ -247,6 +251,24 @@ func castColumns(schema *iceberg.Schema, set map[string]string, pred string) (st
 	return strings.Join(cols, ", "), nil
 }
 
+// lineageSelect is what a copy-on-write rewrite of a format-version 3
+// table adds to its select list so that rows keep their lineage (the
+// spec's rules for rows a writer moves): _row_id as it is, and
+// _last_updated_sequence_number as it is for rows the statement leaves
+// alone but NULL (the new commit's sequence number, by inheritance) where
+// updated holds. Empty for other tables (and for v3 tables whose schema
+// uses those names).
+func lineageSelect(tgt *writeTarget, updated string) string {
+	if !hasLineage(&input{pinned: tgt.pinned}) {
+		return ""
+	}
+	lusn := engine.Quote(iceberg.LastUpdatedSequenceNumberColumnName)
+	if updated != "" {
+		lusn = "CASE WHEN coalesce((" + updated + "), false) THEN CAST(NULL AS BIGINT) ELSE " + lusn + " END"
+	}
+	return ", " + engine.Quote(iceberg.RowIDColumnName) + ", " + lusn + " AS " + engine.Quote(iceberg.LastUpdatedSequenceNumberColumnName)
+}
+
 // dataFileTasks are the tasks of one data file.
 type dataFileTasks struct {
 	file  iceberg.DataFile
@@ -288,6 +310,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 	if in.ref != tgt.ref {
 		return 0, fmt.Errorf("%w: %s is not the target %s", ErrInvalid, in.ref, tgt.ref)
 	}
+	lineage := hasLineage(in)
 	tgt.pinned = in.pinned
 	tbl := in.pinned.Table
 	if tbl.CurrentSnapshot() == nil {
@@ -354,7 +377,12 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		if err != nil {
 			return 0, err
 		}
+		// Whole files, every column (and the lineage columns of a v3
+		// table, which a star leaves out).
 		scan.Columns, scan.RowFilter = nil, ""
+		if lineage {
+			scan.Columns = in.cols
+		}
 		sealed, err := p.opts.Key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
 		if err != nil {
 			return 0, err
@@ -362,7 +390,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		endpoints = append(endpoints, Endpoint{Ticket: sealed, Locations: []string{workers[i%len(workers)].Location}})
 	}
 	w := p.newWrite(tgt)
-	w.Rewrite, w.MatchSQL = true, mb.sql
+	w.Rewrite, w.MatchSQL, w.Lineage = true, mb.sql, lineage
 	res, err := p.runWrite(ctx, tgt, w, endpoints)
 	if err != nil {
 		return 0, err

@@ -41,6 +41,11 @@ type Write struct {
 	// MatchSQL returns one BIGINT: how many rows of the scan's view the
 	// statement affects.
 	MatchSQL string `json:"ms,omitempty"`
+	// Lineage (format-version 3 rewrites): the fragment SQL's rows end in
+	// the row-lineage columns _row_id and _last_updated_sequence_number,
+	// which the worker writes into the files as they come, so rewritten
+	// rows keep their row ids.
+	Lineage bool `json:"ln,omitempty"`
 }
 
 // String describes the write without its properties.

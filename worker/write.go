@@ -42,7 +42,7 @@ func (s *Server) write(ctx context.Context, conn *engine.Conn, t *wire.Ticket, s
 	if err != nil {
 		return fmt.Errorf("%w: write uuid: %v", wire.ErrMalformed, err)
 	}
-	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	target, err := table.SchemaToArrowSchema(fileSchema(tbl, w), nil, true, false)
 	if err != nil {
 		return fmt.Errorf("%w: arrow schema of %s: %v", errInternal, w.Display, err)
 	}
@@ -186,6 +186,9 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 		emit()
 	}
 	opts := []table.WriteRecordOption{table.WithWriteUUID(id)}
+	if w.Lineage {
+		opts = append(opts, table.WithPreserveRowLineage(fileSchema(tbl, w)))
+	}
 	if w.TargetFileSize > 0 {
 		opts = append(opts, table.WithTargetFileSize(w.TargetFileSize))
 	}
@@ -210,6 +213,15 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 		files = append(files, df)
 	}
 	return files, ctx.Err()
+}
+
+// fileSchema is the schema of the files a fragment writes: the table's,
+// followed by the row-lineage columns when the fragment carries them.
+func fileSchema(tbl *table.Table, w *wire.Write) *iceberg.Schema {
+	if w.Lineage {
+		return iceberg.SchemaWithRowLineage(tbl.Schema())
+	}
+	return tbl.Schema()
 }
 
 // removeWritten deletes the files a failed fragment wrote: the ones it was
