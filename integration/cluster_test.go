@@ -15,8 +15,9 @@ import (
 
 // clusterConfig configures StartCluster.
 type clusterConfig struct {
-	workers int
-	demo    bool
+	workers  int
+	demo     bool
+	noDirect bool
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -27,6 +28,11 @@ func Workers(n int) Option { return func(c *clusterConfig) { c.workers = n } }
 
 // Demo seeds the demo tables.
 func Demo() Option { return func(c *clusterConfig) { c.demo = true } }
+
+// IcebergGoReads makes the workers read every file with iceberg-go, as
+// for object stores (no direct Parquet scans, no gathering worker that
+// reads its inputs itself).
+func IcebergGoReads() Option { return func(c *clusterConfig) { c.noDirect = true } }
 
 // StartCluster starts a coordinator and workers in this process on
 // 127.0.0.1:0 over a fresh embedded catalog, and stops them when t ends.
@@ -45,6 +51,7 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		DataDir:      t.TempDir(),
 		Demo:         cfg.demo,
 		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: "1GB"},
+		NoDirectScan: cfg.noDirect,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)

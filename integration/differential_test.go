@@ -143,11 +143,12 @@ func startDiffEnv(t testing.TB, workers []int, groupings []bool) *diffEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dataDir := t.TempDir()
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
 		Listen:       "127.0.0.1:0",
 		WorkerHost:   "127.0.0.1",
 		Workers:      slices.Max(workers),
-		DataDir:      t.TempDir(),
+		DataDir:      dataDir,
 		Key:          key,
 		WorkerEngine: engine.Options{Threads: 1, MemoryLimit: "1GB"},
 	})
@@ -161,37 +162,67 @@ func startDiffEnv(t testing.TB, workers []int, groupings []bool) *diffEnv {
 	})
 	createDiffTables(t, s.Mounts)
 	env := &diffEnv{s: s}
+	// startCoord starts a coordinator over the workers at locs.
+	startCoord := func(name string, locs []string, target int64, direct []string) *cluster.Coordinator {
+		c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
+			Listen:           "127.0.0.1:0",
+			Key:              key,
+			Mounts:           s.Mounts,
+			Workers:          flightsql.NewStaticWorkers(locs...),
+			DefaultCatalog:   catalog.LocalCatalogName,
+			DefaultSchema:    catalog.DefaultSchema,
+			Engine:           engine.Options{Threads: 1, TempDir: t.TempDir()},
+			TargetGroupBytes: target,
+			DirectDirs:       direct,
+		})
+		if err != nil {
+			t.Fatalf("start coordinator %s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				t.Errorf("stop coordinator %s: %v", name, err)
+			}
+		})
+		return c
+	}
 	for _, n := range workers {
 		for _, one := range groupings {
 			var locs []string
 			for _, w := range s.Workers[:n] {
 				locs = append(locs, w.Location())
 			}
+			// The default configurations gather onto a worker that reads
+			// the local files itself (planner DirectDirs); the one-file
+			// ones pull scan fragments from the workers.
 			target := int64(0)
 			name := fmt.Sprintf("w%d", n)
+			direct := []string{filepath.Join(dataDir, "warehouse")}
 			if one {
-				target, name = 1, name+"-onefile"
+				target, name, direct = 1, name+"-onefile", nil
 			}
-			c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
-				Listen:           "127.0.0.1:0",
-				Key:              key,
-				Mounts:           s.Mounts,
-				Workers:          flightsql.NewStaticWorkers(locs...),
-				DefaultCatalog:   catalog.LocalCatalogName,
-				DefaultSchema:    catalog.DefaultSchema,
-				Engine:           engine.Options{Threads: 1, TempDir: t.TempDir()},
-				TargetGroupBytes: target,
-			})
-			if err != nil {
-				t.Fatalf("start coordinator %s: %v", name, err)
-			}
-			t.Cleanup(func() {
-				if err := c.Close(); err != nil {
-					t.Errorf("stop coordinator %s: %v", name, err)
-				}
-			})
+			c := startCoord(name, locs, target, direct)
 			env.configs = append(env.configs, &diffConfig{name: name, workers: n, oneFile: one, coord: c, cnxn: adbcConn(t, c.Addr)})
 		}
+	}
+	// The workers above read local Parquet with DuckDB (worker/direct.go);
+	// one more configuration runs on two workers that read every file with
+	// iceberg-go, as workers do for object stores.
+	if slices.Contains(workers, 2) {
+		var locs []string
+		for i := range 2 {
+			w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
+				Listen: "127.0.0.1:0",
+				Key:    key,
+				Engine: engine.Options{Threads: 1, MemoryLimit: "1GB", TempDir: t.TempDir()},
+			})
+			if err != nil {
+				t.Fatalf("start iceberg-go worker %d: %v", i, err)
+			}
+			t.Cleanup(func() { w.Close() })
+			locs = append(locs, w.Location())
+		}
+		c := startCoord("w2-iceberg-go", locs, 0, nil)
+		env.configs = append(env.configs, &diffConfig{name: "w2-iceberg-go", workers: 2, coord: c, cnxn: adbcConn(t, c.Addr)})
 	}
 	env.ref = referenceConn(t, s.Mounts, diffTableNames())
 	return env
@@ -549,6 +580,38 @@ func TestDifferential(t *testing.T) {
 	t.Run("union-all-twice", func(t *testing.T) {
 		for _, cfg := range env.configs {
 			t.Run(cfg.name, func(t *testing.T) { checkUnionAllTwice(t, env, cfg) })
+		}
+	})
+	t.Run("direct-scans", func(t *testing.T) {
+		// The DuckDB-reader workers really read with DuckDB.
+		for i, w := range env.s.Workers {
+			if w.DirectScans() == 0 {
+				t.Errorf("worker %d made no direct Parquet scan", i)
+			}
+		}
+		// The default configurations gather onto a worker that reads the
+		// files itself; the one-file ones pull fragments; orders has
+		// positional deletes, which only iceberg-go applies.
+		for _, q := range []struct {
+			sql     string
+			deletes bool
+		}{
+			{`SELECT count(DISTINCT l.l_partkey) FROM lineitem l JOIN part p ON l.l_partkey = p.p_partkey`, false},
+			{`SELECT count(DISTINCT o.o_custkey) FROM orders o JOIN lineitem l ON o.o_orderkey = l.l_orderkey`, true},
+		} {
+			for _, cfg := range env.configs {
+				plan, err := cfg.coord.Planner.Plan(context.Background(), diffSession, q.sql)
+				if err != nil {
+					t.Fatalf("%s: %v", cfg.name, err)
+				}
+				if plan.Strategy != planner.Gather {
+					t.Fatalf("%s: %s planned as %s, want gather", cfg.name, q.sql, plan.Strategy)
+				}
+				direct := strings.Contains(plan.Explain, "DuckDB's Parquet reader")
+				if want := !q.deletes && !cfg.oneFile && cfg.name != "w2-iceberg-go"; direct != want {
+					t.Errorf("%s: %s: gathering worker reads the files itself: %v, want %v\n%s", cfg.name, q.sql, direct, want, plan.Explain)
+				}
+			}
 		}
 	})
 	t.Run("partition-pruning", func(t *testing.T) { checkPruning(t, env) })

@@ -93,9 +93,10 @@ func TestExplainAndFlightInfo(t *testing.T) {
 }
 
 // TestChildFailureNamesChild: when a child fragment fails, the parent fails
-// with the child's error and location.
+// with the child's error and location. (With iceberg-go reads: a worker
+// that reads local files itself pulls no children for gathers.)
 func TestChildFailureNamesChild(t *testing.T) {
-	s := StartCluster(t, Workers(2), Demo())
+	s := StartCluster(t, Workers(2), Demo(), IcebergGoReads())
 	cnxn := adbcConn(t, s.Addr())
 	ctx := context.Background()
 	p, err := s.Mounts.LoadTable(ctx, catalog.TableRef{Catalog: "local", Schema: "default", Table: "orders"})

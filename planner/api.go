@@ -72,6 +72,14 @@ type Options struct {
 	TicketTTL time.Duration
 	// TargetGroupBytes is the size a task group aims for.
 	TargetGroupBytes int64
+	// DirectDirs are local directories every worker reads data files
+	// from with DuckDB's Parquet reader (engine.Options.ReadDirs; in one
+	// process, the local warehouses). A query gathered onto one worker
+	// then reads its inputs there itself when they all qualify, instead
+	// of pulling scan fragments from the other workers: DuckDB's reader
+	// on all of the worker's threads beats decoding in Go on each worker
+	// and shipping the rows.
+	DirectDirs []string
 	// BroadcastBytes is the size up to which a joined table is read in
 	// full by every fragment of the large side; 0 means the default.
 	BroadcastBytes int64

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -505,7 +506,11 @@ func (pb *planBuilder) gather(reason string) error {
 		groups += len(in.groups)
 	}
 	t := pb.ticket(nil, pb.b.sql, pb.b.schema)
-	if groups <= len(pb.b.inputs) || len(pb.workers) == 1 {
+	direct := pb.p.readsDirect(pb.b.inputs)
+	if direct {
+		pb.note("inputs", "read on the gathering worker with DuckDB's Parquet reader")
+	}
+	if groups <= len(pb.b.inputs) || len(pb.workers) == 1 || direct {
 		for _, in := range pb.b.inputs {
 			scan, err := encodeScan(in, in.tasks)
 			if err != nil {
@@ -537,6 +542,48 @@ func (pb *planBuilder) gather(reason string) error {
 	}
 	pb.endpoint(t)
 	return nil
+}
+
+// readsDirect tells whether every input is a scan a worker reads with
+// DuckDB's Parquet reader (Options.DirectDirs and internal/directscan); the
+// worker checks the files' footers as well and falls back to iceberg-go
+// on its own.
+func (p *Planner) readsDirect(inputs []*input) bool {
+	if len(p.opts.DirectDirs) == 0 || len(inputs) == 0 {
+		return false
+	}
+	canRead := func(path string) bool {
+		for _, d := range p.opts.DirectDirs {
+			if strings.HasPrefix(path, strings.TrimSuffix(d, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, in := range inputs {
+		if in.meta != "" {
+			return false
+		}
+		schema := in.pinned.Table.Schema()
+		if in.snapshot != 0 {
+			snap := in.pinned.Table.SnapshotByID(in.snapshot)
+			if snap == nil || snap.SchemaID == nil {
+				return false
+			}
+			s, ok := in.pinned.Table.Schemas()[*snap.SchemaID]
+			if !ok {
+				return false
+			}
+			schema = s
+		}
+		if _, ok := directscan.Fields(schema, in.cols); !ok {
+			return false
+		}
+		if _, ok := directscan.Files(in.tasks, canRead); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // sameSchema compares names and types; nullability and metadata come from

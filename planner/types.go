@@ -15,75 +15,14 @@ import (
 )
 
 // DuckTypeOf returns the DuckDB type that holds the values of Iceberg type
-// t, e.g. "DECIMAL(12,2)", "VARCHAR[]" or `STRUCT("a" INTEGER)`. Iceberg
-// fixed[L] becomes BLOB (the length is checked on write) and timestamp_ns
-// TIMESTAMP_NS. Types DuckDB cannot hold without loss (timestamptz_ns,
-// unknown, variant, geometry, geography) return an error wrapping
+// t (engine.TypeOf); a type DuckDB cannot hold returns an error wrapping
 // ErrUnsupported.
 func DuckTypeOf(t iceberg.Type) (string, error) {
-	switch t := t.(type) {
-	case iceberg.BooleanType:
-		return "BOOLEAN", nil
-	case iceberg.Int32Type:
-		return "INTEGER", nil
-	case iceberg.Int64Type:
-		return "BIGINT", nil
-	case iceberg.Float32Type:
-		return "FLOAT", nil
-	case iceberg.Float64Type:
-		return "DOUBLE", nil
-	case iceberg.DecimalType:
-		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision(), t.Scale()), nil
-	case iceberg.DateType:
-		return "DATE", nil
-	case iceberg.TimeType:
-		return "TIME", nil
-	case iceberg.TimestampType:
-		return "TIMESTAMP", nil
-	case iceberg.TimestampTzType:
-		return "TIMESTAMPTZ", nil
-	case iceberg.TimestampNsType:
-		return "TIMESTAMP_NS", nil
-	case iceberg.StringType:
-		return "VARCHAR", nil
-	case iceberg.UUIDType:
-		return "UUID", nil
-	case iceberg.BinaryType, iceberg.FixedType:
-		return "BLOB", nil
-	case *iceberg.ListType:
-		elem, err := DuckTypeOf(t.Element)
-		if err != nil {
-			return "", err
-		}
-		return elem + "[]", nil
-	case *iceberg.MapType:
-		k, err := DuckTypeOf(t.KeyType)
-		if err != nil {
-			return "", err
-		}
-		v, err := DuckTypeOf(t.ValueType)
-		if err != nil {
-			return "", err
-		}
-		return "MAP(" + k + ", " + v + ")", nil
-	case *iceberg.StructType:
-		if len(t.FieldList) == 0 {
-			return "", fmt.Errorf("%w: DuckDB has no empty STRUCT", ErrUnsupported)
-		}
-		parts := make([]string, len(t.FieldList))
-		for i, f := range t.FieldList {
-			ft, err := DuckTypeOf(f.Type)
-			if err != nil {
-				return "", err
-			}
-			parts[i] = engine.Quote(f.Name) + " " + ft
-		}
-		return "STRUCT(" + strings.Join(parts, ", ") + ")", nil
+	s, err := engine.TypeOf(t)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
-	if t == nil {
-		return "", fmt.Errorf("%w: no Iceberg type", ErrUnsupported)
-	}
-	return "", fmt.Errorf("%w: Iceberg type %s has no DuckDB type", ErrUnsupported, t)
+	return s, nil
 }
 
 // ddlNoIcebergType says a DuckDB type has no Iceberg counterpart; it names

@@ -23,7 +23,11 @@ import (
 // loadScan reads the tasks of sc with iceberg-go into a temp table of conn
 // named sc.View. With no task it still creates the table, empty, with the
 // schema the planner bound against.
-func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan) error {
+//
+// With direct, a scan the engine can read straight from local Parquet
+// files becomes a view over them instead (see direct.go); rewrites, which
+// drop and reload the view per file, pass false.
+func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan, direct bool) error {
 	name := sc.Table
 	if name == "" {
 		name = sc.View
@@ -35,7 +39,16 @@ func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan) 
 	if sc.MetadataTable != "" {
 		return loadMetaTable(ctx, conn, sc, tbl)
 	}
-	rdr, done, err := s.openScan(ctx, tbl, name, sc)
+	schema, tasks, err := scanTasks(tbl, name, sc)
+	if err != nil {
+		return err
+	}
+	if direct {
+		if ok, err := s.loadDirect(ctx, conn, tbl, schema, tasks, sc); ok || err != nil {
+			return err
+		}
+	}
+	rdr, done, err := s.openTasks(ctx, tbl, name, sc, schema, tasks)
 	if err != nil {
 		return err
 	}
@@ -56,6 +69,16 @@ func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan) 
 // openScan starts reading the tasks of sc with iceberg-go. The caller
 // calls done when it has finished with the reader.
 func (s *Server) openScan(ctx context.Context, tbl *table.Table, name string, sc wire.Scan) (rdr array.RecordReader, done func(), err error) {
+	schema, tasks, err := scanTasks(tbl, name, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.openTasks(ctx, tbl, name, sc, schema, tasks)
+}
+
+// scanTasks decodes the tasks of sc with the schema they were planned
+// with.
+func scanTasks(tbl *table.Table, name string, sc wire.Scan) (*iceberg.Schema, []table.FileScanTask, error) {
 	schema, err := snapshotSchema(tbl, sc.SnapshotID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", errInternal, name, err)
@@ -64,6 +87,11 @@ func (s *Server) openScan(ctx context.Context, tbl *table.Table, name string, sc
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %v", errInternal, name, err)
 	}
+	return schema, tasks, nil
+}
+
+// openTasks is openScan of decoded tasks.
+func (s *Server) openTasks(ctx context.Context, tbl *table.Table, name string, sc wire.Scan, schema *iceberg.Schema, tasks []table.FileScanTask) (rdr array.RecordReader, done func(), err error) {
 	wide := catalog.WidenForFiles(schema, tasks, sc.Columns) // see projection.go
 	opts := catalog.ScanOptions(sc.SnapshotID, readColumns(sc.Columns, wide))
 	if sc.RowFilter != "" {

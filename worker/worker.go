@@ -1,9 +1,12 @@
 package worker
 
 import (
+	"sync/atomic"
+
 	"context"
 	"errors"
 	"fmt"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -84,6 +87,11 @@ type Server struct {
 	// from.
 	peers *peers
 
+	// footers caches the field ids of local Parquet files (direct.go);
+	// directScans counts scans that took the direct path.
+	footers     *lru.Cache[string, map[int]bool]
+	directScans atomic.Int64
+
 	mu      sync.Mutex
 	closing bool
 	nextID  uint64
@@ -96,6 +104,13 @@ var _ flight.FlightServer = (*Server)(nil)
 var errShuttingDown = errors.New("worker shutting down")
 
 // New returns a worker server. Register it on a gRPC server to serve.
+// footerCacheEntries bounds the cache of local Parquet files' field ids.
+const footerCacheEntries = 100_000
+
+// DirectScans is how many scans this worker read with DuckDB's Parquet
+// reader (direct.go) instead of iceberg-go's.
+func (s *Server) DirectScans() int64 { return s.directScans.Load() }
+
 func New(o Options) (*Server, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -116,6 +131,7 @@ func New(o Options) (*Server, error) {
 		active: map[uint64]context.CancelCauseFunc{},
 		peers:  newPeers(DefaultPeerClients),
 	}
+	s.footers, _ = lru.New[string, map[int]bool](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(FlightServiceName, healthpb.HealthCheckResponse_SERVING)
 	return s, nil
@@ -212,7 +228,7 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 		return s.passthrough(ctx, t.Scans[0], schema, stream)
 	}
 	for _, sc := range t.Scans {
-		if err := s.loadScan(ctx, conn, sc); err != nil {
+		if err := s.loadScan(ctx, conn, sc, true); err != nil {
 			return err
 		}
 	}

@@ -56,7 +56,7 @@ func (s *Server) write(ctx context.Context, conn *engine.Conn, t *wire.Ticket, s
 	}()
 	if !w.Rewrite {
 		for _, sc := range t.Scans {
-			if err := s.loadScan(ctx, conn, sc); err != nil {
+			if err := s.loadScan(ctx, conn, sc, true); err != nil {
 				return err
 			}
 		}
@@ -101,7 +101,7 @@ func (s *Server) write(ctx context.Context, conn *engine.Conn, t *wire.Ticket, s
 			}
 			sub := sc
 			sub.Tasks = f.tasks
-			if err := s.loadScan(ctx, conn, sub); err != nil {
+			if err := s.loadScan(ctx, conn, sub, false); err != nil {
 				return err
 			}
 			affected, err := countRows(ctx, conn, w.MatchSQL)

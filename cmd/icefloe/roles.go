@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
@@ -78,6 +79,9 @@ func (r *roleFlags) parse(args []string) error {
 	return startPprof()
 }
 
+// directParquetUsage describes the workers' --direct-parquet flag.
+const directParquetUsage = "workers read data files in local warehouses (the data dir's and configured catalogs' file:// warehouses) with DuckDB's Parquet reader; false: always with iceberg-go's"
+
 func (r *roleFlags) engineOptions() engine.Options {
 	return engine.Options{Threads: r.cfg.Threads, MemoryLimit: r.cfg.MemoryLimit}
 }
@@ -103,6 +107,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	workers := r.fs.Int("workers", defaultWorkers, "number of in-process workers, each on its own port")
 	demo := r.fs.Bool("demo", false, "seed the demo tables (once)")
 	advertise := r.fs.String("advertise-host", "", "host clients reach the workers at (default: the listen host, or 127.0.0.1 when it is unspecified)")
+	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
 	if err := r.parse(args); err != nil {
 		return err
 	}
@@ -139,6 +144,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Logger:        log,
 		Catalogs:      r.cfg.Catalogs,
 		WorkerCache:   r.cfg.MetadataCacheBytes,
+		NoDirectScan:  !*direct,
 	})
 	if err != nil {
 		return err
@@ -224,8 +230,17 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 
 func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	r := newRoleFlags("worker", stderr)
+	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
 	if err := r.parse(args); err != nil {
 		return err
+	}
+	eo := r.engineOptions()
+	if *direct {
+		abs, err := filepath.Abs(*r.dataDir)
+		if err != nil {
+			return err
+		}
+		eo.ReadDirs = cluster.LocalWarehouses(map[string]string{"warehouse": filepath.Join(abs, "warehouse")}, r.cfg.Catalogs)
 	}
 	key, err := r.key(true)
 	if err != nil {
@@ -236,7 +251,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
 		Listen: *r.listen,
 		Key:    key,
-		Engine: r.engineOptions(),
+		Engine: eo,
 		Logger: log,
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,

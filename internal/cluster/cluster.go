@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -63,6 +65,10 @@ type Worker struct {
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// DirectScans is how many scans the worker read with DuckDB's Parquet
+// reader (see worker/direct.go).
+func (w *Worker) DirectScans() int64 { return w.srv.DirectScans() }
 
 // Location is the worker's Flight location URI.
 func (w *Worker) Location() string { return "grpc://" + w.Addr }
@@ -139,6 +145,8 @@ type CoordinatorOptions struct {
 	DefaultSchema  string
 	Engine         engine.Options
 	Logger         *zap.Logger
+	// DirectDirs is planner.Options.DirectDirs.
+	DirectDirs []string
 	// TargetGroupBytes is planner.Options.TargetGroupBytes; 0 is the
 	// planner's default, 1 gives one file task per group.
 	TargetGroupBytes int64
@@ -173,6 +181,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Logger:  o.Logger,
 
 		TargetGroupBytes: o.TargetGroupBytes,
+		DirectDirs:       o.DirectDirs,
 	})
 	if err != nil {
 		eng.Close()
@@ -243,6 +252,10 @@ type StandaloneOptions struct {
 	TargetGroupBytes int64
 	// Catalogs are mounted besides the embedded one (see catalog.Open).
 	Catalogs []catalog.Config
+	// NoDirectScan keeps workers on iceberg-go's reader for local
+	// warehouses too (by default they read local Parquet files with
+	// DuckDB's; see worker/direct.go).
+	NoDirectScan bool
 	// WorkerCache bounds each worker's metadata cache in bytes; 0 is the
 	// default.
 	WorkerCache int64
@@ -296,9 +309,17 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 			return nil, fmt.Errorf("seed demo tables: %w", err)
 		}
 	}
+	readDirs := LocalWarehouses(props, o.Catalogs)
+	var directDirs []string
+	if !o.NoDirectScan && o.WorkerEngine.ReadDirs == nil {
+		directDirs = readDirs
+	}
 	var locations []string
 	for i := 0; i < o.Workers; i++ {
 		eo := o.WorkerEngine
+		if !o.NoDirectScan && eo.ReadDirs == nil {
+			eo.ReadDirs = readDirs
+		}
 		if eo.TempDir == "" {
 			eo.TempDir = filepath.Join(o.DataDir, "spill", fmt.Sprintf("worker-%d", i))
 		}
@@ -328,6 +349,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		Logger:         o.Logger,
 
 		TargetGroupBytes: o.TargetGroupBytes,
+		DirectDirs:       directDirs,
 	})
 	if err != nil {
 		return nil, err
@@ -347,4 +369,35 @@ func (s *Standalone) Close() error {
 	}
 	errs = append(errs, s.Mounts.Close())
 	return errors.Join(errs...)
+}
+
+// LocalWarehouses are the local directories of the embedded catalog's
+// warehouse (props) and of configured catalogs whose warehouse is a local
+// path or file:// URL: where workers may read data files with DuckDB.
+func LocalWarehouses(props map[string]string, cats []catalog.Config) []string {
+	var out []string
+	add := func(loc string) {
+		if p, ok := localDir(loc); ok && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	add(props["warehouse"])
+	for _, c := range cats {
+		add(c.Properties["warehouse"])
+	}
+	return out
+}
+
+func localDir(loc string) (string, bool) {
+	if loc == "" {
+		return "", false
+	}
+	if filepath.IsAbs(loc) {
+		return filepath.Clean(loc), true
+	}
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+		return "", false
+	}
+	return filepath.Clean(u.Path), true
 }

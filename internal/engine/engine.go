@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -30,6 +31,12 @@ type Options struct {
 	// TempDir is the private spill folder. It is created with mode 0700.
 	// Empty means a new folder under os.TempDir that Close removes.
 	TempDir string
+	// ReadDirs are local directories (absolute paths) whose files the
+	// engine's own SQL may read with read_parquet although external access
+	// is off (DuckDB's allowed_directories): local warehouses, whose data
+	// files workers then scan with DuckDB's Parquet reader. Client SQL
+	// never gets there: the planner refuses table functions.
+	ReadDirs []string
 }
 
 // Validate reports every problem with o at once.
@@ -44,6 +51,11 @@ func (o Options) Validate() error {
 	if strings.ContainsAny(o.TempDir, "'\\") {
 		errs = append(errs, errors.New("engine: temp dir has a quote"))
 	}
+	for _, d := range o.ReadDirs {
+		if !filepath.IsAbs(d) || strings.ContainsAny(d, "'\\") {
+			errs = append(errs, fmt.Errorf("engine: read dir %q is not an absolute path without quotes", d))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -51,6 +63,7 @@ func (o Options) Validate() error {
 type Engine struct {
 	db        *sql.DB
 	boot      *sql.Conn
+	readDirs  []string // cleaned, each ending in a separator
 	tempDir   string
 	ownTemp   bool
 	viewCount atomic.Int64
@@ -97,9 +110,20 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		"SET autoinstall_known_extensions = false",
 		"SET autoload_known_extensions = false",
 		"SET GLOBAL TimeZone = 'UTC'",
+	}
+	if len(o.ReadDirs) > 0 {
+		quoted := make([]string, len(o.ReadDirs))
+		for i, d := range o.ReadDirs {
+			d = filepath.Clean(d) + string(filepath.Separator)
+			e.readDirs = append(e.readDirs, d)
+			quoted[i] = QuoteString(d)
+		}
+		settings = append(settings, "SET allowed_directories = ["+strings.Join(quoted, ", ")+"]")
+	}
+	settings = append(settings,
 		"SET enable_external_access = false",
 		"SET lock_configuration = true",
-	}
+	)
 	for _, s := range settings {
 		if _, err := boot.ExecContext(ctx, s); err != nil {
 			e.Close()
@@ -108,6 +132,23 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// CanRead tells whether the engine's own SQL may read the local file at
+// path (absolute, under one of Options.ReadDirs).
+func (e *Engine) CanRead(path string) bool {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return false
+	}
+	for _, d := range e.readDirs {
+		if strings.HasPrefix(path, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadDirs are the directories CanRead allows, each ending in a separator.
+func (e *Engine) ReadDirs() []string { return e.readDirs }
 
 // Close closes the database and removes a spill folder it created.
 func (e *Engine) Close() error {

@@ -1,0 +1,110 @@
+package integration
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/planner"
+)
+
+func directScans(s *cluster.Standalone) int64 {
+	var n int64
+	for _, w := range s.Workers {
+		n += w.DirectScans()
+	}
+	return n
+}
+
+// TestDirectParquet: workers read local warehouse files with DuckDB's
+// reader when that reads what iceberg-go reads, and fall back otherwise:
+// a file without Parquet field ids (added from outside, read through the
+// table's name mapping) and a table with merge-on-read deletes still
+// return their right rows.
+func TestDirectParquet(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	execUpdate(t, cnxn, `CREATE TABLE dp (id BIGINT, s VARCHAR, d DATE)`)
+	execUpdate(t, cnxn, `INSERT INTO dp VALUES (1, 'a', DATE '2024-01-01'), (2, 'b', NULL)`)
+	execUpdate(t, cnxn, `ALTER TABLE dp ADD COLUMN x DOUBLE`)
+	execUpdate(t, cnxn, `ALTER TABLE dp RENAME COLUMN s TO name`)
+	execUpdate(t, cnxn, `INSERT INTO dp VALUES (3, 'c', DATE '2024-01-03', 1.5)`)
+	before := directScans(s)
+	wantRows(t, cnxn, `SELECT id, name, d, x FROM dp WHERE id > 0`,
+		"1 | a | 2024-01-01 | NULL", "2 | b | NULL | NULL", "3 | c | 2024-01-03 | 1.5")
+	if directScans(s) == before {
+		t.Fatal("a plain local table was not read with DuckDB's Parquet reader")
+	}
+	// A gathered query (median does not split) runs on one worker that
+	// reads both sides itself.
+	execUpdate(t, cnxn, `CREATE TABLE dq (id BIGINT, w VARCHAR)`)
+	execUpdate(t, cnxn, `INSERT INTO dq VALUES (1, 'one'), (3, 'three')`)
+	execUpdate(t, cnxn, `INSERT INTO dq VALUES (2, 'two')`)
+	const join = `SELECT dq.w, median(dp.id) FROM dp JOIN dq ON dp.id = dq.id GROUP BY dq.w`
+	plan, err := s.Coordinator.Planner.Plan(context.Background(), planner.Session{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema}, join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Strategy != planner.Gather || !strings.Contains(plan.Explain, "DuckDB's Parquet reader") {
+		t.Fatalf("join plan:\n%s", plan.Explain)
+	}
+	wantRows(t, cnxn, join, "one | 1", "two | 2", "three | 3")
+
+	// A file written without field ids, added to the table.
+	execUpdate(t, cnxn, `CREATE TABLE nofid (id BIGINT, name VARCHAR)`)
+	tbl := localTable(t, s, "nofid")
+	loc, _ := url.Parse(tbl.Location())
+	path := filepath.Join(loc.Path, "data", "external.parquet")
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	rdr := rowStream(t, sc, 10, 1, 3, func(bld *array.RecordBuilder, _, id int) {
+		bld.Field(0).(*array.Int64Builder).Append(int64(id))
+		bld.Field(1).(*array.StringBuilder).Append("ext")
+	})
+	rec := func() arrow.RecordBatch { rdr.Next(); r := rdr.RecordBatch(); r.Retain(); return r }()
+	rdr.Release()
+	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
+	rec.Release()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pqarrow.WriteTable(at, f, 1024, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator))); err != nil {
+		t.Fatal(err)
+	}
+	at.Release()
+	tx := tbl.NewTransaction()
+	if err := tx.AddFiles(context.Background(), []string{"file://" + path}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before = directScans(s)
+	wantRows(t, cnxn, `SELECT id, name FROM nofid WHERE id > 0`, "10 | ext", "11 | ext", "12 | ext")
+	if directScans(s) != before {
+		t.Fatal("a file without field ids was read with DuckDB's Parquet reader")
+	}
+
+	// Merge-on-read deletes: iceberg-go applies them.
+	execUpdate(t, cnxn, `CREATE TABLE mor (id BIGINT, v VARCHAR) WITH ('write.delete.mode' = 'merge-on-read')`)
+	execUpdate(t, cnxn, `INSERT INTO mor VALUES (1, 'a'), (2, 'b'), (3, 'c')`)
+	execUpdate(t, cnxn, `DELETE FROM mor WHERE id = 2`)
+	wantRows(t, cnxn, `SELECT id, v FROM mor WHERE id > 0`, "1 | a", "3 | c")
+}

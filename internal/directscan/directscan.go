@@ -1,0 +1,95 @@
+// Package directscan decides which Iceberg scans DuckDB's own Parquet
+// reader can read exactly as iceberg-go would: whole local Parquet files
+// without delete files, top-level columns of types DuckDB holds as the
+// Arrow load would. Workers read such scans as views over read_parquet
+// (see worker/direct.go); the planner gathers a query whose inputs all
+// qualify onto one worker that reads them itself.
+//
+// The checks here need only the table metadata; the worker adds the one
+// that needs the files (their footers must carry field ids).
+package directscan
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/engine"
+)
+
+// DuckType is the DuckDB type a column of type t has when loaded from
+// iceberg-go's Arrow batches (engine.TypeOf), for the types a direct scan
+// handles: not uuid, fixed, time, nanosecond timestamps or nested types.
+func DuckType(t iceberg.Type) (string, bool) {
+	switch t.(type) {
+	case iceberg.BooleanType, iceberg.Int32Type, iceberg.Int64Type, iceberg.Float32Type, iceberg.Float64Type,
+		iceberg.DecimalType, iceberg.DateType, iceberg.TimestampType, iceberg.TimestampTzType,
+		iceberg.StringType, iceberg.BinaryType:
+		s, err := engine.TypeOf(t)
+		return s, err == nil
+	}
+	return "", false
+}
+
+// LocalPath is the local path of a data file location (an absolute path
+// or a file:// URL), if it is one.
+func LocalPath(loc string) (string, bool) {
+	if strings.HasPrefix(loc, "/") {
+		return loc, true
+	}
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !strings.HasPrefix(u.Path, "/") {
+		return "", false
+	}
+	return u.Path, true
+}
+
+// Fields are the top-level fields of schema a scan of columns reads (all
+// for nil), when every one has a DuckType and none is a row-lineage or
+// nested column.
+func Fields(schema *iceberg.Schema, columns []string) ([]iceberg.NestedField, bool) {
+	var fields []iceberg.NestedField
+	if columns == nil {
+		fields = schema.Fields()
+	} else {
+		for _, c := range columns {
+			f, found := schema.FindFieldByName(c)
+			if !found || strings.Contains(c, ".") {
+				return nil, false
+			}
+			fields = append(fields, f)
+		}
+	}
+	for _, f := range fields {
+		if _, ok := DuckType(f.Type); !ok {
+			return nil, false
+		}
+	}
+	return fields, true
+}
+
+// Files returns the local paths of the tasks' files when each task is a
+// whole Parquet file without delete files, readable (canRead) and listed
+// once; ok is false otherwise.
+func Files(tasks []table.FileScanTask, canRead func(path string) bool) (paths []string, ok bool) {
+	if len(tasks) == 0 {
+		return nil, false
+	}
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		f := t.File
+		if f.FileFormat() != iceberg.ParquetFile || len(t.DeleteFiles) > 0 || len(t.EqualityDeleteFiles) > 0 ||
+			len(t.DeletionVectorFiles) > 0 || t.Start != 0 || t.Length != f.FileSizeBytes() {
+			return nil, false
+		}
+		p, ok := LocalPath(f.FilePath())
+		if !ok || seen[p] || strings.ContainsAny(p, "*?[{'") || !canRead(p) {
+			return nil, false
+		}
+		seen[p] = true
+		paths = append(paths, p)
+	}
+	return paths, true
+}

@@ -1,0 +1,84 @@
+package directscan
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+func dataFile(t *testing.T, path string, format iceberg.FileFormat, size int64) iceberg.DataFile {
+	t.Helper()
+	b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, path, format, nil, nil, nil, 10, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Build()
+}
+
+// TestFiles: only whole, local, readable Parquet files without delete
+// files of any kind, each once, qualify.
+func TestFiles(t *testing.T) {
+	canRead := func(p string) bool { return strings.HasPrefix(p, "/wh/") }
+	whole := func(path string) table.FileScanTask {
+		return table.FileScanTask{File: dataFile(t, path, iceberg.ParquetFile, 100), Length: 100}
+	}
+	if paths, ok := Files([]table.FileScanTask{whole("file:///wh/a.parquet"), whole("/wh/b.parquet")}, canRead); !ok ||
+		strings.Join(paths, ",") != "/wh/a.parquet,/wh/b.parquet" {
+		t.Fatalf("plain files: %v %v", paths, ok)
+	}
+	del := whole("/wh/c.parquet")
+	del.DeleteFiles = []iceberg.DataFile{dataFile(t, "/wh/d.parquet", iceberg.ParquetFile, 10)}
+	dv := whole("/wh/c.parquet")
+	dv.DeletionVectorFiles = []iceberg.DataFile{dataFile(t, "/wh/d.puffin", iceberg.ParquetFile, 10)}
+	eq := whole("/wh/c.parquet")
+	eq.EqualityDeleteFiles = []iceberg.DataFile{dataFile(t, "/wh/e.parquet", iceberg.ParquetFile, 10)}
+	split := whole("/wh/c.parquet")
+	split.Length = 50
+	offset := whole("/wh/c.parquet")
+	offset.Start = 4
+	for name, tasks := range map[string][]table.FileScanTask{
+		"positional deletes": {del},
+		"deletion vector":    {dv},
+		"equality deletes":   {eq},
+		"part of a file":     {split},
+		"offset":             {offset},
+		"twice":              {whole("/wh/a.parquet"), whole("/wh/a.parquet")},
+		"avro":               {{File: dataFile(t, "/wh/a.avro", iceberg.AvroFile, 100), Length: 100}},
+		"object store":       {whole("s3://bucket/wh/a.parquet")},
+		"other host":         {whole("file://host/wh/a.parquet")},
+		"not allowed":        {whole("/elsewhere/a.parquet")},
+		"glob":               {whole("/wh/*.parquet")},
+		"quote":              {whole("/wh/it's.parquet")},
+		"none":               nil,
+	} {
+		if paths, ok := Files(tasks, canRead); ok {
+			t.Errorf("%s: qualified (%v)", name, paths)
+		}
+	}
+}
+
+// TestFields: top-level columns of the handled types qualify, by name;
+// nested, uuid, time, fixed and unknown columns do not.
+func TestFields(t *testing.T) {
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 2, Name: "amt", Type: iceberg.DecimalTypeOf(12, 2)},
+		iceberg.NestedField{ID: 3, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
+		iceberg.NestedField{ID: 4, Name: "u", Type: iceberg.PrimitiveTypes.UUID},
+		iceberg.NestedField{ID: 5, Name: "l", Type: &iceberg.ListType{ElementID: 6, Element: iceberg.PrimitiveTypes.Int32}},
+	)
+	fields, ok := Fields(schema, []string{"ts", "id", "amt"})
+	if !ok || len(fields) != 3 || fields[0].ID != 3 || fields[2].ID != 2 {
+		t.Fatalf("fields %v %v", fields, ok)
+	}
+	if typ, _ := DuckType(fields[2].Type); typ != "DECIMAL(12,2)" {
+		t.Fatalf("decimal: %s", typ)
+	}
+	for _, cols := range [][]string{nil, {"u"}, {"l"}, {"id", "_row_id"}, {"missing"}} {
+		if _, ok := Fields(schema, cols); ok {
+			t.Errorf("%v qualified", cols)
+		}
+	}
+}

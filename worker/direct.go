@@ -1,0 +1,158 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/directscan"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// Direct Parquet scans.
+//
+// A scan whose data files sit in a local directory the engine may read
+// (engine.Options.ReadDirs) becomes a DuckDB view over read_parquet of
+// those files instead of a temp table filled from iceberg-go's reader:
+// DuckDB's own Parquet reader, on all of its threads, with projections and
+// filters pushed into it, and nothing materialised. Columns are matched by
+// Iceberg field id (read_parquet's schema map, as DuckDB's iceberg
+// extension does): a column a file lacks reads NULL, an older narrower type
+// is cast to the current one.
+//
+// Only what provably reads the same as iceberg-go goes this way; anything
+// else keeps the iceberg-go path (see directFiles):
+//   - whole Parquet files without delete files of any kind;
+//   - top-level columns of primitive types DuckDB holds as the Arrow load
+//     would (not uuid, fixed, time, nanosecond timestamps or nested types),
+//     no row-lineage columns, no metadata tables;
+//   - files whose footer has field ids (files added without them are read
+//     through the table's name mapping by iceberg-go); a projected column
+//     missing from a file must not be an identity partition source, whose
+//     value iceberg-go would take from the partition tuple.
+
+// directFiles returns the local paths of the scan's files and the columns
+// to read, when the direct path reads exactly what iceberg-go would.
+func (s *Server) directFiles(schema *iceberg.Schema, meta table.Metadata, tasks []table.FileScanTask, columns []string) (paths []string, fields []iceberg.NestedField, ok bool) {
+	fields, ok = directscan.Fields(schema, columns)
+	if !ok {
+		return nil, nil, false
+	}
+	paths, ok = directscan.Files(tasks, s.opts.Engine.CanRead)
+	if !ok {
+		return nil, nil, false
+	}
+	footers := s.fileFieldIDs(paths)
+	for i, t := range tasks {
+		spec := meta.PartitionSpecByID(int(t.File.SpecID()))
+		if spec == nil {
+			return nil, nil, false
+		}
+		ids := footers[paths[i]]
+		if len(ids) == 0 {
+			return nil, nil, false
+		}
+		for _, fld := range fields {
+			if ids[fld.ID] {
+				continue
+			}
+			for _, pf := range spec.Fields() {
+				if _, identity := pf.Transform.(iceberg.IdentityTransform); identity && pf.SourceID() == fld.ID {
+					return nil, nil, false
+				}
+			}
+		}
+	}
+	return paths, fields, true
+}
+
+// fileFieldIDs maps each local Parquet file to the field ids in its
+// footer; a file that cannot be read, or has none, maps to nothing. Data
+// files never change, so the answers are cached; the files not in the
+// cache are read in one query.
+func (s *Server) fileFieldIDs(paths []string) map[string]map[int]bool {
+	out := make(map[string]map[int]bool, len(paths))
+	var missing []string
+	for _, p := range paths {
+		if ids, ok := s.footers.Get(p); ok {
+			out[p] = ids
+		} else {
+			missing = append(missing, engine.QuoteString(p))
+		}
+	}
+	if len(missing) == 0 {
+		return out
+	}
+	ctx := context.Background()
+	conn, err := s.opts.Engine.Conn(ctx)
+	if err != nil {
+		return out
+	}
+	defer conn.Close()
+	rows, err := conn.DB().QueryContext(ctx,
+		"SELECT file_name, field_id FROM parquet_schema(["+strings.Join(missing, ", ")+"]) WHERE field_id IS NOT NULL")
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	read := map[string]map[int]bool{}
+	for rows.Next() {
+		var name string
+		var id int
+		if rows.Scan(&name, &id) != nil {
+			return out
+		}
+		if read[name] == nil {
+			read[name] = map[int]bool{}
+		}
+		read[name][id] = true
+	}
+	if rows.Err() != nil {
+		return out
+	}
+	for _, p := range paths {
+		if _, cached := out[p]; !cached {
+			// A file without field ids is remembered too (as none).
+			s.footers.Add(p, read[p])
+			out[p] = read[p]
+		}
+	}
+	return out
+}
+
+// loadDirect makes sc.View a view over read_parquet of the scan's files
+// and reports whether it could; false leaves the iceberg-go path to the
+// caller.
+func (s *Server) loadDirect(ctx context.Context, conn *engine.Conn, tbl *table.Table, schema *iceberg.Schema, tasks []table.FileScanTask, sc wire.Scan) (bool, error) {
+	if len(s.opts.Engine.ReadDirs()) == 0 {
+		return false, nil
+	}
+	paths, fields, ok := s.directFiles(schema, tbl.Metadata(), tasks, sc.Columns)
+	if !ok {
+		return false, nil
+	}
+	files := make([]string, len(paths))
+	for i, p := range paths {
+		files[i] = engine.QuoteString(p)
+	}
+	entries := make([]string, len(fields))
+	cols := make([]string, len(fields))
+	for i, f := range fields {
+		typ, _ := directscan.DuckType(f.Type)
+		// The schema map's names are internal; the view renames them to
+		// the columns' own (which may be any string).
+		entries[i] = fmt.Sprintf("%d: {name: 'c%d', type: '%s', default_value: NULL}", f.ID, i, typ)
+		cols[i] = fmt.Sprintf("c%d AS %s", i, engine.Quote(f.Name))
+	}
+	q := fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT %s FROM read_parquet([%s], schema = MAP {%s})",
+		engine.Quote(sc.View), strings.Join(cols, ", "), strings.Join(files, ", "), strings.Join(entries, ", "))
+	if err := conn.Exec(ctx, q); err != nil {
+		return false, fmt.Errorf("%w: direct scan of %s: %v", errInternal, sc.View, err)
+	}
+	s.directScans.Add(1)
+	return true, nil
+}
