@@ -57,7 +57,12 @@ func (s *Server) directFiles(schema *iceberg.Schema, meta table.Metadata, tasks 
 			return nil, nil, false
 		}
 		for _, fld := range fields {
-			if ids[fld.ID] {
+			if ann, ok := ids[fld.ID]; ok {
+				if _, str := fld.Type.(iceberg.StringType); str && ann != "UTF8" {
+					// An unannotated byte array would be cast from BLOB,
+					// escaping non-ASCII bytes; iceberg-go reads it as text.
+					return nil, nil, false
+				}
 				continue
 			}
 			for _, pf := range spec.Fields() {
@@ -71,11 +76,12 @@ func (s *Server) directFiles(schema *iceberg.Schema, meta table.Metadata, tasks 
 }
 
 // fileFieldIDs maps each local Parquet file to the field ids in its
-// footer; a file that cannot be read, or has none, maps to nothing. Data
+// footer, each with its converted type ("UTF8" for strings); a file that
+// cannot be read, or has none, maps to nothing. Data
 // files never change, so the answers are cached; the files not in the
 // cache are read in one query.
-func (s *Server) fileFieldIDs(paths []string) map[string]map[int]bool {
-	out := make(map[string]map[int]bool, len(paths))
+func (s *Server) fileFieldIDs(paths []string) map[string]map[int]string {
+	out := make(map[string]map[int]string, len(paths))
 	var missing []string
 	for _, p := range paths {
 		if ids, ok := s.footers.Get(p); ok {
@@ -94,22 +100,22 @@ func (s *Server) fileFieldIDs(paths []string) map[string]map[int]bool {
 	}
 	defer conn.Close()
 	rows, err := conn.DB().QueryContext(ctx,
-		"SELECT file_name, field_id FROM parquet_schema(["+strings.Join(missing, ", ")+"]) WHERE field_id IS NOT NULL")
+		"SELECT file_name, field_id, coalesce(converted_type, '') FROM parquet_schema(["+strings.Join(missing, ", ")+"]) WHERE field_id IS NOT NULL")
 	if err != nil {
 		return out
 	}
 	defer rows.Close()
-	read := map[string]map[int]bool{}
+	read := map[string]map[int]string{}
 	for rows.Next() {
-		var name string
+		var name, conv string
 		var id int
-		if rows.Scan(&name, &id) != nil {
+		if rows.Scan(&name, &id, &conv) != nil {
 			return out
 		}
 		if read[name] == nil {
-			read[name] = map[int]bool{}
+			read[name] = map[int]string{}
 		}
-		read[name][id] = true
+		read[name][id] = conv
 	}
 	if rows.Err() != nil {
 		return out

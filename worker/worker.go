@@ -89,7 +89,7 @@ type Server struct {
 
 	// footers caches the field ids of local Parquet files (direct.go);
 	// directScans counts scans that took the direct path.
-	footers     *lru.Cache[string, map[int]bool]
+	footers     *lru.Cache[string, map[int]string]
 	directScans atomic.Int64
 
 	mu      sync.Mutex
@@ -131,7 +131,7 @@ func New(o Options) (*Server, error) {
 		active: map[uint64]context.CancelCauseFunc{},
 		peers:  newPeers(DefaultPeerClients),
 	}
-	s.footers, _ = lru.New[string, map[int]bool](footerCacheEntries)
+	s.footers, _ = lru.New[string, map[int]string](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(FlightServiceName, healthpb.HealthCheckResponse_SERVING)
 	return s, nil

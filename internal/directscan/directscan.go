@@ -47,8 +47,8 @@ func LocalPath(loc string) (string, bool) {
 }
 
 // Fields are the top-level fields of schema a scan of columns reads (all
-// for nil), when every one has a DuckType and none is a row-lineage or
-// nested column.
+// for nil), when every one has a DuckType and no initial default, and none
+// is a row-lineage or nested column.
 func Fields(schema *iceberg.Schema, columns []string) ([]iceberg.NestedField, bool) {
 	var fields []iceberg.NestedField
 	if columns == nil {
@@ -63,7 +63,9 @@ func Fields(schema *iceberg.Schema, columns []string) ([]iceberg.NestedField, bo
 		}
 	}
 	for _, f := range fields {
-		if _, ok := DuckType(f.Type); !ok {
+		if _, ok := DuckType(f.Type); !ok || f.InitialDefault != nil {
+			// A column with an initial default reads it from files that
+			// lack the column; read_parquet would read NULL.
 			return nil, false
 		}
 	}
