@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // TestExplainAndFlightInfo checks EXPLAIN's rows and the FlightInfo details
@@ -106,6 +107,14 @@ func TestChildFailureNamesChild(t *testing.T) {
 	tasks, err := p.Table.Scan().PlanFiles(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Gather children are bare scans: streamed without DuckDB.
+	plan, err := s.Coordinator.Planner.Plan(ctx, planner.Session{Catalog: "local", Schema: "default"}, "SELECT count(DISTINCT customer_id) FROM orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Strategy != planner.Gather || !strings.Contains(plan.Explain, "scan fragments without DuckDB") {
+		t.Errorf("gather children are not passthrough:\n%s", plan.Explain)
 	}
 	victim := tasks[len(tasks)/2].File.FilePath()
 	if err := os.Remove(strings.TrimPrefix(victim, "file://")); err != nil {

@@ -528,16 +528,26 @@ func (pb *planBuilder) gather(reason string) error {
 		}
 		viewSchema := rdr.Schema()
 		rdr.Release()
+		// A child is a bare SELECT * of its scan: when DuckDB would hand
+		// back exactly the types iceberg-go reads, the worker streams the
+		// scan without the round trip through DuckDB (passthrough).
+		read, err := inputSchema(context.Background(), in)
+		passthrough := err == nil && in.meta == "" && sameSchema(read, viewSchema)
 		for _, g := range in.groups {
 			scan, err := encodeScan(in, g)
 			if err != nil {
 				return err
 			}
-			c, err := pb.child(in.view, pb.ticket([]wire.Scan{scan}, "SELECT * FROM "+engine.Quote(in.view), viewSchema))
+			ct := pb.ticket([]wire.Scan{scan}, "SELECT * FROM "+engine.Quote(in.view), viewSchema)
+			ct.Passthrough = passthrough
+			c, err := pb.child(in.view, ct)
 			if err != nil {
 				return err
 			}
 			t.Children = append(t.Children, c)
+		}
+		if passthrough {
+			pb.note("passthrough", "workers stream %s's scan fragments without DuckDB", in.ref)
 		}
 	}
 	pb.endpoint(t)
