@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -101,6 +102,19 @@ func TestDirectParquet(t *testing.T) {
 	if directScans(s) != before {
 		t.Fatal("a file without field ids was read with DuckDB's Parquet reader")
 	}
+
+	// A data file that disappears after its footer was cached (e.g.
+	// removed under a pinned snapshot) fails the query as iceberg-go's
+	// read does: NotFound, naming the file.
+	files := dataFiles(t, localTable(t, s, "dq"))
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	_, err = query(t, cnxn, join)
+	if err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) {
+		t.Fatalf("query over a removed file: %v", err)
+	}
+	wantStatus(t, err, adbc.StatusNotFound)
 
 	// Merge-on-read deletes: iceberg-go applies them.
 	execUpdate(t, cnxn, `CREATE TABLE mor (id BIGINT, v VARCHAR) WITH ('write.delete.mode' = 'merge-on-read')`)

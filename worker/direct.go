@@ -157,7 +157,13 @@ func (s *Server) loadDirect(ctx context.Context, conn *engine.Conn, tbl *table.T
 	q := fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT %s FROM read_parquet([%s], schema = MAP {%s})",
 		engine.Quote(sc.View), strings.Join(cols, ", "), strings.Join(files, ", "), strings.Join(entries, ", "))
 	if err := conn.Exec(ctx, q); err != nil {
-		return false, fmt.Errorf("%w: direct scan of %s: %v", errInternal, sc.View, err)
+		// DuckDB checks the files when it binds the view: one may have
+		// gone since its footer was cached. iceberg-go's read then says
+		// precisely what is wrong (or reads what DuckDB could not).
+		for _, p := range paths {
+			s.footers.Remove(p)
+		}
+		return false, nil
 	}
 	s.directScans.Add(1)
 	return true, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -71,6 +72,15 @@ func toStatus(ctx context.Context, err error) error {
 	}
 	var qe *queryError
 	if errors.As(err, &qe) {
+		// Client SQL reaches no file (table functions are refused), so a
+		// DuckDB IO error is a data file of a direct scan (or the spill
+		// folder): not the client's query.
+		if msg := qe.err.Error(); strings.HasPrefix(msg, "IO Error") {
+			if strings.Contains(msg, "No files found") || strings.Contains(msg, "No such file") {
+				return status.Error(codes.NotFound, err.Error())
+			}
+			return status.Error(codes.Internal, err.Error())
+		}
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	if errors.Is(err, fs.ErrNotExist) {

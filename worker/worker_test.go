@@ -434,6 +434,8 @@ func TestToStatus(t *testing.T) {
 		{live, wire.ErrMalformed, codes.InvalidArgument},
 		{live, wire.ErrVersion, codes.InvalidArgument},
 		{live, &queryError{err: errors.New("Conversion Error")}, codes.InvalidArgument},
+		{live, &queryError{err: errors.New(`IO Error: No files found that match the pattern "/wh/a.parquet"`)}, codes.NotFound},
+		{live, &queryError{err: errors.New(`IO Error: Could not read from file "/wh/a.parquet": bad magic`)}, codes.Internal},
 		{live, &readError{table: "c.s.t", file: "f", err: os.ErrNotExist}, codes.NotFound},
 		{live, &readError{table: "c.s.t", file: "f", err: errors.New("corrupt")}, codes.Internal},
 		{live, fmt.Errorf("%w: x", errInternal), codes.Internal},
