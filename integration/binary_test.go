@@ -137,3 +137,45 @@ func TestServeBinary(t *testing.T) {
 		t.Fatalf("after restart with --demo: %q", out)
 	}
 }
+
+// startRole starts `icefloe <role> args…` with env added, stops it when
+// the test ends, and returns its ready line's fields.
+func startRole(t *testing.T, bin string, env []string, args ...string) map[string]any {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	var logs bytes.Buffer
+	return readyLine(t, stderr, &logs)
+}
+
+// TestSeparateRolesDirectDir: a worker process reads its data dir's
+// warehouse with DuckDB's Parquet reader by default, and a coordinator
+// process told so (--direct-dir) gathers a query onto it to read there.
+func TestSeparateRolesDirectDir(t *testing.T) {
+	bin := icefloeBin(t)
+	dataDir := t.TempDir()
+	env := []string{"ICEFLOE_TICKET_KEY=separate-roles-direct-dir-test-key"}
+	w := startRole(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	loc, _ := w["worker"].(string)
+	c := startRole(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dataDir,
+		"--worker", loc, "--direct-dir", filepath.Join(dataDir, "warehouse"))
+	addr := strings.TrimPrefix(c["coordinator"].(string), "grpc://")
+	cnxn := adbcConn(t, addr)
+	execUpdate(t, cnxn, `CREATE TABLE d (id BIGINT, g VARCHAR)`)
+	execUpdate(t, cnxn, `INSERT INTO d VALUES (1, 'a'), (2, 'a'), (3, 'b')`)
+	execUpdate(t, cnxn, `INSERT INTO d VALUES (4, 'b'), (5, 'b')`)
+	const q = `SELECT g, median(id) FROM d GROUP BY g`
+	explain := strings.Join(mustQuery(t, cnxn, "EXPLAIN "+q).rows, "\n")
+	if !strings.Contains(explain, "DuckDB's Parquet reader") {
+		t.Fatalf("the coordinator did not gather onto a worker reading in place:\n%s", explain)
+	}
+	wantRows(t, cnxn, q, "a | 1.5", "b | 4")
+}

@@ -165,8 +165,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error {
 	r := newRoleFlags("coordinator", stderr)
-	var workerAddrs stringList
+	var workerAddrs, directDirs stringList
 	r.fs.Var(&workerAddrs, "worker", "a worker's address host:port or grpc://host:port (repeat for each)")
+	r.fs.Var(&directDirs, "direct-dir", "a local warehouse directory every worker reads with DuckDB's Parquet reader (same path on every host; repeat for each): gathered queries over it are read in place by one worker")
 	if err := r.parse(args); err != nil {
 		return err
 	}
@@ -218,6 +219,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		DefaultSchema:  catalog.DefaultSchema,
 		Engine:         r.engineOptions(),
 		Logger:         log,
+		DirectDirs:     directDirs,
 	})
 	if err != nil {
 		return err
