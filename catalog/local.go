@@ -76,3 +76,17 @@ func (c *closingCatalog) Close() error {
 }
 
 var _ icecat.Catalog = (*closingCatalog)(nil)
+
+// LocalPath is the local file-system path of a table, file or warehouse
+// location that is an absolute path or a file:// URL on this host; ok is
+// false for object stores and anything else.
+func LocalPath(loc string) (path string, ok bool) {
+	if filepath.IsAbs(loc) {
+		return filepath.Clean(loc), true
+	}
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+		return "", false
+	}
+	return filepath.Clean(u.Path), true
+}

@@ -40,3 +40,21 @@ func TestOpenLocalMountLoad(t *testing.T) {
 		t.Fatalf("missing catalog: %v", err)
 	}
 }
+
+func TestLocalPath(t *testing.T) {
+	for loc, want := range map[string]string{
+		"/wh/t":                       "/wh/t",
+		"/wh/t/":                      "/wh/t",
+		"file:///wh/t/data/a.parquet": "/wh/t/data/a.parquet",
+		"file://localhost/wh/t":       "/wh/t",
+		"file://host/wh/t":            "",
+		"s3://bucket/wh/t":            "",
+		"relative/t":                  "",
+		"":                            "",
+	} {
+		got, ok := LocalPath(loc)
+		if got != want || ok != (want != "") {
+			t.Errorf("LocalPath(%q) = %q, %v; want %q", loc, got, ok, want)
+		}
+	}
+}

@@ -562,14 +562,7 @@ func (p *Planner) readsDirect(inputs []*input) bool {
 	if len(p.opts.DirectDirs) == 0 || len(inputs) == 0 {
 		return false
 	}
-	canRead := func(path string) bool {
-		for _, d := range p.opts.DirectDirs {
-			if strings.HasPrefix(path, strings.TrimSuffix(d, "/")+"/") {
-				return true
-			}
-		}
-		return false
-	}
+	canRead := func(path string) bool { return engine.Under(path, p.opts.DirectDirs) }
 	for _, in := range inputs {
 		if in.meta != "" {
 			return false

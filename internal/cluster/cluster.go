@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -377,7 +376,7 @@ func (s *Standalone) Close() error {
 func LocalWarehouses(props map[string]string, cats []catalog.Config) []string {
 	var out []string
 	add := func(loc string) {
-		if p, ok := localDir(loc); ok && !slices.Contains(out, p) {
+		if p, ok := catalog.LocalPath(loc); ok && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
@@ -386,18 +385,4 @@ func LocalWarehouses(props map[string]string, cats []catalog.Config) []string {
 		add(c.Properties["warehouse"])
 	}
 	return out
-}
-
-func localDir(loc string) (string, bool) {
-	if loc == "" {
-		return "", false
-	}
-	if filepath.IsAbs(loc) {
-		return filepath.Clean(loc), true
-	}
-	u, err := url.Parse(loc)
-	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
-		return "", false
-	}
-	return filepath.Clean(u.Path), true
 }

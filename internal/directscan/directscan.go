@@ -10,12 +10,12 @@
 package directscan
 
 import (
-	"net/url"
 	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
 )
 
@@ -31,19 +31,6 @@ func DuckType(t iceberg.Type) (string, bool) {
 		return s, err == nil
 	}
 	return "", false
-}
-
-// LocalPath is the local path of a data file location (an absolute path
-// or a file:// URL), if it is one.
-func LocalPath(loc string) (string, bool) {
-	if strings.HasPrefix(loc, "/") {
-		return loc, true
-	}
-	u, err := url.Parse(loc)
-	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !strings.HasPrefix(u.Path, "/") {
-		return "", false
-	}
-	return u.Path, true
 }
 
 // Fields are the top-level fields of schema a scan of columns reads (all
@@ -86,7 +73,7 @@ func Files(tasks []table.FileScanTask, canRead func(path string) bool) (paths []
 			len(t.DeletionVectorFiles) > 0 || t.Start != 0 || t.Length != f.FileSizeBytes() {
 			return nil, false
 		}
-		p, ok := LocalPath(f.FilePath())
+		p, ok := catalog.LocalPath(f.FilePath())
 		if !ok || seen[p] || strings.ContainsAny(p, "*?[{'") || !canRead(p) {
 			return nil, false
 		}

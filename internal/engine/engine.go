@@ -135,12 +135,16 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 
 // CanRead tells whether the engine's own SQL may read the local file at
 // path (absolute, under one of Options.ReadDirs).
-func (e *Engine) CanRead(path string) bool {
+func (e *Engine) CanRead(path string) bool { return Under(path, e.readDirs) }
+
+// Under tells whether path is an absolute, clean path inside one of dirs
+// (absolute directories, with or without a trailing separator).
+func Under(path string, dirs []string) bool {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return false
 	}
-	for _, d := range e.readDirs {
-		if strings.HasPrefix(path, d) {
+	for _, d := range dirs {
+		if strings.HasPrefix(path, filepath.Clean(d)+string(filepath.Separator)) {
 			return true
 		}
 	}

@@ -11,13 +11,14 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
 	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/icefloe/icefloe/catalog"
 )
 
 // Remove deletes every regular file under location whose base name
@@ -28,7 +29,7 @@ func Remove(ctx context.Context, fsys iceio.IO, location, prefix string) (int, e
 	if prefix == "" {
 		return 0, errors.New("orphans: empty prefix")
 	}
-	if root, ok := localPath(location); ok {
+	if root, ok := catalog.LocalPath(location); ok {
 		return removeLocal(root, prefix)
 	}
 	lister, ok := fsys.(iceio.ListableIO)
@@ -85,15 +86,4 @@ func removeLocal(root, prefix string) (int, error) {
 		return nil
 	})
 	return n, err
-}
-
-func localPath(location string) (string, bool) {
-	if strings.HasPrefix(location, "/") {
-		return location, true
-	}
-	u, err := url.Parse(location)
-	if err != nil || u.Scheme != "file" {
-		return "", false
-	}
-	return u.Path, true
 }
