@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // ddlAlter runs ALTER TABLE: schema evolution, properties and partition
@@ -116,7 +117,7 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		return specChange(func(u *table.UpdateSpec) { u.AddField(f.Name, tr, f.Name+suffix) }), nil
 	case ps.accept("DROP", "PARTITION", "FIELD"), ps.accept("DROP", "PARTITION", "KEY"):
 		name := ""
-		if ps.i+1 < len(ps.toks) && ps.toks[ps.i+1].isPunct("(") {
+		if ps.i+1 < len(ps.toks) && ps.toks[ps.i+1].IsOp("(") {
 			it, err := ps.singlePartItem()
 			if err != nil {
 				return nil, err
@@ -146,7 +147,7 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		if ps.i >= len(ps.toks) {
 			return nil, ps.unexpected()
 		}
-		name := ps.toks[ps.i].val
+		name := ps.toks[ps.i].Value
 		def := ps.text(ps.i, len(ps.toks)-1)
 		ps.i = len(ps.toks)
 		if _, ok := find(name); ok {
@@ -275,8 +276,8 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		}
 		var keys []string
 		for {
-			if ps.i < len(ps.toks) && ps.toks[ps.i].kind == ddlString {
-				keys = append(keys, ps.toks[ps.i].val)
+			if ps.i < len(ps.toks) && ps.toks[ps.i].Kind == sqltok.String {
+				keys = append(keys, ps.toks[ps.i].Value)
 				ps.i++
 			} else {
 				var b strings.Builder
@@ -289,7 +290,7 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 					if !ps.atPunct(".") && !ps.atPunct("-") {
 						break
 					}
-					b.WriteString(ps.toks[ps.i].val)
+					b.WriteString(ps.toks[ps.i].Value)
 					ps.i++
 				}
 				keys = append(keys, b.String())
@@ -311,8 +312,8 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 
 // singlePartItem reads one PARTITIONED BY item to the end of the statement.
 func (p *ddlParser) singlePartItem() (ddlPartItem, error) {
-	toks := append([]ddlTok{{kind: ddlPunct, val: "("}}, p.toks[p.i:]...)
-	toks = append(toks, ddlTok{kind: ddlPunct, val: ")"})
+	toks := append([]sqltok.Token{{Kind: sqltok.Op, Value: "("}}, p.toks[p.i:]...)
+	toks = append(toks, sqltok.Token{Kind: sqltok.Op, Value: ")"})
 	sub := &ddlParser{src: p.src, toks: toks}
 	items, err := sub.partitionItems()
 	if err != nil {

@@ -2,15 +2,18 @@ package planner
 
 import (
 	"fmt"
-	"strings"
-	"unicode"
+
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // Classify tells queries from updates by the statement's first keyword, and
 // refuses statements clients may not run. DuckDB parses the statement later;
 // this only routes it.
 func (p *Planner) Classify(query string) (Kind, error) {
-	kw := firstKeyword(query)
+	if _, err := sqltok.Tokenize(query); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
+	kw := sqltok.FirstWord(query)
 	switch kw {
 	case "":
 		return 0, fmt.Errorf("%w: empty statement", ErrSyntax)
@@ -26,35 +29,5 @@ func (p *Planner) Classify(query string) (Kind, error) {
 		return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, kw)
 	default:
 		return 0, fmt.Errorf("%w: unknown statement starting with %q", ErrSyntax, kw)
-	}
-}
-
-// firstKeyword returns the upper-cased first word of query after white
-// space and comments, or "(" for a parenthesised query.
-func firstKeyword(q string) string {
-	for {
-		q = strings.TrimLeftFunc(q, unicode.IsSpace)
-		switch {
-		case strings.HasPrefix(q, "--"):
-			i := strings.IndexByte(q, '\n')
-			if i < 0 {
-				return ""
-			}
-			q = q[i+1:]
-		case strings.HasPrefix(q, "/*"):
-			i := strings.Index(q, "*/")
-			if i < 0 {
-				return ""
-			}
-			q = q[i+2:]
-		case strings.HasPrefix(q, "("):
-			return "("
-		default:
-			end := strings.IndexFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && r != '_' })
-			if end < 0 {
-				end = len(q)
-			}
-			return strings.ToUpper(q[:end])
-		}
 	}
 }

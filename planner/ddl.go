@@ -9,8 +9,6 @@ import (
 	"iter"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -23,6 +21,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // DefaultCommitRetries is the commit.retry.num-retries that CREATE TABLE
@@ -42,18 +41,15 @@ var ddlAlloc memory.Allocator = memory.DefaultAllocator
 // ErrUnsupported. Unqualified names take sess.Catalog and sess.Schema.
 // args bind the parameters of an INSERT … VALUES (see params.go).
 func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...any) (int64, error) {
-	toks, err := ddlLex(query)
+	toks, err := ddlTokens(query)
 	if err != nil {
 		return 0, err
-	}
-	for len(toks) > 0 && toks[len(toks)-1].isPunct(";") {
-		toks = toks[:len(toks)-1]
 	}
 	if len(toks) == 0 {
 		return 0, fmt.Errorf("%w: empty statement", ErrSyntax)
 	}
 	for _, t := range toks {
-		if t.isPunct(";") {
+		if t.IsOp(";") {
 			return 0, fmt.Errorf("%w: one statement at a time", ErrSyntax)
 		}
 	}
@@ -589,17 +585,17 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 	depth := 0
 	for i := ps.i; i < len(ps.toks); i++ {
 		t := ps.toks[i]
-		afterParen := ps.toks[i-1].isPunct("(")
+		afterParen := ps.toks[i-1].IsOp("(")
 		switch {
-		case t.isPunct("("):
+		case t.IsOp("("):
 			depth++
-		case t.isPunct(")"):
+		case t.IsOp(")"):
 			depth--
-		case t.isWord("SELECT"), afterParen && t.kind == ddlWord && ddlSubqueryStart[strings.ToUpper(t.val)]:
+		case t.Is("SELECT"), afterParen && t.Kind == sqltok.Word && ddlSubqueryStart[strings.ToUpper(t.Value)]:
 			return 0, fmt.Errorf("%w: queries inside INSERT … VALUES", ErrUnsupported)
-		case depth == 0 && t.isWord("RETURNING"):
+		case depth == 0 && t.Is("RETURNING"):
 			return 0, fmt.Errorf("%w: INSERT … RETURNING", ErrUnsupported)
-		case depth == 0 && t.isWord("ON") && i+1 < len(ps.toks) && ps.toks[i+1].isWord("CONFLICT"):
+		case depth == 0 && t.Is("ON") && i+1 < len(ps.toks) && ps.toks[i+1].Is("CONFLICT"):
 			return 0, fmt.Errorf("%w: INSERT … ON CONFLICT", ErrUnsupported)
 		}
 	}
@@ -889,177 +885,33 @@ func ddlDuckError(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, msg)
 }
 
-// ---- lexer ----
+// ---- tokens ----
 //
-// The lexer only finds token boundaries the way DuckDB's does (strings,
-// quoted identifiers, comments, dollar quotes) so that the Iceberg-only
-// clauses can be cut out and names read; DuckDB parses everything else.
+// Statements are cut into tokens by internal/sqltok, which agrees with
+// DuckDB's lexer, so that the Iceberg-only clauses can be cut out and names
+// read; DuckDB parses everything else.
 
-type ddlKind int
-
-const (
-	ddlWord   ddlKind = iota // keyword or bare identifier
-	ddlQuoted                // "quoted identifier"
-	ddlString                // 'string', E'string', $$string$$
-	ddlNumber
-	ddlPunct
-)
-
-type ddlTok struct {
-	kind     ddlKind
-	val      string // word as written, unquoted identifier or string value, punctuation
-	pos, end int    // byte range in the statement
+// ddlTokens tokenizes a statement and drops trailing ';'.
+func ddlTokens(query string) ([]sqltok.Token, error) {
+	toks, err := sqltok.Tokenize(query)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
+	return sqltok.Trim(toks), nil
 }
 
-func (t ddlTok) isWord(kw string) bool { return t.kind == ddlWord && strings.EqualFold(t.val, kw) }
-func (t ddlTok) isPunct(p string) bool { return t.kind == ddlPunct && t.val == p }
-func (t ddlTok) isIdent() bool         { return t.kind == ddlWord || t.kind == ddlQuoted }
-func (t ddlTok) describe() string      { return strconv.Quote(t.val) }
-
-func ddlIsIdentStart(r rune) bool { return r == '_' || unicode.IsLetter(r) }
-
-func ddlIsIdentPart(r rune) bool {
-	return r == '_' || r == '$' || unicode.IsLetter(r) || unicode.IsDigit(r)
-}
+// describe names a token in an error.
+func describe(t sqltok.Token) string { return strconv.Quote(t.Value) }
 
 func ddlSyntaxf(f string, a ...any) error {
 	return fmt.Errorf("%w: "+f, append([]any{ErrSyntax}, a...)...)
-}
-
-func ddlLex(src string) ([]ddlTok, error) {
-	var toks []ddlTok
-	i := 0
-	for i < len(src) {
-		r, size := utf8.DecodeRuneInString(src[i:])
-		start := i
-		switch {
-		case unicode.IsSpace(r):
-			i += size
-		case strings.HasPrefix(src[i:], "--"):
-			if j := strings.IndexByte(src[i:], '\n'); j >= 0 {
-				i += j + 1
-			} else {
-				i = len(src)
-			}
-		case strings.HasPrefix(src[i:], "/*"):
-			depth := 0
-			for {
-				switch {
-				case i >= len(src):
-					return nil, ddlSyntaxf("unterminated /* comment")
-				case strings.HasPrefix(src[i:], "/*"):
-					depth++
-					i += 2
-				case strings.HasPrefix(src[i:], "*/"):
-					depth--
-					i += 2
-				default:
-					i++
-				}
-				if depth == 0 {
-					break
-				}
-			}
-		case r == '\'':
-			val, n, err := ddlQuotedText(src[i:], '\'', false)
-			if err != nil {
-				return nil, err
-			}
-			i += n
-			toks = append(toks, ddlTok{kind: ddlString, val: val, pos: start, end: i})
-		case (r == 'e' || r == 'E') && strings.HasPrefix(src[i+1:], "'"):
-			val, n, err := ddlQuotedText(src[i+1:], '\'', true)
-			if err != nil {
-				return nil, err
-			}
-			i += 1 + n
-			toks = append(toks, ddlTok{kind: ddlString, val: val, pos: start, end: i})
-		case r == '"':
-			val, n, err := ddlQuotedText(src[i:], '"', false)
-			if err != nil {
-				return nil, err
-			}
-			i += n
-			toks = append(toks, ddlTok{kind: ddlQuoted, val: val, pos: start, end: i})
-		case r == '$' && ddlDollarTag(src[i:]) != "":
-			tag := ddlDollarTag(src[i:])
-			j := strings.Index(src[i+len(tag):], tag)
-			if j < 0 {
-				return nil, ddlSyntaxf("unterminated %s string", tag)
-			}
-			val := src[i+len(tag) : i+len(tag)+j]
-			i += len(tag) + j + len(tag)
-			toks = append(toks, ddlTok{kind: ddlString, val: val, pos: start, end: i})
-		case ddlIsIdentStart(r):
-			for i < len(src) {
-				r, size := utf8.DecodeRuneInString(src[i:])
-				if !ddlIsIdentPart(r) {
-					break
-				}
-				i += size
-			}
-			toks = append(toks, ddlTok{kind: ddlWord, val: src[start:i], pos: start, end: i})
-		case r >= '0' && r <= '9' || r == '.' && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9':
-			for i < len(src) && (src[i] >= '0' && src[i] <= '9' || src[i] == '.' || src[i] == '_' ||
-				src[i] == 'e' || src[i] == 'E' ||
-				(src[i] == '+' || src[i] == '-') && (src[i-1] == 'e' || src[i-1] == 'E')) {
-				i++
-			}
-			toks = append(toks, ddlTok{kind: ddlNumber, val: src[start:i], pos: start, end: i})
-		default:
-			i += size
-			toks = append(toks, ddlTok{kind: ddlPunct, val: src[start:i], pos: start, end: i})
-		}
-	}
-	return toks, nil
-}
-
-// ddlQuotedText reads a quoted run starting at s[0] == q, where a doubled
-// quote stands for one (and, for E'…' strings, a backslash escapes the next
-// byte). It returns the text between the quotes and the bytes consumed.
-func ddlQuotedText(s string, q byte, backslash bool) (string, int, error) {
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		switch {
-		case backslash && s[i] == '\\' && i+1 < len(s):
-			b.WriteByte(s[i+1])
-			i++
-		case s[i] == q && i+1 < len(s) && s[i+1] == q:
-			b.WriteByte(q)
-			i++
-		case s[i] == q:
-			return b.String(), i + 1, nil
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	if q == '"' {
-		return "", 0, ddlSyntaxf("unterminated quoted identifier")
-	}
-	return "", 0, ddlSyntaxf("unterminated string literal")
-}
-
-// ddlDollarTag returns the opening $tag$ of a dollar-quoted string at the
-// start of s, or "".
-func ddlDollarTag(s string) string {
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '$':
-			return s[:i+1]
-		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 1 && c >= '0' && c <= '9':
-		default:
-			return ""
-		}
-	}
-	return ""
 }
 
 // ---- parser helpers ----
 
 type ddlParser struct {
 	src  string
-	toks []ddlTok
+	toks []sqltok.Token
 	i    int
 }
 
@@ -1069,7 +921,7 @@ func (p *ddlParser) at(kws ...string) bool {
 		return false
 	}
 	for j, kw := range kws {
-		if !p.toks[p.i+j].isWord(kw) {
+		if !p.toks[p.i+j].Is(kw) {
 			return false
 		}
 	}
@@ -1085,7 +937,7 @@ func (p *ddlParser) accept(kws ...string) bool {
 	return true
 }
 
-func (p *ddlParser) atPunct(s string) bool { return p.i < len(p.toks) && p.toks[p.i].isPunct(s) }
+func (p *ddlParser) atPunct(s string) bool { return p.i < len(p.toks) && p.toks[p.i].IsOp(s) }
 
 func (p *ddlParser) acceptPunct(s string) bool {
 	if !p.atPunct(s) {
@@ -1104,10 +956,10 @@ func (p *ddlParser) atQuery() bool {
 func (p *ddlParser) kind() string {
 	var words []string
 	for _, t := range p.toks {
-		if t.kind != ddlWord || len(words) == 2 {
+		if t.Kind != sqltok.Word || len(words) == 2 {
 			break
 		}
-		words = append(words, strings.ToUpper(t.val))
+		words = append(words, strings.ToUpper(t.Value))
 	}
 	if len(words) == 0 {
 		return "this"
@@ -1122,7 +974,7 @@ func (p *ddlParser) unexpected() error {
 	if p.i >= len(p.toks) {
 		return ddlSyntaxf("unexpected end of statement")
 	}
-	return ddlSyntaxf("unexpected %s at offset %d", p.toks[p.i].describe(), p.toks[p.i].pos)
+	return ddlSyntaxf("unexpected %s at offset %d", describe(p.toks[p.i]), p.toks[p.i].Pos)
 }
 
 func (p *ddlParser) end() error {
@@ -1134,11 +986,11 @@ func (p *ddlParser) end() error {
 
 // ident reads a bare or quoted identifier.
 func (p *ddlParser) ident() (string, error) {
-	if p.i >= len(p.toks) || !p.toks[p.i].isIdent() {
+	if p.i >= len(p.toks) || !p.toks[p.i].IsIdent() {
 		return "", p.unexpected()
 	}
 	p.i++
-	return p.toks[p.i-1].val, nil
+	return p.toks[p.i-1].Value, nil
 }
 
 // name reads a dotted name of at most max parts.
@@ -1170,9 +1022,9 @@ func (p *ddlParser) group() (open, closing int, err error) {
 	depth := 0
 	for j := p.i; j < len(p.toks); j++ {
 		switch {
-		case p.toks[j].isPunct("("):
+		case p.toks[j].IsOp("("):
 			depth++
-		case p.toks[j].isPunct(")"):
+		case p.toks[j].IsOp(")"):
 			depth--
 			if depth == 0 {
 				open, p.i = p.i, j+1
@@ -1184,7 +1036,7 @@ func (p *ddlParser) group() (open, closing int, err error) {
 }
 
 // text returns the statement text from token from through token to.
-func (p *ddlParser) text(from, to int) string { return p.src[p.toks[from].pos:p.toks[to].end] }
+func (p *ddlParser) text(from, to int) string { return p.src[p.toks[from].Pos:p.toks[to].End] }
 
 // partitionItems reads "( item, … )" of PARTITIONED BY.
 func (p *ddlParser) partitionItems() ([]ddlPartItem, error) {
@@ -1194,20 +1046,20 @@ func (p *ddlParser) partitionItems() ([]ddlPartItem, error) {
 	var items []ddlPartItem
 	for {
 		var it ddlPartItem
-		if p.i+1 < len(p.toks) && p.toks[p.i].kind == ddlWord && p.toks[p.i+1].isPunct("(") {
-			it.transform = p.toks[p.i].val
+		if p.i+1 < len(p.toks) && p.toks[p.i].Kind == sqltok.Word && p.toks[p.i+1].IsOp("(") {
+			it.transform = p.toks[p.i].Value
 			p.i += 2
 			for n := 0; ; n++ {
 				if n > 1 {
 					return nil, ddlSyntaxf("partition transform %s takes at most two arguments", it.transform)
 				}
-				if p.i < len(p.toks) && p.toks[p.i].kind == ddlNumber {
+				if p.i < len(p.toks) && p.toks[p.i].Kind == sqltok.Number {
 					if it.hasArg {
 						return nil, p.unexpected()
 					}
-					v, err := strconv.Atoi(p.toks[p.i].val)
+					v, err := strconv.Atoi(p.toks[p.i].Value)
 					if err != nil {
-						return nil, ddlSyntaxf("partition transform %s: bad number %s", it.transform, p.toks[p.i].val)
+						return nil, ddlSyntaxf("partition transform %s: bad number %s", it.transform, p.toks[p.i].Value)
 					}
 					it.arg, it.hasArg = v, true
 					p.i++
@@ -1256,8 +1108,8 @@ func (p *ddlParser) properties(props iceberg.Properties) error {
 	}
 	for {
 		var key string
-		if p.i < len(p.toks) && p.toks[p.i].kind == ddlString {
-			key = p.toks[p.i].val
+		if p.i < len(p.toks) && p.toks[p.i].Kind == sqltok.String {
+			key = p.toks[p.i].Value
 			p.i++
 		} else {
 			// A bare key is words joined by "." or "-": format-version.
@@ -1271,7 +1123,7 @@ func (p *ddlParser) properties(props iceberg.Properties) error {
 				if !p.atPunct(".") && !p.atPunct("-") {
 					break
 				}
-				b.WriteString(p.toks[p.i].val)
+				b.WriteString(p.toks[p.i].Value)
 				p.i++
 			}
 			key = b.String()
@@ -1284,10 +1136,10 @@ func (p *ddlParser) properties(props iceberg.Properties) error {
 		}
 		t := p.toks[p.i]
 		switch {
-		case t.kind == ddlString, t.kind == ddlNumber:
-			props[key] = t.val
-		case t.isWord("true"), t.isWord("false"):
-			props[key] = strings.ToLower(t.val)
+		case t.Kind == sqltok.String, t.Kind == sqltok.Number:
+			props[key] = t.Value
+		case t.Is("true"), t.Is("false"):
+			props[key] = strings.ToLower(t.Value)
 		default:
 			return p.unexpected()
 		}

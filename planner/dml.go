@@ -145,13 +145,13 @@ func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser) (i
 		from, depth := ps.i, 0
 		for ps.i < len(ps.toks) {
 			t := ps.toks[ps.i]
-			if depth == 0 && (t.isPunct(",") || t.isWord("WHERE") || t.isWord("FROM") || t.isWord("RETURNING")) {
+			if depth == 0 && (t.IsOp(",") || t.Is("WHERE") || t.Is("FROM") || t.Is("RETURNING")) {
 				break
 			}
 			switch {
-			case t.isPunct("("):
+			case t.IsOp("("):
 				depth++
-			case t.isPunct(")"):
+			case t.IsOp(")"):
 				depth--
 			}
 			ps.i++
@@ -207,7 +207,7 @@ func (p *ddlParser) where(stmt string) (string, error) {
 		return "", nil
 	}
 	if p.at("USING") || p.at("RETURNING") {
-		return "", fmt.Errorf("%w: %s … %s", ErrUnsupported, stmt, strings.ToUpper(p.toks[p.i].val))
+		return "", fmt.Errorf("%w: %s … %s", ErrUnsupported, stmt, strings.ToUpper(p.toks[p.i].Value))
 	}
 	if !p.accept("WHERE") || p.i >= len(p.toks) {
 		return "", p.unexpected()
@@ -216,11 +216,11 @@ func (p *ddlParser) where(stmt string) (string, error) {
 	for j := p.i; j < len(p.toks); j++ {
 		t := p.toks[j]
 		switch {
-		case t.isPunct("("):
+		case t.IsOp("("):
 			depth++
-		case t.isPunct(")"):
+		case t.IsOp(")"):
 			depth--
-		case depth == 0 && t.isWord("RETURNING"):
+		case depth == 0 && t.Is("RETURNING"):
 			return "", fmt.Errorf("%w: %s … RETURNING", ErrUnsupported, stmt)
 		}
 	}

@@ -9,17 +9,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/wire"
 )
 
 // explainTarget returns the query of `EXPLAIN <query>`.
 func explainTarget(query string) (string, bool) {
-	if firstKeyword(query) != "EXPLAIN" {
+	toks, err := sqltok.Tokenize(query)
+	for len(toks) > 0 && toks[0].IsOp(";") {
+		toks = toks[1:]
+	}
+	if err != nil || len(toks) == 0 || !toks[0].Is("EXPLAIN") {
 		return "", false
 	}
-	i := strings.Index(strings.ToUpper(query), "EXPLAIN")
-	rest := query[i+len("EXPLAIN"):]
-	return rest, true
+	return query[toks[0].End:], true
 }
 
 // explainSQL renders plan lines as a VALUES query with columns item, value.
@@ -33,7 +36,7 @@ func explainSQL(lines []string) string {
 }
 
 func (p *Planner) explainSchema(ctx context.Context, s Session, inner string) (*arrow.Schema, error) {
-	if k := firstKeyword(inner); k == "ANALYZE" || k == "EXPLAIN" {
+	if k := sqltok.FirstWord(inner); k == "ANALYZE" || k == "EXPLAIN" {
 		return nil, fmt.Errorf("%w: EXPLAIN %s", ErrUnsupported, k)
 	}
 	conn, err := p.opts.Engine.Conn(ctx)

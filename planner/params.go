@@ -514,12 +514,9 @@ func (p *Planner) Parameters(ctx context.Context, s Session, query string) (*arr
 // insertParamTypes prepares an INSERT … VALUES against a stand-in of its
 // target table and returns DuckDB's parameter types.
 func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query string) ([]duckdb.Type, error) {
-	toks, err := ddlLex(query)
+	toks, err := ddlTokens(query)
 	if err != nil {
 		return nil, err
-	}
-	for len(toks) > 0 && toks[len(toks)-1].isPunct(";") {
-		toks = toks[:len(toks)-1]
 	}
 	ps := &ddlParser{src: query, toks: toks}
 	if !ps.at("INSERT", "INTO") {
@@ -533,7 +530,7 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query stri
 	if ps.i >= len(toks) {
 		return nil, ps.unexpected()
 	}
-	rest := query[toks[ps.i].pos:toks[len(toks)-1].end]
+	rest := query[toks[ps.i].Pos:toks[len(toks)-1].End]
 	ref, err := ddlTableName(sess, parts)
 	if err != nil {
 		return nil, err

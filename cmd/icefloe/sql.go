@@ -34,6 +34,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // Defaults of `icefloe sql`.
@@ -182,126 +184,7 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	default:
 		return o, nil, fmt.Errorf("expected one SQL statement, got %d arguments (quote the statement)", len(positional))
 	}
-	return o, splitStatements(script), nil
-}
-
-// splitStatements splits a script at top-level semicolons. Quoted text
-// ('…' and "…" where a doubled quote escapes one, E'…' with backslash
-// escapes, $tag$…$tag$) and comments (-- to the end of the line, /* … */
-// nested) are kept whole.
-// Statements are trimmed; ones of only whitespace and comments are dropped.
-func splitStatements(s string) []string {
-	var out []string
-	start, code := 0, false
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\'':
-			esc := i > 0 && (s[i-1] == 'E' || s[i-1] == 'e') && (i < 2 || !isIdentByte(s[i-2]))
-			i = skipQuoted(s, i, '\'', esc)
-			code = true
-		case c == '"':
-			i = skipQuoted(s, i, '"', false)
-			code = true
-		case c == '-' && i+1 < len(s) && s[i+1] == '-':
-			if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
-				i += j + 1
-			} else {
-				i = len(s)
-			}
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			i = skipBlockComment(s, i)
-		case c == '$':
-			if tag := dollarTag(s, i); tag != "" {
-				if j := strings.Index(s[i+len(tag):], tag); j >= 0 {
-					i += len(tag) + j + len(tag)
-				} else {
-					i = len(s)
-				}
-			} else {
-				i++
-			}
-			code = true
-		case c == ';':
-			if code {
-				out = append(out, strings.TrimSpace(s[start:i]))
-			}
-			i++
-			start, code = i, false
-		default:
-			if c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' {
-				code = true
-			}
-			i++
-		}
-	}
-	if code {
-		out = append(out, strings.TrimSpace(s[start:]))
-	}
-	return out
-}
-
-// skipQuoted returns the index after the quoted text that starts at s[i].
-// A doubled quote is an escaped quote; with backslash, so is \'.
-func skipQuoted(s string, i int, q byte, backslash bool) int {
-	for j := i + 1; j < len(s); j++ {
-		switch {
-		case backslash && s[j] == '\\':
-			j++
-		case s[j] == q:
-			if j+1 < len(s) && s[j+1] == q {
-				j++
-				continue
-			}
-			return j + 1
-		}
-	}
-	return len(s)
-}
-
-// skipBlockComment returns the index after the (nested) comment at s[i].
-func skipBlockComment(s string, i int) int {
-	depth := 0
-	for j := i; j < len(s); {
-		switch {
-		case strings.HasPrefix(s[j:], "/*"):
-			depth++
-			j += 2
-		case strings.HasPrefix(s[j:], "*/"):
-			depth--
-			j += 2
-			if depth == 0 {
-				return j
-			}
-		default:
-			j++
-		}
-	}
-	return len(s)
-}
-
-// dollarTag returns the $tag$ or $$ that opens a dollar-quoted string at
-// s[i], or "" if there is none ($1 is a parameter, a$b an identifier).
-func dollarTag(s string, i int) string {
-	if i > 0 && isIdentByte(s[i-1]) {
-		return ""
-	}
-	for j := i + 1; j < len(s); j++ {
-		c := s[j]
-		switch {
-		case c == '$':
-			return s[i : j+1]
-		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
-		case c >= '0' && c <= '9' && j > i+1:
-		default:
-			return ""
-		}
-	}
-	return ""
-}
-
-func isIdentByte(c byte) bool {
-	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+	return o, sqltok.Split(script), nil
 }
 
 // sqlClient is one connection to a coordinator plus the worker connections

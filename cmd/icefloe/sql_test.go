@@ -24,6 +24,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // The typed result every "FROM t" query returns: rows 1-2 from worker A,
@@ -750,7 +752,8 @@ func TestSplitStatements(t *testing.T) {
 		{"SELECT 1;SELECT 2;", []string{"SELECT 1", "SELECT 2"}},
 		{"SELECT 'a;b'; SELECT 'it''s;'", []string{"SELECT 'a;b'", "SELECT 'it''s;'"}},
 		{`SELECT "x;y" FROM "t""; u"; SELECT 2`, []string{`SELECT "x;y" FROM "t""; u"`, "SELECT 2"}},
-		{"SELECT 1 -- ; not here\n; SELECT 2", []string{"SELECT 1 -- ; not here", "SELECT 2"}},
+		{"SELECT 1 -- ; not here\n; SELECT 2", []string{"SELECT 1", "SELECT 2"}},
+		{"SELECT 1 -- ; not here\r; SELECT 2", []string{"SELECT 1", "SELECT 2"}},
 		{"SELECT /* ; /* nested ; */ still ; */ 1; SELECT 2", []string{"SELECT /* ; /* nested ; */ still ; */ 1", "SELECT 2"}},
 		{`SELECT E'\';'; SELECT 2`, []string{`SELECT E'\';'`, "SELECT 2"}},
 		{`SELECT name'a\';x`, []string{`SELECT name'a\'`, "x"}},
@@ -759,9 +762,9 @@ func TestSplitStatements(t *testing.T) {
 		{"-- only a comment", nil},
 		{"/* c */ ; SELECT 'unterminated;", []string{"SELECT 'unterminated;"}},
 	} {
-		got := splitStatements(tc.in)
+		got := sqltok.Split(tc.in)
 		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("splitStatements(%q) = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("Split(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
