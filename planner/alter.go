@@ -147,6 +147,9 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		if ps.i >= len(ps.toks) {
 			return nil, ps.unexpected()
 		}
+		if !balanced(ps.toks[ps.i:]) {
+			return nil, ddlSyntaxf("unbalanced parentheses in the column definition")
+		}
 		name := ps.toks[ps.i].Value
 		def := ps.text(ps.i, len(ps.toks)-1)
 		ps.i = len(ps.toks)
@@ -241,11 +244,17 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		if ps.i >= len(ps.toks) {
 			return nil, ps.unexpected()
 		}
+		if !balanced(ps.toks[ps.i:]) {
+			return nil, ddlSyntaxf("unbalanced parentheses in the type")
+		}
 		typText := ps.text(ps.i, len(ps.toks)-1)
 		ps.i = len(ps.toks)
 		s, err := p.ddlColumns(ctx, "__icefloe_alter", "("+engine.Quote(f.Name)+" "+typText+")")
 		if err != nil {
 			return nil, err
+		}
+		if len(s.Fields()) != 1 {
+			return nil, fmt.Errorf("%w: ALTER COLUMN … TYPE takes one type", ErrInvalid)
 		}
 		typ := s.Fields()[0].Type
 		if typ.Equals(f.Type) {

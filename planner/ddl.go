@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -366,7 +365,7 @@ func (p *Planner) ddlColumns(ctx context.Context, name, columns string) (*iceber
 		return nil, err
 	}
 	defer conn.Close()
-	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+engine.Quote(name)+" "+columns); err != nil {
+	if err := conn.ExecChecked(ctx, duckdb.STATEMENT_TYPE_CREATE, "CREATE TEMP TABLE "+engine.Quote(name)+" "+columns); err != nil {
 		return nil, ddlDuckError(ctx, err)
 	}
 	rows, err := conn.DB().QueryContext(ctx,
@@ -416,20 +415,7 @@ func (p *Planner) ddlColumns(ctx context.Context, name, columns string) (*iceber
 		}
 	}
 	var infos []duckdb.TypeInfo
-	err = conn.DB().Raw(func(dc any) error {
-		pc, ok := dc.(driver.ConnPrepareContext)
-		if !ok {
-			return errors.New("duckdb connection cannot prepare")
-		}
-		st, err := pc.PrepareContext(ctx, "SELECT * FROM "+engine.Quote(name))
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		ds, ok := st.(*duckdb.Stmt)
-		if !ok {
-			return fmt.Errorf("unexpected statement type %T", st)
-		}
+	err = conn.Prepared(ctx, duckdb.STATEMENT_TYPE_SELECT, "SELECT * FROM "+engine.Quote(name), func(ds *duckdb.Stmt) error {
 		n, err := ds.ColumnCount()
 		if err != nil {
 			return err
@@ -563,10 +549,10 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 		if inner.atQuery() {
 			return p.insertQuery(ctx, sess, parts, nil, ps.text(open, len(ps.toks)-1), args...)
 		}
-		columns = ps.text(open, closing)
 		if colNames, err = inner.columnNames(); err != nil {
 			return 0, err
 		}
+		columns = "(" + quotedNames(colNames) + ")"
 	}
 	switch {
 	case ps.atQuery():
@@ -579,20 +565,13 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 		return 0, ps.unexpected()
 	}
 	values := ps.text(ps.i, len(ps.toks)-1)
-	// VALUES holds expressions, not queries: refuse SELECT anywhere and
-	// the other statements that may open a subquery right after "(".
-	// (FROM alone is fine: EXTRACT(year FROM ts).)
-	depth := 0
-	for i := ps.i; i < len(ps.toks); i++ {
+	for i, depth := ps.i, 0; i < len(ps.toks); i++ {
 		t := ps.toks[i]
-		afterParen := ps.toks[i-1].IsOp("(")
 		switch {
 		case t.IsOp("("):
 			depth++
 		case t.IsOp(")"):
 			depth--
-		case t.Is("SELECT"), afterParen && t.Kind == sqltok.Word && ddlSubqueryStart[strings.ToUpper(t.Value)]:
-			return 0, fmt.Errorf("%w: queries inside INSERT … VALUES", ErrUnsupported)
 		case depth == 0 && t.Is("RETURNING"):
 			return 0, fmt.Errorf("%w: INSERT … RETURNING", ErrUnsupported)
 		case depth == 0 && t.Is("ON") && i+1 < len(ps.toks) && ps.toks[i+1].Is("CONFLICT"):
@@ -643,7 +622,12 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
 		return 0, fmt.Errorf("insert into %s: stand-in: %w", ref, err)
 	}
-	if err := conn.Exec(ctx, "INSERT INTO "+standIn+" "+columns+" "+values, dargs...); err != nil {
+	// DuckDB checks that the client's text is one VALUES list, and then
+	// that the INSERT it ends is one INSERT statement.
+	if err := checkValues(ctx, conn, values); err != nil {
+		return 0, err
+	}
+	if err := conn.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO "+standIn+" "+columns+" "+values, dargs...); err != nil {
 		return 0, ddlDuckError(ctx, err)
 	}
 	rdr, err := conn.Query(ctx, "SELECT * FROM "+standIn)
@@ -677,12 +661,6 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 	// Written here, committed as INSERT … SELECT commits: one snapshot,
 	// retried against the refreshed table on conflict.
 	return p.commitValues(ctx, &writeTarget{ref: ref, mount: mt, pinned: pinned}, target, recs, rows)
-}
-
-// ddlSubqueryStart are the words that open a subquery after "(".
-var ddlSubqueryStart = map[string]bool{
-	"FROM": true, "TABLE": true, "WITH": true, "PIVOT": true, "UNPIVOT": true,
-	"SUMMARIZE": true, "DESCRIBE": true, "SHOW": true,
 }
 
 // ddlConformRecord turns a batch read from the stand-in into a batch of
@@ -1033,6 +1011,15 @@ func (p *ddlParser) group() (open, closing int, err error) {
 		}
 	}
 	return 0, 0, ddlSyntaxf("unbalanced parentheses")
+}
+
+// quotedNames is a comma-separated list of quoted column names.
+func quotedNames(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = engine.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // text returns the statement text from token from through token to.

@@ -23,12 +23,10 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (i
 	if !ps.accept("FROM") {
 		return 0, ps.unexpected()
 	}
-	start := ps.i
 	parts, err := ps.name(3)
 	if err != nil {
 		return 0, err
 	}
-	name := ps.text(start, ps.i-1)
 	pred, err := ps.where("DELETE")
 	if err != nil {
 		return 0, err
@@ -37,16 +35,31 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (i
 	if err != nil {
 		return 0, err
 	}
-	sel, err := castColumns(tgt.pinned.Table.Schema(), nil, "")
+	sel, err := castColumns(tgt.pinned.Table.Schema(), nil, false)
 	if err != nil {
 		return 0, err
 	}
 	sel += lineageSelect(tgt, "")
+	name := quotedName(parts)
 	keep := "SELECT " + sel + " FROM " + name + " WHERE false"
 	match := "SELECT count(*) FROM " + name
 	if pred != "" {
-		keep = "SELECT " + sel + " FROM " + name + " WHERE NOT coalesce((" + pred + "), false)"
-		match += " WHERE " + pred
+		conn, err := p.opts.Engine.Conn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close()
+		_, where, err := dmlParts(ctx, conn, name, nil, pred)
+		if err != nil {
+			return 0, err
+		}
+		holes := []node{where}
+		if keep, err = template(ctx, conn, "SELECT "+sel+" FROM "+name+" WHERE NOT coalesce(("+hole(0)+"), false)", holes); err != nil {
+			return 0, err
+		}
+		if match, err = template(ctx, conn, match+" WHERE "+hole(0), holes); err != nil {
+			return 0, err
+		}
 	}
 	md := tgt.pinned.Table.Metadata()
 	if pred != "" && md.Version() >= 2 && md.Properties().Get(table.WriteDeleteModeKey, "") == table.WriteModeMergeOnRead {
@@ -123,17 +136,15 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 // new values, in one commit.
 func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
 	ps.i = 1
-	start := ps.i
 	parts, err := ps.name(3)
 	if err != nil {
 		return 0, err
 	}
-	name := ps.text(start, ps.i-1)
 	if !ps.accept("SET") {
 		return 0, ps.unexpected()
 	}
-	set := map[string]string{}
-	var order []string
+	set := map[string]int{} // column → index of its expression
+	var order, exprs []string
 	for {
 		col, err := ps.ident()
 		if err != nil {
@@ -163,7 +174,8 @@ func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser) (i
 		if _, dup := set[key]; dup {
 			return 0, fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
 		}
-		set[key] = ps.text(from, ps.i-1)
+		set[key] = len(exprs)
+		exprs = append(exprs, ps.text(from, ps.i-1))
 		order = append(order, col)
 		if !ps.acceptPunct(",") {
 			break
@@ -186,17 +198,39 @@ func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser) (i
 			return 0, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, c)
 		}
 	}
-	sel, err := castColumns(schema, set, pred)
+	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	out := "SELECT " + sel + lineageSelect(tgt, "true") + " FROM " + name
-	if pred != "" {
-		out = "SELECT " + sel + lineageSelect(tgt, pred) + " FROM " + name
+	defer conn.Close()
+	name := quotedName(parts)
+	holes, where, err := dmlParts(ctx, conn, name, exprs, pred)
+	if err != nil {
+		return 0, err
 	}
-	match := "SELECT count(*) FROM " + name
-	if pred != "" {
-		match += " WHERE " + pred
+	// Hole i is SET expression i; hole len(exprs) the WHERE clause.
+	predHole := ""
+	if where != nil {
+		predHole = hole(len(holes))
+		holes = append(holes, where)
+	}
+	sel, err := castColumns(schema, set, where != nil)
+	if err != nil {
+		return 0, err
+	}
+	updated := "true"
+	if where != nil {
+		updated = predHole
+	}
+	out, match := "SELECT "+sel+lineageSelect(tgt, updated)+" FROM "+name, "SELECT count(*) FROM "+name
+	if where != nil {
+		match += " WHERE " + predHole
+	}
+	if out, err = template(ctx, conn, out, holes); err != nil {
+		return 0, err
+	}
+	if match, err = template(ctx, conn, match, holes); err != nil {
+		return 0, err
 	}
 	return p.rewrite(ctx, sess, tgt, out, match)
 }
@@ -228,24 +262,26 @@ func (p *ddlParser) where(stmt string) (string, error) {
 }
 
 // castColumns is the select list that yields the table's columns, in order,
-// with the DuckDB types of their Iceberg types; a column in set takes its
-// expression where pred holds (everywhere when pred is empty).
-func castColumns(schema *iceberg.Schema, set map[string]string, pred string) (string, error) {
+// with the DuckDB types of their Iceberg types; a column in set takes the
+// expression of its template hole (see template) where the WHERE clause
+// (the hole after the SET expressions) holds, or everywhere without one.
+func castColumns(schema *iceberg.Schema, set map[string]int, where bool) (string, error) {
 	var cols []string
+	pred := hole(len(set))
 	for _, f := range schema.Fields() {
 		typ, err := DuckTypeOf(f.Type)
 		if err != nil {
 			return "", fmt.Errorf("column %q: %w", f.Name, err)
 		}
 		q := engine.Quote(f.Name)
-		expr, ok := set[strings.ToLower(f.Name)]
+		i, ok := set[strings.ToLower(f.Name)]
 		switch {
 		case !ok:
 			cols = append(cols, fmt.Sprintf("CAST(%s AS %s) AS %s", q, typ, q))
-		case pred == "":
-			cols = append(cols, fmt.Sprintf("CAST((%s) AS %s) AS %s", expr, typ, q))
+		case !where:
+			cols = append(cols, fmt.Sprintf("CAST((%s) AS %s) AS %s", hole(i), typ, q))
 		default:
-			cols = append(cols, fmt.Sprintf("CASE WHEN coalesce((%s), false) THEN CAST((%s) AS %s) ELSE CAST(%s AS %s) END AS %s", pred, expr, typ, q, typ, q))
+			cols = append(cols, fmt.Sprintf("CASE WHEN coalesce((%s), false) THEN CAST((%s) AS %s) ELSE CAST(%s AS %s) END AS %s", pred, hole(i), typ, q, typ, q))
 		}
 	}
 	return strings.Join(cols, ", "), nil
@@ -256,7 +292,7 @@ func castColumns(schema *iceberg.Schema, set map[string]string, pred string) (st
 // spec's rules for rows a writer moves): _row_id as it is, and
 // _last_updated_sequence_number as it is for rows the statement leaves
 // alone but NULL (the new commit's sequence number, by inheritance) where
-// updated holds. Empty for other tables (and for v3 tables whose schema
+// updated (SQL icefloe wrote, or a template hole) holds. Empty for other tables (and for v3 tables whose schema
 // uses those names).
 func lineageSelect(tgt *writeTarget, updated string) string {
 	if !hasLineage(&input{pinned: tgt.pinned}) {

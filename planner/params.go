@@ -366,24 +366,12 @@ func driverArgs(args []any) ([]any, error) {
 	return out, nil
 }
 
-// paramTypes prepares query on conn and returns the DuckDB type DuckDB
-// expects for each parameter (TYPE_INVALID where the context does not say).
-func paramTypes(ctx context.Context, conn *engine.Conn, query string) ([]duckdb.Type, error) {
+// paramTypes prepares query, one statement of the given kind, on conn and
+// returns the DuckDB type DuckDB expects for each parameter (TYPE_INVALID
+// where the context does not say).
+func paramTypes(ctx context.Context, conn *engine.Conn, kind duckdb.StmtType, query string) ([]duckdb.Type, error) {
 	var types []duckdb.Type
-	err := conn.DB().Raw(func(dc any) error {
-		c, ok := dc.(*duckdb.Conn)
-		if !ok {
-			return fmt.Errorf("planner: unexpected driver connection %T", dc)
-		}
-		st, err := c.PrepareContext(ctx, query)
-		if err != nil {
-			return bindError(err)
-		}
-		defer st.Close()
-		ds, ok := st.(*duckdb.Stmt)
-		if !ok {
-			return fmt.Errorf("planner: unexpected driver statement %T", st)
-		}
+	err := conn.Prepared(ctx, kind, query, func(ds *duckdb.Stmt) error {
 		for i := 1; i <= ds.NumInput(); i++ {
 			t, err := ds.ParamType(i)
 			if err != nil {
@@ -393,7 +381,10 @@ func paramTypes(ctx context.Context, conn *engine.Conn, query string) ([]duckdb.
 		}
 		return nil
 	})
-	return types, err
+	if err != nil {
+		return nil, bindError(err)
+	}
+	return types, nil
 }
 
 // paramArrowTypes maps DuckDB parameter types to the Arrow types clients
@@ -448,7 +439,7 @@ func paramSchema(types []duckdb.Type) *arrow.Schema {
 // expects there, and b.sql is printed again. It returns the parameter
 // types.
 func (b *bound) bindTypedNulls(ctx context.Context, conn *engine.Conn) ([]duckdb.Type, error) {
-	types, err := paramTypes(ctx, conn, b.sql)
+	types, err := paramTypes(ctx, conn, duckdb.STATEMENT_TYPE_SELECT, b.sql)
 	if err != nil {
 		return nil, err
 	}
@@ -527,10 +518,22 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query stri
 	if err != nil {
 		return nil, err
 	}
-	if ps.i >= len(toks) {
-		return nil, ps.unexpected()
+	columns := ""
+	if ps.atPunct("(") {
+		open, closing, err := ps.group()
+		if err != nil {
+			return nil, err
+		}
+		names, err := (&ddlParser{src: ps.src, toks: ps.toks[open+1 : closing]}).columnNames()
+		if err != nil {
+			return nil, nil // INSERT INTO t (SELECT …): no parameters described
+		}
+		columns = "(" + quotedNames(names) + ")"
 	}
-	rest := query[toks[ps.i].Pos:toks[len(toks)-1].End]
+	if !ps.at("VALUES") {
+		return nil, nil // INSERT … SELECT: no parameters described
+	}
+	values := ps.text(ps.i, len(toks)-1)
 	ref, err := ddlTableName(sess, parts)
 	if err != nil {
 		return nil, err
@@ -557,5 +560,8 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query stri
 	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
 		return nil, fmt.Errorf("insert into %s: stand-in: %w", ref, err)
 	}
-	return paramTypes(ctx, conn, "INSERT INTO "+standIn+" "+rest)
+	if err := checkValues(ctx, conn, values); err != nil {
+		return nil, err
+	}
+	return paramTypes(ctx, conn, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO "+standIn+" "+columns+" "+values)
 }

@@ -55,17 +55,7 @@ func substituted(t *testing.T, conn *engine.Conn, query string, args ...any) []s
 }
 
 func TestSubstituteParamsKeepsTypesAndValues(t *testing.T) {
-	ctx := context.Background()
-	eng, err := engine.Open(ctx, engine.Options{Threads: 1, MemoryLimit: "256MB", TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	conn, err := eng.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testConn(t)
 
 	ts := time.Date(2024, 3, 1, 10, 0, 0, 123456000, time.UTC)
 	dec := scalar.NewDecimal128Scalar(decimal128.FromI64(123450), &arrow.Decimal128Type{Precision: 10, Scale: 2})
@@ -105,13 +95,7 @@ func TestSubstituteParamsKeepsTypesAndValues(t *testing.T) {
 
 func TestSubstituteParamsCounts(t *testing.T) {
 	ctx := context.Background()
-	eng, err := engine.Open(ctx, engine.Options{Threads: 1, MemoryLimit: "256MB", TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	conn, _ := eng.Conn(ctx)
-	defer conn.Close()
+	conn := testConn(t)
 	text, _ := conn.SerializeSQL(ctx, "SELECT ?, ?")
 	ast, _ := parseAST(text)
 	if err := substituteParams(ast, []any{int64(1)}); !errors.Is(err, ErrInvalid) {

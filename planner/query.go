@@ -725,96 +725,19 @@ func bindError(err error) error {
 	}
 }
 
-// refuseEscapes refuses what would let client SQL reach past its tables:
-// table functions (read_csv, read_parquet, glob, …).
-func refuseEscapes(ast *parsed) error {
-	var err error
-	walk(ast.root, func(n node) bool {
-		if err != nil {
-			return false
-		}
-		if isTableRef(n) {
-			switch t := str(n, "type"); t {
-			case "TABLE_FUNCTION":
-				name := "?"
-				if fn, ok := n["function"].(node); ok {
-					name = str(fn, "function_name")
-				}
-				err = fmt.Errorf("%w: table function %s is not allowed", ErrRefused, name)
-			case "SHOW_REF", "PIVOT", "COLUMN_DATA", "DELIM_GET", "BOUND_TABLE_REF":
-				err = fmt.Errorf("%w: %s in FROM", ErrUnsupported, strings.ToLower(t))
-			}
-		}
-		return true
-	})
-	return err
-}
-
-// resolve finds every table reference outside CTE names, pins each distinct
-// table once and points the references at its view.
+// resolve points every table reference at what it names: a CTE in scope,
+// or a table of a mounted catalog, pinned once per distinct table. Both
+// are renamed, the CTEs to __icefloe_cN and the tables to their views
+// __icefloe_tN (the original name stays as the alias), so no name a
+// client wrote is left for DuckDB to look up in its own catalog — neither
+// DuckDB's views (pg_settings, duckdb_columns, information_schema.*) nor
+// anything else. A CTE is in scope in the rest of its query and in the
+// CTEs defined after it (a recursive one also in itself), as in DuckDB; a
+// reference the scoping takes for a CTE that DuckDB would not see there
+// finds nothing under the new name, and fails.
 func (p *Planner) resolve(ctx context.Context, s Session, b *bound) error {
-	ctes := map[string]bool{}
-	walk(b.ast.root, func(n node) bool {
-		if m, ok := n["cte_map"].(node); ok {
-			if list, ok := m["map"].([]any); ok {
-				for _, e := range list {
-					if en, ok := e.(node); ok {
-						ctes[strings.ToLower(str(en, "key"))] = true
-					}
-				}
-			}
-		}
-		return true
-	})
-	byRef := map[catalog.TableRef]*input{}
-	var err error
-	walk(b.ast.root, func(n node) bool {
-		if err != nil || !isTableRef(n) || str(n, "type") != "BASE_TABLE" {
-			return err == nil
-		}
-		cat, sch, name := str(n, "catalog_name"), str(n, "schema_name"), str(n, "table_name")
-		if cat == "" && sch == "" && ctes[strings.ToLower(name)] {
-			return true
-		}
-		at, _ := n["at_clause"].(node)
-		if at != nil {
-			n["at_clause"] = nil // the view is that version already
-		}
-		ref := catalog.TableRef{Catalog: cat, Schema: sch, Table: name}
-		if ref.Catalog == "" {
-			ref.Catalog = s.Catalog
-		}
-		if ref.Schema == "" {
-			ref.Schema = s.Schema
-		}
-		key := inputKey(ref, at)
-		in, ok := byRef[key]
-		if !ok {
-			pinned, lerr := p.pinInput(ctx, ref, at)
-			if lerr != nil {
-				err = lerr
-				return false
-			}
-			in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
-			byRef[key] = in
-			b.inputs = append(b.inputs, in)
-		}
-		in.refs++
-		alias := str(n, "alias")
-		if alias == "" {
-			alias = name
-			n["alias"] = name
-		}
-		if prev, dup := b.aliases[strings.ToLower(alias)]; dup && prev != in {
-			// The same alias names two tables in different scopes: column
-			// references cannot be told apart, so read everything.
-			b.aliases[strings.ToLower(alias)] = nil
-		} else {
-			b.aliases[strings.ToLower(alias)] = in
-		}
-		n["catalog_name"], n["schema_name"], n["table_name"] = "", "", in.view
-		return true
-	})
+	r := &resolver{p: p, s: s, b: b, byRef: map[catalog.TableRef]*input{}}
+	r.visit(ctx, b.ast.root, nil)
 	for k, v := range b.aliases {
 		if v == nil {
 			// Read every column and push no filter.
@@ -822,7 +745,135 @@ func (p *Planner) resolve(ctx context.Context, s Session, b *bound) error {
 			b.ambiguous = true
 		}
 	}
-	return err
+	return r.err
+}
+
+// resolver carries one query's resolution.
+type resolver struct {
+	p     *Planner
+	s     Session
+	b     *bound
+	byRef map[catalog.TableRef]*input
+	ctes  int
+	err   error
+}
+
+// cteScope maps the lower-cased names of the CTEs in scope to their new
+// names; inner scopes shadow outer ones.
+type cteScope map[string]string
+
+func (sc cteScope) with(name, renamed string) cteScope {
+	out := make(cteScope, len(sc)+1)
+	for k, v := range sc {
+		out[k] = v
+	}
+	out[strings.ToLower(name)] = renamed
+	return out
+}
+
+func (r *resolver) visit(ctx context.Context, v any, scope cteScope) {
+	if r.err != nil {
+		return
+	}
+	switch x := v.(type) {
+	case []any:
+		for _, c := range x {
+			r.visit(ctx, c, scope)
+		}
+	case node:
+		if isTableRef(x) && str(x, "type") == "BASE_TABLE" {
+			r.table(ctx, x, scope)
+			return
+		}
+		if m, ok := x["cte_map"].(node); ok {
+			scope = r.withCTEs(ctx, m, scope)
+		}
+		for k, c := range x {
+			if k != "cte_map" {
+				r.visit(ctx, c, scope)
+			}
+		}
+	}
+}
+
+// withCTEs renames the CTEs of one WITH, resolves their bodies each in the
+// scope of the CTEs before it, and returns the scope of the query.
+func (r *resolver) withCTEs(ctx context.Context, m node, scope cteScope) cteScope {
+	list, _ := m["map"].([]any)
+	for _, e := range list {
+		en, ok := e.(node)
+		if !ok {
+			continue
+		}
+		name := str(en, "key")
+		r.ctes++
+		renamed := fmt.Sprintf("__icefloe_c%d", r.ctes)
+		en["key"] = renamed
+		body, _ := en["value"].(node)
+		q, _ := body["query"].(node)
+		inner := scope
+		if qn, _ := q["node"].(node); str(qn, "type") == "RECURSIVE_CTE_NODE" {
+			qn["cte_name"] = renamed
+			inner = scope.with(name, renamed)
+		}
+		r.visit(ctx, body, inner)
+		scope = scope.with(name, renamed)
+	}
+	return scope
+}
+
+// table resolves one BASE_TABLE reference.
+func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
+	b := r.b
+	cat, sch, name := str(n, "catalog_name"), str(n, "schema_name"), str(n, "table_name")
+	if renamed, ok := scope[strings.ToLower(name)]; ok && cat == "" && sch == "" {
+		if str(n, "alias") == "" {
+			n["alias"] = name
+		}
+		n["table_name"] = renamed
+		return
+	}
+	if err := refuseDuckDBCatalog(cat, sch, name); err != nil {
+		r.err = err
+		return
+	}
+	at, _ := n["at_clause"].(node)
+	if at != nil {
+		n["at_clause"] = nil // the view is that version already
+	}
+	ref := catalog.TableRef{Catalog: cat, Schema: sch, Table: name}
+	if ref.Catalog == "" {
+		ref.Catalog = r.s.Catalog
+	}
+	if ref.Schema == "" {
+		ref.Schema = r.s.Schema
+	}
+	key := inputKey(ref, at)
+	in, ok := r.byRef[key]
+	if !ok {
+		pinned, err := r.p.pinInput(ctx, ref, at)
+		if err != nil {
+			r.err = err
+			return
+		}
+		in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
+		r.byRef[key] = in
+		b.inputs = append(b.inputs, in)
+	}
+	in.refs++
+	alias := str(n, "alias")
+	if alias == "" {
+		alias = name
+		n["alias"] = name
+	}
+	if prev, dup := b.aliases[strings.ToLower(alias)]; dup && prev != in {
+		// The same alias names two tables in different scopes: column
+		// references cannot be told apart, so read everything.
+		b.aliases[strings.ToLower(alias)] = nil
+	} else {
+		b.aliases[strings.ToLower(alias)] = in
+	}
+	n["catalog_name"], n["schema_name"], n["table_name"] = "", "", in.view
 }
 
 // planFiles plans the input's file tasks once, on the coordinator, with

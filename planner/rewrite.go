@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/icefloe/icefloe/internal/engine"
 )
 
 // AST builders and helpers for the two-phase rewrites. Nodes are DuckDB's
@@ -131,9 +133,6 @@ func statement(n node) *parsed {
 	return &parsed{root: node{"node": n, "named_param_map": []any{}}}
 }
 
-// quoteIdent quotes a DuckDB identifier.
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
 // castWrap selects q's columns cast to the bound types under the bound
 // names, so a rewritten step streams exactly the bound schema. DuckDB keeps
 // the inner order under this projection.
@@ -142,7 +141,7 @@ func castWrap(q string, names, types []string) string {
 	for i := range names {
 		c := fmt.Sprintf("__c%d", i)
 		cols = append(cols, c)
-		sel = append(sel, fmt.Sprintf("CAST(%s AS %s) AS %s", c, types[i], quoteIdent(names[i])))
+		sel = append(sel, fmt.Sprintf("CAST(%s AS %s) AS %s", c, types[i], engine.Quote(names[i])))
 	}
 	return fmt.Sprintf("SELECT %s FROM (%s) AS __icefloe_w(%s)", strings.Join(sel, ", "), q, strings.Join(cols, ", "))
 }

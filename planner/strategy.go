@@ -3,6 +3,8 @@ package planner
 import (
 	"fmt"
 	"strings"
+
+	"github.com/icefloe/icefloe/internal/engine"
 )
 
 // partialsView is the table a final fragment reads its children's rows from.
@@ -266,7 +268,7 @@ func orderKeys(order node, names []string) (string, bool) {
 		if name == "" {
 			return "", false
 		}
-		k := quoteIdent(name)
+		k := engine.Quote(name)
 		switch str(on, "type") {
 		case "ASCENDING":
 			k += " ASC"

@@ -66,16 +66,7 @@ func TestDuckTypeOf(t *testing.T) {
 // comes back as itself.
 func TestTypesRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	eng, err := engine.Open(ctx, engine.Options{Threads: 1, MemoryLimit: "128MB", TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	conn, err := eng.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testConn(t)
 	types := []iceberg.Type{
 		iceberg.PrimitiveTypes.Bool, iceberg.PrimitiveTypes.Int32, iceberg.PrimitiveTypes.Int64,
 		iceberg.PrimitiveTypes.Float32, iceberg.PrimitiveTypes.Float64, iceberg.DecimalTypeOf(9, 3),
@@ -103,7 +94,7 @@ func TestTypesRoundTrip(t *testing.T) {
 	if err := conn.Exec(ctx, "CREATE TEMP TABLE rt ("+defs+")"); err != nil {
 		t.Fatal(err)
 	}
-	err = conn.DB().Raw(func(dc any) error {
+	err := conn.DB().Raw(func(dc any) error {
 		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, "SELECT * FROM rt")
 		if err != nil {
 			return err

@@ -104,11 +104,11 @@ func TestCastColumns(t *testing.T) {
 	sc := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "Name", Type: iceberg.PrimitiveTypes.String})
-	got, err := castColumns(sc, map[string]string{"name": "upper(\"Name\")"}, "id > 1")
+	got, err := castColumns(sc, map[string]int{"name": 0}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `CAST("id" AS BIGINT) AS "id", CASE WHEN coalesce((id > 1), false) THEN CAST((upper("Name")) AS VARCHAR) ELSE CAST("Name" AS VARCHAR) END AS "Name"`
+	want := `CAST("id" AS BIGINT) AS "id", CASE WHEN coalesce((__icefloe_hole(1)), false) THEN CAST((__icefloe_hole(0)) AS VARCHAR) ELSE CAST("Name" AS VARCHAR) END AS "Name"`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}

@@ -211,16 +211,41 @@ func (c *Conn) Close() error {
 // DB is the connection for database/sql use.
 func (c *Conn) DB() *sql.Conn { return c.c }
 
-// Exec runs a statement that returns no rows.
+// Exec runs one statement that returns no rows; text that is not exactly
+// one statement is refused (ErrStatement) before anything runs. It is for
+// SQL icefloe builds; statements with client text go through ExecChecked.
 func (c *Conn) Exec(ctx context.Context, query string, args ...any) error {
-	_, err := c.c.ExecContext(ctx, query, args...)
-	return err
+	return c.Prepared(ctx, AnyStatement, query, func(st *duckdb.Stmt) error {
+		_, err := st.ExecContext(ctx, namedArgs(args))
+		return err
+	})
 }
 
-// Query runs a query and returns its result as Arrow. The caller releases
-// the reader before running anything else on c.
+// ExecChecked runs query, which holds client text, after DuckDB's parser
+// confirmed it is exactly one statement of the given kind (see Prepared).
+func (c *Conn) ExecChecked(ctx context.Context, kind duckdb.StmtType, query string, args ...any) error {
+	return c.Prepared(ctx, kind, query, func(st *duckdb.Stmt) error {
+		_, err := st.ExecContext(ctx, namedArgs(args))
+		return err
+	})
+}
+
+// Query runs one query and returns its result as Arrow; text that is not
+// exactly one statement is refused (ErrStatement) before anything runs.
+// The caller releases the reader before running anything else on c.
 func (c *Conn) Query(ctx context.Context, query string, args ...any) (array.RecordReader, error) {
+	if err := oneStatement(query); err != nil {
+		return nil, err
+	}
 	return c.arrow.QueryContext(ctx, query, args...)
+}
+
+func namedArgs(args []any) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	return out
 }
 
 // QuerySchema returns the Arrow schema of a query's result without

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -95,5 +98,57 @@ func TestSerializeSQL(t *testing.T) {
 	}
 	if !strings.Contains(back, "s.t") {
 		t.Fatalf("round trip: %s", back)
+	}
+}
+
+// TestOneStatement: Exec, ExecChecked and Query run exactly one statement,
+// and nothing of a text that holds more.
+func TestOneStatement(t *testing.T) {
+	c := openTest(t)
+	ctx := context.Background()
+	if err := c.Exec(ctx, "CREATE TEMP TABLE t (a INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)",
+		"INSERT INTO t VALUES (1) -- c\r; INSERT INTO t VALUES (2)",
+		"SELECT 1; INSERT INTO t VALUES (2)",
+		"",
+		"-- nothing",
+	} {
+		if err := c.Exec(ctx, q); !errors.Is(err, ErrStatement) {
+			t.Errorf("Exec(%q): got %v, want ErrStatement", q, err)
+		}
+		if err := c.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, q); !errors.Is(err, ErrStatement) {
+			t.Errorf("ExecChecked(%q): got %v, want ErrStatement", q, err)
+		}
+		if rdr, err := c.Query(ctx, q); !errors.Is(err, ErrStatement) {
+			if rdr != nil {
+				rdr.Release()
+			}
+			t.Errorf("Query(%q): got %v, want ErrStatement", q, err)
+		}
+	}
+	// A statement of another kind than asked for does not run.
+	if err := c.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, "CREATE TEMP TABLE u (a INTEGER)"); !errors.Is(err, ErrStatement) {
+		t.Errorf("CREATE as INSERT: got %v, want ErrStatement", err)
+	}
+	// Text only DuckDB's fallback parsers accept is refused.
+	var pe *ParseError
+	if err := c.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO t VALUES (3)\v"); !errors.As(err, &pe) {
+		t.Errorf("trailing \\v: got %v, want a ParseError", err)
+	}
+	if err := c.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO t VALUES (?)", int64(4)); err != nil {
+		t.Fatal(err)
+	}
+	var n, sum int64
+	if err := c.DB().QueryRowContext(ctx, "SELECT count(*), coalesce(sum(a), 0) FROM t").Scan(&n, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || sum != 4 {
+		t.Fatalf("t holds %d rows summing to %d, want the one row 4", n, sum)
+	}
+	if _, err := c.DB().ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,16 +1,16 @@
 package sqltok
 
 import (
-	"database/sql"
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/duckdb/duckdb-go/v2"
-	"github.com/duckdb/duckdb-go/v2/mapping"
+	"github.com/icefloe/icefloe/internal/engine"
 )
 
 // These tests hold the tokenizer against DuckDB's own parser: the number of
@@ -19,12 +19,22 @@ import (
 // come from (query_location) and the decoded values of constants and
 // identifiers.
 
-// duck is a DuckDB used only to parse.
+// duck is a DuckDB used only to parse: an engine connection for
+// json_serialize_sql, and engine.Statements for the statement count.
 type duck struct {
 	mu   sync.Mutex
-	db   *sql.DB
-	pdb  mapping.Database
-	conn mapping.Connection
+	eng  *engine.Engine
+	conn *engine.Conn
+}
+
+// TestMain closes the engine (and removes its spill folder) at the end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if duckInst != nil {
+		duckInst.conn.Close()
+		duckInst.eng.Close()
+	}
+	os.Exit(code)
 }
 
 var (
@@ -35,23 +45,18 @@ var (
 
 func openDuck(t testing.TB) *duck {
 	duckOnce.Do(func() {
-		d := &duck{}
-		connector, err := duckdb.NewConnector("", nil)
+		ctx := context.Background()
+		eng, err := engine.Open(ctx, engine.Options{Threads: 1, MemoryLimit: "256MB"})
 		if err != nil {
 			duckErr = err
 			return
 		}
-		d.db = sql.OpenDB(connector)
-		d.db.SetMaxOpenConns(1)
-		if _, err := d.db.Exec("SET enable_external_access = false"); err != nil {
+		conn, err := eng.Conn(ctx)
+		if err != nil {
 			duckErr = err
 			return
 		}
-		if mapping.Open("", &d.pdb) == mapping.StateError || mapping.Connect(d.pdb, &d.conn) == mapping.StateError {
-			duckErr = errors.New("open parser database")
-			return
-		}
-		duckInst = d
+		duckInst = &duck{eng: eng, conn: conn}
 	})
 	if duckErr != nil {
 		t.Fatal(duckErr)
@@ -60,18 +65,26 @@ func openDuck(t testing.TB) *duck {
 }
 
 // statements is DuckDB's statement count of q, or its parser error.
-func (d *duck) statements(q string) (int, error) {
+func (d *duck) statements(q string) (int, error) { return engine.Statements(q) }
+
+// serializeDoc is json_serialize_sql's answer.
+type serializeDoc struct {
+	Error      bool   `json:"error"`
+	ErrorType  string `json:"error_type"`
+	Statements []any  `json:"statements"`
+}
+
+func (d *duck) serializeDoc(q string) (serializeDoc, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var st mapping.ExtractedStatements
-	n := mapping.ExtractStatements(d.conn, q, &st)
-	defer mapping.DestroyExtracted(&st)
-	if n == 0 {
-		if msg := mapping.ExtractStatementsError(st); msg != "" {
-			return 0, errors.New(msg)
-		}
+	var doc serializeDoc
+	out, err := d.conn.SerializeSQL(context.Background(), q)
+	if err != nil {
+		return doc, false
 	}
-	return int(n), nil
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.UseNumber()
+	return doc, dec.Decode(&doc) == nil
 }
 
 // parses reports whether DuckDB's parser proper (libpg_query, without the
@@ -79,17 +92,8 @@ func (d *duck) statements(q string) (int, error) {
 // json_serialize_sql answers with an AST or with "not a SELECT", not with a
 // parser error.
 func (d *duck) parses(q string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out string
-	if err := d.db.QueryRow("SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&out); err != nil {
-		return false
-	}
-	var doc struct {
-		Error     bool   `json:"error"`
-		ErrorType string `json:"error_type"`
-	}
-	return json.Unmarshal([]byte(out), &doc) == nil && (!doc.Error || doc.ErrorType != "parser")
+	doc, ok := d.serializeDoc(q)
+	return ok && (!doc.Error || doc.ErrorType != "parser")
 }
 
 // astNode is one object of json_serialize_sql's output.
@@ -98,19 +102,8 @@ type astNode = map[string]any
 // serialize returns the statements of a SELECT as DuckDB parsed them, or
 // nil when DuckDB refuses the text or it is not a SELECT.
 func (d *duck) serialize(q string) []any {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out string
-	if err := d.db.QueryRow("SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&out); err != nil {
-		return nil
-	}
-	var doc struct {
-		Error      bool  `json:"error"`
-		Statements []any `json:"statements"`
-	}
-	dec := json.NewDecoder(strings.NewReader(out))
-	dec.UseNumber()
-	if dec.Decode(&doc) != nil || doc.Error {
+	doc, ok := d.serializeDoc(q)
+	if !ok || doc.Error {
 		return nil
 	}
 	return doc.Statements
