@@ -57,6 +57,9 @@ type Mount struct {
 	// Props are the properties the catalog was opened with; the storage
 	// ones are handed to workers.
 	Props iceberg.Properties
+	// Locations are where SQL may place tables, schemas and their files:
+	// under the warehouse, and under the configured allowed locations.
+	Locations Locations
 }
 
 // String names the mount without its properties.
@@ -73,17 +76,23 @@ type Mounts struct {
 // NewMounts returns an empty set of mounts.
 func NewMounts() *Mounts { return &Mounts{mounts: map[string]*Mount{}} }
 
-// Mount adds a catalog under name.
-func (m *Mounts) Mount(name string, cat icecat.Catalog, props iceberg.Properties) error {
+// Mount adds a catalog under name. Locations chosen in SQL must be under
+// its warehouse (props["warehouse"], when that is a location) or one of
+// allowed.
+func (m *Mounts) Mount(name string, cat icecat.Catalog, props iceberg.Properties, allowed ...string) error {
 	if name == "" || strings.ContainsAny(name, ".\"") {
 		return fmt.Errorf("catalog: invalid catalog name %q", name)
+	}
+	locs, err := NewLocations(props["warehouse"], allowed)
+	if err != nil {
+		return fmt.Errorf("catalog %s: %w", name, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.mounts[name]; ok {
 		return fmt.Errorf("catalog: catalog %q mounted twice", name)
 	}
-	m.mounts[name] = &Mount{Name: name, Catalog: cat, Props: props}
+	m.mounts[name] = &Mount{Name: name, Catalog: cat, Props: props, Locations: locs}
 	return nil
 }
 

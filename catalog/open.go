@@ -43,6 +43,9 @@ type Config struct {
 	Name       string            `yaml:"name"`
 	Type       string            `yaml:"type"`
 	Properties map[string]string `yaml:"properties"`
+	// AllowedLocations are location prefixes (absolute paths or URLs)
+	// under which SQL may place tables besides the warehouse.
+	AllowedLocations []string `yaml:"allowed_locations"`
 }
 
 // Validate reports every problem of c at once; key prefixes the problems
@@ -80,6 +83,11 @@ func (c Config) Validate(key string) error {
 		bad("type", "required: one of %s", strings.Join(Types, ", "))
 	default:
 		bad("type", "%q: want one of %s", c.Type, strings.Join(Types, ", "))
+	}
+	for i, l := range c.AllowedLocations {
+		if _, err := normalise(l); err != nil {
+			bad(fmt.Sprintf("allowed_locations[%d]", i), "%q %v", l, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
@@ -275,6 +276,12 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		}
 		if err := ps.end(); err != nil {
 			return nil, err
+		}
+		if err := checkPlacement(tgt.mount, props); err != nil {
+			return nil, err
+		}
+		if _, ok := props[catalog.LocationKey]; ok {
+			return nil, fmt.Errorf("%w: a table's location cannot change; location is not a table property", ErrUnsupported)
 		}
 		return func(tx *table.Transaction) error { return tx.SetProperties(props) }, nil
 	case ps.accept("UNSET"):

@@ -124,7 +124,12 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 	if err != nil {
 		return 0, true, err
 	}
-	if _, err = cat.CreateTable(ctx, ref.Ident(), schema, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props)); err != nil {
+	opts, err := placeTable(mt, props)
+	if err != nil {
+		return 0, true, err
+	}
+	opts = append(opts, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props))
+	if _, err = cat.CreateTable(ctx, ref.Ident(), schema, opts...); err != nil {
 		switch {
 		case errors.Is(err, icecat.ErrTableAlreadyExists):
 			return 0, true, fmt.Errorf("%w: table %s", ErrExists, ref)

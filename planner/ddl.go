@@ -89,6 +89,13 @@ func (p *Planner) ddlCreateSchema(ctx context.Context, sess Session, ps *ddlPars
 	if err != nil {
 		return err
 	}
+	var props iceberg.Properties
+	if ps.accept("WITH") {
+		props = iceberg.Properties{}
+		if err := ps.properties(props); err != nil {
+			return err
+		}
+	}
 	if err := ps.end(); err != nil {
 		return err
 	}
@@ -100,7 +107,10 @@ func (p *Planner) ddlCreateSchema(ctx context.Context, sess Session, ps *ddlPars
 	if err != nil {
 		return err
 	}
-	err = mt.Catalog.CreateNamespace(ctx, table.Identifier{schema}, nil)
+	if err := checkPlacement(mt, props); err != nil {
+		return err
+	}
+	err = mt.Catalog.CreateNamespace(ctx, table.Identifier{schema}, props)
 	switch {
 	case err == nil:
 		return nil
@@ -336,8 +346,12 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 	if err != nil {
 		return err
 	}
+	opts, err := placeTable(mt, props)
+	if err != nil {
+		return err
+	}
 	_, err = cat.CreateTable(ctx, ref.Ident(), schema,
-		icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props))
+		append(opts, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props))...)
 	switch {
 	case err == nil:
 		return nil
@@ -353,6 +367,35 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 		return fmt.Errorf("%w: create table %s: %v", ErrInvalid, ref, err)
 	}
 	return fmt.Errorf("create table %s: %w", ref, err)
+}
+
+// placeTable checks the properties of a new table that place its files
+// against its catalog's allowed locations, and turns "location" into the
+// table's location (it is not a table property).
+func placeTable(mt *catalog.Mount, props iceberg.Properties) ([]icecat.CreateTableOpt, error) {
+	if err := checkPlacement(mt, props); err != nil {
+		return nil, err
+	}
+	loc, ok := props[catalog.LocationKey]
+	if !ok {
+		return nil, nil
+	}
+	delete(props, catalog.LocationKey)
+	return []icecat.CreateTableOpt{icecat.WithLocation(loc)}, nil
+}
+
+// checkPlacement refuses properties that would place files outside the
+// catalog's warehouse and allowed locations (catalog.PlacesFiles).
+func checkPlacement(mt *catalog.Mount, props iceberg.Properties) error {
+	for _, k := range catalog.SortedKeys(props) {
+		if !catalog.PlacesFiles(k) && !strings.EqualFold(k, catalog.LocationProviderImplKey) {
+			continue
+		}
+		if err := mt.Locations.Check(k, props[k]); err != nil {
+			return fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+	}
+	return nil
 }
 
 // ddlColumns has DuckDB parse a CREATE TABLE column list (the text from

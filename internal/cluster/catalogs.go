@@ -19,7 +19,7 @@ func MountCatalogs(ctx context.Context, mounts *catalog.Mounts, cfgs []catalog.C
 		if err != nil {
 			return err
 		}
-		if err := mounts.Mount(c.Name, cat, props); err != nil {
+		if err := mounts.Mount(c.Name, cat, props, c.AllowedLocations...); err != nil {
 			if cl, ok := cat.(interface{ Close() error }); ok {
 				cl.Close()
 			}
