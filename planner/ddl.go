@@ -688,7 +688,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 		}
 	}()
 	for rdr.Next() {
-		rec, err := ddlConformRecord(rdr.RecordBatch(), target)
+		rec, err := ddlConformRecord(rdr.RecordBatch(), target, rows)
 		if err != nil {
 			return 0, fmt.Errorf("insert into %s: %w", ref, err)
 		}
@@ -709,8 +709,8 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 // ddlConformRecord turns a batch read from the stand-in into a batch of
 // the table's Arrow schema (internal/conform); a NULL in a NOT NULL column
 // or a value that does not fit is the client's mistake. The caller releases the result.
-func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema) (arrow.RecordBatch, error) {
-	out, err := conform.Record(ddlAlloc, rec, target)
+func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema, firstRow int64) (arrow.RecordBatch, error) {
+	out, err := conform.Record(ddlAlloc, rec, target, firstRow)
 	if errors.Is(err, conform.ErrNotNull) || errors.Is(err, conform.ErrValue) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

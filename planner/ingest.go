@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -163,7 +164,7 @@ func (p *Planner) ingestWrite(ctx context.Context, tgt *writeTarget, rowsIn arra
 			if rec.NumRows() == 0 {
 				continue
 			}
-			out, err := ingestConform(ctx, rec, target, mapping)
+			out, err := ingestConform(ctx, rec, target, mapping, rows)
 			if err != nil {
 				convErr = err
 				yield(nil, err)
@@ -251,9 +252,10 @@ func ingestMapping(src, target *arrow.Schema) ([]int, error) {
 	return out, nil
 }
 
-// ingestConform turns a client batch into a batch of target. The caller
-// owns rec; the result is new.
-func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Schema, mapping []int) (arrow.RecordBatch, error) {
+// ingestConform turns a client batch into a batch of target, refusing
+// values Iceberg cannot store (conform.Validate; the batch's rows count
+// from firstRow + 1). The caller owns rec; the result is new.
+func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Schema, mapping []int, firstRow int64) (arrow.RecordBatch, error) {
 	mem := memory.DefaultAllocator
 	cols := make([]arrow.Array, target.NumFields())
 	defer func() {
@@ -288,6 +290,9 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 		cols[i] = arr
 		if !f.Nullable && arr.NullN() > 0 {
 			return nil, fmt.Errorf("%w: NULL in NOT NULL column %s", ErrInvalid, f.Name)
+		}
+		if err := conform.Validate(arr, f.Name, firstRow); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
 	return array.NewRecordBatch(target, cols, rec.NumRows()), nil

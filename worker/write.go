@@ -163,16 +163,18 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 			}
 			return out == nil || yield(out, nil)
 		}
+		var seen int64
 		for rdr.Next() {
 			rec := rdr.RecordBatch()
 			if rec.NumRows() == 0 {
 				continue
 			}
-			out, err := conform.Record(s.opts.Allocator, rec, target)
+			out, err := conform.Record(s.opts.Allocator, rec, target, seen)
 			if err != nil {
 				fail(err)
 				return
 			}
+			seen += rec.NumRows()
 			m.add(out)
 			out.Release()
 			if m.rows >= int64(s.opts.BatchRows) && !emit() {

@@ -22,8 +22,10 @@ var ErrNotNull = errors.New("conform: NULL in NOT NULL column")
 // Record turns a batch whose columns DuckDB produced with the DuckDB types
 // of target's columns (in target's order) into a batch of target. A NULL
 // in a non-nullable column fails with an error wrapping ErrNotNull that
-// names the column. The caller releases the result.
-func Record(mem memory.Allocator, rec arrow.RecordBatch, target *arrow.Schema) (arrow.RecordBatch, error) {
+// names the column; a value Iceberg cannot store (Validate) with one
+// wrapping ErrValue that names the column and the row, counting the
+// batch's first row as firstRow + 1. The caller releases the result.
+func Record(mem memory.Allocator, rec arrow.RecordBatch, target *arrow.Schema, firstRow int64) (arrow.RecordBatch, error) {
 	if int(rec.NumCols()) != target.NumFields() {
 		return nil, fmt.Errorf("conform: batch has %d columns, the table %d", rec.NumCols(), target.NumFields())
 	}
@@ -43,6 +45,9 @@ func Record(mem memory.Allocator, rec arrow.RecordBatch, target *arrow.Schema) (
 		cols = append(cols, arr)
 		if !f.Nullable && arr.NullN() > 0 {
 			return nil, fmt.Errorf("%w: column %s", ErrNotNull, f.Name)
+		}
+		if err := Validate(arr, f.Name, firstRow); err != nil {
+			return nil, err
 		}
 	}
 	return array.NewRecordBatch(target, cols, rec.NumRows()), nil

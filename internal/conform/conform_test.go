@@ -30,7 +30,7 @@ func TestRecord(t *testing.T) {
 		return b.NewRecordBatch()
 	}
 	rec := build([]int64{1, 2}, nil, []string{"6ba7b810-9dad-11d1-80b4-00c04fd430c8", "6ba7b811-9dad-11d1-80b4-00c04fd430c8"})
-	out, err := Record(mem, rec, target)
+	out, err := Record(mem, rec, target, 0)
 	rec.Release()
 	if err != nil {
 		t.Fatal(err)
@@ -41,13 +41,13 @@ func TestRecord(t *testing.T) {
 	out.Release()
 
 	rec = build([]int64{1, 0}, []bool{true, false}, []string{"6ba7b810-9dad-11d1-80b4-00c04fd430c8", "6ba7b810-9dad-11d1-80b4-00c04fd430c8"})
-	_, err = Record(mem, rec, target)
+	_, err = Record(mem, rec, target, 0)
 	rec.Release()
 	if !errors.Is(err, ErrNotNull) || !strings.Contains(err.Error(), "id") {
 		t.Fatalf("NULL into NOT NULL: %v", err)
 	}
 	rec = build([]int64{1}, nil, []string{"not a uuid"})
-	_, err = Record(mem, rec, target)
+	_, err = Record(mem, rec, target, 0)
 	rec.Release()
 	if !errors.Is(err, ErrValue) {
 		t.Fatalf("bad uuid: %v", err)
