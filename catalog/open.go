@@ -45,7 +45,7 @@ type Config struct {
 	Properties map[string]string `yaml:"properties"`
 	// AllowedLocations are location prefixes (absolute paths or URLs)
 	// under which SQL may place tables besides the warehouse.
-	AllowedLocations []string `yaml:"allowed_locations"`
+	AllowedLocations []string `yaml:"allowed_locations,omitempty"`
 }
 
 // Validate reports every problem of c at once; key prefixes the problems
@@ -86,42 +86,10 @@ func (c Config) Validate(key string) error {
 	}
 	for i, l := range c.AllowedLocations {
 		if _, err := normalise(l); err != nil {
-			bad(fmt.Sprintf("allowed_locations[%d]", i), "%q %v", l, err)
+			bad(fmt.Sprintf("allowed_locations[%d]", i), "%q %v", redactLocation(l), err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// secretKey tells property keys whose values are secrets.
-func secretKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, s := range []string{"secret", "credential", "token", "password", "key-id", "account-key", "account.key", "jsonkey", "connection-string"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// Redacted returns a copy of props with secret values replaced and
-// passwords removed from URIs, for printing.
-func Redacted(props map[string]string) map[string]string {
-	out := make(map[string]string, len(props))
-	for k, v := range props {
-		switch {
-		case secretKey(k):
-			v = "<redacted>"
-		case strings.Contains(v, "://"):
-			if u, err := url.Parse(v); err == nil && u.User != nil {
-				if _, ok := u.User.Password(); ok {
-					u.User = url.UserPassword(u.User.Username(), "redacted")
-					v = u.String()
-				}
-			}
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // String names the catalog without its properties.
@@ -148,6 +116,7 @@ func Open(ctx context.Context, c Config) (icecat.Catalog, iceberg.Properties, er
 		return nil, nil, err
 	}
 	isolateFromHomeConfig()
+	RegisterSecrets(c.Properties)
 	props := iceberg.Properties(maps.Clone(c.Properties))
 	if props == nil {
 		props = iceberg.Properties{}
@@ -182,7 +151,7 @@ func Open(ctx context.Context, c Config) (icecat.Catalog, iceberg.Properties, er
 				cl.Close()
 			}
 		}
-		return nil, nil, classify(c.Name, fmt.Errorf("open %s: %w", c, err))
+		return nil, nil, ScrubError(classify(c.Name, fmt.Errorf("open %s: %w", c, err)), Secrets(c.Properties))
 	}
 	// The OAuth2 credential stays with the catalog's transport; storage
 	// gets the rest.

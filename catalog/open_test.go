@@ -48,21 +48,44 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 }
 
 func TestRedacted(t *testing.T) {
-	got := Redacted(map[string]string{
-		"credential":           "id:secret1",
-		"s3.secret-access-key": "secret2",
-		"s3.access-key-id":     "AKIA",
-		"token":                "secret3",
-		"uri":                  "postgres://u:secret4@h:5432/db",
-		"warehouse":            "s3://b/w",
-	})
+	props := map[string]string{
+		"credential":              "id:secret1",
+		"s3.secret-access-key":    "secret2",
+		"s3.access-key-id":        "AKIA",
+		"token":                   "secret3",
+		"uri":                     "postgres://u:secret4@h:5432/db",
+		"warehouse":               "s3://b/w",
+		"header.X-Api-Key":        "secret5",
+		"header.Authorization":    "Bearer secret6",
+		"rest.uri":                "https://cat.example/api?token=secret7&region=eu",
+		"dsn":                     "host=h port=5432 user=u password=secret8 dbname=d",
+		"quoted":                  "host=h password='se cret9' dbname=d",
+		"adls.sas":                "sv=2021&sig=secret10",
+		"blob":                    "https://acct.blob.core.windows.net/c?sv=2021&sig=secret11",
+		"odd":                     "postgres://u:p@ss@secret12@h/db",
+		"gcs.oauth2.token":        "secret13",
+		"adls.connection-string":  "AccountKey=secret14",
+		"client.private-key-file": "secret15",
+	}
+	got := Redacted(props)
 	for k, v := range got {
 		if strings.Contains(v, "secret") || v == "AKIA" {
 			t.Errorf("%s=%q not redacted", k, v)
 		}
 	}
-	if got["warehouse"] != "s3://b/w" || !strings.HasPrefix(got["uri"], "postgres://u:") {
+	if got["warehouse"] != "s3://b/w" || !strings.HasPrefix(got["uri"], "postgres://u:") ||
+		!strings.Contains(got["rest.uri"], "region=eu") || !strings.Contains(got["dsn"], "dbname=d") {
 		t.Errorf("over-redacted: %v", got)
+	}
+	secrets := Secrets(props)
+	for k, v := range props {
+		if strings.Contains(v, "secret") && Scrub(v, secrets) == v {
+			t.Errorf("Secrets misses the secret of %s", k)
+		}
+	}
+	err := ScrubError(fmt.Errorf("dial %s: %w", props["rest.uri"], ErrUnavailable), secrets)
+	if strings.Contains(err.Error(), "secret7") || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("ScrubError: %v", err)
 	}
 }
 

@@ -77,13 +77,19 @@ func ToStatus(err error) error {
 	if err == nil {
 		return nil
 	}
+	// A catalog library may quote a URL or a connection string it was
+	// given: no message leaves with a catalog's secret in it.
+	msg := catalog.ScrubText(err.Error())
 	for _, e := range codeTable {
 		if errors.Is(err, e.err) {
-			return status.Error(e.code, err.Error())
+			return status.Error(e.code, msg)
 		}
 	}
 	if st, ok := status.FromError(err); ok {
+		if clean := catalog.ScrubText(st.Message()); clean != st.Message() {
+			return status.Error(st.Code(), clean)
+		}
 		return st.Err()
 	}
-	return status.Error(codes.Internal, err.Error())
+	return status.Error(codes.Internal, msg)
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -42,6 +43,18 @@ func (e *readError) Unwrap() error { return e.err }
 // where the worker chooses codes. ctx is the DoGet's context: why it ended
 // decides over the error it caused.
 func toStatus(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	st, _ := status.FromError(statusOf(ctx, err))
+	// No message leaves with a catalog's secret in it.
+	if clean := catalog.ScrubText(st.Message()); clean != st.Message() {
+		return status.Error(st.Code(), clean)
+	}
+	return st.Err()
+}
+
+func statusOf(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}

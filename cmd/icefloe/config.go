@@ -54,12 +54,15 @@ func loadConfig(path string) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("config: %w", err)
 	}
-	var missing []string
+	var missing, values []string
 	expanded := envRef.ReplaceAllStringFunc(string(raw), func(m string) string {
 		name := envRef.FindStringSubmatch(m)[1]
 		v, ok := os.LookupEnv(name)
 		if !ok {
 			missing = append(missing, name)
+		}
+		if len(v) >= 3 {
+			values = append(values, v)
 		}
 		return v
 	})
@@ -69,7 +72,8 @@ func loadConfig(path string) (Config, error) {
 	dec := yaml.NewDecoder(strings.NewReader(expanded))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("config %s: %w", path, err)
+		// The parser may quote a value, and ${VAR}s hold the secrets.
+		return c, fmt.Errorf("config %s: %s", path, catalog.Scrub(err.Error(), values))
 	}
 	return c, c.Validate()
 }
@@ -115,6 +119,10 @@ func (c Config) String() string {
 	r := c
 	if r.TicketKey != "" {
 		r.TicketKey = "<redacted>"
+	}
+	r.WorkerAddresses = make([]string, len(c.WorkerAddresses))
+	for i, a := range c.WorkerAddresses {
+		r.WorkerAddresses[i] = catalog.Redacted(map[string]string{"address": a})["address"]
 	}
 	r.Catalogs = make([]catalog.Config, len(c.Catalogs))
 	for i, cat := range c.Catalogs {

@@ -37,6 +37,16 @@ catalogs:
       uri: postgres://iceberg:${PG_PW}@127.0.0.1:5432/iceberg
       sql.dialect: postgres
       s3.secret-access-key: s3-secret
+  - name: pgkv
+    type: sql
+    properties:
+      uri: "host=h user=u password=kv-secret dbname=d"
+      sql.dialect: postgres
+  - name: rest2
+    type: rest
+    properties:
+      uri: https://cat.example/api?token=query-secret
+      header.X-Api-Key: header-secret
   - name: glue
     type: glue
     properties:
@@ -47,7 +57,7 @@ catalogs:
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, secret := range []string{"very-secret", "pg-secret", "key-secret", "s3-secret"} {
+	for _, secret := range []string{"very-secret", "pg-secret", "key-secret", "s3-secret", "kv-secret", "query-secret", "header-secret"} {
 		if strings.Contains(text, secret) {
 			t.Errorf("config check prints %q:\n%s", secret, text)
 		}
@@ -94,5 +104,21 @@ func TestConfigUnknownKeyAndUnsetVariable(t *testing.T) {
 	}
 	if _, err := loadConfig(writeConfig(t, "ticket_key: ${ICEFLOE_SURELY_UNSET_VAR}\n")); err == nil || !strings.Contains(err.Error(), "ICEFLOE_SURELY_UNSET_VAR") {
 		t.Errorf("unset variable: %v", err)
+	}
+}
+
+// TestSQLHelpHidesToken: icefloe sql -h names $ICEFLOE_TOKEN but never
+// prints its value.
+func TestSQLHelpHidesToken(t *testing.T) {
+	t.Setenv("ICEFLOE_TOKEN", "token-secret-value")
+	var out, errOut bytes.Buffer
+	_ = run(context.Background(), []string{"sql", "-h"}, strings.NewReader(""), &out, &errOut)
+	help := out.String() + errOut.String()
+	if strings.Contains(help, "token-secret-value") || !strings.Contains(help, "ICEFLOE_TOKEN") {
+		t.Fatalf("help:\n%s", help)
+	}
+	o, _, err := parseSQLArgs([]string{"SELECT 1"}, nil, &errOut)
+	if err != nil || o.token != "token-secret-value" {
+		t.Fatalf("the token from the environment is not used: %q %v", o.token, err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/icefloe/icefloe/catalog"
 )
 
 const usage = `usage: icefloe <command> [flags]
@@ -31,7 +33,7 @@ func main() {
 	stop()
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "icefloe:", err)
+			fmt.Fprintln(os.Stderr, "icefloe:", catalog.ScrubText(err.Error()))
 		}
 		os.Exit(1)
 	}

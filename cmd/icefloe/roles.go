@@ -32,7 +32,48 @@ func newLogger(stderr io.Writer) *zap.Logger {
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), zap.InfoLevel)
-	return zap.New(core)
+	return zap.New(scrubCore{core})
+}
+
+// scrubCore removes the catalogs' secrets (catalog.ScrubText) from every
+// message and text field it logs: errors from catalog libraries may quote
+// the URLs and connection strings they were given.
+type scrubCore struct{ zapcore.Core }
+
+func (c scrubCore) With(fields []zapcore.Field) zapcore.Core {
+	return scrubCore{c.Core.With(scrubFields(fields))}
+}
+
+func (c scrubCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(ent.Level) {
+		return ce.AddCore(ent, c)
+	}
+	return ce
+}
+
+func (c scrubCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
+	ent.Message = catalog.ScrubText(ent.Message)
+	return c.Core.Write(ent, scrubFields(fields))
+}
+
+func scrubFields(fields []zapcore.Field) []zapcore.Field {
+	out := make([]zapcore.Field, len(fields))
+	for i, f := range fields {
+		switch f.Type {
+		case zapcore.StringType:
+			f.String = catalog.ScrubText(f.String)
+		case zapcore.ErrorType:
+			if err, ok := f.Interface.(error); ok {
+				f = zap.String(f.Key, catalog.ScrubText(err.Error()))
+			}
+		case zapcore.StringerType:
+			if s, ok := f.Interface.(fmt.Stringer); ok {
+				f = zap.String(f.Key, catalog.ScrubText(s.String()))
+			}
+		}
+		out[i] = f
+	}
+	return out
 }
 
 // common flags of the server roles.

@@ -140,7 +140,7 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	fs.StringVar(&o.catalog, "catalog", "", "session catalog (Flight SQL session option)")
 	fs.StringVar(&o.schema, "schema", "", "session schema (Flight SQL session option)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of each statement, e.g. 30s (0: none)")
-	fs.StringVar(&o.token, "token", os.Getenv("ICEFLOE_TOKEN"), "bearer token sent to the coordinator and workers (default $ICEFLOE_TOKEN)")
+	fs.StringVar(&o.token, "token", "", "bearer token sent to the coordinator and workers (default $ICEFLOE_TOKEN)")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM file of the CAs that sign the servers' certificates (grpc+tls), instead of the system's")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), sqlUsage)
@@ -159,6 +159,10 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 		args = fs.Args()[1:]
 	}
 
+	if o.token == "" {
+		// Read after the flags so that -h never prints it as a default.
+		o.token = os.Getenv("ICEFLOE_TOKEN")
+	}
 	switch o.format {
 	case "table", "csv", "json":
 	default:

@@ -295,9 +295,12 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 	if err := s.Mounts.Mount(catalog.LocalCatalogName, cat, props); err != nil {
 		return nil, err
 	}
+	// The returns below set s to nil: close what was started through a
+	// copy.
+	started := s
 	defer func() {
 		if err != nil {
-			s.Close()
+			started.Close()
 		}
 	}()
 	if err := MountCatalogs(ctx, s.Mounts, o.Catalogs); err != nil {

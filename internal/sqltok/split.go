@@ -3,40 +3,36 @@ package sqltok
 import "strings"
 
 // Split cuts a script into its statements at ';' tokens, as DuckDB's parser
-// does, and returns each statement's text from its first token to its last
-// (so comments and white space around it are dropped, and statements of
-// only comments vanish). If the script has a lexical error, the text from
-// the start of the statement holding it to the end of the script is the
-// last statement, so that the server reports the error in its own words.
+// does, and returns each statement's text between its semicolons with the
+// white space (DuckDB's) around it trimmed (comments stay; a piece with no token, only
+// white space and comments, is dropped). If the script has a lexical
+// error, the text from the start of the statement holding it to the end of
+// the script is the last statement, so that the server reports the error
+// in its own words.
 func Split(src string) []string {
 	toks, err := Tokenize(src)
 	var out []string
-	first := -1 // index of the current statement's first token
-	for i, t := range toks {
-		switch {
-		case t.IsOp(";"):
-			if first >= 0 {
-				out = append(out, src[toks[first].Pos:toks[i-1].End])
+	start, code := 0, false // where the current piece starts; has it a token
+	for _, t := range toks {
+		if t.IsOp(";") {
+			if code {
+				out = append(out, strings.Trim(src[start:t.Pos], space))
 			}
-			first = -1
-		case first < 0:
-			first = i
+			start, code = t.End, false
+			continue
 		}
+		code = true
 	}
-	switch {
-	case err != nil:
-		from := len(src)
-		if first >= 0 {
-			from = toks[first].Pos
-		} else if e, ok := err.(*Error); ok {
-			from = e.Pos
+	if code || err != nil {
+		if rest := strings.Trim(src[start:], space); rest != "" {
+			out = append(out, rest)
 		}
-		out = append(out, strings.TrimSpace(src[from:]))
-	case first >= 0:
-		out = append(out, src[toks[first].Pos:toks[len(toks)-1].End])
 	}
 	return out
 }
+
+// space is DuckDB's white space (isSpace).
+const space = " \t\n\r\f"
 
 // Trim drops trailing ';' tokens from toks.
 func Trim(toks []Token) []Token {

@@ -124,9 +124,9 @@ func TestSplit(t *testing.T) {
 		want []string
 	}{
 		{"SELECT 1; SELECT 2", []string{"SELECT 1", "SELECT 2"}},
-		{"SELECT 1 -- c\r; SELECT 2", []string{"SELECT 1", "SELECT 2"}},
-		{"SELECT 1 -- c; SELECT 2", []string{"SELECT 1"}},
-		{"SELECT ';' ; /* ; */ SELECT \"a;b\"; $$;$$", []string{"SELECT ';'", `SELECT "a;b"`, "$$;$$"}},
+		{"SELECT 1 -- c\r; SELECT 2", []string{"SELECT 1 -- c", "SELECT 2"}},
+		{"SELECT 1 -- c; SELECT 2", []string{"SELECT 1 -- c; SELECT 2"}},
+		{"SELECT ';' ; /* ; */ SELECT \"a;b\"; $$;$$", []string{"SELECT ';'", `/* ; */ SELECT "a;b"`, "$$;$$"}},
 		{"  ;; -- only comments\n ; /* x */ ", nil},
 		{"SELECT 1;\v", []string{"SELECT 1", "\v"}},
 		{"SELECT 1; SELECT 'abc", []string{"SELECT 1", "SELECT 'abc"}},
