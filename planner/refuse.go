@@ -59,14 +59,15 @@ func refuseFunction(n node) error {
 
 // deniedFunctions read DuckDB's settings, session, catalog or log, or
 // change state beyond the statement. (DuckDB's table functions, e.g.
-// duckdb_settings(), are refused as table functions.)
+// duckdb_settings(), are refused as table functions; version() only tells
+// the engine's release, which GetSqlInfo's semantics name anyway.)
 var deniedFunctions = map[string]bool{
 	"current_setting": true, "getvariable": true, "current_query": true,
 	"current_query_id": true, "current_connection_id": true, "current_transaction_id": true,
 	"txid_current": true, "current_database": true, "current_catalog": true,
 	"current_schema": true, "current_schemas": true, "current_role": true,
 	"current_user": true, "session_user": true, "user": true, "in_search_path": true,
-	"version": true, "currval": true, "nextval": true, "write_log": true,
+	"currval": true, "nextval": true, "write_log": true,
 	"json_serialize_plan": true, "get_block_size": true, "col_description": true,
 	"obj_description": true, "shobj_description": true, "format_type": true,
 	"format_pg_type": true, "map_to_pg_oid": true,
