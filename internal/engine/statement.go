@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -174,5 +173,3 @@ func oneStatement(query string) error {
 	}
 	return nil
 }
-
-var _ driver.Stmt = (*duckdb.Stmt)(nil)
