@@ -152,3 +152,69 @@ func TestOneStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkStatementChecks measures what the one-statement checks cost:
+// Query and ExecChecked against the same statement run unchecked (the
+// reference, measured in the same run). A query of a fragment's size over
+// 10,000 rows; an INSERT of one row.
+func BenchmarkStatementChecks(b *testing.B) {
+	ctx := context.Background()
+	e, err := Open(ctx, Options{Threads: 1, MemoryLimit: "256MB", TempDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	c, err := e.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Exec(ctx, "CREATE TEMP TABLE t AS SELECT range AS id, range % 7 AS k FROM range(10000)"); err != nil {
+		b.Fatal(err)
+	}
+	const q = "SELECT k, count(*) AS n, sum(id) AS s FROM t WHERE id % 3 = 1 GROUP BY k ORDER BY k"
+	drain := func(b *testing.B, query func() (interface {
+		Next() bool
+		Release()
+	}, error)) {
+		for range b.N {
+			rdr, err := query()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for rdr.Next() {
+			}
+			rdr.Release()
+		}
+	}
+	b.Run("query/checked", func(b *testing.B) {
+		drain(b, func() (interface {
+			Next() bool
+			Release()
+		}, error) { return c.Query(ctx, q) })
+	})
+	b.Run("query/reference", func(b *testing.B) {
+		drain(b, func() (interface {
+			Next() bool
+			Release()
+		}, error) { return c.arrow.QueryContext(ctx, q) })
+	})
+	if err := c.Exec(ctx, "CREATE TEMP TABLE u (a BIGINT, s VARCHAR)"); err != nil {
+		b.Fatal(err)
+	}
+	const ins = "INSERT INTO u VALUES (1, 'a')"
+	b.Run("insert/checked", func(b *testing.B) {
+		for range b.N {
+			if err := c.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, ins); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("insert/reference", func(b *testing.B) {
+		for range b.N {
+			if _, err := c.c.ExecContext(ctx, ins); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
