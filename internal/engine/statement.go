@@ -142,6 +142,19 @@ func Statements(query string) (int, error) {
 		}
 		if mapping.Connect(parser.db, &parser.conn) == mapping.StateError {
 			parser.err = errors.New("engine: connect to the parser's database")
+			return
+		}
+		// It never runs a statement, but is locked down like the others.
+		for _, q := range []string{"SET autoinstall_known_extensions = false", "SET autoload_known_extensions = false",
+			"SET enable_external_access = false", "SET lock_configuration = true"} {
+			var res mapping.Result
+			state := mapping.Query(parser.conn, q, &res)
+			msg := mapping.ResultError(&res)
+			mapping.DestroyResult(&res)
+			if state == mapping.StateError {
+				parser.err = fmt.Errorf("engine: lock down the parser's database: %s", msg)
+				return
+			}
 		}
 	})
 	if parser.err != nil {
