@@ -24,6 +24,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/conform"
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -302,7 +303,7 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 // used when no worker is live.
 func ingestLocal(ctx context.Context, tgt *writeTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*writeResults, error) {
 	res := &writeResults{}
-	for df, err := range table.WriteRecords(ctx, tgt.pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+	for df, err := range icemeta.Write(ctx, tgt.pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
 		if err != nil {
 			return res, err
 		}

@@ -5,7 +5,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/avro/atype"
+
+	"github.com/icefloe/icefloe/internal/icemeta"
 )
 
 // Row lineage of worker-written files (format version 3).
@@ -42,74 +43,14 @@ func withFirstRowIDs(meta table.Metadata, files []iceberg.DataFile) ([]iceberg.D
 	return out, nil
 }
 
-// withFirstRowID rebuilds df with first_row_id id. iceberg-go has no
-// builder from an existing DataFile, so every field is copied through
-// DataFileBuilder (the constructor its error message points to); the
-// partition fields' Avro logical types are derived from the spec as
-// iceberg-go's own writer derives them.
+// withFirstRowID rebuilds df with first_row_id id.
 func withFirstRowID(meta table.Metadata, df iceberg.DataFile, id int64) (iceberg.DataFile, error) {
 	if df.ContentType() != iceberg.EntryContentData {
 		return nil, fmt.Errorf("first_row_id of %s: not a data file", df.FilePath())
 	}
-	spec := meta.PartitionSpecByID(int(df.SpecID()))
-	if spec == nil {
-		return nil, fmt.Errorf("first_row_id of %s: unknown partition spec %d", df.FilePath(), df.SpecID())
-	}
-	logical := map[int]string{}
-	schema := meta.CurrentSchema()
-	for _, pf := range spec.Fields() {
-		src, ok := schema.FindFieldByID(pf.SourceID())
-		if !ok {
-			continue
-		}
-		switch pf.Transform.ResultType(src.Type).(type) {
-		case iceberg.DateType:
-			logical[pf.FieldID] = atype.Date
-		case iceberg.TimeType:
-			logical[pf.FieldID] = atype.TimeMicros
-		case iceberg.TimestampType, iceberg.TimestampTzType:
-			logical[pf.FieldID] = atype.TimestampMicros
-		case iceberg.DecimalType:
-			logical[pf.FieldID] = atype.Decimal
-		case iceberg.UUIDType:
-			logical[pf.FieldID] = atype.UUID
-		}
-	}
-	b, err := iceberg.NewDataFileBuilder(*spec, df.ContentType(), df.FilePath(), df.FileFormat(),
-		df.Partition(), logical, nil, df.Count(), df.FileSizeBytes())
+	nf, err := icemeta.Rebuild(meta, df, func(b *iceberg.DataFileBuilder) { b.FirstRowID(id) })
 	if err != nil {
-		return nil, fmt.Errorf("first_row_id of %s: %w", df.FilePath(), err)
+		return nil, fmt.Errorf("first_row_id: %w", err)
 	}
-	if m := df.ColumnSizes(); m != nil {
-		b.ColumnSizes(m)
-	}
-	if m := df.ValueCounts(); m != nil {
-		b.ValueCounts(m)
-	}
-	if m := df.NullValueCounts(); m != nil {
-		b.NullValueCounts(m)
-	}
-	if m := df.NaNValueCounts(); m != nil {
-		b.NaNValueCounts(m)
-	}
-	if m := df.LowerBoundValues(); m != nil {
-		b.LowerBoundValues(m)
-	}
-	if m := df.UpperBoundValues(); m != nil {
-		b.UpperBoundValues(m)
-	}
-	if k := df.KeyMetadata(); k != nil {
-		b.KeyMetadata(k)
-	}
-	if s := df.SplitOffsets(); s != nil {
-		b.SplitOffsets(s)
-	}
-	if ids := df.EqualityFieldIDs(); len(ids) > 0 {
-		b.EqualityFieldIDs(ids)
-	}
-	if so := df.SortOrderID(); so != nil {
-		b.SortOrderID(*so)
-	}
-	b.FirstRowID(id)
-	return b.Build(), nil
+	return nf, nil
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/orphans"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -604,7 +605,7 @@ func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *ar
 		}
 	}
 	res := &writeResults{rows: rows}
-	for df, err := range table.WriteRecords(ctx, tgt.pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+	for df, err := range icemeta.Write(ctx, tgt.pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
 		if err != nil {
 			p.removeFiles(tgt, w.WriteUUID, res.added)
 			return 0, fmt.Errorf("insert into %s: write: %w", tgt.ref, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -97,7 +98,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		}
 	}
 	var written []iceberg.DataFile
-	for df, werr := range table.WriteRecords(ctx, tbl, target, records, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+	for df, werr := range icemeta.Write(ctx, tbl, target, records, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
 		if werr != nil {
 			if readErr != nil {
 				werr = readErr

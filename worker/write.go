@@ -21,6 +21,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/orphans"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -199,7 +200,7 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 	// fills before the next one starts.
 	opts = append(opts, table.WithMaxWriteWorkers(1))
 	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, target, records, opts...) {
+	for df, err := range icemeta.Write(ctx, tbl, target, records, opts...) {
 		if err != nil {
 			if convErr != nil {
 				err = convErr

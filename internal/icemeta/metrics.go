@@ -1,0 +1,388 @@
+package icemeta
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"maps"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Write writes records as data files of tbl with iceberg-go's
+// table.WriteRecords (same schema and options) and yields each file with
+// its column metrics corrected (Correct). A file that cannot be corrected
+// ends the sequence with the error; it carries the write's UUID, so the
+// caller's cleanup of a failed write removes it.
+func Write(ctx context.Context, tbl *table.Table, schema *arrow.Schema, records iter.Seq2[arrow.RecordBatch, error], opts ...table.WriteRecordOption) iter.Seq2[iceberg.DataFile, error] {
+	return func(yield func(iceberg.DataFile, error) bool) {
+		var fsys iceio.IO
+		for df, err := range table.WriteRecords(ctx, tbl, schema, records, opts...) {
+			if err == nil && fsys == nil {
+				fsys, err = tbl.FS(ctx)
+			}
+			if err == nil {
+				df, err = Correct(ctx, fsys, tbl.Metadata(), df)
+			}
+			if !yield(df, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Correct returns df, a Parquet data file just written for a table with
+// metadata meta, with its column metrics made right from the file itself
+// (read through fsys), for the top-level columns of the current schema
+// whose metrics mode keeps them:
+//
+//   - a string or binary column whose smallest value is empty has the
+//     empty lower bound (and, when every value is empty, upper bound);
+//     iceberg-go (table/internal/utils.go, DataFileStatistics.ToDataFile)
+//     drops empty bounds;
+//   - a column with values in a row group whose footer has no min/max
+//     (arrow-go omits min or max longer than 4096 bytes) has no bounds:
+//     iceberg-go (table/internal/parquet_files.go, DataFileStatsFromMeta)
+//     keeps the bounds of the other row groups, which do not cover it;
+//   - float and double columns have nan_value_counts, which iceberg-go
+//     never fills. Float bounds themselves are right: arrow-go leaves NaN
+//     out and writes a zero minimum as -0.0 and a zero maximum as +0.0.
+//
+// Files of other formats and delete files are returned as they are.
+func Correct(ctx context.Context, fsys iceio.IO, meta table.Metadata, df iceberg.DataFile) (iceberg.DataFile, error) {
+	if df.FileFormat() != iceberg.ParquetFile || df.ContentType() != iceberg.EntryContentData {
+		return df, nil
+	}
+	cols := metricColumns(meta)
+	if len(cols) == 0 {
+		return df, nil
+	}
+	f, err := fsys.Open(df.FilePath())
+	if err != nil {
+		return nil, fmt.Errorf("metrics of %s: %w", df.FilePath(), err)
+	}
+	rdr, err := file.NewParquetReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("metrics of %s: %w", df.FilePath(), err)
+	}
+	defer rdr.Close()
+	fix := metricsFix{
+		lower: maps.Clone(df.LowerBoundValues()),
+		upper: maps.Clone(df.UpperBoundValues()),
+		nans:  maps.Clone(df.NaNValueCounts()),
+	}
+	index := topLevelColumns(rdr.MetaData())
+	for _, c := range cols {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ci, ok := index[c.field.ID]
+		if !ok {
+			continue
+		}
+		if c.mode.kind == modeBounds {
+			if err := fix.bounds(rdr, ci, c.field, c.mode); err != nil {
+				return nil, fmt.Errorf("metrics of %s: bounds of %s: %w", df.FilePath(), c.field.Name, err)
+			}
+		}
+		if isFloat(c.field.Type) {
+			n, err := countNaN(rdr, ci)
+			if err != nil {
+				return nil, fmt.Errorf("metrics of %s: NaN count of %s: %w", df.FilePath(), c.field.Name, err)
+			}
+			fix.setNaN(c.field.ID, n)
+		}
+	}
+	if !fix.changed {
+		return df, nil
+	}
+	return Rebuild(meta, df, func(b *iceberg.DataFileBuilder) {
+		b.LowerBoundValues(fix.lower).UpperBoundValues(fix.upper).NaNValueCounts(fix.nans)
+	})
+}
+
+// metricColumn is a top-level column with its metrics mode.
+type metricColumn struct {
+	field iceberg.NestedField
+	mode  metricsMode
+}
+
+// metricColumns are the top-level primitive columns of meta's current
+// schema whose metrics Correct may change: those with bounds, and float
+// and double columns with counts.
+func metricColumns(meta table.Metadata) []metricColumn {
+	var out []metricColumn
+	for _, f := range meta.CurrentSchema().Fields() {
+		if _, ok := f.Type.(iceberg.PrimitiveType); !ok {
+			continue
+		}
+		m, ok := columnMode(meta.Properties(), f)
+		if !ok || m.kind == modeNone || (m.kind == modeCounts && !isFloat(f.Type)) {
+			continue
+		}
+		out = append(out, metricColumn{field: f, mode: m})
+	}
+	return out
+}
+
+func isFloat(t iceberg.Type) bool {
+	switch t.(type) {
+	case iceberg.Float32Type, iceberg.Float64Type:
+		return true
+	}
+	return false
+}
+
+// topLevelColumns maps the field ids of a footer's top-level leaf columns
+// to their column index.
+func topLevelColumns(md *metadata.FileMetaData) map[int]int {
+	out := map[int]int{}
+	for i := range md.Schema.NumColumns() {
+		col := md.Schema.Column(i)
+		if len(col.ColumnPath()) != 1 {
+			continue
+		}
+		if id := col.SchemaNode().FieldID(); id >= 0 {
+			out[int(id)] = i
+		}
+	}
+	return out
+}
+
+// metricsFix collects the corrected metric maps of one file.
+type metricsFix struct {
+	lower, upper map[int][]byte
+	nans         map[int]int64
+	changed      bool
+}
+
+// bounds checks the bounds of column ci (field f) against the file's
+// row groups. A string or binary column gets bounds computed here from
+// the footer's min/max (full values: arrow-go does not truncate them),
+// or from the values of a row group whose footer min or max is missing
+// or empty, then truncated as the mode says: arrow-go leaves out a min or
+// max over 4096 bytes, and its reader then reports the other one with an
+// empty value in its place (parquet/metadata,
+// NewByteArrayStatisticsFromEncoded), which iceberg-go takes for the
+// row group's bound.
+// Any other column keeps iceberg-go's bounds unless a row group with
+// values has no min/max, which leaves it without bounds.
+func (m *metricsFix) bounds(rdr *file.Reader, ci int, f iceberg.NestedField, mode metricsMode) error {
+	md := rdr.MetaData()
+	byteArray := isByteArray(f.Type)
+	var mm byteRange
+	for rg := range md.NumRowGroups() {
+		chunk, err := md.RowGroup(rg).ColumnChunk(ci)
+		if err != nil {
+			return err
+		}
+		stats, err := chunk.Statistics()
+		if err != nil {
+			return err
+		}
+		switch {
+		case stats != nil && chunk.NumValues()-stats.NullCount() <= 0:
+			continue // only nulls
+		case stats != nil && stats.HasMinMax():
+			ba, ok := stats.(*metadata.ByteArrayStatistics)
+			if !ok || !byteArray {
+				continue
+			}
+			if len(ba.Min()) > 0 && len(ba.Max()) > 0 {
+				mm.add(ba.Min())
+				mm.add(ba.Max())
+				continue
+			}
+			// arrow-go reports min/max when only one of them is in the
+			// footer, the other empty: read the values.
+			if err := readByteArrayRange(rdr, rg, ci, &mm); err != nil {
+				return err
+			}
+		case stats == nil && chunk.NumValues() == 0:
+			continue
+		case byteArray:
+			if err := readByteArrayRange(rdr, rg, ci, &mm); err != nil {
+				return err
+			}
+		case stats != nil && isFloat(f.Type):
+			continue // only NaN (and nulls): bounds leave NaN out
+		default:
+			m.dropBounds(f.ID)
+			return nil
+		}
+	}
+	if !byteArray || !mm.set {
+		return nil
+	}
+	lo, hi, hiOK := truncateBounds(f.Type, mm.min, mm.max, mode.truncate)
+	if lo == nil {
+		m.dropBounds(f.ID)
+		return nil
+	}
+	m.setBound(m.lowerMap(), f.ID, lo)
+	if hiOK {
+		m.setBound(m.upperMap(), f.ID, hi)
+	} else if _, ok := m.upper[f.ID]; ok {
+		delete(m.upper, f.ID)
+		m.changed = true
+	}
+	return nil
+}
+
+func isByteArray(t iceberg.Type) bool {
+	switch t.(type) {
+	case iceberg.StringType, iceberg.BinaryType:
+		return true
+	}
+	return false
+}
+
+// byteRange is the smallest and largest of some byte strings, compared
+// as unsigned bytes (Iceberg's order of strings and binaries).
+type byteRange struct {
+	min, max []byte
+	set      bool
+}
+
+func (r *byteRange) add(v []byte) {
+	switch {
+	case !r.set:
+		r.min, r.max, r.set = bytes.Clone(v), bytes.Clone(v), true
+	case bytes.Compare(v, r.min) < 0:
+		r.min = bytes.Clone(v)
+	case bytes.Compare(v, r.max) > 0:
+		r.max = bytes.Clone(v)
+	}
+}
+
+// readByteArrayRange adds the values of byte-array column ci in row group
+// rg to r.
+func readByteArrayRange(rdr *file.Reader, rg, ci int, r *byteRange) error {
+	cr, err := rdr.RowGroup(rg).Column(ci)
+	if err != nil {
+		return err
+	}
+	c, ok := cr.(*file.ByteArrayColumnChunkReader)
+	if !ok {
+		return fmt.Errorf("column %d is %T, not a byte array column", ci, cr)
+	}
+	buf := make([]parquet.ByteArray, 1024)
+	for c.HasNext() {
+		levels, read, err := c.ReadBatch(int64(len(buf)), buf, nil, nil)
+		if err != nil {
+			return err
+		}
+		if levels == 0 {
+			break
+		}
+		for _, v := range buf[:read] {
+			r.add(v)
+		}
+	}
+	return c.Err()
+}
+
+func (m *metricsFix) lowerMap() map[int][]byte {
+	if m.lower == nil {
+		m.lower = map[int][]byte{}
+	}
+	return m.lower
+}
+
+func (m *metricsFix) upperMap() map[int][]byte {
+	if m.upper == nil {
+		m.upper = map[int][]byte{}
+	}
+	return m.upper
+}
+
+// setBound sets the bound of id in bounds to v (never a nil slice).
+func (m *metricsFix) setBound(bounds map[int][]byte, id int, v []byte) {
+	if b, ok := bounds[id]; ok && bytes.Equal(b, v) && (b == nil) == (v == nil) {
+		return
+	}
+	bounds[id] = v
+	m.changed = true
+}
+
+func (m *metricsFix) dropBounds(id int) {
+	_, lo := m.lower[id]
+	_, up := m.upper[id]
+	if lo || up {
+		delete(m.lower, id)
+		delete(m.upper, id)
+		m.changed = true
+	}
+}
+
+func (m *metricsFix) setNaN(id int, n int64) {
+	if old, ok := m.nans[id]; ok && old == n {
+		return
+	}
+	if m.nans == nil {
+		m.nans = map[int]int64{}
+	}
+	m.nans[id] = n
+	m.changed = true
+}
+
+// countNaN counts the NaN values of float or double column ci.
+func countNaN(rdr *file.Reader, ci int) (int64, error) {
+	var n int64
+	for rg := range rdr.NumRowGroups() {
+		cr, err := rdr.RowGroup(rg).Column(ci)
+		if err != nil {
+			return 0, err
+		}
+		var k int64
+		switch c := cr.(type) {
+		case *file.Float64ColumnChunkReader:
+			k, err = countChunkNaN[float64](c)
+		case *file.Float32ColumnChunkReader:
+			k, err = countChunkNaN[float32](c)
+		default:
+			err = fmt.Errorf("column %d is %T, not a float column", ci, cr)
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// floatChunk is a float or double column chunk reader of arrow-go.
+type floatChunk[T float32 | float64] interface {
+	HasNext() bool
+	ReadBatch(batchSize int64, values []T, defLvls, repLvls []int16) (int64, int, error)
+	Err() error
+}
+
+func countChunkNaN[T float32 | float64](c floatChunk[T]) (int64, error) {
+	var n int64
+	buf := make([]T, 4096)
+	for c.HasNext() {
+		levels, read, err := c.ReadBatch(int64(len(buf)), buf, nil, nil)
+		if err != nil {
+			return 0, err
+		}
+		if levels == 0 {
+			break
+		}
+		for _, v := range buf[:read] {
+			if math.IsNaN(float64(v)) {
+				n++
+			}
+		}
+	}
+	return n, c.Err()
+}
