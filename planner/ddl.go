@@ -731,6 +731,9 @@ func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema, firstRow int6
 // With replay false the copy's retries are set to zero whatever the table
 // says: a lost race fails at once, for callers that must rebuild the
 // commit themselves (see commitFiles).
+//
+// Before a commit reaches the catalog, summaryCatalog makes the partition
+// summaries of the snapshot's new manifests right (see summaries.go).
 func ddlWithRetries(tbl *table.Table, cat table.CatalogIO, replay bool) (*table.Table, error) {
 	meta := tbl.Metadata()
 	retries := ""
@@ -753,7 +756,8 @@ func ddlWithRetries(tbl *table.Table, cat table.CatalogIO, replay bool) (*table.
 		}
 	}
 	fsF := func(ctx context.Context) (iceio.IO, error) { return tbl.FS(ctx) }
-	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), fsF, ddlConflictCatalog{cat}), nil
+	commits := summaryCatalog{CatalogIO: ddlConflictCatalog{cat}, fs: fsF, meta: meta}
+	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), fsF, commits), nil
 }
 
 // ddlConflictCatalog turns a commit that lost a race into
@@ -794,8 +798,8 @@ func (c ddlConflictCatalog) lost(ctx context.Context, ident table.Identifier, re
 	if !ok {
 		return nil
 	}
-	for _, id := range added {
-		if meta.SnapshotByID(id) != nil {
+	for _, snap := range added {
+		if meta.SnapshotByID(snap.SnapshotID) != nil {
 			return nil
 		}
 	}
@@ -807,26 +811,24 @@ func (c ddlConflictCatalog) lost(ctx context.Context, ident table.Identifier, re
 	return nil
 }
 
-// ddlAddedSnapshots returns the ids of the snapshots updates add, read from
-// their REST form (the update type is not exported); ok is false if one
-// cannot be read.
-func ddlAddedSnapshots(updates []table.Update) (ids []int64, ok bool) {
+// ddlAddedSnapshots returns the snapshots updates add, read from their
+// REST form (the update type is not exported); ok is false if one cannot
+// be read.
+func ddlAddedSnapshots(updates []table.Update) (snaps []table.Snapshot, ok bool) {
 	for _, u := range updates {
 		if u.Action() != "add-snapshot" {
 			continue
 		}
 		var v struct {
-			Snapshot struct {
-				ID int64 `json:"snapshot-id"`
-			} `json:"snapshot"`
+			Snapshot table.Snapshot `json:"snapshot"`
 		}
 		b, err := json.Marshal(u)
-		if err != nil || json.Unmarshal(b, &v) != nil || v.Snapshot.ID == 0 {
+		if err != nil || json.Unmarshal(b, &v) != nil || v.Snapshot.SnapshotID == 0 {
 			return nil, false
 		}
-		ids = append(ids, v.Snapshot.ID)
+		snaps = append(snaps, v.Snapshot)
 	}
-	return ids, true
+	return snaps, true
 }
 
 // ---- names ----

@@ -567,13 +567,13 @@ func TestDDLInsertConcurrent(t *testing.T) {
 }
 
 func TestDDLAddedSnapshots(t *testing.T) {
-	ids, ok := ddlAddedSnapshots([]table.Update{
+	snaps, ok := ddlAddedSnapshots([]table.Update{
 		table.NewSetPropertiesUpdate(iceberg.Properties{"a": "b"}),
-		table.NewAddSnapshotUpdate(&table.Snapshot{SnapshotID: 42, TimestampMs: 1}),
+		table.NewAddSnapshotUpdate(&table.Snapshot{SnapshotID: 42, TimestampMs: 1, ManifestList: "file:///w/snap-42.avro"}),
 		table.NewAddSnapshotUpdate(&table.Snapshot{SnapshotID: 7, TimestampMs: 1}),
 	})
-	if !ok || len(ids) != 2 || ids[0] != 42 || ids[1] != 7 {
-		t.Fatalf("got %v, %v; want [42 7], true", ids, ok)
+	if !ok || len(snaps) != 2 || snaps[0].SnapshotID != 42 || snaps[1].SnapshotID != 7 || snaps[0].ManifestList != "file:///w/snap-42.avro" {
+		t.Fatalf("got %+v, %v; want snapshots 42 (with its manifest list) and 7, true", snaps, ok)
 	}
 }
 
