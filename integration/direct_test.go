@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/cluster"
@@ -121,4 +124,82 @@ func TestDirectParquet(t *testing.T) {
 	execUpdate(t, cnxn, `INSERT INTO mor VALUES (1, 'a'), (2, 'b'), (3, 'c')`)
 	execUpdate(t, cnxn, `DELETE FROM mor WHERE id = 2`)
 	wantRows(t, cnxn, `SELECT id, v FROM mor WHERE id > 0`, "1 | a", "3 | c")
+}
+
+// TestDirectParquetNaN: DuckDB's Parquet reader prunes row groups on
+// footer min/max, which leave NaN out; a direct scan of a float column
+// that may hold NaN (nan_value_counts not 0, or missing as in files other
+// writers made) must not lose the NaN rows, nor keep them where a filter
+// proved always true on the bounds would.
+func TestDirectParquetNaN(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	execUpdate(t, cnxn, `CREATE TABLE n (id BIGINT, f DOUBLE)`)
+	execUpdate(t, cnxn, `INSERT INTO n VALUES (1, 1.0), (2, 'NaN'), (3, 7.0)`)
+	// The same rows written by iceberg-go alone, without nan_value_counts.
+	execUpdate(t, cnxn, `CREATE TABLE n_other (id BIGINT, f DOUBLE)`)
+	other := localTable(t, s, "n_other")
+	sc, err := table.SchemaToArrowSchema(other.Schema(), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
+	b.Field(1).(*array.Float64Builder).AppendValues([]float64{1, math.NaN(), 7}, nil)
+	rec := b.NewRecordBatch()
+	b.Release()
+	var files []iceberg.DataFile
+	for df, err := range table.WriteRecords(context.Background(), other, sc, func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(df.NaNValueCounts()) != 0 {
+			t.Fatalf("iceberg-go now writes nan_value_counts (%v): this case no longer stands for other writers", df.NaNValueCounts())
+		}
+		files = append(files, df)
+	}
+	tx := other.NewTransaction()
+	if err := tx.AddDataFiles(context.Background(), files, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tbl := localTable(t, s, "n")
+	for _, task := range mustPlan(t, tbl) {
+		if n, ok := task.File.NaNValueCounts()[2]; !ok || n != 1 {
+			t.Fatalf("icefloe's file has nan_value_counts %v, want {2: 1}", task.File.NaNValueCounts())
+		}
+	}
+	for _, name := range []string{"n", "n_other"} {
+		before := directScans(s)
+		for _, c := range []struct {
+			where string
+			want  []string
+		}{
+			{"f > 8", []string{"2 | NaN"}},
+			{"f = 'NaN'::DOUBLE", []string{"2 | NaN"}},
+			{"f >= 7.5", []string{"2 | NaN"}},
+			{"f > 'Infinity'", []string{"2 | NaN"}},
+			{"NOT (f <= 8)", []string{"2 | NaN"}},
+			{"f <= 7", []string{"1 | 1", "3 | 7"}},
+			{"f < 'NaN'", []string{"1 | 1", "3 | 7"}},
+			{"f <> 7", []string{"1 | 1", "2 | NaN"}},
+		} {
+			wantRows(t, cnxn, "SELECT id, f FROM "+name+" WHERE "+c.where, c.want...)
+		}
+		if directScans(s) == before {
+			t.Fatalf("%s was not read with DuckDB's Parquet reader", name)
+		}
+	}
+}
+
+// mustPlan plans every file task of tbl's current snapshot.
+func mustPlan(t testing.TB, tbl *table.Table) []table.FileScanTask {
+	t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tasks
 }

@@ -34,6 +34,10 @@ import (
 //     through the table's name mapping by iceberg-go); a projected column
 //     missing from a file must not be an identity partition source, whose
 //     value iceberg-go would take from the partition tuple.
+//
+// A float or double column that may hold NaN (directscan.MayHoldNaN) is
+// read with can_have_nan = true, or DuckDB would prune row groups on
+// footer min/max that leave NaN out.
 
 // directFiles returns the local paths of the scan's files and the columns
 // to read, when the direct path reads exactly what iceberg-go would.
@@ -154,8 +158,12 @@ func (s *Server) loadDirect(ctx context.Context, conn *engine.Conn, tbl *table.T
 		entries[i] = fmt.Sprintf("%d: {name: 'c%d', type: '%s', default_value: NULL}", f.ID, i, typ)
 		cols[i] = fmt.Sprintf("c%d AS %s", i, engine.Quote(f.Name))
 	}
-	q := fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT %s FROM read_parquet([%s], schema = MAP {%s})",
-		engine.Quote(sc.View), strings.Join(cols, ", "), strings.Join(files, ", "), strings.Join(entries, ", "))
+	nan := ""
+	if directscan.MayHoldNaN(tasks, fields) {
+		nan = ", can_have_nan = true"
+	}
+	q := fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT %s FROM read_parquet([%s], schema = MAP {%s}%s)",
+		engine.Quote(sc.View), strings.Join(cols, ", "), strings.Join(files, ", "), strings.Join(entries, ", "), nan)
 	if err := conn.Exec(ctx, q); err != nil {
 		// DuckDB checks the files when it binds the view: one may have
 		// gone since its footer was cached. iceberg-go's read then says

@@ -82,3 +82,30 @@ func Files(tasks []table.FileScanTask, canRead func(path string) bool) (paths []
 	}
 	return paths, true
 }
+
+// MayHoldNaN tells whether a float or double column among fields may hold
+// NaN in one of the tasks' files: its nan_value_counts entry is not 0, or
+// the file has none (writers other than icefloe may leave it out).
+//
+// DuckDB's Parquet reader prunes row groups, and drops filters it proves
+// always true, on footer min/max, which leave NaN out while DuckDB orders
+// NaN above every number: `f > 8` over a row group of 1.0, NaN and 7.0
+// skips the group (and `f <= 7` keeps the NaN row). read_parquet's
+// can_have_nan = true makes it count NaN into the bounds; a direct scan of
+// a column that may hold NaN sets it.
+func MayHoldNaN(tasks []table.FileScanTask, fields []iceberg.NestedField) bool {
+	for _, f := range fields {
+		switch f.Type.(type) {
+		case iceberg.Float32Type, iceberg.Float64Type:
+		default:
+			continue
+		}
+		for _, t := range tasks {
+			n, ok := t.File.NaNValueCounts()[f.ID]
+			if !ok || n != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -82,3 +82,37 @@ func TestFields(t *testing.T) {
 		}
 	}
 }
+
+// TestMayHoldNaN: a float or double column may hold NaN unless every
+// file says it has none.
+func TestMayHoldNaN(t *testing.T) {
+	file := func(nans map[int]int64) table.FileScanTask {
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "/wh/f.parquet", iceberg.ParquetFile, nil, nil, nil, 10, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nans != nil {
+			b.NaNValueCounts(nans)
+		}
+		return table.FileScanTask{File: b.Build(), Length: 100}
+	}
+	f := iceberg.NestedField{ID: 2, Name: "f", Type: iceberg.PrimitiveTypes.Float64}
+	g := iceberg.NestedField{ID: 3, Name: "g", Type: iceberg.PrimitiveTypes.Float32}
+	id := iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64}
+	for _, c := range []struct {
+		name   string
+		tasks  []table.FileScanTask
+		fields []iceberg.NestedField
+		want   bool
+	}{
+		{"no float column", []table.FileScanTask{file(nil)}, []iceberg.NestedField{id}, false},
+		{"counted none", []table.FileScanTask{file(map[int]int64{2: 0, 3: 0})}, []iceberg.NestedField{id, f, g}, false},
+		{"counted one", []table.FileScanTask{file(map[int]int64{2: 0}), file(map[int]int64{2: 1})}, []iceberg.NestedField{f}, true},
+		{"not counted", []table.FileScanTask{file(map[int]int64{2: 0}), file(nil)}, []iceberg.NestedField{f}, true},
+		{"float not counted", []table.FileScanTask{file(map[int]int64{2: 0})}, []iceberg.NestedField{f, g}, true},
+	} {
+		if got := MayHoldNaN(c.tasks, c.fields); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
