@@ -3,10 +3,12 @@ package icemeta
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
 	"math"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -19,25 +21,53 @@ import (
 
 // Write writes records as data files of tbl with iceberg-go's
 // table.WriteRecords (same schema and options) and yields each file with
-// its column metrics corrected (Correct). A file that cannot be corrected
-// ends the sequence with the error; it carries the write's UUID, so the
-// caller's cleanup of a failed write removes it.
+// its column metrics corrected (Correct). It also checks that the files
+// hold every row it was given: iceberg-go's partitioned writer loses the
+// error of a file writer that fails after its last batch was queued
+// (table/rolling_data_writer.go: RollingDataWriter.stream removes itself
+// from the writer factory when it exits, so closeAll never reads its
+// error), which would drop that partition's rows silently. A file that
+// cannot be corrected, or missing rows, end the sequence with an error;
+// the files carry the write's UUID, so the caller's cleanup of a failed
+// write removes them.
 func Write(ctx context.Context, tbl *table.Table, schema *arrow.Schema, records iter.Seq2[arrow.RecordBatch, error], opts ...table.WriteRecordOption) iter.Seq2[iceberg.DataFile, error] {
 	return func(yield func(iceberg.DataFile, error) bool) {
+		var fed atomic.Int64
+		counted := func(yield func(arrow.RecordBatch, error) bool) {
+			for rec, err := range records {
+				if err == nil && rec != nil {
+					fed.Add(rec.NumRows())
+				}
+				if !yield(rec, err) {
+					return
+				}
+			}
+		}
 		var fsys iceio.IO
-		for df, err := range table.WriteRecords(ctx, tbl, schema, records, opts...) {
+		var written int64
+		for df, err := range table.WriteRecords(ctx, tbl, schema, counted, opts...) {
 			if err == nil && fsys == nil {
 				fsys, err = tbl.FS(ctx)
 			}
 			if err == nil {
 				df, err = Correct(ctx, fsys, tbl.Metadata(), df)
 			}
+			if err == nil {
+				written += df.Count()
+			}
 			if !yield(df, err) || err != nil {
 				return
 			}
 		}
+		if n := fed.Load(); written != n && ctx.Err() == nil {
+			yield(nil, fmt.Errorf("%w: the data files hold %d of the %d rows written (a file writer failed without reporting it)", ErrLostRows, written, n))
+		}
 	}
 }
+
+// ErrLostRows: iceberg-go's writer returned fewer rows in its data files
+// than it was given.
+var ErrLostRows = errors.New("icemeta: rows lost in the write")
 
 // Correct returns df, a Parquet data file just written for a table with
 // metadata meta, with its column metrics made right from the file itself
