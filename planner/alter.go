@@ -115,6 +115,11 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		if !ok {
 			return nil, fmt.Errorf("%w: partition column %q is not a column of %s", ErrInvalid, it.column, tgt.ref)
 		}
+		added := iceberg.PartitionField{SourceIDs: []int{f.ID}, Name: f.Name + suffix, Transform: tr}
+		spec := tgt.pinned.Table.Spec()
+		if err := ddlDecimalFields(&spec, &added, schema); err != nil {
+			return nil, err
+		}
 		return specChange(func(u *table.UpdateSpec) { u.AddField(f.Name, tr, f.Name+suffix) }), nil
 	case ps.accept("DROP", "PARTITION", "FIELD"), ps.accept("DROP", "PARTITION", "KEY"):
 		name := ""

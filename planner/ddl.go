@@ -562,7 +562,41 @@ func ddlPartitionSpec(schema *iceberg.Schema, items []ddlPartItem) (iceberg.Part
 	if err != nil {
 		return iceberg.PartitionSpec{}, fmt.Errorf("%w: PARTITIONED BY: %v", ErrInvalid, err)
 	}
+	if err := ddlDecimalFields(&spec, nil, schema); err != nil {
+		return iceberg.PartitionSpec{}, err
+	}
 	return spec, nil
+}
+
+// ddlDecimalFields refuses more than one decimal partition field in spec
+// and added (a field ALTER TABLE adds, or nil)
+// (identity or truncate of a decimal column): iceberg-go v0.7.0 gives the
+// Avro type of every decimal partition value the one name "fixed"
+// (internal/avro_schemas.go, DecimalNode), so no manifest of such a spec
+// can be written and every write would fail at its commit.
+func ddlDecimalFields(spec *iceberg.PartitionSpec, added *iceberg.PartitionField, schema *iceberg.Schema) error {
+	fields := []iceberg.PartitionField{}
+	for _, pf := range spec.Fields() {
+		fields = append(fields, pf)
+	}
+	if added != nil {
+		fields = append(fields, *added)
+	}
+	var names []string
+	for _, pf := range fields {
+		src, ok := schema.FindFieldByID(pf.SourceID())
+		if !ok {
+			continue
+		}
+		if _, dec := pf.Transform.ResultType(src.Type).(iceberg.DecimalType); dec {
+			names = append(names, pf.Name)
+		}
+	}
+	if len(names) > 1 {
+		return fmt.Errorf("%w: PARTITIONED BY: more than one decimal partition field (%s) is not supported: its manifests cannot be written (identity or truncate of one decimal column, or bucket, are)",
+			ErrUnsupported, strings.Join(names, ", "))
+	}
+	return nil
 }
 
 func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, args ...any) (int64, error) {

@@ -601,3 +601,19 @@ func TestDDLTokensErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDDLDecimalPartitionFields: iceberg-go v0.7.0 cannot write the
+// manifests of a spec with two decimal partition fields, so such a spec
+// is refused up front (CREATE TABLE, CTAS, ALTER … ADD PARTITION FIELD);
+// one decimal field, and buckets of decimals, are fine and written.
+func TestDDLDecimalPartitionFields(t *testing.T) {
+	e := newDDLEnv(t)
+	e.execErr(t, "CREATE TABLE d2 (a DECIMAL(9,2), b DECIMAL(38,10)) PARTITIONED BY (a, truncate(4, b))", ErrUnsupported, "decimal partition field", "a", "b_trunc")
+	e.execErr(t, "CREATE TABLE d3 PARTITIONED BY (a, b) AS SELECT 1.5::DECIMAL(9,2) AS a, 2.5::DECIMAL(9,2) AS b", ErrUnsupported, "decimal partition field")
+	e.exec(t, "CREATE TABLE d1 (a DECIMAL(9,2), b DECIMAL(38,10)) PARTITIONED BY (truncate(4, a), bucket(3, b))")
+	if n := e.exec(t, "INSERT INTO d1 VALUES (1.5, 2.5), (-7.25, NULL)"); n != 2 {
+		t.Fatalf("inserted %d rows", n)
+	}
+	e.execErr(t, "ALTER TABLE d1 ADD PARTITION FIELD b", ErrUnsupported, "decimal partition field")
+	e.exec(t, "ALTER TABLE d1 ADD PARTITION FIELD bucket(5, a)")
+}

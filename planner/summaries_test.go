@@ -12,9 +12,9 @@ import (
 // explainFileCount matches EXPLAIN's per-input file count after pruning.
 var explainFileCount = regexp.MustCompile(`(\d+) of (\d+) files`)
 
-// TestEmptyStringPartitionPrunes: a string-partitioned table holding ''
-// (committed with other values, through INSERT … VALUES on the
-// coordinator) plans the right files for filters on the partition
+// TestEmptyStringPartitionPrunes: a string-partitioned table holding the
+// empty string (committed with other values, through INSERT … VALUES on
+// the coordinator) plans the right files for filters on the partition
 // column, and its manifest's partition summary has the empty lower
 // bound, not a null one every reader takes for "only nulls".
 func TestEmptyStringPartitionPrunes(t *testing.T) {
