@@ -129,6 +129,7 @@ type diffConfig struct {
 // configuration over subsets of them, and the single-node reference.
 type diffEnv struct {
 	s       *cluster.Standalone
+	dataDir string // the cluster's data dir: catalog.db and the warehouse
 	configs []*diffConfig
 	ref     *engine.Conn
 }
@@ -137,6 +138,17 @@ type diffEnv struct {
 // differential tables, and one coordinator per (worker count, grouping):
 // a coordinator planning over the first n workers is an n-worker cluster.
 func startDiffEnv(t testing.TB, workers []int, groupings []bool) *diffEnv {
+	t.Helper()
+	env := startDiffCluster(t, workers, groupings)
+	createDiffTables(t, env.s.Mounts)
+	env.ref = referenceConn(t, env.s.Mounts, diffTableNames())
+	return env
+}
+
+// startDiffCluster starts the workers and the coordinators of every
+// configuration over a fresh, empty catalog; env.ref is left to the
+// caller.
+func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 	t.Helper()
 	ctx := context.Background()
 	key, err := wire.RandomKey()
@@ -160,8 +172,7 @@ func startDiffEnv(t testing.TB, workers []int, groupings []bool) *diffEnv {
 			t.Errorf("stop cluster: %v", err)
 		}
 	})
-	createDiffTables(t, s.Mounts)
-	env := &diffEnv{s: s}
+	env := &diffEnv{s: s, dataDir: dataDir}
 	// startCoord starts a coordinator over the workers at locs.
 	startCoord := func(name string, locs []string, target int64, direct []string) *cluster.Coordinator {
 		c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
@@ -224,7 +235,6 @@ func startDiffEnv(t testing.TB, workers []int, groupings []bool) *diffEnv {
 		c := startCoord("w2-iceberg-go", locs, 0, nil)
 		env.configs = append(env.configs, &diffConfig{name: "w2-iceberg-go", workers: 2, coord: c, cnxn: adbcConn(t, c.Addr)})
 	}
-	env.ref = referenceConn(t, s.Mounts, diffTableNames())
 	return env
 }
 
@@ -368,6 +378,9 @@ func runReference(ref *engine.Conn, q string) (typedResult, error) {
 func floatsEqual(a, b float64) bool {
 	if a == b || (math.IsNaN(a) && math.IsNaN(b)) {
 		return true
+	}
+	if math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return false // the relative tolerance of an infinity is infinite
 	}
 	return math.Abs(a-b) <= floatTolerance*math.Max(math.Abs(a), math.Abs(b))
 }
@@ -741,6 +754,9 @@ func TestDiffResults(t *testing.T) {
 		{"beyond tolerance", res(sch, []cellValue{s("a"), f(1 + 2e-9)}), res(sch, []cellValue{s("a"), f(1)}), true, false},
 		{"relative to magnitude", res(sch, []cellValue{s("a"), f(1e9 + 0.5)}), res(sch, []cellValue{s("a"), f(1e9)}), true, true},
 		{"zero is exact", res(sch, []cellValue{s("a"), f(1e-300)}), res(sch, []cellValue{s("a"), f(0)}), true, false},
+		{"infinity is exact", res(sch, []cellValue{s("a"), f(math.MaxFloat64)}), res(sch, []cellValue{s("a"), f(math.Inf(1))}), true, false},
+		{"infinities sort", res(sch, []cellValue{s("a"), f(math.Inf(1))}, []cellValue{s("b"), f(math.MaxFloat64)}, []cellValue{s("c"), f(math.NaN())}),
+			res(sch, []cellValue{s("c"), f(math.NaN())}, []cellValue{s("b"), f(math.MaxFloat64)}, []cellValue{s("a"), f(math.Inf(1))}), false, true},
 		{"multiset order-free", res(sch, a.rows[2], a.rows[0], a.rows[1]), a, false, true},
 		{"ordered sees order", res(sch, a.rows[2], a.rows[0], a.rows[1]), a, true, false},
 		{"duplicates count", res(sch, a.rows[0], a.rows[0], a.rows[1]), res(sch, a.rows[0], a.rows[1], a.rows[1]), false, false},

@@ -59,12 +59,14 @@ const (
 	kDate
 	kTs
 	kBool
+	kOther // compared only: time, uuid, binary
 )
 
 type fuzzCol struct {
 	name   string
 	kind   fuzzKind
 	consts []string
+	likes  []string // LIKE patterns of a kStr column; nil: likePats
 }
 
 type fuzzTable struct {
@@ -81,57 +83,57 @@ var (
 
 var fuzzTables = []fuzzTable{
 	{"lineitem", "l_orderkey, l_linenumber", []fuzzCol{
-		{"l_orderkey", kInt, []string{"0", "1", "100", "4000", "12001", "24001", "-5"}},
-		{"l_linenumber", kInt, []string{"1", "2", "4", "7", "8"}},
-		{"l_partkey", kInt, []string{"1", "50", "200", "400", "401"}},
-		{"l_quantity", kDec, []string{"1", "10.5", "25", "49.99", "50", "0"}},
-		{"l_extendedprice", kDec, []string{"900.00", "10000", "25000.50", "54000"}},
-		{"l_discount", kDec, []string{"0", "0.05", "0.1", "0.07"}},
-		{"l_tax", kFloat, []string{"0", "0.04", "0.08", "0.5"}},
-		{"l_returnflag", kStr, []string{"'A'", "'N'", "'R'", "'X'", "''"}},
-		{"l_shipdate", kDate, []string{"DATE '2024-03-01'", "DATE '2024-04-15'", "DATE '2024-07-01'", "DATE '2025-01-01'"}},
-		{"l_shipmode", kStr, []string{"'AIR'", "'MAIL'", "'REG AIR'", "'TRUCK'", "'Z'"}},
-		{"l_comment", kStr, strConsts},
-		{"l_weight", kFloat, []string{"0.25", "100.5", "7142.82", "14285.96", "-1"}},
+		{"l_orderkey", kInt, []string{"0", "1", "100", "4000", "12001", "24001", "-5"}, nil},
+		{"l_linenumber", kInt, []string{"1", "2", "4", "7", "8"}, nil},
+		{"l_partkey", kInt, []string{"1", "50", "200", "400", "401"}, nil},
+		{"l_quantity", kDec, []string{"1", "10.5", "25", "49.99", "50", "0"}, nil},
+		{"l_extendedprice", kDec, []string{"900.00", "10000", "25000.50", "54000"}, nil},
+		{"l_discount", kDec, []string{"0", "0.05", "0.1", "0.07"}, nil},
+		{"l_tax", kFloat, []string{"0", "0.04", "0.08", "0.5"}, nil},
+		{"l_returnflag", kStr, []string{"'A'", "'N'", "'R'", "'X'", "''"}, nil},
+		{"l_shipdate", kDate, []string{"DATE '2024-03-01'", "DATE '2024-04-15'", "DATE '2024-07-01'", "DATE '2025-01-01'"}, nil},
+		{"l_shipmode", kStr, []string{"'AIR'", "'MAIL'", "'REG AIR'", "'TRUCK'", "'Z'"}, nil},
+		{"l_comment", kStr, strConsts, nil},
+		{"l_weight", kFloat, []string{"0.25", "100.5", "7142.82", "14285.96", "-1"}, nil},
 	}},
 	{"orders", "o_orderkey", []fuzzCol{
-		{"o_orderkey", kInt, []string{"1", "33", "1000", "12000", "24000", "99999"}},
-		{"o_custkey", kInt, []string{"1", "10", "750", "1500", "1550"}},
-		{"o_orderstatus", kStr, []string{"'F'", "'O'", "'P'", "'f'"}},
-		{"o_totalprice", kDec, []string{"100", "1000.5", "250000", "499999.99"}},
-		{"o_orderdate", kDate, []string{"DATE '2024-03-01'", "DATE '2024-03-04'", "DATE '2024-03-08'", "DATE '2024-03-09'"}},
-		{"o_ts", kTs, tsConsts},
-		{"o_orderpriority", kStr, []string{"'1-URGENT'", "'3-MEDIUM'", "'5-LOW'", "'4-NOT SPECIFIED'"}},
-		{"o_comment", kStr, strConsts},
+		{"o_orderkey", kInt, []string{"1", "33", "1000", "12000", "24000", "99999"}, nil},
+		{"o_custkey", kInt, []string{"1", "10", "750", "1500", "1550"}, nil},
+		{"o_orderstatus", kStr, []string{"'F'", "'O'", "'P'", "'f'"}, nil},
+		{"o_totalprice", kDec, []string{"100", "1000.5", "250000", "499999.99"}, nil},
+		{"o_orderdate", kDate, []string{"DATE '2024-03-01'", "DATE '2024-03-04'", "DATE '2024-03-08'", "DATE '2024-03-09'"}, nil},
+		{"o_ts", kTs, tsConsts, nil},
+		{"o_orderpriority", kStr, []string{"'1-URGENT'", "'3-MEDIUM'", "'5-LOW'", "'4-NOT SPECIFIED'"}, nil},
+		{"o_comment", kStr, strConsts, nil},
 	}},
 	{"customer", "c_custkey", []fuzzCol{
-		{"c_custkey", kInt, []string{"1", "2", "500", "1000", "1500"}},
-		{"c_nationkey", kInt, []string{"0", "7", "24", "25"}},
-		{"c_acctbal", kDec, []string{"-1000", "0", "0.01", "5000", "9999.99"}},
-		{"c_mktsegment", kStr, []string{"'BUILDING'", "'MACHINERY'", "'HOUSEHOLD'", "'b'"}},
-		{"c_name", kStr, []string{"'Customer#000001'", "'Customer#000750'", "'Customer#'"}},
-		{"c_comment", kStr, strConsts},
+		{"c_custkey", kInt, []string{"1", "2", "500", "1000", "1500"}, nil},
+		{"c_nationkey", kInt, []string{"0", "7", "24", "25"}, nil},
+		{"c_acctbal", kDec, []string{"-1000", "0", "0.01", "5000", "9999.99"}, nil},
+		{"c_mktsegment", kStr, []string{"'BUILDING'", "'MACHINERY'", "'HOUSEHOLD'", "'b'"}, nil},
+		{"c_name", kStr, []string{"'Customer#000001'", "'Customer#000750'", "'Customer#'"}, nil},
+		{"c_comment", kStr, strConsts, nil},
 	}},
 	{"events", "e_id", []fuzzCol{
-		{"e_id", kInt, []string{"1", "199", "200", "201", "2000", "4000"}},
-		{"e_ts", kTs, tsConsts},
-		{"e_kind", kStr, []string{"'view'", "'click'", "'purchase'", "'nope'"}},
-		{"e_value", kFloat, []string{"0.5", "1000", "7812.5", "15625.484375", "1e10"}},
-		{"e_flag", kBool, []string{"true", "false"}},
-		{"e_user", kInt, []string{"0", "7", "150", "299", "300"}},
+		{"e_id", kInt, []string{"1", "199", "200", "201", "2000", "4000"}, nil},
+		{"e_ts", kTs, tsConsts, nil},
+		{"e_kind", kStr, []string{"'view'", "'click'", "'purchase'", "'nope'"}, nil},
+		{"e_value", kFloat, []string{"0.5", "1000", "7812.5", "15625.484375", "1e10"}, nil},
+		{"e_flag", kBool, []string{"true", "false"}, nil},
+		{"e_user", kInt, []string{"0", "7", "150", "299", "300"}, nil},
 	}},
 	{"strs", "id", []fuzzCol{
-		{"id", kInt, []string{"1", "13", "30", "60"}},
-		{"s", kStr, strConsts},
-		{"grp", kInt, []string{"0", "1", "3"}},
-		{"amount", kDec, []string{"-1000", "0", "0.001", "999.999"}},
+		{"id", kInt, []string{"1", "13", "30", "60"}, nil},
+		{"s", kStr, strConsts, nil},
+		{"grp", kInt, []string{"0", "1", "3"}, nil},
+		{"amount", kDec, []string{"-1000", "0", "0.001", "999.999"}, nil},
 	}},
 	{"empty_t", "id", []fuzzCol{
-		{"id", kInt, []string{"0", "1"}},
-		{"name", kStr, strConsts},
-		{"amount", kDec, []string{"0", "1.5"}},
-		{"ts", kTs, tsConsts},
-		{"x", kFloat, []string{"0", "2.5"}},
+		{"id", kInt, []string{"0", "1"}, nil},
+		{"name", kStr, strConsts, nil},
+		{"amount", kDec, []string{"0", "1.5"}, nil},
+		{"ts", kTs, tsConsts, nil},
+		{"x", kFloat, []string{"0", "2.5"}, nil},
 	}},
 }
 
@@ -159,12 +161,12 @@ func (g *fuzzGen) constant(c fuzzCol) string { return c.consts[g.pick(len(c.cons
 // atom is one predicate on one column.
 func (g *fuzzGen) atom(t fuzzTable) string {
 	c := g.col(t)
-	switch g.pick(8) {
+	ops := []string{"=", "<>", "<", "<=", ">", ">="}
+	switch g.pick(9) {
 	case 0, 1:
 		if c.kind == kBool {
 			return c.name
 		}
-		ops := []string{"=", "<>", "<", "<=", ">", ">="}
 		return fmt.Sprintf("%s %s %s", c.name, ops[g.pick(len(ops))], g.constant(c))
 	case 2:
 		return c.name + " IS NULL"
@@ -192,7 +194,20 @@ func (g *fuzzGen) atom(t fuzzTable) string {
 			return fmt.Sprintf("%s = %s", c.name, g.constant(c))
 		}
 		op := []string{"LIKE", "NOT LIKE", "ILIKE"}[g.pick(3)]
-		return fmt.Sprintf("%s %s %s", c.name, op, likePats[g.pick(len(likePats))])
+		pats := likePats
+		if c.likes != nil {
+			pats = c.likes
+		}
+		return fmt.Sprintf("%s %s %s", c.name, op, pats[g.pick(len(pats))])
+	case 7: // a cast on the column (never pushed into pruning)
+		op := ops[g.pick(len(ops))]
+		switch c.kind {
+		case kInt, kDec, kFloat:
+			return fmt.Sprintf("CAST(%s AS DOUBLE) %s CAST(%s AS DOUBLE)", c.name, op, g.constant(c))
+		case kTs:
+			return fmt.Sprintf("CAST(%s AS DATE) %s CAST(%s AS DATE)", c.name, op, g.constant(c))
+		}
+		return fmt.Sprintf("CAST(%s AS VARCHAR) %s CAST(%s AS VARCHAR)", c.name, op, g.constant(c))
 	default:
 		return "NOT (" + g.atom(t) + ")"
 	}
