@@ -6,9 +6,11 @@
 //   - Data files: Write wraps table.WriteRecords and Correct fixes each
 //     file's column metrics from its Parquet footer and data: an empty
 //     string or binary minimum is a lower bound (iceberg-go drops it), a
-//     column whose row groups do not all carry min/max has no bounds
-//     (iceberg-go keeps the bounds of the row groups that do), and float
-//     and double columns get nan_value_counts (iceberg-go writes none).
+//     string longer than arrow-go keeps in the footer is covered by the
+//     upper bound (iceberg-go's falls below it), and float and double
+//     columns get nan_value_counts (iceberg-go writes none). Write also
+//     fails a write whose files lost rows (iceberg-go's partitioned
+//     writer can drop a failed file's error).
 //   - Manifest lists: RepairManifestList recomputes the partition
 //     summaries of the manifests a snapshot writes and rewrites the list
 //     before the snapshot is committed when iceberg-go's are wrong: an

@@ -74,16 +74,17 @@ var ErrLostRows = errors.New("icemeta: rows lost in the write")
 // (read through fsys), for the top-level columns of the current schema
 // whose metrics mode keeps them:
 //
-//   - a string or binary column whose smallest value is empty has the
-//     empty lower bound (and, when every value is empty, upper bound);
-//     iceberg-go (table/internal/utils.go, DataFileStatistics.ToDataFile)
-//     drops empty bounds;
-//   - a column with values in a row group whose footer has no min/max
-//     (arrow-go omits min or max longer than 4096 bytes) has no bounds:
-//     iceberg-go (table/internal/parquet_files.go, DataFileStatsFromMeta)
-//     keeps the bounds of the other row groups, which do not cover it;
-//   - float and double columns have nan_value_counts, which iceberg-go
-//     never fills. Float bounds themselves are right: arrow-go leaves NaN
+//   - string and binary bounds are computed here (see metricsFix.bounds):
+//     iceberg-go drops an empty bound (table/internal/utils.go,
+//     DataFileStatistics.ToDataFile), and takes the empty value arrow-go's
+//     reader reports in place of a min or max over 4096 bytes that its
+//     writer left out of the footer for the row group's bound
+//     (table/internal/parquet_files.go, DataFileStatsFromMeta), which
+//     gives an upper bound below the long value;
+//   - any other column with values in a row group whose footer has no
+//     min/max gets no bounds (iceberg-go keeps the other row groups');
+//   - float and double columns get nan_value_counts, which iceberg-go
+//     never writes. Float bounds themselves are right: arrow-go leaves NaN
 //     out and writes a zero minimum as -0.0 and a zero maximum as +0.0.
 //
 // Files of other formats and delete files are returned as they are.
