@@ -18,6 +18,7 @@ type clusterConfig struct {
 	workers  int
 	demo     bool
 	noDirect bool
+	dataDir  string
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -28,6 +29,10 @@ func Workers(n int) Option { return func(c *clusterConfig) { c.workers = n } }
 
 // Demo seeds the demo tables.
 func Demo() Option { return func(c *clusterConfig) { c.demo = true } }
+
+// DataDir sets the cluster's data directory (catalog.db and the
+// warehouse), for tests that read it with another engine.
+func DataDir(dir string) Option { return func(c *clusterConfig) { c.dataDir = dir } }
 
 // IcebergGoReads makes the workers read every file with iceberg-go, as
 // for object stores (no direct Parquet scans, no gathering worker that
@@ -42,13 +47,16 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.dataDir == "" {
+		cfg.dataDir = t.TempDir()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
 		Listen:       "127.0.0.1:0",
 		WorkerHost:   "127.0.0.1",
 		Workers:      cfg.workers,
-		DataDir:      t.TempDir(),
+		DataDir:      cfg.dataDir,
 		Demo:         cfg.demo,
 		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: "1GB"},
 		NoDirectScan: cfg.noDirect,
