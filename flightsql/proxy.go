@@ -132,6 +132,11 @@ func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schem
 	if err != nil {
 		return nil, nil, true, fmt.Errorf("%w: schema: %v", ErrHandle, err)
 	}
+	// The client learns the schema before the workers have computed
+	// anything, so it can cancel while they work.
+	if err := sendSchemaNow(ctx, sc, s.alloc); err != nil {
+		return nil, nil, true, err
+	}
 	out := make(chan flight.StreamChunk)
 	go s.proxyStreams(ctx, pt, out)
 	return sc, out, true, nil

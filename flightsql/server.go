@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -177,7 +178,45 @@ func (f *flightService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGe
 	if _, err := f.key.Open(t.GetTicket(), time.Now()); !errors.Is(err, wire.ErrMalformed) {
 		return ToStatus(ErrWorkerTicket)
 	}
-	return f.FlightServer.DoGet(t, stream)
+	s := &schemaFirstStream{FlightService_DoGetServer: stream}
+	s.ctx = context.WithValue(stream.Context(), schemaFirstKey{}, s)
+	return f.FlightServer.DoGet(t, s)
+}
+
+// schemaFirstStream is a DoGet stream whose handler may send the schema
+// before the first batch (sendSchemaNow): arrow-go's Flight SQL server
+// writes it only with the first batch.
+type schemaFirstStream struct {
+	flight.FlightService_DoGetServer
+	ctx context.Context
+	out flight.DataStreamWriter // set once the schema went out
+}
+
+type schemaFirstKey struct{}
+
+func (s *schemaFirstStream) Context() context.Context { return s.ctx }
+
+func (s *schemaFirstStream) Send(fd *flight.FlightData) error {
+	if s.out != nil {
+		return s.out.Send(fd)
+	}
+	return s.FlightService_DoGetServer.Send(fd)
+}
+
+// sendSchemaNow sends schema on the DoGet stream of ctx now; the stream
+// then leaves out the schema message the server writes with the first
+// batch.
+func sendSchemaNow(ctx context.Context, schema *arrow.Schema, mem memory.Allocator) error {
+	s, ok := ctx.Value(schemaFirstKey{}).(*schemaFirstStream)
+	if !ok || s.out != nil {
+		return nil
+	}
+	out, err := flightio.SendSchema(s.FlightService_DoGetServer, schema, mem)
+	if err != nil {
+		return err
+	}
+	s.out = out
+	return nil
 }
 
 // emptySchema is the dataset schema of updates and the parameter schema of

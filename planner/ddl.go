@@ -707,7 +707,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 	if err := conn.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO "+standIn+" "+columns+" "+values, dargs...); err != nil {
 		return 0, ddlDuckError(ctx, err)
 	}
-	rdr, err := conn.Query(ctx, "SELECT * FROM "+standIn)
+	rdr, err := conn.Query(ctx, "SELECT * FROM "+standIn, engine.QueryOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("insert into %s: read stand-in: %w", ref, err)
 	}

@@ -39,7 +39,7 @@ func substituted(t *testing.T, conn *engine.Conn, query string, args ...any) []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdr, err := conn.Query(ctx, sql)
+	rdr, err := conn.Query(ctx, sql, engine.QueryOptions{})
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}

@@ -433,7 +433,7 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (b
 	if err != nil {
 		return false, nil
 	}
-	rdr, err := pb.conn.Query(ctx, partialSQL)
+	rdr, err := pb.conn.Query(ctx, partialSQL, engine.QueryOptions{})
 	if err != nil {
 		return false, nil
 	}
@@ -464,7 +464,7 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (b
 	if err != nil {
 		return false, nil
 	}
-	frdr, err := pb.conn.Query(ctx, final)
+	frdr, err := pb.conn.Query(ctx, final, engine.QueryOptions{})
 	if err != nil {
 		return false, nil
 	}
@@ -522,7 +522,7 @@ func (pb *planBuilder) gather(reason string) error {
 		return nil
 	}
 	for _, in := range pb.b.inputs {
-		rdr, err := pb.conn.Query(context.Background(), "SELECT * FROM "+engine.Quote(in.view))
+		rdr, err := pb.conn.Query(context.Background(), "SELECT * FROM "+engine.Quote(in.view), engine.QueryOptions{})
 		if err != nil {
 			return err
 		}
@@ -676,7 +676,7 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 			return nil, err
 		}
 	}
-	rdr, err := conn.Query(ctx, b.sql)
+	rdr, err := conn.Query(ctx, b.sql, engine.QueryOptions{})
 	if err != nil {
 		return nil, bindError(err)
 	}

@@ -22,12 +22,17 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/wire"
 )
 
 // DefaultBatchRows is the row count a worker merges DuckDB's small result
 // chunks toward before sending a batch.
 const DefaultBatchRows = 64 * 1024
+
+// DefaultFlushAfter is how long a worker lets merged rows wait for more
+// before it sends them in a smaller batch.
+const DefaultFlushAfter = 100 * time.Millisecond
 
 // FlightServiceName is the gRPC service name of Flight, under which the
 // health service reports the worker's status (as well as under "").
@@ -50,6 +55,10 @@ type Options struct {
 	// BatchRows is the row count small result chunks are merged toward;
 	// 0 means DefaultBatchRows.
 	BatchRows int
+	// FlushAfter is how long merged rows may wait for more before they
+	// are sent short of BatchRows, so a slow fragment's first rows leave
+	// early; 0 means DefaultFlushAfter.
+	FlushAfter time.Duration
 }
 
 // Validate reports every problem with o at once.
@@ -67,12 +76,15 @@ func (o Options) Validate() error {
 	if o.BatchRows < 0 {
 		errs = append(errs, fmt.Errorf("worker: BatchRows must be >= 0, got %d", o.BatchRows))
 	}
+	if o.FlushAfter < 0 {
+		errs = append(errs, fmt.Errorf("worker: FlushAfter must be >= 0, got %s", o.FlushAfter))
+	}
 	return errors.Join(errs...)
 }
 
 // String describes the options without the key.
 func (o Options) String() string {
-	return fmt.Sprintf("worker.Options{Key: %v, BatchRows: %d}", o.Key, o.BatchRows)
+	return fmt.Sprintf("worker.Options{Key: %v, BatchRows: %d, FlushAfter: %s}", o.Key, o.BatchRows, o.FlushAfter)
 }
 
 // Server is a worker's Flight service. It serves DoGet only; every other
@@ -123,6 +135,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.BatchRows == 0 {
 		o.BatchRows = DefaultBatchRows
+	}
+	if o.FlushAfter == 0 {
+		o.FlushAfter = DefaultFlushAfter
 	}
 	s := &Server{
 		opts:   o,
@@ -224,6 +239,12 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if t.Write != nil {
 		return s.write(ctx, conn, t, stream)
 	}
+	// The schema goes out before any input is read: clients (and the
+	// workers pulling this fragment) learn it at once and can cancel while
+	// the work runs.
+	if stream, err = flightio.SendSchema(stream, schema, s.opts.Allocator); err != nil {
+		return err
+	}
 	if t.Passthrough && len(t.Scans) == 1 && len(t.Children) == 0 && t.Scans[0].MetadataTable == "" {
 		return s.passthrough(ctx, t.Scans[0], schema, stream)
 	}
@@ -235,7 +256,8 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err := s.loadChildren(ctx, conn, t); err != nil {
 		return err
 	}
-	rdr, err := conn.Query(ctx, t.SQL)
+	rdr, err := conn.Query(ctx, t.SQL, engine.QueryOptions{
+		BatchRows: s.opts.BatchRows, FlushAfter: s.opts.FlushAfter, Allocator: s.opts.Allocator})
 	if err != nil {
 		return &queryError{err: err}
 	}
