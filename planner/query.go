@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
@@ -54,7 +55,8 @@ type bound struct {
 	sql     string // the query rewritten over the inputs' views
 	schema  *arrow.Schema
 	// duckTypes are DuckDB's type names of the result columns, when DuckDB
-	// could name them (it cannot for duplicate column names).
+	// could name them and the names are unique (the rewrites that cast to
+	// them name the columns).
 	duckTypes []string
 	// ambiguous: one alias names different tables in different scopes.
 	ambiguous bool
@@ -680,16 +682,39 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err != nil {
 		return nil, bindError(err)
 	}
-	b.schema = rdr.Schema()
+	schema := rdr.Schema()
 	rdr.Release()
-	b.duckTypes = duckTypes(ctx, conn, b.sql, b.schema.NumFields())
+	names := typeNames(ctx, conn, b.sql, schema.NumFields())
+	// Every stream, the FlightInfo and the prepared statement's dataset
+	// schema carry the same Flight SQL column metadata (JDBC's
+	// ResultSetMetaData reads precision and scale there).
+	b.schema = colmeta.Schema(schema, names)
+	if !duplicateNames(schema) {
+		b.duckTypes = names
+	}
 	return b, nil
 }
 
-// duckTypes names the result's DuckDB types, or nil when DuckDB cannot
-// materialise the shape (duplicate names).
-func duckTypes(ctx context.Context, conn *engine.Conn, sql string, n int) []string {
-	if err := conn.Exec(ctx, "CREATE TEMP TABLE __icefloe_shape AS SELECT * FROM ("+sql+") AS __q LIMIT 0"); err != nil {
+func duplicateNames(s *arrow.Schema) bool {
+	seen := map[string]bool{}
+	for _, f := range s.Fields() {
+		if seen[f.Name] {
+			return true
+		}
+		seen[f.Name] = true
+	}
+	return false
+}
+
+// typeNames names the result's DuckDB types, or nil when DuckDB cannot
+// say.
+func typeNames(ctx context.Context, conn *engine.Conn, sql string, n int) []string {
+	cols := make([]string, n)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("__c%d", i)
+	}
+	// The columns are renamed so that duplicate names can be materialised.
+	if err := conn.Exec(ctx, "CREATE TEMP TABLE __icefloe_shape AS SELECT * FROM ("+sql+") AS __q("+strings.Join(cols, ", ")+") LIMIT 0"); err != nil {
 		return nil
 	}
 	defer conn.Exec(ctx, "DROP TABLE IF EXISTS __icefloe_shape")
