@@ -32,7 +32,7 @@ func (s *Server) passthrough(ctx context.Context, sc wire.Scan, schema *arrow.Sc
 	}
 	defer done()
 	rdr.Retain() // one reference for the merger, one for done
-	merged := engine.Merge(rdr, s.opts.BatchRows, s.opts.Allocator)
+	merged := engine.Merge(rdr, s.sendOptions())
 	defer merged.Release()
 	_, _, err = s.send(ctx, schema, merged, stream)
 	var qe *queryError

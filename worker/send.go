@@ -8,14 +8,23 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/icefloe/icefloe/internal/engine"
 )
 
 // send streams rdr to the client with exactly schema, the one the
 // coordinator planned: each batch keeps its columns, whose types must
 // equal the planned ones, under the planned names, nullability and
-// metadata. rdr's batches arrive cut to s.opts.BatchRows rows
-// (engine.Query, engine.Merge), so no message grows past what clients
-// accept (ADBC's default is 16 MiB). It returns the rows and batches sent.
+// metadata. rdr's batches arrive cut to sendOptions (engine.Query,
+// engine.Merge), so no message grows past what clients accept (ADBC's
+// default is 16 MiB). It returns the rows and batches sent.
+// sendOptions shape a result the worker streams to a client: merged
+// toward BatchRows rows, within BatchBytes, flushed after FlushAfter.
+func (s *Server) sendOptions() engine.QueryOptions {
+	return engine.QueryOptions{BatchRows: s.opts.BatchRows, BatchBytes: s.opts.BatchBytes,
+		FlushAfter: s.opts.FlushAfter, Allocator: s.opts.Allocator}
+}
+
 func (s *Server) send(ctx context.Context, schema *arrow.Schema, rdr array.RecordReader, stream flight.DataStreamWriter) (rows int64, batches int, err error) {
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.opts.Allocator))
 	defer func() {

@@ -30,6 +30,10 @@ import (
 // chunks toward before sending a batch.
 const DefaultBatchRows = 64 * 1024
 
+// DefaultBatchBytes bounds the bytes of one batch a worker sends: half
+// the 16 MiB clients accept in one message by default (ADBC, gRPC).
+const DefaultBatchBytes = 8 << 20
+
 // DefaultFlushAfter is how long a worker lets merged rows wait for more
 // before it sends them in a smaller batch.
 const DefaultFlushAfter = 100 * time.Millisecond
@@ -55,6 +59,9 @@ type Options struct {
 	// BatchRows is the row count small result chunks are merged toward;
 	// 0 means DefaultBatchRows.
 	BatchRows int
+	// BatchBytes cuts a batch short of BatchRows where its rows would pass
+	// this many bytes; 0 means DefaultBatchBytes.
+	BatchBytes int64
 	// FlushAfter is how long merged rows may wait for more before they
 	// are sent short of BatchRows, so a slow fragment's first rows leave
 	// early; 0 means DefaultFlushAfter.
@@ -76,6 +83,9 @@ func (o Options) Validate() error {
 	if o.BatchRows < 0 {
 		errs = append(errs, fmt.Errorf("worker: BatchRows must be >= 0, got %d", o.BatchRows))
 	}
+	if o.BatchBytes < 0 {
+		errs = append(errs, fmt.Errorf("worker: BatchBytes must be >= 0, got %d", o.BatchBytes))
+	}
 	if o.FlushAfter < 0 {
 		errs = append(errs, fmt.Errorf("worker: FlushAfter must be >= 0, got %s", o.FlushAfter))
 	}
@@ -84,7 +94,7 @@ func (o Options) Validate() error {
 
 // String describes the options without the key.
 func (o Options) String() string {
-	return fmt.Sprintf("worker.Options{Key: %v, BatchRows: %d, FlushAfter: %s}", o.Key, o.BatchRows, o.FlushAfter)
+	return fmt.Sprintf("worker.Options{Key: %v, BatchRows: %d, BatchBytes: %d, FlushAfter: %s}", o.Key, o.BatchRows, o.BatchBytes, o.FlushAfter)
 }
 
 // Server is a worker's Flight service. It serves DoGet only; every other
@@ -138,6 +148,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.FlushAfter == 0 {
 		o.FlushAfter = DefaultFlushAfter
+	}
+	if o.BatchBytes == 0 {
+		o.BatchBytes = DefaultBatchBytes
 	}
 	s := &Server{
 		opts:   o,
@@ -256,8 +269,7 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err := s.loadChildren(ctx, conn, t); err != nil {
 		return err
 	}
-	rdr, err := conn.Query(ctx, t.SQL, engine.QueryOptions{
-		BatchRows: s.opts.BatchRows, FlushAfter: s.opts.FlushAfter, Allocator: s.opts.Allocator})
+	rdr, err := conn.Query(ctx, t.SQL, s.sendOptions())
 	if err != nil {
 		return &queryError{err: err}
 	}

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/duckdb/duckdb-go/v2"
 	bindings "github.com/duckdb/duckdb-go-bindings"
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // Defaults for Options.

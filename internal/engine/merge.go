@@ -6,18 +6,21 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
 )
 
 // merger cuts a stream of batches into batches of exactly target rows
-// (the last one, or one flushed early, may be shorter): small batches are
-// concatenated, large ones sliced without copying. With target 0 it only
-// gathers until flush.
+// (the last one, or one flushed early, may be shorter), or fewer where
+// those rows would pass maxBytes: small batches are concatenated, large
+// ones sliced without copying. With target 0 it only gathers until flush.
 type merger struct {
-	schema  *arrow.Schema
-	mem     memory.Allocator
-	target  int64
-	pending []arrow.RecordBatch
-	rows    int64
+	schema   *arrow.Schema
+	mem      memory.Allocator
+	target   int64
+	maxBytes int64 // 0: no limit
+	pending  []arrow.RecordBatch
+	rows     int64
+	bytes    int64 // of the pending rows, estimated from their batches
 	// ready are complete batches not yet handed out.
 	ready []arrow.RecordBatch
 	err   error
@@ -25,15 +28,23 @@ type merger struct {
 
 // add takes the rows of rec (the caller keeps its own reference).
 func (m *merger) add(rec arrow.RecordBatch) {
+	if rec.NumRows() == 0 {
+		return
+	}
+	perRow := max(util.TotalRecordSize(rec)/rec.NumRows(), 1)
 	for off := int64(0); off < rec.NumRows() && m.err == nil; {
 		n := rec.NumRows() - off
 		if m.target > 0 {
 			n = min(n, m.target-m.rows)
 		}
+		if m.maxBytes > 0 {
+			n = min(n, max((m.maxBytes-m.bytes)/perRow, 1))
+		}
 		m.pending = append(m.pending, rec.NewSlice(off, off+n))
 		m.rows += n
+		m.bytes += n * perRow
 		off += n
-		if m.target > 0 && m.rows >= m.target {
+		if m.target > 0 && m.rows >= m.target || m.maxBytes > 0 && m.bytes+perRow > m.maxBytes {
 			out, err := m.flush()
 			if err != nil {
 				m.err = err
@@ -42,6 +53,10 @@ func (m *merger) add(rec arrow.RecordBatch) {
 			m.ready = append(m.ready, out)
 		}
 	}
+}
+
+func newMerger(schema *arrow.Schema, o QueryOptions) *merger {
+	return &merger{schema: schema, mem: o.Allocator, target: int64(max(o.BatchRows, 0)), maxBytes: max(o.BatchBytes, 0)}
 }
 
 // pop hands out the oldest complete batch, if any; the caller releases it.
@@ -91,7 +106,7 @@ func (m *merger) releasePending() {
 	for _, p := range m.pending {
 		p.Release()
 	}
-	m.pending, m.rows = nil, 0
+	m.pending, m.rows, m.bytes = nil, 0, 0
 }
 
 // release drops everything the merger holds.
@@ -103,16 +118,16 @@ func (m *merger) release() {
 	m.ready = nil
 }
 
-// Merge returns a reader of src's rows in batches of exactly rows rows
-// (but the last), in src's schema: small batches are concatenated, large
-// ones sliced. It reads src on the caller's goroutine, so
-// QueryOptions.FlushAfter has no counterpart here. The returned reader
-// releases src.
-func Merge(src array.RecordReader, rows int, mem memory.Allocator) array.RecordReader {
-	if mem == nil {
-		mem = memory.DefaultAllocator
+// Merge returns a reader of src's rows in batches of exactly o.BatchRows
+// rows (but the last, and fewer where they would pass o.BatchBytes), in
+// src's schema: small batches are concatenated, large ones sliced. It
+// reads src on the caller's goroutine: o.FlushAfter does not apply. The
+// returned reader releases src.
+func Merge(src array.RecordReader, o QueryOptions) array.RecordReader {
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
 	}
-	r := &mergeReader{src: src, m: &merger{schema: src.Schema(), mem: mem, target: int64(rows)}}
+	r := &mergeReader{src: src, m: newMerger(src.Schema(), o)}
 	r.refs = 1
 	return r
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/duckdb/duckdb-go/v2"
 	bindings "github.com/duckdb/duckdb-go-bindings"
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // DuckDB's C API, below database/sql.

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/duckdb/duckdb-go/v2"
 	bindings "github.com/duckdb/duckdb-go-bindings"
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // Streamed results.
@@ -39,6 +39,11 @@ type QueryOptions struct {
 	// BatchRows merges chunks toward this many rows per batch; 0 does not
 	// merge.
 	BatchRows int
+	// BatchBytes cuts a merged batch short of BatchRows where its rows
+	// would pass this many bytes (as their chunks' buffers count them), so
+	// wide rows stay within what clients accept in one message; 0 means no
+	// limit.
+	BatchBytes int64
 	// FlushAfter hands out what has been merged once its first rows have
 	// waited this long, even short of BatchRows, so a slow query still
 	// shows its first rows early; 0 waits for BatchRows (or the end).
@@ -75,7 +80,7 @@ func (c *Conn) Query(ctx context.Context, query string, o QueryOptions) (array.R
 	s := &stream{
 		conn: c.raw, stmt: st, schema: schema, opts: o, ctx: sctx, cancel: cancel, parent: ctx,
 		chunks: make(chan arrow.RecordBatch, max(DefaultQueueChunks, o.BatchRows/duckChunkRows)),
-		m:      &merger{schema: schema, mem: o.Allocator, target: int64(max(o.BatchRows, 0))},
+		m:      newMerger(schema, o),
 	}
 	s.refs.Store(1)
 	return s, nil
@@ -221,7 +226,7 @@ func (s *stream) Next() bool {
 				}
 				return s.flush()
 			}
-			if s.opts.BatchRows <= 0 {
+			if s.opts.BatchRows <= 0 && s.opts.BatchBytes <= 0 {
 				s.cur = b
 				return true
 			}

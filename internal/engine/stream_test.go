@@ -176,7 +176,7 @@ func TestMergeReader(t *testing.T) {
 	for _, b := range in {
 		b.Release()
 	}
-	rdr := Merge(src, 8, mem)
+	rdr := Merge(src, QueryOptions{BatchRows: 8, Allocator: mem})
 	defer rdr.Release()
 	var sizes []int64
 	for rdr.Next() {
@@ -184,5 +184,29 @@ func TestMergeReader(t *testing.T) {
 	}
 	if want := []int64{8, 8, 8, 8, 6}; !slices.Equal(sizes, want) {
 		t.Fatalf("batch sizes %v, want %v", sizes, want)
+	}
+}
+
+// Wide rows are cut by bytes before BatchRows: no batch outgrows what a
+// client accepts in one message.
+func TestQueryBatchBytes(t *testing.T) {
+	c := openTest(t)
+	rdr, err := c.Query(context.Background(), "SELECT range AS i, repeat('x', 10000) AS s FROM range(5000)",
+		QueryOptions{BatchRows: 65536, BatchBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	var rows, batches int64
+	for rdr.Next() {
+		b := rdr.RecordBatch()
+		if n := b.NumRows(); n > (1<<20)/10000 {
+			t.Fatalf("batch of %d rows of 10 kB", n)
+		}
+		rows += b.NumRows()
+		batches++
+	}
+	if rdr.Err() != nil || rows != 5000 || batches < 40 {
+		t.Fatalf("%d rows in %d batches, err %v", rows, batches, rdr.Err())
 	}
 }
