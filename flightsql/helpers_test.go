@@ -143,6 +143,20 @@ func (f *fakePlanner) Exec(_ context.Context, s planner.Session, q string, args 
 	return 7, nil
 }
 
+// ExecBatch records one call whose args are the rows; it counts 7 per row.
+func (f *fakePlanner) ExecBatch(_ context.Context, s planner.Session, q string, params []arrow.RecordBatch) (int64, error) {
+	rows, err := planner.ParamRows(params)
+	if err != nil {
+		return 0, err
+	}
+	args := make([]any, len(rows))
+	for i, r := range rows {
+		args[i] = r
+	}
+	f.record("ExecBatch", s, q, args...)
+	return 7 * int64(len(rows)), nil
+}
+
 // fixture mounts two local catalogs: "local" with schemas default, sales
 // and sa_es and tables default.{orders, order_items, orderXitems} and
 // sales.facts; "other" with default.remote.

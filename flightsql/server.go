@@ -33,6 +33,10 @@ type Planner interface {
 	Bind(ctx context.Context, s planner.Session, query string, args ...any) (*arrow.Schema, error)
 	// Exec runs a DDL or DML statement and returns its update count.
 	Exec(ctx context.Context, s planner.Session, query string, args ...any) (int64, error)
+	// ExecBatch runs an update for every row of the parameter batches
+	// (ADBC's executemany, JDBC's executeBatch) and returns the total
+	// count; an INSERT … VALUES commits all rows at once.
+	ExecBatch(ctx context.Context, s planner.Session, query string, params []arrow.RecordBatch) (int64, error)
 }
 
 var _ Planner = (*planner.Planner)(nil)

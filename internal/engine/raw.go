@@ -83,10 +83,14 @@ type ParamType struct {
 	Width, Scale int
 }
 
-// ParamTypes prepares query and returns DuckDB's type of each of its
-// parameters, in order. Preparing runs nothing.
-func (c *Conn) ParamTypes(ctx context.Context, query string) ([]ParamType, error) {
+// ParamTypes prepares query, checked as Prepared checks it (one
+// statement, of the given kind unless AnyStatement), and returns DuckDB's
+// type of each of its parameters, in order. Preparing runs nothing.
+func (c *Conn) ParamTypes(ctx context.Context, kind duckdb.StmtType, query string) ([]ParamType, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.checkText(ctx, kind, query); err != nil {
 		return nil, err
 	}
 	st, err := c.prepare(query)
@@ -94,6 +98,9 @@ func (c *Conn) ParamTypes(ctx context.Context, query string) ([]ParamType, error
 		return nil, err
 	}
 	defer bindings.DestroyPrepare(&st)
+	if err := checkKind(kind, duckdb.StmtType(bindings.PreparedStatementType(st))); err != nil {
+		return nil, err
+	}
 	n := int(bindings.NParams(st))
 	out := make([]ParamType, n)
 	for i := range out {
