@@ -87,6 +87,10 @@ public class Params {
     // Nested types bind as DuckDB's literal text.
     new Type("c_list", "INTEGER[]", Types.VARCHAR, (p, i) -> p.setString(i, "[1, 2, NULL]"), "[1, 2, NULL]",
         r -> r.getString(1), "[1,2,null]"),
+    new Type("c_map", "MAP(VARCHAR, BIGINT)", Types.VARCHAR, (p, i) -> p.setString(i, "{a=1, b=2}"), "{a=1, b=2}",
+        r -> String.valueOf(r.getObject(1)), "{\"a\":1,\"b\":2}"),
+    new Type("c_struct", "STRUCT(a INTEGER, b VARCHAR)", Types.VARCHAR, (p, i) -> p.setString(i, "{'a': 5, 'b': 'x, y'}"),
+        "{'a': 5, 'b': 'x, y'}", r -> String.valueOf(r.getObject(1)), "{\"a\":5,\"b\":\"x, y\"}"),
   };
 
   public static void main(String[] args) throws Exception {
@@ -102,6 +106,9 @@ public class Params {
     }
     for (Type t : TYPES) {
       Checks.check(t.col + " round-trips (" + zone + ")", () -> roundTrip(conn, schema, t));
+    }
+    for (Type t : FIXTURE_TYPES) {
+      Checks.check(t.ddl + " (" + t.col + ", made by the fixture) round-trips (" + zone + ")", () -> fixture(conn, t));
     }
     Checks.check("TIMESTAMPTZ bound without a calendar is the JVM's wall-clock time (" + zone + ")", () -> zoned(conn, schema));
     Checks.check("parameters in CAST, IN, BETWEEN, LIKE and WHERE on the demo orders (" + zone + ")", () -> positions(conn));
@@ -149,21 +156,46 @@ public class Params {
     try (Statement st = c.createStatement()) {
       st.executeUpdate("CREATE TABLE " + tbl + " (id BIGINT NOT NULL, v " + t.ddl + ")");
     }
+    roundTrip(c, tbl, "v", t);
+  }
+
+  /** roundTrip binds t's value into column v of tbl, which holds no other rows. */
+  static void roundTrip(Connection c, String tbl, String v, Type t) throws Exception {
     Setter id1 = (p, i) -> p.setLong(i, 1);
     Setter id2 = (p, i) -> p.setLong(i, 2);
     Setter none = (p, i) -> p.setNull(i, t.sqlType);
-    Checks.eq(update(c, "INSERT INTO " + tbl + " VALUES (?, ?)", id1, t.set), 1L, "insert");
-    Checks.eq(update(c, "INSERT INTO " + tbl + " VALUES (?, ?)", id2, none), 1L, "insert NULL");
+    String into = "INSERT INTO " + tbl + " (id, " + v + ") VALUES (?, ?)";
+    Checks.eq(update(c, into, id1, t.set), 1L, "insert");
+    Checks.eq(update(c, into, id2, none), 1L, "insert NULL");
     // What was stored, in DuckDB's words, and what the getter returns.
-    Checks.eq(read(c, "SELECT CAST(v AS VARCHAR) FROM " + tbl + " WHERE id = 1", r -> r.getString(1)), t.text, "stored");
-    Checks.eq(read(c, "SELECT v FROM " + tbl + " WHERE id = 1", t.get), t.back, "read back");
-    Checks.eq(read(c, "SELECT v FROM " + tbl + " WHERE id = 2", r -> r.getString(1)), null, "NULL read back");
-    Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE v = ?", t.set), 1L, "WHERE v = ?");
-    Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE v IS NOT DISTINCT FROM ?", none), 1L, "WHERE v IS NOT DISTINCT FROM NULL");
-    Checks.eq(update(c, "UPDATE " + tbl + " SET v = ? WHERE id = ?", t.set, id2), 1L, "UPDATE SET v = ?");
-    Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE v = ?", t.set), 2L, "rows after UPDATE");
-    Checks.eq(update(c, "DELETE FROM " + tbl + " WHERE v = ? AND id = ?", t.set, id1), 1L, "DELETE WHERE v = ?");
+    Checks.eq(read(c, "SELECT CAST(" + v + " AS VARCHAR) FROM " + tbl + " WHERE id = 1", r -> r.getString(1)), t.text, "stored");
+    Checks.eq(read(c, "SELECT " + v + " FROM " + tbl + " WHERE id = 1", t.get), t.back, "read back");
+    Checks.eq(read(c, "SELECT " + v + " FROM " + tbl + " WHERE id = 2", r -> r.getString(1)), null, "NULL read back");
+    Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE " + v + " = ?", t.set), 1L, "WHERE v = ?");
+    Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE " + v + " IS NOT DISTINCT FROM ?", none), 1L,
+        "WHERE v IS NOT DISTINCT FROM NULL");
+    Checks.eq(update(c, "UPDATE " + tbl + " SET " + v + " = ? WHERE id = ?", t.set, id2), 1L, "UPDATE SET v = ?");
+    Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE " + v + " = ?", t.set), 2L, "rows after UPDATE");
+    Checks.eq(update(c, "DELETE FROM " + tbl + " WHERE " + v + " = ? AND id = ?", t.set, id1), 1L, "DELETE WHERE v = ?");
     Checks.eq(count(c, "SELECT count(*) FROM " + tbl), 1L, "rows after DELETE");
+  }
+
+  // The Iceberg types SQL cannot create, in tables the run script's fixture
+  // made: fixed[4] (a BLOB whose length is checked) and timestamp_ns
+  // (format version 3), whose parameters bind as the driver's milliseconds.
+  // Here col names the table and ddl its column.
+  static final Type[] FIXTURE_TYPES = {
+    new Type("fixed_t", "c_fixed", Types.VARBINARY, (p, i) -> p.setBytes(i, BYTES), "\\x00\\xFFab", r -> r.getBytes(1), BYTES),
+    new Type("ns_t", "c_ns", Types.TIMESTAMP, (p, i) -> p.setTimestamp(i, WALL), "2024-02-29 23:59:58.5",
+        r -> r.getObject(1, LocalDateTime.class), WALL.toLocalDateTime()),
+  };
+
+  static void fixture(Connection c, Type t) throws Exception {
+    String tbl = "jdbc_types." + t.col;
+    try (Statement st = c.createStatement()) {
+      st.executeUpdate("DELETE FROM " + tbl);
+    }
+    roundTrip(c, tbl, t.ddl, t);
   }
 
   // Without a calendar the driver binds a Timestamp as its wall-clock

@@ -40,6 +40,7 @@ TYPES = [
     # Nested types bind as DuckDB's literal text.
     ("c_list", "INTEGER[]", "[1, 2, NULL]", [1, 2, None], "[1, 2, NULL]"),
     ("c_struct", "STRUCT(a INTEGER, b VARCHAR)", "{'a': 5, 'b': 'x, y'}", {"a": 5, "b": "x, y"}, "{'a': 5, 'b': 'x, y'}"),
+    ("c_map", "MAP(VARCHAR, BIGINT)", "{a=1, b=2}", [("a", 1), ("b", 2)], "{a=1, b=2}"),
 ]
 
 
