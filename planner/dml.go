@@ -24,11 +24,7 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser, ar
 	if err != nil {
 		return 0, err
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts)
-	if err != nil {
-		return 0, err
-	}
-	conn, err := p.opts.Engine.Conn(ctx)
+	tgt, conn, err := p.targetConn(ctx, sess, parts)
 	if err != nil {
 		return 0, err
 	}
@@ -45,6 +41,20 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser, ar
 		}
 	}
 	return p.rewrite(ctx, sess, tgt, rewriteSQL{out: keep, match: match, outArgs: args, matchArgs: args})
+}
+
+// targetConn loads the target table of a DELETE or UPDATE and opens a
+// connection to print its statements on; the caller closes it.
+func (p *Planner) targetConn(ctx context.Context, sess Session, parts []string) (*writeTarget, *engine.Conn, error) {
+	tgt, err := p.loadTarget(ctx, sess, parts)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tgt, conn, nil
 }
 
 // deleteParts reads DELETE FROM name [WHERE pred].
@@ -156,11 +166,7 @@ func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser, ar
 	if err != nil {
 		return 0, err
 	}
-	tgt, err := p.loadTarget(ctx, sess, u.parts)
-	if err != nil {
-		return 0, err
-	}
-	conn, err := p.opts.Engine.Conn(ctx)
+	tgt, conn, err := p.targetConn(ctx, sess, u.parts)
 	if err != nil {
 		return 0, err
 	}

@@ -614,11 +614,7 @@ func (p *Planner) dmlParamTypes(ctx context.Context, sess Session, query string)
 	default:
 		return nil, nil // DDL takes no parameters
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := p.opts.Engine.Conn(ctx)
+	tgt, conn, err := p.targetConn(ctx, sess, parts)
 	if err != nil {
 		return nil, err
 	}

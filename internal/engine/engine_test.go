@@ -191,13 +191,17 @@ func BenchmarkStatementChecks(b *testing.B) {
 		drain(b, func() (interface {
 			Next() bool
 			Release()
-		}, error) { return c.Query(ctx, q, QueryOptions{}) })
+		}, error) {
+			return c.Query(ctx, q, QueryOptions{})
+		})
 	})
 	b.Run("query/reference", func(b *testing.B) {
 		drain(b, func() (interface {
 			Next() bool
 			Release()
-		}, error) { return c.arrow.QueryContext(ctx, q) })
+		}, error) {
+			return c.arrow.QueryContext(ctx, q)
+		})
 	})
 	if err := c.Exec(ctx, "CREATE TEMP TABLE u (a BIGINT, s VARCHAR)"); err != nil {
 		b.Fatal(err)
