@@ -191,7 +191,7 @@ public class Params {
   };
 
   static void fixture(Connection c, Type t) throws Exception {
-    String tbl = "jdbc_types." + t.col;
+    String tbl = "fixture." + t.col;
     try (Statement st = c.createStatement()) {
       st.executeUpdate("DELETE FROM " + tbl);
     }

@@ -358,19 +358,19 @@ public class Probe {
         Checks.expect(!rs.next(), "only one row");
       }
     });
-    // fixed[L]: SQL cannot create it; the run script made jdbc_types.fixed_t.
+    // fixed[L]: SQL cannot create it; the run script made fixture.fixed_t.
     Checks.check("fixed[4]: INSERT, getColumns and getBytes", () -> {
       try (Statement st = conn.createStatement()) {
-        Checks.eq(st.executeUpdate("INSERT INTO jdbc_types.fixed_t VALUES (1, '\\x01\\x02\\x03\\x04'::BLOB)"), 1, "insert");
+        Checks.eq(st.executeUpdate("INSERT INTO fixture.fixed_t VALUES (1, '\\x01\\x02\\x03\\x04'::BLOB)"), 1, "insert");
         boolean refused = false;
         try {
-          st.executeUpdate("INSERT INTO jdbc_types.fixed_t VALUES (2, 'abc'::BLOB)");
+          st.executeUpdate("INSERT INTO fixture.fixed_t VALUES (2, 'abc'::BLOB)");
         } catch (Exception e) {
           refused = true;
         }
         Checks.expect(refused, "a value of the wrong length is refused");
       }
-      try (ResultSet rs = md.getColumns("local", "jdbc_types", "fixed\\_t", "%")) {
+      try (ResultSet rs = md.getColumns("local", "fixture", "fixed\\_t", "%")) {
         Checks.expect(rs.next() && rs.next(), "id and c_fixed columns");
         Checks.eq(rs.getString("COLUMN_NAME"), "c_fixed", "second column");
         Checks.eq(rs.getInt("DATA_TYPE"), Types.BINARY, "DATA_TYPE");
@@ -378,7 +378,7 @@ public class Probe {
         Checks.eq(rs.getInt("COLUMN_SIZE"), 4, "COLUMN_SIZE");
       }
       try (Statement st = conn.createStatement();
-          ResultSet rs = st.executeQuery("SELECT c_fixed FROM jdbc_types.fixed_t")) {
+          ResultSet rs = st.executeQuery("SELECT c_fixed FROM fixture.fixed_t")) {
         Checks.expect(rs.next(), "a row");
         Checks.eq(Arrays.toString(rs.getBytes(1)), "[1, 2, 3, 4]", "fixed bytes");
         Checks.eq(rs.getMetaData().getColumnType(1), Types.VARBINARY, "result column type (DuckDB BLOB)");

@@ -82,9 +82,18 @@ def _start(data_dir, workers=2):
     return Server(proc, ready, lines)
 
 
+def _fixture_tables(data_dir):
+    """Writes the tables SQL cannot create (fixture.fixed_t: fixed[4],
+    fixture.ns_t: timestamp_ns) into data_dir's catalog (integration/fixture)."""
+    root = os.environ.get("REPO_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    subprocess.run(["go", "run", "-tags", os.environ.get("GO_TAGS", "duckdb_arrow"), "./integration/fixture", data_dir],
+                   cwd=root, check=True)
+
+
 @pytest.fixture(scope="session")
 def server():
     with tempfile.TemporaryDirectory(prefix="icefloe-py-") as d:
+        _fixture_tables(d)
         srv = _start(d)
         try:
             yield srv
