@@ -658,29 +658,47 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if b.sql, err = conn.DeserializeSQL(ctx, doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	for _, in := range b.inputs {
-		sch, err := inputSchema(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("schema of %s: %w", in.ref, err)
-		}
-		empty, err := array.NewRecordReader(sch, nil)
-		if err != nil {
-			return nil, err
-		}
-		err = conn.LoadTable(ctx, in.view, empty)
-		empty.Release()
-		if err != nil {
-			return nil, fmt.Errorf("stand-in for %s: %w", in.ref, err)
-		}
+	if err := loadStandIns(ctx, conn, b.inputs); err != nil {
+		return nil, err
 	}
 	if unbound {
 		if b.paramTypes, err = b.bindTypedNulls(ctx, conn); err != nil {
 			return nil, err
 		}
 	}
+	if err := b.resultSchema(ctx, conn); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// loadStandIns makes an empty table of each input's schema under its view
+// name on conn, for DuckDB to bind the query against.
+func loadStandIns(ctx context.Context, conn *engine.Conn, inputs []*input) error {
+	for _, in := range inputs {
+		sch, err := inputSchema(ctx, in)
+		if err != nil {
+			return fmt.Errorf("schema of %s: %w", in.ref, err)
+		}
+		empty, err := array.NewRecordReader(sch, nil)
+		if err != nil {
+			return err
+		}
+		err = conn.LoadTable(ctx, in.view, empty)
+		empty.Release()
+		if err != nil {
+			return fmt.Errorf("stand-in for %s: %w", in.ref, err)
+		}
+	}
+	return nil
+}
+
+// resultSchema sets b.schema, the bound query's result schema, and
+// b.duckTypes, DuckDB's type names of its columns.
+func (b *bound) resultSchema(ctx context.Context, conn *engine.Conn) error {
 	rdr, err := conn.Query(ctx, b.sql, engine.QueryOptions{})
 	if err != nil {
-		return nil, bindError(err)
+		return bindError(err)
 	}
 	schema := rdr.Schema()
 	rdr.Release()
@@ -692,7 +710,7 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if !duplicateNames(schema) {
 		b.duckTypes = names
 	}
-	return b, nil
+	return nil
 }
 
 func duplicateNames(s *arrow.Schema) bool {
