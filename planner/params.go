@@ -270,7 +270,8 @@ func nullType(t arrow.DataType) (node, error) {
 	return nil, fmt.Errorf("%w: NULL parameter of Arrow type %s", ErrUnsupported, t)
 }
 
-// constantNode is the AST expression for p: CAST(constant AS type).
+// constantNode is the AST expression for p: CAST(constant AS type), or
+// the bare constant for NULL and text.
 func (p paramValue) constantNode() node {
 	const noLocation = uint64(math.MaxUint64)
 	var value node
@@ -280,7 +281,12 @@ func (p paramValue) constantNode() node {
 		value = p.child
 	}
 	constant := node{"class": "CONSTANT", "type": "VALUE_CONSTANT", "alias": "", "query_location": noLocation, "value": value}
-	if id, _ := p.duck["id"].(string); id == "NULL" {
+	// An untyped NULL stays so, and text stays a string literal, which DuckDB
+	// casts to whatever the parameter's place needs (UUID, a list, a
+	// struct, a map: the types whose parameters bind as text), as it does
+	// for a prepared statement's VARCHAR value; CAST(… AS VARCHAR) would
+	// make BETWEEN and IN refuse to compare them.
+	if id, _ := p.duck["id"].(string); id == "NULL" || id == "VARCHAR" && !p.null {
 		return constant
 	}
 	return node{

@@ -157,6 +157,13 @@ public class Params {
       st.executeUpdate("CREATE TABLE " + tbl + " (id BIGINT NOT NULL, v " + t.ddl + ")");
     }
     roundTrip(c, tbl, "v", t);
+    try (PreparedStatement ps = c.prepareStatement("SELECT CAST(? AS " + t.ddl + ") AS x")) {
+      t.set.set(ps, 1);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        Checks.eq(t.get.get(rs), t.back, "CAST(? AS " + t.ddl + ")");
+      }
+    }
   }
 
   /** roundTrip binds t's value into column v of tbl, which holds no other rows. */
@@ -176,6 +183,10 @@ public class Params {
         "WHERE v IS NOT DISTINCT FROM NULL");
     Checks.eq(update(c, "UPDATE " + tbl + " SET " + v + " = ? WHERE id = ?", t.set, id2), 1L, "UPDATE SET v = ?");
     Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE " + v + " = ?", t.set), 2L, "rows after UPDATE");
+    Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE " + v + " IN (?, ?)", t.set, none), 2L, "WHERE v IN (?, ?)");
+    if (!t.ddl.endsWith(")") && !t.ddl.endsWith("]")) { // DuckDB has no BETWEEN for lists, structs, maps
+      Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE " + v + " BETWEEN ? AND ?", t.set, t.set), 2L, "WHERE v BETWEEN ? AND ?");
+    }
     Checks.eq(update(c, "DELETE FROM " + tbl + " WHERE " + v + " = ? AND id = ?", t.set, id1), 1L, "DELETE WHERE v = ?");
     Checks.eq(count(c, "SELECT count(*) FROM " + tbl), 1L, "rows after DELETE");
   }

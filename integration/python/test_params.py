@@ -81,6 +81,11 @@ def test_every_type_round_trips(conn, typed_table, col, _t, value, back, text):
         assert _one(cur, f"SELECT count(*) FROM {t} WHERE {col} = ?", (value,)) == (2,)
         cur.execute(f"UPDATE {t} SET {col} = ? WHERE id = ?", (None, 1))
         assert _one(cur, f"SELECT id FROM {t} WHERE {col} IS NULL") == (1,)
+        # IN, BETWEEN and CAST of the same value (row 2 holds it, row 1 NULL).
+        assert _one(cur, f"SELECT id FROM {t} WHERE {col} IN (?, ?)", (value, None)) == (2,)
+        if not _t.endswith((")", "]")):  # DuckDB has no BETWEEN for lists, structs, maps
+            assert _one(cur, f"SELECT id FROM {t} WHERE {col} BETWEEN ? AND ?", (value, value)) == (2,)
+        assert _one(cur, f"SELECT CAST(? AS {_t}) AS x", (value,)) == (back,)
         # DELETE with a parameter in WHERE.
         cur.execute(f"DELETE FROM {t} WHERE {col} = ?", (value,))
         assert _one(cur, f"SELECT count(*) FROM {t}") == (1,)
