@@ -73,6 +73,9 @@ func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...
 	case ps.at("UPDATE"):
 		return p.dmlUpdate(ctx, sess, ps)
 	case ps.at("ALTER"):
+		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
+			return n, err
+		}
 		return 0, p.ddlAlter(ctx, sess, ps)
 	case ps.at("INSERT"):
 		return p.ddlInsert(ctx, sess, ps, args...)

@@ -1,10 +1,8 @@
 package planner
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -369,45 +367,28 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 	if err != nil {
 		return 0, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
 	}
-	var files []*dataFileTasks
-	byPath := map[string]*dataFileTasks{}
-	var total int64
-	for _, t := range all {
-		path := t.File.FilePath()
-		if candidates != nil && !candidates[path] {
-			continue
-		}
-		f, ok := byPath[path]
-		if !ok {
-			f = &dataFileTasks{file: t.File}
-			byPath[path] = f
-			files = append(files, f)
-		}
-		f.tasks = append(f.tasks, t)
-		f.bytes += t.Length
-		total += t.Length
-	}
+	files, byPath := filesOf(all, candidates)
 	if len(files) == 0 {
 		return 0, nil
 	}
-	n := min(targetGroups(workers, total, p.opts.TargetGroupBytes), len(files))
-	slices.SortStableFunc(files, func(a, b *dataFileTasks) int { return cmp.Compare(b.bytes, a.bytes) })
-	groups := make([][]table.FileScanTask, n)
-	sizes := make([]int64, n)
-	for _, f := range files {
-		g := 0
-		for j := 1; j < n; j++ {
-			if sizes[j] < sizes[g] {
-				g = j
-			}
+	var total int64
+	singles := make([][]*dataFileTasks, len(files))
+	for i, f := range files {
+		total += f.bytes
+		singles[i] = []*dataFileTasks{f}
+	}
+	var groups [][]table.FileScanTask
+	for _, frag := range packGroups(singles, targetGroups(workers, total, p.opts.TargetGroupBytes)) {
+		var tasks []table.FileScanTask
+		for _, f := range frag {
+			tasks = append(tasks, f.tasks...)
 		}
-		groups[g] = append(groups[g], f.tasks...)
-		sizes[g] += f.bytes
+		groups = append(groups, tasks)
 	}
 	queryID := newQueryID()
 	expires := time.Now().Add(p.opts.TicketTTL)
 	schemaBytes := resultSchemaBytes(ob.schema)
-	endpoints := make([]Endpoint, 0, n)
+	endpoints := make([]Endpoint, 0, len(groups))
 	for i, g := range groups {
 		scan, err := encodeScan(in, g)
 		if err != nil {

@@ -70,6 +70,9 @@ func (p *Planner) Bind(ctx context.Context, s Session, query string, args ...any
 	if inner, ok := explainTarget(query); ok {
 		return p.explainSchema(ctx, s, inner)
 	}
+	if isCall(query) {
+		return p.callSchema(ctx, s, query)
+	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -91,6 +94,12 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 	}
 	if inner, ok := explainTarget(query); ok {
 		return p.explain(ctx, s, inner, workers)
+	}
+	if isCall(query) {
+		if len(args) > 0 {
+			return nil, fmt.Errorf("%w: parameters in CALL", ErrUnsupported)
+		}
+		return p.call(ctx, s, query, workers)
 	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
@@ -983,12 +992,7 @@ func groupTasks(tasks []table.FileScanTask, n int) [][]table.FileScanTask {
 	groups := make([][]table.FileScanTask, n)
 	sizes := make([]int64, n)
 	for _, i := range order {
-		g := 0
-		for j := 1; j < n; j++ {
-			if sizes[j] < sizes[g] {
-				g = j
-			}
-		}
+		g := lightest(sizes)
 		groups[g] = append(groups[g], tasks[i])
 		sizes[g] += tasks[i].Length
 	}

@@ -619,6 +619,12 @@ func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *ar
 // source columns in spec order, so that a fragment's batches each hold few
 // partitions, then its sort order; empty when it has neither.
 func partitionOrder(tbl *table.Table) string {
+	cols := partitionKeys(tbl)
+	return strings.Join(append(cols, sortKeys(tbl, cols)...), ", ")
+}
+
+// partitionKeys are the quoted partition source columns of tbl's spec.
+func partitionKeys(tbl *table.Table) []string {
 	spec := tbl.Spec()
 	schema := tbl.Schema()
 	var cols []string
@@ -635,9 +641,16 @@ func partitionOrder(tbl *table.Table) string {
 			cols = append(cols, q)
 		}
 	}
-	// Then the table's sort order (identity fields), so files come out
-	// sorted within each partition.
-	seen := slices.Clone(cols)
+	return cols
+}
+
+// sortKeys are the ORDER BY keys of tbl's sort order (identity fields, up
+// to the first other one), leaving out the columns in seen, so files come
+// out sorted within each partition.
+func sortKeys(tbl *table.Table, seen []string) []string {
+	schema := tbl.Schema()
+	seen = slices.Clone(seen)
+	var keys []string
 	for _, sf := range tbl.SortOrder().Fields() {
 		if _, ok := sf.Transform.(iceberg.IdentityTransform); !ok {
 			break
@@ -659,9 +672,9 @@ func partitionOrder(tbl *table.Table) string {
 		if sf.NullOrder == table.NullsFirst {
 			nulls = " NULLS FIRST"
 		}
-		cols = append(cols, q+dir+nulls)
+		keys = append(keys, q+dir+nulls)
 	}
-	return strings.Join(cols, ", ")
+	return keys
 }
 
 // lostCommit tells a commit that definitely did not land: a conflict

@@ -1,0 +1,6 @@
+package planner
+
+// SetBeforeRewriteCommit makes every compaction call f after its files
+// are written and before it commits (nil: nothing), for the tests in
+// package planner_test that race a commit against it.
+func SetBeforeRewriteCommit(f func()) { testHookBeforeRewriteCommit = f }
