@@ -3,14 +3,20 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/catalog"
 )
 
 // maintLayouts are the table shapes every maintenance test runs on.
@@ -23,10 +29,18 @@ var maintLayouts = []struct{ name, version, part string }{
 
 const maintCols = `(id BIGINT NOT NULL, p INTEGER, s VARCHAR)`
 
-// smallWrites gives table name many small files and some delete files:
-// twelve six-row INSERTs (one file per partition each), then a
-// merge-on-read DELETE. The same statements run on ref when it is set.
+// smallWrites gives table name many small files and some delete files
+// (with 'write.delete.mode' = 'merge-on-read'): smallInserts, then a
+// DELETE whose filter converts exactly to an Iceberg filter.
 func smallWrites(t *testing.T, exec func(string) int64, name string) {
+	t.Helper()
+	smallInserts(t, exec, name)
+	exec(`DELETE FROM ` + name + ` WHERE id IN (5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70)`)
+}
+
+// smallInserts runs twelve six-row INSERTs into name (one file per
+// partition each, p = id % 3).
+func smallInserts(t *testing.T, exec func(string) int64, name string) {
 	t.Helper()
 	for i := 0; i < 12; i++ {
 		var vals []string
@@ -36,7 +50,6 @@ func smallWrites(t *testing.T, exec func(string) int64, name string) {
 		}
 		exec(`INSERT INTO ` + name + ` VALUES ` + strings.Join(vals, ", "))
 	}
-	exec(`DELETE FROM ` + name + ` WHERE id IN (5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70)`)
 }
 
 // liveDataFiles are the data files of tbl's current snapshot and how many
@@ -204,4 +217,232 @@ func columnNames(r result) []string {
 		out = append(out, f.Name)
 	}
 	return out
+}
+
+// reachable are the data and delete files every snapshot of tbl reads.
+func reachable(t testing.TB, tbl *table.Table) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, snap := range tbl.Metadata().Snapshots() {
+		tasks, err := tbl.Scan(table.WithSnapshotID(snap.SnapshotID)).PlanFiles(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			for _, f := range slices.Concat([]iceberg.DataFile{task.File}, task.DeleteFiles, task.EqualityDeleteFiles, task.DeletionVectorFiles) {
+				out[strings.TrimPrefix(f.FilePath(), "file://")] = true
+			}
+		}
+	}
+	return out
+}
+
+// snapshotIDs lists tbl's snapshots, oldest first.
+func snapshotIDs(tbl *table.Table) []int64 {
+	var ids []int64
+	for _, s := range tbl.Metadata().Snapshots() {
+		ids = append(ids, s.SnapshotID)
+	}
+	return ids
+}
+
+// TestExpireSnapshots expires all but the last snapshot of main
+// while a tag holds an old one: the kept snapshots are exactly those, the
+// rows are unchanged, the tag still reads, an expired snapshot does not,
+// and the files on disk are exactly the files the kept snapshots read.
+func TestExpireSnapshots(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	for _, l := range maintLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			name := "x" + l.name
+			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s', 'write.delete.mode' = 'merge-on-read')`, name, maintCols, l.part, l.version))
+			smallWrites(t, func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+			ids := snapshotIDs(localTable(t, s, name))
+			tagged := ids[2]
+			execUpdate(t, cnxn, fmt.Sprintf(`ALTER TABLE %s CREATE TAG early AS OF VERSION %d`, name, tagged))
+			mustQuery(t, cnxn, `CALL system.rewrite_data_files(table => '`+name+`', options => map('min-input-files', '2'))`)
+			want := mustQuery(t, cnxn, `SELECT * FROM `+name).sorted()
+			early := mustQuery(t, cnxn, `SELECT * FROM `+name+` AT (VERSION => 'early')`).sorted()
+			tbl := localTable(t, s, name)
+			all := snapshotIDs(tbl)
+			main := tbl.CurrentSnapshot()
+			keep := []int64{main.SnapshotID, tagged}
+			filesBefore := len(dataFiles(t, tbl))
+
+			res := mustQuery(t, cnxn, fmt.Sprintf(`CALL system.expire_snapshots(table => '%s', older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)`, name))
+			if got := columnNames(res); !slices.Equal(got, []string{"deleted_data_files_count", "deleted_position_delete_files_count",
+				"deleted_equality_delete_files_count", "deleted_manifest_files_count", "deleted_manifest_lists_count", "deleted_statistics_files_count"}) {
+				t.Fatalf("result columns %q", got)
+			}
+			row := cellsOf(res.rows[0])
+			tbl = localTable(t, s, name)
+			got := snapshotIDs(tbl)
+			slices.Sort(got)
+			slices.Sort(keep)
+			if !slices.Equal(got, keep) {
+				t.Fatalf("snapshots left %v, want %v (had %v)", got, keep, all)
+			}
+			if atoi(t, row[4]) != int64(len(all)-len(keep)) {
+				t.Fatalf("result %q: want %d manifest lists deleted", res.rows[0], len(all)-len(keep))
+			}
+			onDisk := dataFiles(t, tbl)
+			if deleted := atoi(t, row[0]) + atoi(t, row[1]); deleted == 0 || int(deleted) != filesBefore-len(onDisk) {
+				t.Fatalf("result %q: %d files before, %d after", res.rows[0], filesBefore, len(onDisk))
+			}
+			live := reachable(t, tbl)
+			for _, f := range onDisk {
+				if !live[f] {
+					t.Fatalf("%s is on disk but no kept snapshot reads it", f)
+				}
+			}
+			if len(onDisk) != len(live) {
+				t.Fatalf("%d files on disk, %d read by the kept snapshots", len(onDisk), len(live))
+			}
+			wantRows(t, cnxn, `SELECT * FROM `+name, want...)
+			wantRows(t, cnxn, `SELECT * FROM `+name+` AT (VERSION => 'early')`, early...)
+			_, err := query(t, cnxn, fmt.Sprintf(`SELECT * FROM %s AT (VERSION => %d)`, name, ids[4]))
+			wantStatus(t, err, adbc.StatusNotFound)
+		})
+	}
+}
+
+// tableDir is the local directory of tbl's location.
+func tableDir(t testing.TB, tbl *table.Table) string {
+	t.Helper()
+	dir, ok := catalog.LocalPath(tbl.Location())
+	if !ok {
+		t.Fatalf("table location %s is not local", tbl.Location())
+	}
+	return dir
+}
+
+// strayFile writes a file nothing references, last modified age ago.
+func strayFile(t testing.TB, path string, age time.Duration) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("not iceberg"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Now().Add(-age)
+	if err := os.Chtimes(path, ts, ts); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// TestRemoveOrphanFiles: stray files under a table are listed by a dry
+// run when old enough, deleted otherwise; files younger than a day need
+// override_min_age; with it, a dry run down to the present lists exactly
+// the stray files (no file the table uses), and the rows stay the same.
+func TestRemoveOrphanFiles(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	for _, l := range maintLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			name := "o" + l.name
+			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s', 'write.delete.mode' = 'merge-on-read')`, name, maintCols, l.part, l.version))
+			smallWrites(t, func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+			mustQuery(t, cnxn, `CALL system.rewrite_data_files(table => '`+name+`', options => map('min-input-files', '2'))`)
+			want := mustQuery(t, cnxn, `SELECT * FROM `+name).sorted()
+			dir := tableDir(t, localTable(t, s, name))
+			old := strayFile(t, filepath.Join(dir, "data", "p=9", "stray-old.parquet"), 96*time.Hour)
+			mid := strayFile(t, filepath.Join(dir, "metadata", "stray-mid.avro"), 48*time.Hour)
+			fresh := strayFile(t, filepath.Join(dir, "data", "stray-fresh.parquet"), 0)
+			call := func(args string) []string {
+				t.Helper()
+				res := mustQuery(t, cnxn, `CALL system.remove_orphan_files(table => '`+name+`'`+args+`)`)
+				if got := columnNames(res); !slices.Equal(got, []string{"orphan_file_location"}) {
+					t.Fatalf("result columns %q", got)
+				}
+				out := res.sorted()
+				for i := range out {
+					out[i] = strings.TrimPrefix(out[i], "file://")
+				}
+				return out
+			}
+			if got := call(`, dry_run => true`); !slices.Equal(got, []string{old}) {
+				t.Fatalf("dry run (default: older than 3 days) listed %q, want %q", got, old)
+			}
+			if !exists(old) {
+				t.Fatal("a dry run deleted a file")
+			}
+			since := time.Now().Add(-30 * time.Hour).UTC().Format("2006-01-02 15:04:05")
+			if got, want := call(`, older_than => TIMESTAMP '`+since+`'`), slices.Sorted(slices.Values([]string{mid, old})); !slices.Equal(got, want) {
+				t.Fatalf("removed %q, want %q", got, want)
+			}
+			if exists(old) || exists(mid) || !exists(fresh) {
+				t.Fatal("the files removed are not the files listed")
+			}
+			now := time.Now().Add(time.Minute).UTC().Format("2006-01-02 15:04:05")
+			_, err := query(t, cnxn, `CALL system.remove_orphan_files(table => '`+name+`', older_than => TIMESTAMP '`+now+`')`)
+			wantStatus(t, err, adbc.StatusInvalidArgument)
+			if !strings.Contains(err.Error(), "override_min_age") {
+				t.Fatalf("refusal %v does not say how to override", err)
+			}
+			if got := call(`, older_than => TIMESTAMP '` + now + `', override_min_age => true, dry_run => true`); !slices.Equal(got, []string{fresh}) {
+				t.Fatalf("down to now, listed %q, want only %q", got, fresh)
+			}
+			_, err = query(t, cnxn, `CALL system.remove_orphan_files(table => '`+name+`', location => '/etc', override_min_age => true, older_than => TIMESTAMP '`+now+`')`)
+			wantStatus(t, err, adbc.StatusUnauthorized)
+			_, err = tryUpdate(t, cnxn, `ALTER TABLE `+name+` EXECUTE remove_orphan_files(retention_threshold => '0s')`)
+			wantStatus(t, err, adbc.StatusInvalidArgument)
+			if n := execUpdate(t, cnxn, `ALTER TABLE `+name+` EXECUTE remove_orphan_files(retention_threshold => '2d')`); n != 0 || !exists(fresh) {
+				t.Fatalf("Trino's remove_orphan_files removed %d files", n)
+			}
+			wantRows(t, cnxn, `SELECT * FROM `+name, want...)
+		})
+	}
+}
+
+// TestRewriteManifests merges a table's one-per-INSERT manifests into one
+// (CALL and Trino's optimize_manifests) with the rows unchanged.
+func TestRewriteManifests(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	manifests := func(name string) int {
+		tbl := localTable(t, s, name)
+		fsys, err := tbl.FS(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mans, err := tbl.CurrentSnapshot().Manifests(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(mans)
+	}
+	for _, l := range maintLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			name := "m" + l.name
+			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s')`, name, maintCols, l.part, l.version))
+			smallInserts(t, func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+			want := mustQuery(t, cnxn, `SELECT * FROM `+name).sorted()
+			before := manifests(name)
+			if before < 10 {
+				t.Fatalf("%d manifests to start with", before)
+			}
+			res := mustQuery(t, cnxn, `CALL system.rewrite_manifests('`+name+`')`)
+			row := cellsOf(res.rows[0])
+			if atoi(t, row[0]) != int64(before) || atoi(t, row[1]) != int64(manifests(name)) || manifests(name) >= before {
+				t.Fatalf("result %q with %d manifests before and %d after", res.rows[0], before, manifests(name))
+			}
+			wantRows(t, cnxn, `SELECT * FROM `+name, want...)
+			execUpdate(t, cnxn, `INSERT INTO `+name+` VALUES (1000, 1, 'x')`)
+			if n := execUpdate(t, cnxn, `ALTER TABLE `+name+` EXECUTE optimize_manifests`); n != 2 {
+				t.Fatalf("optimize_manifests rewrote %d manifests, want 2", n)
+			}
+			if manifests(name) != 1 {
+				t.Fatalf("%d manifests after optimize_manifests", manifests(name))
+			}
+			wantRows(t, cnxn, `SELECT * FROM `+name, append(want, "1000 | 1 | x")...)
+		})
+	}
 }

@@ -116,7 +116,7 @@ func (p *Planner) expireSnapshots(ctx context.Context, tgt *writeTarget, opts []
 }
 
 func expireError(err error) error {
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrCommitUnknown) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
+	if err == nil || errors.Is(err, ErrConflict) || errors.Is(err, ErrCommitUnknown) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
 		return err
 	}
 	return fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -290,7 +290,7 @@ func runRemoveOrphanFiles(ctx context.Context, p *Planner, c *procCall) ([][]any
 func (p *Planner) removeOrphans(ctx context.Context, tgt *writeTarget, age time.Duration, location string, dryRun, override bool) ([]string, error) {
 	if age < MinOrphanAge && !override {
 		return nil, fmt.Errorf("%w: files younger than %s may belong to a write that has not committed yet; "+
-			"pass an older older_than, or override_min_age => true if no write is running", ErrInvalid, MinOrphanAge)
+			"pass an older older_than (retention_threshold), or CALL it with override_min_age => true if no write is running", ErrInvalid, MinOrphanAge)
 	}
 	tbl := tgt.pinned.Table
 	opts := []table.OrphanCleanupOption{table.WithFilesOlderThan(max(age, 0)), table.WithDryRun(dryRun)}
