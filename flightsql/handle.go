@@ -24,12 +24,14 @@ type preparedHandle struct {
 	Catalog string `json:"c"`
 	Schema  string `json:"s"`
 	Update  bool   `json:"u,omitempty"`
+	// WAPBranch is the session's write-audit-publish branch.
+	WAPBranch string `json:"w,omitempty"`
 	// Params are the bound parameter rows, an Arrow IPC stream (params.go).
 	Params []byte `json:"p,omitempty"`
 }
 
 func (h preparedHandle) session() planner.Session {
-	return planner.Session{Catalog: h.Catalog, Schema: h.Schema}
+	return planner.Session{Catalog: h.Catalog, Schema: h.Schema, WAPBranch: h.WAPBranch}
 }
 
 // updateCount is what an update-count ticket carries.

@@ -346,7 +346,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	if err != nil {
 		return res, ToStatus(err)
 	}
-	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, Update: kind == planner.KindUpdate}
+	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, WAPBranch: sess.WAPBranch, Update: kind == planner.KindUpdate}
 	dataset := emptySchema
 	if !h.Update {
 		if dataset, err = s.opts.Planner.Bind(ctx, sess, query); err != nil {

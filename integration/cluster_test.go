@@ -75,8 +75,15 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 // adbcConn opens an ADBC Flight SQL connection to the coordinator.
 func adbcConn(t testing.TB, addr string) adbc.Connection {
 	t.Helper()
+	return openADBC(t, map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
+}
+
+// openADBC opens an ADBC Flight SQL database with dbOpts and one
+// connection of it, both closed when t ends.
+func openADBC(t testing.TB, dbOpts map[string]string) adbc.Connection {
+	t.Helper()
 	drv := adbcflight.NewDriver(memory.DefaultAllocator)
-	db, err := drv.NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
+	db, err := drv.NewDatabase(dbOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

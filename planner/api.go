@@ -47,6 +47,10 @@ const (
 type Session struct {
 	Catalog string
 	Schema  string
+	// WAPBranch, when set, is the branch that takes the session's writes
+	// and reads of tables with 'write.wap.enabled' = 'true'
+	// (write-audit-publish; Spark's spark.wap.branch).
+	WAPBranch string
 }
 
 // Worker is one live worker a plan may put endpoints on.

@@ -658,23 +658,12 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 			return 0, fmt.Errorf("%w: INSERT … ON CONFLICT", ErrUnsupported)
 		}
 	}
-	ref, err := ddlTableName(sess, parts)
+	tgt, err := p.loadTarget(ctx, sess, parts)
 	if err != nil {
 		return 0, err
 	}
-	mt, err := p.ddlMount(ref.Catalog)
-	if err != nil {
-		return 0, err
-	}
-	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
-	if err != nil {
-		if errors.Is(err, catalog.ErrTableNotFound) {
-			return 0, fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-		return 0, err
-	}
-	tbl := pinned.Table
-	schema := tbl.Schema()
+	ref := tgt.ref
+	schema := tgt.pinned.Table.Schema()
 	target, err := table.SchemaToArrowSchema(schema, nil, true, false)
 	if err != nil {
 		return 0, fmt.Errorf("arrow schema of %s: %w", ref, err)
@@ -740,7 +729,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 	}
 	// Written here, committed as INSERT … SELECT commits: one snapshot,
 	// retried against the refreshed table on conflict.
-	return p.commitValues(ctx, &writeTarget{ref: ref, mount: mt, pinned: pinned}, target, recs, rows)
+	return p.commitValues(ctx, tgt, target, recs, rows)
 }
 
 // ddlConformRecord turns a batch read from the stand-in into a batch of

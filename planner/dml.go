@@ -98,7 +98,9 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 	if expr == nil || !exact || in != mb.inputs[0] {
 		return 0, false, nil
 	}
-	tgt.pinned = in.pinned
+	if tgt.branch == "" {
+		tgt.pinned = in.pinned // commit against the version read
+	}
 	tbl := in.pinned.Table
 	if tbl.CurrentSnapshot() == nil {
 		return 0, true, nil
@@ -345,7 +347,9 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		return 0, fmt.Errorf("%w: %s is not the target %s", ErrInvalid, in.ref, tgt.ref)
 	}
 	lineage := hasLineage(in)
-	tgt.pinned = in.pinned
+	if tgt.branch == "" {
+		tgt.pinned = in.pinned // commit against the version read
+	}
 	tbl := in.pinned.Table
 	if tbl.CurrentSnapshot() == nil {
 		return 0, nil

@@ -628,7 +628,7 @@ func newQueryID() string {
 // bind parses, resolves, rewrites and binds a query on conn, leaving the
 // stand-in tables there for the strategies.
 func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, args ...any) (*bound, error) {
-	text, err := conn.SerializeSQL(ctx, query)
+	text, err := conn.SerializeSQL(ctx, temporalClauses(query))
 	if err != nil {
 		return nil, err
 	}
@@ -860,14 +860,17 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	key := inputKey(ref, at)
 	in, ok := r.byRef[key]
 	if !ok {
-		pinned, err := r.p.pinInput(ctx, ref, at)
+		ref, at, pinned, err := r.p.pinRef(ctx, r.s, ref, []string{cat, sch, name}, at)
 		if err != nil {
 			r.err = err
 			return
 		}
-		in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
+		if in, ok = r.byRef[inputKey(ref, at)]; !ok {
+			in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
+			r.byRef[inputKey(ref, at)] = in
+			b.inputs = append(b.inputs, in)
+		}
 		r.byRef[key] = in
-		b.inputs = append(b.inputs, in)
 	}
 	in.refs++
 	alias := str(n, "alias")

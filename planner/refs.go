@@ -381,6 +381,32 @@ func addedDataFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) ([
 	return out, nil
 }
 
+// branchTarget resolves a write target named the Spark way, t.branch_b:
+// the table t, committing to its branch b, which must exist. notFound is
+// the error of the name as a table, returned when it is not that either.
+func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string, notFound error) (*writeTarget, error) {
+	if _, name, ok := sparkRefName(parts, true); ok && !strings.HasPrefix(strings.ToLower(parts[len(parts)-1]), "branch_") {
+		return nil, fmt.Errorf("%w: %s names tag %q; tags are read-only, write to a branch", ErrInvalid, strings.Join(parts, "."), name)
+	}
+	tableParts, name, ok := sparkRefName(parts, false)
+	if !ok {
+		return nil, notFound
+	}
+	ref, err := ddlTableName(sess, tableParts)
+	if err != nil {
+		return nil, notFound
+	}
+	tgt, err := p.loadTargetRef(ctx, ref)
+	if err != nil {
+		return nil, notFound
+	}
+	if r, ok := findRef(tgt.pinned.Table, name); !ok || r.SnapshotRefType != table.BranchRef {
+		return nil, fmt.Errorf("%w: %s has no branch %q (ALTER TABLE %s CREATE BRANCH %s)", ErrNotFound, ref, name, ref, name)
+	}
+	tgt.branch = name
+	return tgt, nil
+}
+
 // ---- branch and tag DDL ----
 
 // refStatement reports whether the ALTER TABLE action at ps is one of the

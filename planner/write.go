@@ -54,6 +54,8 @@ type writeTarget struct {
 	ref    catalog.TableRef
 	mount  *catalog.Mount
 	pinned *catalog.Pinned
+	// branch is the branch the statement commits to; "" is main.
+	branch string
 }
 
 func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string) (*writeTarget, error) {
@@ -61,7 +63,14 @@ func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string) 
 	if err != nil {
 		return nil, err
 	}
-	return p.loadTargetRef(ctx, ref)
+	tgt, err := p.loadTargetRef(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		return p.branchTarget(ctx, sess, parts, err)
+	}
+	if err == nil {
+		tgt.branch = sessionBranch(sess, tgt.pinned.Table)
+	}
+	return tgt, err
 }
 
 func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef) (*writeTarget, error) {
@@ -562,6 +571,9 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
 	tx := tbl.NewTransaction()
+	if tgt.branch != "" {
+		tx = tbl.NewTransactionOnBranch(tgt.branch)
+	}
 	if err := change(tx, tbl.Metadata()); err != nil {
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: %v", ErrConflict, tgt.ref, err)
