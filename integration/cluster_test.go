@@ -39,6 +39,10 @@ func DataDir(dir string) Option { return func(c *clusterConfig) { c.dataDir = di
 // reads its inputs itself).
 func IcebergGoReads() Option { return func(c *clusterConfig) { c.noDirect = true } }
 
+// DataDir puts the cluster's catalog and warehouse in dir instead of a
+// fresh temporary directory (two clusters may share one).
+func DataDir(dir string) Option { return func(c *clusterConfig) { c.dataDir = dir } }
+
 // StartCluster starts a coordinator and workers in this process on
 // 127.0.0.1:0 over a fresh embedded catalog, and stops them when t ends.
 func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {

@@ -61,6 +61,9 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (i
 	}
 	md := tgt.pinned.Table.Metadata()
 	if pred != "" && md.Version() >= 2 && md.Properties().Get(table.WriteDeleteModeKey, "") == table.WriteModeMergeOnRead {
+		if n, ok, err := p.deleteEquality(ctx, sess, tgt, match); ok || err != nil {
+			return n, err
+		}
 		n, ok, err := p.deleteMergeOnRead(ctx, sess, tgt, match)
 		if ok || err != nil {
 			return n, err
@@ -77,26 +80,9 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (i
 // caller rewrites the files instead. The matching rows are counted on the
 // coordinator with the same filter.
 func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writeTarget, match string) (n int64, ok bool, err error) {
-	conn, err := p.opts.Engine.Conn(ctx)
-	if err != nil {
+	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match)
+	if err != nil || !exact {
 		return 0, false, err
-	}
-	defer conn.Close()
-	mb, err := p.bind(ctx, conn, sess, match)
-	if err != nil {
-		return 0, false, err
-	}
-	if len(mb.inputs) != 1 || mb.inputs[0].ref != tgt.ref {
-		return 0, false, nil
-	}
-	root, _ := mb.ast.root["node"].(node)
-	where, _ := root["where_clause"].(node)
-	if where == nil {
-		return 0, false, nil
-	}
-	in, expr, exact := columnResolver{inputs: mb.inputs, aliases: mb.aliases}.convert(where)
-	if expr == nil || !exact || in != mb.inputs[0] {
-		return 0, false, nil
 	}
 	if tgt.branch == "" {
 		tgt.pinned = in.pinned // commit against the version read
@@ -129,6 +115,34 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 		return 0, true, err
 	}
 	return n, true, nil
+}
+
+// exactFilter binds match (SELECT count(*) FROM target WHERE pred) and
+// converts its whole WHERE clause to an Iceberg filter; exact is false
+// when some of it does not convert exactly.
+func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *writeTarget, match string) (in *input, expr iceberg.BooleanExpression, exact bool, err error) {
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer conn.Close()
+	mb, err := p.bind(ctx, conn, sess, match)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if len(mb.inputs) != 1 || mb.inputs[0].ref != tgt.ref {
+		return nil, nil, false, nil
+	}
+	root, _ := mb.ast.root["node"].(node)
+	where, _ := root["where_clause"].(node)
+	if where == nil {
+		return nil, nil, false, nil
+	}
+	in, expr, exact = columnResolver{inputs: mb.inputs, aliases: mb.aliases}.convert(where)
+	if expr == nil || !exact || in != mb.inputs[0] {
+		return nil, nil, false, nil
+	}
+	return in, expr, true, nil
 }
 
 // dmlUpdate runs UPDATE name SET col = expr, … [WHERE pred]

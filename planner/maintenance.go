@@ -182,8 +182,7 @@ func (p *Planner) alterMaintenance(ctx context.Context, sess Session, ps *ddlPar
 		return 0, false, nil
 	}
 	switch {
-	case ps.at("EXECUTE"):
-	case refStatement(ps):
+	case ps.at("EXECUTE"), refStatement(ps), identifierStatement(ps):
 	default:
 		return 0, false, nil
 	}
@@ -197,6 +196,9 @@ func (p *Planner) alterMaintenance(ctx context.Context, sess Session, ps *ddlPar
 	if ps.accept("EXECUTE") {
 		n, err := p.alterExecute(ctx, sess, tgt, ps)
 		return n, true, err
+	}
+	if identifierStatement(ps) {
+		return 0, true, p.alterIdentifierFields(ctx, tgt, ps)
 	}
 	return 0, true, p.alterRefs(ctx, tgt, ps)
 }
