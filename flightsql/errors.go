@@ -65,6 +65,7 @@ var codeTable = []struct {
 	{ErrWorkerTicket, codes.FailedPrecondition},
 	{ErrNoSession, codes.FailedPrecondition},
 	{icecat.ErrNamespaceNotEmpty, codes.FailedPrecondition},
+	{catalog.ErrEncrypted, codes.FailedPrecondition},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

@@ -9,6 +9,7 @@ import (
 	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 )
@@ -19,6 +20,7 @@ type clusterConfig struct {
 	demo     bool
 	noDirect bool
 	dataDir  string
+	catalogs []catalog.Config
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -43,6 +45,11 @@ func IcebergGoReads() Option { return func(c *clusterConfig) { c.noDirect = true
 // fresh temporary directory (two clusters may share one).
 func DataDir(dir string) Option { return func(c *clusterConfig) { c.dataDir = dir } }
 
+// Catalogs mounts more catalogs besides the embedded one.
+func Catalogs(cfgs ...catalog.Config) Option {
+	return func(c *clusterConfig) { c.catalogs = append(c.catalogs, cfgs...) }
+}
+
 // StartCluster starts a coordinator and workers in this process on
 // 127.0.0.1:0 over a fresh embedded catalog, and stops them when t ends.
 func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
@@ -64,6 +71,7 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		Demo:         cfg.demo,
 		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: "1GB"},
 		NoDirectScan: cfg.noDirect,
+		Catalogs:     cfg.catalogs,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)

@@ -349,6 +349,9 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 	if err != nil {
 		return err
 	}
+	if err := encryptionProps(ctx, mt, props); err != nil {
+		return err
+	}
 	opts, err := placeTable(mt, props)
 	if err != nil {
 		return err
