@@ -218,6 +218,7 @@ func (pb *planBuilder) choose(ctx context.Context, root node) error {
 			pb.note("filter", "%s: %s", in.ref, in.filter)
 		}
 		pb.note("files", "%s: %d of %d files, %d of %d bytes after pruning, %d groups", in.ref, len(in.tasks), in.filesBefore, in.bytes, in.bytesBefore, len(in.groups))
+		pb.note("rows", "%s: %s", in.ref, pb.p.estimateRows(ctx, in))
 	}
 	if root == nil {
 		return pb.gather("no query node")

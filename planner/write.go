@@ -580,12 +580,14 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 		}
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
-	if _, err := tx.Commit(ctx); err != nil {
+	committed, err := tx.Commit(ctx)
+	if err != nil {
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: nothing was committed and the statement's files were deleted: %v", ErrConflict, tgt.ref, err)
 		}
 		return fmt.Errorf("%w on %s: the commit may or may not have been applied; its files were kept: %v", ErrCommitUnknown, tgt.ref, err)
 	}
+	p.afterCommit(ctx, tgt, tbl.Metadata(), committed)
 	return nil
 }
 
