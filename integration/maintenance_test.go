@@ -446,3 +446,54 @@ func TestRewriteManifests(t *testing.T) {
 		})
 	}
 }
+
+// TestTrinoOptimize: ALTER TABLE … EXECUTE optimize rewrites the small
+// files of the partitions its WHERE picks (only those), then of all;
+// EXECUTE expire_snapshots keeps the newest snapshot; the rows stay
+// DuckDB's throughout.
+func TestTrinoOptimize(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	for _, l := range maintLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			name := "t" + l.name
+			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s', 'write.delete.mode' = 'merge-on-read')`, name, maintCols, l.part, l.version))
+			smallWrites(t, func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+			want := mustQuery(t, cnxn, `SELECT * FROM `+name).sorted()
+			before, _ := liveDataFiles(t, localTable(t, s, name))
+			if l.part != "" {
+				n := execUpdate(t, cnxn, `ALTER TABLE `+name+` EXECUTE optimize(file_size_threshold => '10MB') WHERE p = 1`)
+				after, _ := liveDataFiles(t, localTable(t, s, name))
+				if n != int64(len(before)/3) || len(after) != len(before)-int(n)+1 {
+					t.Fatalf("optimize WHERE p = 1 rewrote %d of %d files, leaving %d", n, len(before), len(after))
+				}
+				for _, f := range after {
+					if f.Partition()[1000] != int32(1) && f.Count() > 6 {
+						t.Fatalf("a file of partition %v was rewritten", f.Partition())
+					}
+				}
+				wantRows(t, cnxn, `SELECT * FROM `+name, want...)
+				before = after
+			}
+			n := execUpdate(t, cnxn, `ALTER TABLE `+name+` EXECUTE optimize`)
+			after, deletes := liveDataFiles(t, localTable(t, s, name))
+			parts := 1
+			if l.part != "" {
+				parts = 3
+			}
+			if len(after) != parts || deletes != 0 || n < int64(len(before)-parts) {
+				t.Fatalf("optimize rewrote %d files: %d files (%d delete files) left of %d", n, len(after), deletes, len(before))
+			}
+			wantRows(t, cnxn, `SELECT * FROM `+name, want...)
+			if n := execUpdate(t, cnxn, `ALTER TABLE `+name+` EXECUTE expire_snapshots(retention_threshold => '0s')`); n == 0 {
+				t.Fatal("expire_snapshots removed nothing")
+			}
+			if got := snapshotCount(t, localTable(t, s, name)); got != 1 {
+				t.Fatalf("%d snapshots after expire_snapshots", got)
+			}
+			wantRows(t, cnxn, `SELECT * FROM `+name, want...)
+			_, err := tryUpdate(t, cnxn, `ALTER TABLE `+name+` EXECUTE optimize(file_size_threshold => '12 parsecs')`)
+			wantStatus(t, err, adbc.StatusInvalidArgument)
+		})
+	}
+}
