@@ -19,8 +19,11 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 )
 
+// maintLayout is a table shape: format version and partitioning.
+type maintLayout struct{ name, version, part string }
+
 // maintLayouts are the table shapes every maintenance test runs on.
-var maintLayouts = []struct{ name, version, part string }{
+var maintLayouts = []maintLayout{
 	{"v2", "2", ""},
 	{"v2p", "2", "PARTITIONED BY (p)"},
 	{"v3", "3", ""},
@@ -28,6 +31,17 @@ var maintLayouts = []struct{ name, version, part string }{
 }
 
 const maintCols = `(id BIGINT NOT NULL, p INTEGER, s VARCHAR)`
+
+// newMaintTable creates prefix+l.name in layout l with merge-on-read
+// deletes (and the extra properties, ", 'k' = 'v'…"), fills it with
+// smallWrites and returns its name.
+func newMaintTable(t *testing.T, cnxn adbc.Connection, prefix string, l maintLayout, extra string) string {
+	t.Helper()
+	name := prefix + l.name
+	execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s', 'write.delete.mode' = 'merge-on-read'%s)`, name, maintCols, l.part, l.version, extra))
+	smallWrites(t, func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+	return name
+}
 
 // smallWrites gives table name many small files and some delete files
 // (with 'write.delete.mode' = 'merge-on-read'): smallInserts, then a
@@ -255,9 +269,7 @@ func TestExpireSnapshots(t *testing.T) {
 	cnxn := adbcConn(t, s.Addr())
 	for _, l := range maintLayouts {
 		t.Run(l.name, func(t *testing.T) {
-			name := "x" + l.name
-			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s', 'write.delete.mode' = 'merge-on-read')`, name, maintCols, l.part, l.version))
-			smallWrites(t, func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+			name := newMaintTable(t, cnxn, "x", l, "")
 			ids := snapshotIDs(localTable(t, s, name))
 			tagged := ids[2]
 			execUpdate(t, cnxn, fmt.Sprintf(`ALTER TABLE %s CREATE TAG early AS OF VERSION %d`, name, tagged))
@@ -347,9 +359,7 @@ func TestRemoveOrphanFiles(t *testing.T) {
 	cnxn := adbcConn(t, s.Addr())
 	for _, l := range maintLayouts {
 		t.Run(l.name, func(t *testing.T) {
-			name := "o" + l.name
-			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s', 'write.delete.mode' = 'merge-on-read')`, name, maintCols, l.part, l.version))
-			smallWrites(t, func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+			name := newMaintTable(t, cnxn, "o", l, "")
 			mustQuery(t, cnxn, `CALL system.rewrite_data_files(table => '`+name+`', options => map('min-input-files', '2'))`)
 			want := mustQuery(t, cnxn, `SELECT * FROM `+name).sorted()
 			dir := tableDir(t, localTable(t, s, name))
@@ -456,9 +466,7 @@ func TestTrinoOptimize(t *testing.T) {
 	cnxn := adbcConn(t, s.Addr())
 	for _, l := range maintLayouts {
 		t.Run(l.name, func(t *testing.T) {
-			name := "t" + l.name
-			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s', 'write.delete.mode' = 'merge-on-read')`, name, maintCols, l.part, l.version))
-			smallWrites(t, func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+			name := newMaintTable(t, cnxn, "t", l, "")
 			want := mustQuery(t, cnxn, `SELECT * FROM `+name).sorted()
 			before, _ := liveDataFiles(t, localTable(t, s, name))
 			if l.part != "" {

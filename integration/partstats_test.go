@@ -44,9 +44,7 @@ func TestPartitionStatistics(t *testing.T) {
 	cnxn := adbcConn(t, s.Addr())
 	for _, l := range maintLayouts {
 		t.Run(l.name, func(t *testing.T) {
-			name := "ps" + l.name
-			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s', 'write.delete.mode' = 'merge-on-read', 'icefloe.partition-stats.enabled' = 'true')`, name, maintCols, l.part, l.version))
-			smallWrites(t, func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+			name := newMaintTable(t, cnxn, "ps", l, ", 'icefloe.partition-stats.enabled' = 'true'")
 			tbl := localTable(t, s, name)
 			stats, ok := statsOf(t, tbl)
 			if l.part == "" {
