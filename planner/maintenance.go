@@ -138,11 +138,10 @@ func parseSortOrder(tbl *table.Table, text string) ([]ddlSortItem, error) {
 	if strings.Contains(strings.ToLower(text), "zorder") {
 		return nil, errors.New("sort_order: zorder(…) is not supported")
 	}
-	toks, err := ddlLex("(" + text + ")")
+	ps, err := statementParser("(" + text + ")")
 	if err != nil {
 		return nil, err
 	}
-	ps := &ddlParser{src: "(" + text + ")", toks: toks}
 	items, err := ps.sortItems()
 	if err == nil {
 		err = ps.end()

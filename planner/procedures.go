@@ -13,6 +13,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -73,7 +74,7 @@ var procedures = map[string]*procedure{}
 func registerProcedure(pr *procedure) { procedures[pr.name] = pr }
 
 // isCall reports whether query is a CALL statement.
-func isCall(query string) bool { return firstKeyword(query) == "CALL" }
+func isCall(query string) bool { return sqltok.FirstWord(query) == "CALL" }
 
 // callSchema is the result schema of a CALL, without running it.
 func (p *Planner) callSchema(ctx context.Context, s Session, query string) (*arrow.Schema, error) {
@@ -192,14 +193,12 @@ func parseCall(s Session, query string) (*procCall, error) {
 	return &procCall{sess: s, proc: pr, args: bound}, nil
 }
 
-// statementParser lexes one statement, without its trailing semicolons.
+// statementParser tokenizes one statement, without its trailing
+// semicolons.
 func statementParser(query string) (*ddlParser, error) {
-	toks, err := ddlLex(query)
+	toks, err := ddlTokens(query)
 	if err != nil {
 		return nil, err
-	}
-	for len(toks) > 0 && toks[len(toks)-1].isPunct(";") {
-		toks = toks[:len(toks)-1]
 	}
 	return &ddlParser{src: query, toks: toks}, nil
 }
@@ -223,7 +222,7 @@ type callArg struct {
 // callValue is a parsed argument value: a literal or a map/array
 // constructor.
 type callValue struct {
-	kind  ddlKind // ddlString, ddlNumber, ddlWord (TRUE, FALSE, NULL)
+	kind  sqltok.Kind // sqltok.String, sqltok.Number, sqltok.Word (TRUE, FALSE, NULL)
 	text  string
 	typed string      // TIMESTAMP for TIMESTAMP '…'
 	items []callValue // map(…) and array(…) arguments
@@ -241,8 +240,12 @@ func (p *ddlParser) callArgs() ([]callArg, error) {
 	}
 	for {
 		var a callArg
-		if p.i+2 < len(p.toks) && p.toks[p.i].isIdent() && p.toks[p.i+1].isPunct("=") && p.toks[p.i+2].isPunct(">") {
-			a.name = strings.ToLower(p.toks[p.i].val)
+		switch {
+		case p.i+1 < len(p.toks) && p.toks[p.i].IsIdent() && p.toks[p.i+1].IsOp("=>"):
+			a.name = strings.ToLower(p.toks[p.i].Value)
+			p.i += 2
+		case p.i+2 < len(p.toks) && p.toks[p.i].IsIdent() && p.toks[p.i+1].IsOp("=") && p.toks[p.i+2].IsOp(">"):
+			a.name = strings.ToLower(p.toks[p.i].Value)
 			p.i += 3
 		}
 		v, err := p.callValue()
@@ -268,21 +271,21 @@ func (p *ddlParser) callValue() (callValue, error) {
 	}
 	t := p.toks[p.i]
 	switch {
-	case t.kind == ddlString, t.kind == ddlNumber:
+	case t.Kind == sqltok.String, t.Kind == sqltok.Number:
 		p.i++
-		return callValue{kind: t.kind, text: t.val}, nil
-	case t.isPunct("-") && p.i+1 < len(p.toks) && p.toks[p.i+1].kind == ddlNumber:
+		return callValue{kind: t.Kind, text: t.Value}, nil
+	case t.IsOp("-") && p.i+1 < len(p.toks) && p.toks[p.i+1].Kind == sqltok.Number:
 		p.i += 2
-		return callValue{kind: ddlNumber, text: "-" + p.toks[p.i-1].val}, nil
-	case t.isWord("TRUE"), t.isWord("FALSE"), t.isWord("NULL"):
+		return callValue{kind: sqltok.Number, text: "-" + p.toks[p.i-1].Value}, nil
+	case t.Is("TRUE"), t.Is("FALSE"), t.Is("NULL"):
 		p.i++
-		return callValue{kind: ddlWord, text: strings.ToUpper(t.val)}, nil
-	case (t.isWord("TIMESTAMP") || t.isWord("TIMESTAMPTZ") || t.isWord("DATE")) && p.i+1 < len(p.toks) && p.toks[p.i+1].kind == ddlString:
+		return callValue{kind: sqltok.Word, text: strings.ToUpper(t.Value)}, nil
+	case (t.Is("TIMESTAMP") || t.Is("TIMESTAMPTZ") || t.Is("DATE")) && p.i+1 < len(p.toks) && p.toks[p.i+1].Kind == sqltok.String:
 		p.i += 2
-		return callValue{kind: ddlString, text: p.toks[p.i-1].val, typed: "TIMESTAMP"}, nil
-	case (t.isWord("map") || t.isWord("array")) && p.i+1 < len(p.toks) && p.toks[p.i+1].isPunct("("):
+		return callValue{kind: sqltok.String, text: p.toks[p.i-1].Value, typed: "TIMESTAMP"}, nil
+	case (t.Is("map") || t.Is("array")) && p.i+1 < len(p.toks) && p.toks[p.i+1].IsOp("("):
 		p.i += 2
-		v := callValue{ctor: strings.ToLower(t.val)}
+		v := callValue{ctor: strings.ToLower(t.Value)}
 		if p.acceptPunct(")") {
 			return v, nil
 		}
@@ -300,7 +303,7 @@ func (p *ddlParser) callValue() (callValue, error) {
 			}
 		}
 	}
-	return callValue{}, fmt.Errorf("%w: argument at offset %d: want a literal (string, number, boolean, TIMESTAMP '…', map(…) or array(…))", ErrInvalid, t.pos)
+	return callValue{}, fmt.Errorf("%w: argument at offset %d: want a literal (string, number, boolean, TIMESTAMP '…', map(…) or array(…))", ErrInvalid, t.Pos)
 }
 
 // bindArgs matches arguments to parameters: all by name or all by
@@ -331,7 +334,7 @@ func bindArgs(pr *procedure, args []callArg) (map[string]any, error) {
 		if _, dup := out[prm.name]; dup {
 			return nil, fmt.Errorf("%w: %s: argument %q given twice", ErrInvalid, pr.name, prm.name)
 		}
-		if a.val.kind == ddlWord && a.val.text == "NULL" && a.val.ctor == "" {
+		if a.val.kind == sqltok.Word && a.val.text == "NULL" && a.val.ctor == "" {
 			continue
 		}
 		v, err := convertArg(prm.kind, a.val)
@@ -388,13 +391,13 @@ func convertArg(kind procKind, v callValue) (any, error) {
 	}
 	switch kind {
 	case argString:
-		if v.kind == ddlWord {
+		if v.kind == sqltok.Word {
 			return nil, fmt.Errorf("got %s", v.text)
 		}
 		return v.text, nil
 	case argInt:
 		n, err := strconv.ParseInt(v.text, 10, 64)
-		if err != nil || v.kind == ddlWord {
+		if err != nil || v.kind == sqltok.Word {
 			return nil, fmt.Errorf("got %q", v.text)
 		}
 		return n, nil
@@ -407,14 +410,14 @@ func convertArg(kind procKind, v callValue) (any, error) {
 		}
 		return nil, fmt.Errorf("got %q", v.text)
 	case argTimestamp:
-		if v.kind == ddlNumber {
+		if v.kind == sqltok.Number {
 			ms, err := strconv.ParseInt(v.text, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("got %q", v.text)
 			}
 			return time.UnixMilli(ms).UTC(), nil
 		}
-		if v.kind != ddlString {
+		if v.kind != sqltok.String {
 			return nil, fmt.Errorf("got %s", v.text)
 		}
 		ts, err := atTimestamp(v.text, "VARCHAR")
@@ -470,11 +473,10 @@ func (c *procCall) target(ctx context.Context, p *Planner) (*writeTarget, error)
 
 // procTableRef resolves a table name given as a string argument.
 func procTableRef(s Session, name string) (catalog.TableRef, error) {
-	toks, err := ddlLex(name)
+	ps, err := statementParser(name)
 	if err != nil {
 		return catalog.TableRef{}, err
 	}
-	ps := &ddlParser{src: name, toks: toks}
 	parts, err := ps.name(3)
 	if err == nil {
 		err = ps.end()

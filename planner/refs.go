@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // Branches, tags and the procedures that move refs: Spark's ALTER TABLE
@@ -477,10 +479,10 @@ func (p *ddlParser) refDDL() (*refDDL, error) {
 		return d, p.end()
 	}
 	if p.accept("AS", "OF", "VERSION") {
-		if p.i >= len(p.toks) || p.toks[p.i].kind != ddlNumber {
+		if p.i >= len(p.toks) || p.toks[p.i].Kind != sqltok.Number {
 			return nil, p.unexpected()
 		}
-		v, err := strconv.ParseInt(p.toks[p.i].val, 10, 64)
+		v, err := strconv.ParseInt(p.toks[p.i].Value, 10, 64)
 		if err != nil {
 			return nil, p.unexpected()
 		}
@@ -496,8 +498,8 @@ func (p *ddlParser) refDDL() (*refDDL, error) {
 		if d.kind != table.BranchRef {
 			return nil, fmt.Errorf("%w: tags keep one snapshot; WITH SNAPSHOT RETENTION is for branches", ErrInvalid)
 		}
-		if p.i+1 < len(p.toks) && p.toks[p.i].kind == ddlNumber && p.toks[p.i+1].isWord("SNAPSHOTS") {
-			n, _ := strconv.Atoi(p.toks[p.i].val)
+		if p.i+1 < len(p.toks) && p.toks[p.i].Kind == sqltok.Number && p.toks[p.i+1].Is("SNAPSHOTS") {
+			n, _ := strconv.Atoi(p.toks[p.i].Value)
 			d.minSnapshots = n
 			p.i += 2
 		}
@@ -515,16 +517,16 @@ func (p *ddlParser) refDDL() (*refDDL, error) {
 
 // durationMs reads "N DAYS|HOURS|MINUTES" as milliseconds.
 func (p *ddlParser) durationMs() (int64, error) {
-	if p.i+1 >= len(p.toks) || p.toks[p.i].kind != ddlNumber {
+	if p.i+1 >= len(p.toks) || p.toks[p.i].Kind != sqltok.Number {
 		return 0, p.unexpected()
 	}
-	n, err := strconv.ParseInt(p.toks[p.i].val, 10, 64)
+	n, err := strconv.ParseInt(p.toks[p.i].Value, 10, 64)
 	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%w: %s: want a positive whole number", ErrInvalid, p.toks[p.i].val)
+		return 0, fmt.Errorf("%w: %s: want a positive whole number", ErrInvalid, p.toks[p.i].Value)
 	}
 	units := map[string]time.Duration{"DAYS": 24 * time.Hour, "DAY": 24 * time.Hour, "HOURS": time.Hour, "HOUR": time.Hour, "MINUTES": time.Minute, "MINUTE": time.Minute}
-	u, ok := units[strings.ToUpper(p.toks[p.i+1].val)]
-	if !ok || p.toks[p.i+1].kind != ddlWord {
+	u, ok := units[strings.ToUpper(p.toks[p.i+1].Value)]
+	if !ok || p.toks[p.i+1].Kind != sqltok.Word {
 		p.i++
 		return 0, p.unexpected()
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // pinnedInput is a table reference resolved to what one input reads: the
@@ -222,7 +223,7 @@ func inputSchema(ctx context.Context, in *input) (*arrow.Schema, error) {
 // for DuckDB to refuse. A statement the lexer cannot read is returned as
 // it is.
 func temporalClauses(query string) string {
-	toks, err := ddlLex(query)
+	toks, err := sqltok.Tokenize(query)
 	if err != nil {
 		return query
 	}
@@ -230,17 +231,17 @@ func temporalClauses(query string) string {
 	last := 0
 	for i := 0; i < len(toks); i++ {
 		j := i
-		if toks[j].isWord("FOR") {
+		if toks[j].Is("FOR") {
 			j++
 		}
-		if j+2 >= len(toks) || !toks[j+1].isWord("AS") || !toks[j+2].isWord("OF") {
+		if j+2 >= len(toks) || !toks[j+1].Is("AS") || !toks[j+2].Is("OF") {
 			continue
 		}
 		unit := ""
 		switch {
-		case toks[j].isWord("VERSION"), toks[j].isWord("SYSTEM_VERSION"):
+		case toks[j].Is("VERSION"), toks[j].Is("SYSTEM_VERSION"):
 			unit = "VERSION"
-		case toks[j].isWord("TIMESTAMP"), toks[j].isWord("SYSTEM_TIME"):
+		case toks[j].Is("TIMESTAMP"), toks[j].Is("SYSTEM_TIME"):
 			unit = "TIMESTAMP"
 		default:
 			continue
@@ -250,15 +251,15 @@ func temporalClauses(query string) string {
 		if !ok {
 			continue
 		}
-		at := "AT (" + unit + " => " + query[toks[v].pos:toks[end].end] + ")"
+		at := "AT (" + unit + " => " + query[toks[v].Pos:toks[end].End] + ")"
 		aliasEnd := temporalAlias(toks, end+1)
-		out.WriteString(query[last:toks[i].pos])
+		out.WriteString(query[last:toks[i].Pos])
 		if aliasEnd > end {
-			out.WriteString(query[toks[end+1].pos:toks[aliasEnd].end])
+			out.WriteString(query[toks[end+1].Pos:toks[aliasEnd].End])
 			out.WriteString(" ")
 		}
 		out.WriteString(at)
-		last = toks[max(end, aliasEnd)].end
+		last = toks[max(end, aliasEnd)].End
 		i = max(end, aliasEnd)
 	}
 	if last == 0 {
@@ -269,13 +270,13 @@ func temporalClauses(query string) string {
 }
 
 // temporalValue returns the last token of the literal starting at i.
-func temporalValue(toks []ddlTok, i int) (int, bool) {
+func temporalValue(toks []sqltok.Token, i int) (int, bool) {
 	switch {
 	case i >= len(toks):
 		return 0, false
-	case toks[i].kind == ddlString, toks[i].kind == ddlNumber:
+	case toks[i].Kind == sqltok.String, toks[i].Kind == sqltok.Number:
 		return i, true
-	case (toks[i].isWord("TIMESTAMP") || toks[i].isWord("TIMESTAMPTZ") || toks[i].isWord("DATE")) && i+1 < len(toks) && toks[i+1].kind == ddlString:
+	case (toks[i].Is("TIMESTAMP") || toks[i].Is("TIMESTAMPTZ") || toks[i].Is("DATE")) && i+1 < len(toks) && toks[i+1].Kind == sqltok.String:
 		return i + 1, true
 	}
 	return 0, false
@@ -293,11 +294,11 @@ var notAlias = map[string]bool{
 
 // temporalAlias returns the last token of a table alias starting at i
 // ("AS name", or a name that is not a keyword), or i-1 when none.
-func temporalAlias(toks []ddlTok, i int) int {
-	if i < len(toks) && toks[i].isWord("AS") && i+1 < len(toks) && toks[i+1].isIdent() {
+func temporalAlias(toks []sqltok.Token, i int) int {
+	if i < len(toks) && toks[i].Is("AS") && i+1 < len(toks) && toks[i+1].IsIdent() {
 		return i + 1
 	}
-	if i < len(toks) && (toks[i].kind == ddlQuoted || toks[i].kind == ddlWord && !notAlias[strings.ToUpper(toks[i].val)]) {
+	if i < len(toks) && (toks[i].Kind == sqltok.QuotedIdent || toks[i].Kind == sqltok.Word && !notAlias[strings.ToUpper(toks[i].Value)]) {
 		return i
 	}
 	return i - 1
