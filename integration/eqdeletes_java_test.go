@@ -58,16 +58,29 @@ func java(t *testing.T, args ...string) []string {
 // "id | p | s" rows by table.
 func javaRows(t *testing.T, dir string, tables ...string) map[string][]string {
 	t.Helper()
-	out := map[string][]string{}
+	rows, _ := javaRead(t, dir, tables...)
+	return rows
+}
+
+// javaRead reads tables ("table" for main, "table@ref" for a branch or
+// tag) with Iceberg Java (one JVM for all): the sorted "id | p | s" rows
+// and how many snapshots each table keeps, by argument.
+func javaRead(t *testing.T, dir string, tables ...string) (rows map[string][]string, snapshots map[string]int) {
+	t.Helper()
+	rows, snapshots = map[string][]string{}, map[string]int{}
 	args := append([]string{"read", filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse")}, tables...)
 	for _, l := range java(t, args...) {
 		name, row, _ := strings.Cut(l, "|")
-		out[name] = append(out[name], strings.ReplaceAll(strings.ReplaceAll(row, "|", " | "), "null", "NULL"))
+		if n, ok := strings.CutPrefix(row, "snapshots|"); ok {
+			snapshots[name] = int(atoi(t, n))
+			continue
+		}
+		rows[name] = append(rows[name], strings.ReplaceAll(strings.ReplaceAll(row, "|", " | "), "null", "NULL"))
 	}
-	for _, rows := range out {
-		slices.Sort(rows)
+	for _, r := range rows {
+		slices.Sort(r)
 	}
-	return out
+	return rows, snapshots
 }
 
 // eqDeleteFiles counts the equality delete files a scan of name applies.

@@ -36,12 +36,12 @@ import org.apache.iceberg.types.Types;
  *
  * <pre>
  * java -cp JARS EqDeletes.java write CATALOG_DB WAREHOUSE
- * java -cp JARS EqDeletes.java read CATALOG_DB WAREHOUSE TABLE...
+ * java -cp JARS EqDeletes.java read CATALOG_DB WAREHOUSE TABLE[@REF]...
  * </pre>
  *
  * write creates default.eq_v2, default.eq_v2p (partitioned by p) and
- * default.eq_v3; read prints the tables' rows, one "table|id|p|s" line
- * each.
+ * default.eq_v3; read prints the rows of main or of a branch or tag, one
+ * "table|id|p|s" line each, and how many snapshots each table keeps.
  */
 public class EqDeletes {
   static final Schema SCHEMA =
@@ -66,15 +66,36 @@ public class EqDeletes {
       write(cat, "eq_v3", "3", PartitionSpec.unpartitioned());
     } else {
       for (int i = 3; i < args.length; i++) {
-        Table t = cat.loadTable(TableIdentifier.of("default", args[i]));
-        try (CloseableIterable<Record> rows = IcebergGenerics.read(t).build()) {
-          for (Record r : rows) {
-            System.out.println(args[i] + "|" + r.getField("id") + "|" + r.getField("p") + "|" + r.getField("s"));
-          }
-        }
+        read(cat, args[i]);
       }
     }
     cat.close();
+  }
+
+  /**
+   * Prints the rows of "table" (main) or "table@ref" (a branch or tag), then
+   * one "table@ref|snapshots|n" line: how many snapshots the table keeps.
+   */
+  static void read(JdbcCatalog cat, String arg) throws IOException {
+    String[] nameRef = arg.split("@", 2);
+    Table t = cat.loadTable(TableIdentifier.of("default", nameRef[0]));
+    IcebergGenerics.ScanBuilder scan = IcebergGenerics.read(t);
+    if (nameRef.length == 2) {
+      if (t.refs().get(nameRef[1]) == null) {
+        throw new IllegalArgumentException(arg + ": no such ref");
+      }
+      scan = scan.useSnapshot(t.refs().get(nameRef[1]).snapshotId());
+    }
+    try (CloseableIterable<Record> rows = scan.build()) {
+      for (Record r : rows) {
+        System.out.println(arg + "|" + r.getField("id") + "|" + r.getField("p") + "|" + r.getField("s"));
+      }
+    }
+    int n = 0;
+    for (var s : t.snapshots()) {
+      n++;
+    }
+    System.out.println(arg + "|snapshots|" + n);
   }
 
   static Record row(long id) {
