@@ -8,13 +8,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	"github.com/icefloe/icefloe/internal/pqfile"
 )
 
 // Write writes rows, the statistics of snap, as a partition statistics
@@ -45,41 +44,12 @@ func Write(ctx context.Context, tbl *table.Table, snap *table.Snapshot, rows []R
 		return out, err
 	}
 	defer rec.Release()
-	w, err := wfs.Create(path)
+	size, err := pqfile.Write(wfs, path, rec, nil)
 	if err != nil {
 		return out, err
 	}
-	cw := &countingWriter{w: w}
-	pw, err := pqarrow.NewFileWriter(sc, cw, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
-	if err != nil {
-		w.Close()
-		return out, err
-	}
-	if err := pw.Write(rec); err != nil {
-		pw.Close()
-		return out, err
-	}
-	if err := pw.Close(); err != nil {
-		return out, err
-	}
-	return table.PartitionStatisticsFile{SnapshotID: snap.SnapshotID, StatisticsPath: path, FileSizeInBytes: cw.n}, nil
+	return table.PartitionStatisticsFile{SnapshotID: snap.SnapshotID, StatisticsPath: path, FileSizeInBytes: size}, nil
 }
-
-type countingWriter struct {
-	w interface {
-		Write([]byte) (int, error)
-		Close() error
-	}
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func (c *countingWriter) Close() error { return c.w.Close() }
 
 // record builds the file's one batch.
 func record(sc *arrow.Schema, ptype *iceberg.StructType, rows []Row) (arrow.RecordBatch, error) {
@@ -111,23 +81,9 @@ func Read(ctx context.Context, tbl *table.Table, f table.PartitionStatisticsFile
 	if err != nil {
 		return nil, err
 	}
-	src, err := fsys.Open(f.StatisticsPath)
+	at, err := pqfile.ReadTable(ctx, fsys, f.StatisticsPath)
 	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	pf, err := file.NewParquetReader(src)
-	if err != nil {
-		return nil, fmt.Errorf("partstats: %s: %w", f.StatisticsPath, err)
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, err
-	}
-	at, err := fr.ReadTable(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("partstats: %s: %w", f.StatisticsPath, err)
+		return nil, fmt.Errorf("partstats: %w", err)
 	}
 	defer at.Release()
 	tr := array.NewTableReader(at, 0)
