@@ -4,11 +4,13 @@ package integration
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
 // TestJavaReadsMaintained: tables icefloe compacted (after merge-on-read
-// deletes), whose old snapshots it expired and that carry a tag and a
+// deletes), whose later position delete files it merged (v2), whose old
+// snapshots it expired and that carry a tag and a
 // branch icefloe wrote to (an INSERT and a DELETE, so a delete file or a
 // deletion vector of icefloe's), v2 and v3, partitioned and not, read in
 // Iceberg Java — the core Spark's Iceberg runtime plans with — exactly as
@@ -22,11 +24,21 @@ func TestJavaReadsMaintained(t *testing.T) {
 	var args []string
 	for _, l := range maintLayouts {
 		name := newMaintTable(t, cnxn, "jm_", l, "")
-		before := mustQuery(t, cnxn, `SELECT id, p, s FROM `+name).sorted()
 		res := mustQuery(t, cnxn, `CALL system.rewrite_data_files(table => '`+name+`', options => map('min-input-files', '2'))`)
 		if len(res.rows) != 1 || atoi(t, cellsOf(res.rows[0])[0]) == 0 {
 			t.Fatalf("%s: compaction rewrote nothing: %q", name, res.rows)
 		}
+		// Two more deletes in one partition; on v2 their position delete
+		// files are merged into one of icefloe's writing.
+		execUpdate(t, cnxn, `DELETE FROM `+name+` WHERE id = 7`)
+		execUpdate(t, cnxn, `DELETE FROM `+name+` WHERE id = 13`)
+		if l.version == "2" {
+			res := mustQuery(t, cnxn, `CALL system.rewrite_position_delete_files(table => '`+name+`', options => map('min-input-files', '2'))`)
+			if !strings.HasPrefix(res.rows[0], "2 | 1 |") {
+				t.Fatalf("%s: rewrite_position_delete_files: %q", name, res.rows)
+			}
+		}
+		before := mustQuery(t, cnxn, `SELECT id, p, s FROM `+name).sorted()
 		mustQuery(t, cnxn, `CALL system.expire_snapshots(table => '`+name+`', older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)`)
 		execUpdate(t, cnxn, `ALTER TABLE `+name+` CREATE TAG kept`)
 		execUpdate(t, cnxn, `ALTER TABLE `+name+` CREATE BRANCH dev`)

@@ -505,3 +505,73 @@ func TestTrinoOptimize(t *testing.T) {
 		})
 	}
 }
+
+// TestRewritePositionDeleteFiles: seven single-row merge-on-read DELETEs
+// leave seven position delete files; rewrite_position_delete_files merges
+// them into one per partition in one replace commit, the rows stay
+// DuckDB's (older snapshots too), and a second run with the default
+// min-input-files finds nothing to do. On v3 the deletes are deletion
+// vectors, which it leaves alone.
+func TestRewritePositionDeleteFiles(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	ref := newRefTable(t, s)
+	writes := func(exec func(string) int64, name string) {
+		smallInserts(t, exec, name)
+		for _, id := range []int{1, 8, 15, 22, 29, 36, 43} {
+			exec(fmt.Sprintf(`DELETE FROM %s WHERE id = %d`, name, id))
+		}
+	}
+	ref.exec(t, `CREATE TABLE r `+maintCols)
+	writes(func(q string) int64 { return ref.exec(t, q) }, "r")
+	want := ref.query(t, `SELECT * FROM r`)
+	for _, l := range maintLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			name := "pd" + l.name
+			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s %s %s WITH ('format-version' = '%s', 'write.delete.mode' = 'merge-on-read')`, name, maintCols, l.part, l.version))
+			writes(func(q string) int64 { return execUpdate(t, cnxn, q) }, name)
+			wantRows(t, cnxn, `SELECT * FROM `+name, want...)
+			tbl := localTable(t, s, name)
+			data, deletes := liveDataFiles(t, tbl)
+			old, snaps := tbl.CurrentSnapshot().SnapshotID, snapshotCount(t, tbl)
+			call := `CALL system.rewrite_position_delete_files(table => '` + name + `', options => map('min-input-files', '2'))`
+			res := mustQuery(t, cnxn, call)
+			if got := columnNames(res); !slices.Equal(got, []string{"rewritten_delete_files_count", "added_delete_files_count", "rewritten_bytes_count", "added_bytes_count"}) {
+				t.Fatalf("result columns %q", got)
+			}
+			row := cellsOf(res.rows[0])
+			if l.version == "3" {
+				if res.rows[0] != "0 | 0 | 0 | 0" || snapshotCount(t, localTable(t, s, name)) != snaps {
+					t.Fatalf("v3 (deletion vectors): %q", res.rows)
+				}
+				return
+			}
+			parts := 1
+			if l.part != "" {
+				parts = 3
+			}
+			if deletes != 7 || atoi(t, row[0]) != 7 || atoi(t, row[1]) != int64(parts) || atoi(t, row[2]) == 0 || atoi(t, row[3]) == 0 {
+				t.Fatalf("result %q with %d delete files before: want 7 rewritten, %d added", res.rows[0], deletes, parts)
+			}
+			wantRows(t, cnxn, `SELECT * FROM `+name, want...)
+			tbl = localTable(t, s, name)
+			after, deletesAfter := liveDataFiles(t, tbl)
+			if len(after) != len(data) || deletesAfter != parts {
+				t.Fatalf("after: %d data files (%d before), %d delete files, want %d", len(after), len(data), deletesAfter, parts)
+			}
+			if got := snapshotCount(t, tbl); got != snaps+1 || tbl.CurrentSnapshot().Summary.Operation != table.OpReplace {
+				t.Fatalf("%d snapshots after %d, operation %s", got, snaps, tbl.CurrentSnapshot().Summary.Operation)
+			}
+			wantRows(t, cnxn, fmt.Sprintf(`SELECT count(*) FROM %s AT (VERSION => %d)`, name, old), strconv.Itoa(len(want)))
+			if res := mustQuery(t, cnxn, `CALL system.rewrite_position_delete_files('`+name+`')`); res.rows[0] != "0 | 0 | 0 | 0" {
+				t.Fatalf("second run: %q", res.rows)
+			}
+			// A compaction applies the merged files and drops them.
+			mustQuery(t, cnxn, `CALL system.rewrite_data_files(table => '`+name+`', options => map('rewrite-all', 'true'))`)
+			wantRows(t, cnxn, `SELECT * FROM `+name, want...)
+			if _, n := liveDataFiles(t, localTable(t, s, name)); n != 0 {
+				t.Fatalf("%d delete files left after compacting every file", n)
+			}
+		})
+	}
+}

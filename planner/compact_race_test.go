@@ -176,3 +176,33 @@ func referenced(t *testing.T, e *raceEnv, name, path string) bool {
 	}
 	return false
 }
+
+// TestRewritePositionDeletesConflict: a DELETE committed while
+// rewrite_position_delete_files writes its merged file fails the rewrite
+// with ErrConflict; the DELETE stands and the merged file is deleted.
+func TestRewritePositionDeletesConflict(t *testing.T) {
+	e := startRaceEnv(t)
+	e.exec(t, `CREATE TABLE pdrace (id BIGINT, p INTEGER) WITH ('format-version' = '2', 'write.delete.mode' = 'merge-on-read')`)
+	for i := 0; i < 4; i++ {
+		e.exec(t, fmt.Sprintf(`INSERT INTO pdrace VALUES (%d, 0), (%d, 0), (%d, 0)`, 3*i, 3*i+1, 3*i+2))
+	}
+	for _, id := range []int{0, 4, 8} {
+		e.exec(t, fmt.Sprintf(`DELETE FROM pdrace WHERE id = %d`, id))
+	}
+	before := e.parquetOnDisk(t, "pdrace")
+	var once sync.Once
+	planner.SetBeforeRewriteCommit(func() { once.Do(func() { e.exec(t, `DELETE FROM pdrace WHERE id = 10`) }) })
+	defer planner.SetBeforeRewriteCommit(nil)
+	_, err := e.p.Plan(context.Background(), e.sess, `CALL system.rewrite_position_delete_files(table => 'pdrace', options => map('min-input-files', '2'))`)
+	if !errors.Is(err, planner.ErrConflict) {
+		t.Fatalf("rewrite racing a DELETE: %v, want ErrConflict", err)
+	}
+	if got := e.count(t, "pdrace"); got != 8 {
+		t.Fatalf("%d rows, want 8 (the concurrent DELETE stands)", got)
+	}
+	for p := range e.parquetOnDisk(t, "pdrace") {
+		if !before[p] && !referenced(t, e, "pdrace", p) {
+			t.Fatalf("the failed rewrite left %s", p)
+		}
+	}
+}
