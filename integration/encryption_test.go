@@ -76,6 +76,15 @@ func TestEncryptedTable(t *testing.T) {
 		}
 	}
 	mustQuery(t, cnxn, `CALL vault.system.rewrite_data_files(table => 'sales.secret', options => map('rewrite-all', 'true'))`)
+	// Two position delete files in partition 1, merged into one (which
+	// the walk below finds encrypted too).
+	for _, st := range []string{`DELETE FROM %s WHERE id = 4`, `DELETE FROM %s WHERE id = 10`} {
+		ref.exec(t, fmt.Sprintf(st, "secret"))
+		execUpdate(t, cnxn, fmt.Sprintf(st, "vault.sales.secret"))
+	}
+	if res := mustQuery(t, cnxn, `CALL vault.system.rewrite_position_delete_files(table => 'sales.secret', options => map('min-input-files', '2'))`); !strings.HasPrefix(res.rows[0], "2 | 1 |") {
+		t.Fatalf("rewrite_position_delete_files: %q", res.rows)
+	}
 	for _, q := range []string{`SELECT * FROM %s`, `SELECT p, count(*), max(s) FROM %s GROUP BY p`, `SELECT count(DISTINCT s) FROM %s`} {
 		wantRows(t, cnxn, fmt.Sprintf(q, "vault.sales.secret"), ref.query(t, fmt.Sprintf(q, "secret"))...)
 	}
