@@ -41,10 +41,6 @@ func DataDir(dir string) Option { return func(c *clusterConfig) { c.dataDir = di
 // reads its inputs itself).
 func IcebergGoReads() Option { return func(c *clusterConfig) { c.noDirect = true } }
 
-// DataDir puts the cluster's catalog and warehouse in dir instead of a
-// fresh temporary directory (two clusters may share one).
-func DataDir(dir string) Option { return func(c *clusterConfig) { c.dataDir = dir } }
-
 // Catalogs mounts more catalogs besides the embedded one.
 func Catalogs(cfgs ...catalog.Config) Option {
 	return func(c *clusterConfig) { c.catalogs = append(c.catalogs, cfgs...) }
