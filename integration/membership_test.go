@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,7 +302,14 @@ func TestTwoCoordinatorsShareWorkers(t *testing.T) {
 	}
 	bad.waitLog(5*time.Second, "coordinator refused this worker", "ticket key differs", c1.addr())
 	bad.waitLog(5*time.Second, "coordinator refused this worker", "ticket key differs", c2.addr())
-	if strings.Contains(c1.log()+c2.log()+bad.log(), "another key") || strings.Contains(c1.log(), "membership-test-key") {
+	// A listed worker with another key is refused at its key check.
+	c3 := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", bad.field("worker"))
+	c3.waitLog(5*time.Second, "refused worker", "ticket key differs", bad.field("worker"))
+	bad.waitLog(5*time.Second, "refused a coordinator's key check", "ticket key differs")
+	if _, err := planned(t, c3.addr(), scan); err == nil || !strings.Contains(err.Error(), "no live worker") {
+		t.Fatalf("a coordinator whose only worker was refused planned a scan: %v", err)
+	}
+	if strings.Contains(c1.log()+c2.log()+c3.log()+bad.log(), "another key") || strings.Contains(c1.log()+c3.log(), "membership-test-key") {
 		t.Fatal("a ticket key reached a log")
 	}
 
@@ -318,8 +326,12 @@ func TestTwoCoordinatorsShareWorkers(t *testing.T) {
 }
 
 // TestDeadWorkerLeavesPlanning: a worker killed with SIGKILL is out of the
-// next plans within a second, and a query planned onto it before still
-// answers in full through the fallback location (single-endpoint proxy).
+// next plans within a second, and queries planned onto it before still
+// answer in full through the fallback location: in the single-endpoint
+// proxy, which retries a stream that failed before its first batch, and
+// in ADBC, which tries an endpoint's next location when DoGet fails (the
+// JDBC driver does the same), with a gather whose worker re-pulls its
+// children elsewhere.
 func TestDeadWorkerLeavesPlanning(t *testing.T) {
 	bin := icefloeBin(t)
 	dir := t.TempDir()
@@ -339,6 +351,22 @@ func TestDeadWorkerLeavesPlanning(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	direct := map[string]adbc.Partitions{}
+	planFirst := map[string]bool{}
+	for _, q := range []string{`SELECT id FROM t WHERE id % 1000 = 7`, `SELECT count(*), sum(id) FROM t`} {
+		parts, eps := partitions(t, cnxn, q)
+		direct[q] = parts
+		for _, ep := range eps {
+			if len(ep.Location) != 2 {
+				t.Fatalf("%s: endpoint locations %v, want an owner and a fallback", q, ep.Location)
+			}
+			planFirst[ep.Location[0].Uri] = true
+		}
+	}
+	if !planFirst[w2.field("worker")] {
+		t.Fatalf("no endpoint planned first on the worker to be killed: %v", planFirst)
+	}
+
 	w2.cmd.Process.Kill()
 	took := waitPlanned(t, c.addr(), scan, 5*time.Second, w1.field("worker"))
 	t.Logf("killed worker left planning after %s", took)
@@ -356,6 +384,23 @@ func TestDeadWorkerLeavesPlanning(t *testing.T) {
 	}
 	if err := rdr.Err(); err != nil || len(rows) != 1 || rows[0] != "2073" {
 		t.Fatalf("query planned before the kill: %v, %v", rows, err)
+	}
+	for q, want := range map[string][]string{
+		`SELECT id FROM t WHERE id % 1000 = 7`: {"1007", "2007", "3007", "7"},
+		`SELECT count(*), sum(id) FROM t`:      {"4000 | 7998000"},
+	} {
+		var got []string
+		for _, p := range direct[q].PartitionIDs {
+			rdr, err := cnxn.ReadPartition(context.Background(), p)
+			if err != nil {
+				t.Fatalf("%s planned before the kill, read partition: %v", q, err)
+			}
+			got = append(got, collect(t, rdr).rows...)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s planned before the kill: got %q, want %q", q, got, want)
+		}
 	}
 	wantRows(t, cnxn, `SELECT count(*), sum(id) FROM t`, "4000 | 7998000")
 }
