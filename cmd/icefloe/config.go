@@ -93,6 +93,17 @@ func loadConfig(path string) (Config, error) {
 	return c, c.Validate()
 }
 
+// emptyItems reports each empty address of the list under key.
+func emptyItems(key string, list []string) []error {
+	var errs []error
+	for i, a := range list {
+		if a == "" {
+			errs = append(errs, fmt.Errorf("config: %s[%d]: empty", key, i))
+		}
+	}
+	return errs
+}
+
 // Validate reports every problem at once, naming the key.
 func (c Config) Validate() error {
 	var errs []error
@@ -102,22 +113,14 @@ func (c Config) Validate() error {
 	if c.Threads < 0 {
 		errs = append(errs, fmt.Errorf("config: threads: must be >= 0, got %d", c.Threads))
 	}
-	for i, a := range c.WorkerAddresses {
-		if a == "" {
-			errs = append(errs, fmt.Errorf("config: worker_addresses[%d]: empty", i))
-		}
-	}
+	errs = append(errs, emptyItems("worker_addresses", c.WorkerAddresses)...)
 	if c.HealthInterval < 0 {
 		errs = append(errs, fmt.Errorf("config: health_interval: must be >= 0, got %s", c.HealthInterval))
 	}
 	if c.DrainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("config: drain_timeout: must be >= 0, got %s", c.DrainTimeout))
 	}
-	for i, a := range c.Announce {
-		if a == "" {
-			errs = append(errs, fmt.Errorf("config: announce[%d]: empty", i))
-		}
-	}
+	errs = append(errs, emptyItems("announce", c.Announce)...)
 	if c.MetadataCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("config: metadata_cache_bytes: must be >= 0, got %d", c.MetadataCacheBytes))
 	}
