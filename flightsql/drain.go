@@ -20,9 +20,11 @@ const (
 	// a drain begins.
 	DefaultDrainGrace = 25 * time.Second
 	// DefaultDrainQuiet is how long a drained server keeps answering
-	// after its last call ended, for the follow-up calls of the
-	// statements it let finish (ClosePreparedStatement, the DoGet of an
-	// update's count, CloseSession).
+	// after its last call ended, and at least after its drain began: for
+	// the follow-up calls of the statements it let finish
+	// (ClosePreparedStatement, the DoGet of an update's count,
+	// CloseSession), and on a worker for the tickets planned on it until
+	// the coordinators' health checks (every 500 ms) saw it drain.
 	DefaultDrainQuiet = time.Second
 )
 

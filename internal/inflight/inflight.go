@@ -58,11 +58,15 @@ func (c *Calls) CancelAll(cause error) int {
 }
 
 // WaitIdle waits until no call has been in flight for quiet, or until
-// deadline; it tells whether the calls went quiet.
+// deadline; it tells whether the calls went quiet. The quiet spell counts
+// from the wait's start at the earliest: a server idle when its drain
+// begins still waits quiet, so that the calls planned onto it before the
+// others heard of the drain arrive and are served.
 func (c *Calls) WaitIdle(deadline time.Time, quiet time.Duration) bool {
+	start := time.Now()
 	for {
 		n, last := c.Idle()
-		if n == 0 && time.Since(last) >= quiet {
+		if n == 0 && time.Since(last) >= quiet && time.Since(start) >= quiet {
 			return true
 		}
 		if !time.Now().Before(deadline) {

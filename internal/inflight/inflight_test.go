@@ -27,4 +27,9 @@ func TestCalls(t *testing.T) {
 	if !c.WaitIdle(time.Now().Add(time.Second), 30*time.Millisecond) {
 		t.Fatal("not idle after the quiet spell")
 	}
+	// Long idle already, a wait still lasts its quiet spell.
+	start := time.Now()
+	if !c.WaitIdle(time.Now().Add(time.Second), 100*time.Millisecond) || time.Since(start) < 100*time.Millisecond {
+		t.Fatalf("an idle set's wait ended after %s, before its quiet spell", time.Since(start))
+	}
 }
