@@ -491,3 +491,75 @@ func TestCoordinatorDrainOnSIGTERM(t *testing.T) {
 	c2 := startProc(t, bin, env, cargs...)
 	wantRows(t, adbcConn(t, c2.addr()), `SELECT n FROM counts`, want)
 }
+
+// TestListedWorkerDrainOnSIGTERM: a worker the coordinator was given with
+// --worker (it does not announce) that gets SIGTERM turns NOT_SERVING and
+// leaves planning within a second, while it still serves what was planned
+// on it: a query running over both workers answers in full, and the
+// endpoints of a scan planned before the SIGTERM are read at their first
+// location, the draining worker included, with no fallback. Then it exits.
+func TestListedWorkerDrainOnSIGTERM(t *testing.T) {
+	bin := icefloeBin(t)
+	dir := t.TempDir()
+	env := []string{membershipKey}
+	w1 := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	w2 := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	c := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir,
+		"--worker", w1.field("worker"), "--worker", w2.field("worker"))
+	cnxn := adbcConn(t, c.addr())
+	seedTable(t, cnxn, "t", 10000)
+	const scan = `SELECT * FROM t`
+	waitPlanned(t, c.addr(), scan, 10*time.Second, w1.field("worker"), w2.field("worker"))
+	const slow = `SELECT count(*) FROM t a, t b WHERE a.g + b.g < 60`
+	want := mustQuery(t, cnxn, slow).rows[0]
+	info, err := flightClient(t, c.addr()).Execute(context.Background(), `SELECT id FROM t WHERE id % 1000 = 7`)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	answer := make(chan error, 1)
+	go func() {
+		got, err := query(t, adbcConn(t, c.addr()), slow)
+		if err == nil && (len(got.rows) != 1 || got.rows[0] != want) {
+			err = fmt.Errorf("got %v, want %s", got.rows, want)
+		}
+		answer <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	w2.signal(syscall.SIGTERM)
+	w2.waitLog(5*time.Second, "draining")
+	var ids []string
+	onDraining := 0
+	for _, ep := range info.Endpoint {
+		loc := ep.Location[0].Uri
+		if loc == w2.field("worker") {
+			onDraining++
+		}
+		rdr, err := flightClient(t, strings.TrimPrefix(loc, "grpc://")).DoGet(context.Background(), ep.Ticket)
+		if err != nil {
+			t.Fatalf("DoGet at %s after the SIGTERM: %v", loc, err)
+		}
+		for rdr.Next() {
+			ids = append(ids, rowsOf(rdr.RecordBatch())...)
+		}
+		if err := rdr.Err(); err != nil {
+			t.Fatalf("read at %s after the SIGTERM: %v", loc, err)
+		}
+		rdr.Release()
+	}
+	if onDraining == 0 || len(ids) != 10 {
+		t.Fatalf("scan planned before the SIGTERM: %d endpoints on the draining worker, ids %v; want some, and 10 ids", onDraining, ids)
+	}
+	took := waitPlanned(t, c.addr(), scan, 5*time.Second, w1.field("worker"))
+	t.Logf("draining worker left planning %s after its drain began", took)
+	if took > time.Second {
+		t.Errorf("a draining worker left planning after %s, want within a second", took)
+	}
+	if err := <-answer; err != nil {
+		t.Fatalf("the query running over the draining worker: %v\nworker:\n%s", err, w2.log())
+	}
+	if err := w2.waitExit(30 * time.Second); err != nil {
+		t.Fatalf("the drained worker exited with %v:\n%s", err, w2.log())
+	}
+	wantRows(t, cnxn, `SELECT count(*), sum(id) FROM t`, "10000 | 49995000")
+}
