@@ -66,6 +66,13 @@ type Workers interface {
 	Live() []Worker
 }
 
+// UnreachableReporter is implemented by Workers that want to hear of a
+// worker the planner's own calls could not reach, to take it out of
+// planning before its next health check.
+type UnreachableReporter interface {
+	Unreachable(location string)
+}
+
 // Options configure a Planner.
 type Options struct {
 	Mounts  *catalog.Mounts

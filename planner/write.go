@@ -264,7 +264,7 @@ func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write,
 			return nil, err
 		}
 	}
-	raw, err := pullWrites(ctx, endpoints, tickets)
+	raw, err := pullWrites(ctx, endpoints, tickets, p.unreachable)
 	res, derr := decodeResults(tgt.pinned.Table, raw)
 	if err == nil {
 		err = derr
@@ -324,7 +324,7 @@ func (p *Planner) removeFiles(tgt *writeTarget, stmtUUID string, files []iceberg
 // pullWrites DoGets every write ticket at its endpoint's first location,
 // all at once, and returns every result that came back, also when one
 // failed (so their files can be deleted).
-func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]wire.WriteResult, error) {
+func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte, unreachable func(string)) ([]wire.WriteResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -367,6 +367,9 @@ func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]
 				}
 				return pullWrite(ctx, c, tickets[i])
 			}()
+			if status.Code(err) == codes.Unavailable {
+				unreachable(loc)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, res...)
@@ -383,6 +386,14 @@ func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]
 		return out, errs[0]
 	}
 	return out, nil
+}
+
+// unreachable tells the worker pool, if it listens, that loc failed as
+// unreachable.
+func (p *Planner) unreachable(loc string) {
+	if r, ok := p.opts.Workers.(UnreachableReporter); ok {
+		r.Unreachable(loc)
+	}
 }
 
 // fragmentError maps a write fragment's failure: the client's fault stays
