@@ -132,6 +132,9 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 	case ps.at("UPDATE"):
 		return p.dmlUpdate(ctx, sess, ps, args)
 	case ps.at("ALTER"):
+		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
+			return n, err
+		}
 		return 0, p.ddlAlter(ctx, sess, ps)
 	}
 	return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, ps.kind())
@@ -401,6 +404,9 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 	}
 	order, err := ddlSortOrder(schema, sortItems)
 	if err != nil {
+		return err
+	}
+	if err := encryptionProps(ctx, mt, props); err != nil {
 		return err
 	}
 	opts, err := placeTable(mt, props)
@@ -748,22 +754,14 @@ func rowError(i, n int, err error) error {
 // the columns' types and enforces NOT NULL; an error names the parameter
 // row.
 func (p *Planner) insertValues(ctx context.Context, sess Session, parts []string, columns, values string, b *paramBatch) (int64, error) {
-	ref, err := ddlTableName(sess, parts)
+	// loadTarget resolves t.branch_b and the session's WAP branch, so the
+	// rows commit to the branch the statement names.
+	tgt, err := p.loadTarget(ctx, sess, parts)
 	if err != nil {
 		return 0, err
 	}
-	mt, err := p.ddlMount(ref.Catalog)
-	if err != nil {
-		return 0, err
-	}
-	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
-	if err != nil {
-		if errors.Is(err, catalog.ErrTableNotFound) {
-			return 0, fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-		return 0, err
-	}
-	tbl := pinned.Table
+	ref := tgt.ref
+	tbl := tgt.pinned.Table
 	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		return 0, fmt.Errorf("arrow schema of %s: %w", ref, err)
@@ -796,7 +794,7 @@ func (p *Planner) insertValues(ctx context.Context, sess Session, parts []string
 	}
 	// Written here, committed as INSERT … SELECT commits: one snapshot,
 	// retried against the refreshed table on conflict.
-	return p.commitValues(ctx, &writeTarget{ref: ref, mount: mt, pinned: pinned}, target, recs, n)
+	return p.commitValues(ctx, tgt, target, recs, n)
 }
 
 // createStandIn creates a temp table with the table's columns and types,

@@ -561,15 +561,13 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *ddlPar
 		return nil, nil // INSERT … SELECT: no parameters described
 	}
 	values := ps.text(ps.i, len(toks)-1)
-	ref, err := ddlTableName(sess, parts)
+	// The target as INSERT loads it, so t.branch_b is described too.
+	tgt, err := p.loadTarget(ctx, sess, parts)
 	if err != nil {
 		return nil, err
 	}
-	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
-	}
-	schema := pinned.Table.Schema()
+	ref := tgt.ref
+	schema := tgt.pinned.Table.Schema()
 	defs := make([]string, len(schema.Fields()))
 	for i, f := range schema.Fields() {
 		typ, err := DuckTypeOf(f.Type)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/internal/engine"
 )
@@ -327,4 +330,97 @@ func nullAt(mem memory.Allocator, a *array.Int64, i int) arrow.Array {
 		}
 	}
 	return b.NewArray()
+}
+
+// Parameterised writes to a branch (t.branch_b) commit to the branch and
+// leave main where it was: INSERT … VALUES over a batch (one statement
+// over the parameter table) and over one row (bound in DuckDB), and
+// DELETE … WHERE with parameters through merge-on-read's position deletes
+// and through equality deletes. Preparing the INSERT describes its
+// parameters against the branch's table.
+func TestParamWritesReachBranch(t *testing.T) {
+	e := newDDLEnv(t)
+	ctx := context.Background()
+	for _, kind := range []string{"position", "equality"} {
+		t.Run(kind, func(t *testing.T) {
+			name := "br_" + kind
+			with := "'format-version' = '2', 'write.delete.mode' = 'merge-on-read'"
+			if kind == "equality" {
+				with += ", '" + DeleteKindKey + "' = 'equality'"
+			}
+			e.exec(t, "CREATE TABLE "+name+" (id BIGINT NOT NULL, amount DECIMAL(12,2), ts TIMESTAMP) WITH ("+with+")")
+			if kind == "equality" {
+				e.exec(t, "ALTER TABLE "+name+" SET IDENTIFIER FIELDS id")
+			}
+			e.exec(t, "INSERT INTO "+name+" VALUES (-1, 1.00, TIMESTAMP '2024-01-01 00:00:00')")
+			e.exec(t, "ALTER TABLE "+name+" CREATE BRANCH b")
+			mainID := e.load(t, "default", name).CurrentSnapshot().SnapshotID
+
+			insert := "INSERT INTO " + name + ".branch_b VALUES (?, ?, ?)"
+			sc, err := e.p.Parameters(ctx, e.sess, insert)
+			if err != nil || sc.NumFields() != 3 {
+				t.Fatalf("parameters of %s: %v, %v", insert, sc, err)
+			}
+			rec := paramRecord(t, memory.DefaultAllocator, 10)
+			defer rec.Release()
+			if n, err := e.p.ExecBatch(ctx, e.sess, insert, []arrow.RecordBatch{rec}); err != nil || n != 10 {
+				t.Fatalf("batch insert into the branch: %d, %v", n, err)
+			}
+			if n, err := e.p.Exec(ctx, e.sess, insert, int64(100), nil, nil); err != nil || n != 1 {
+				t.Fatalf("one-row insert into the branch: %d, %v", n, err)
+			}
+			del := "DELETE FROM " + name + ".branch_b WHERE id = ?"
+			if n, err := e.p.Exec(ctx, e.sess, del, int64(3)); err != nil || n != 1 {
+				t.Fatalf("%s (3): %d, %v", del, n, err)
+			}
+			del = "DELETE FROM " + name + ".branch_b WHERE id >= ? AND id < ?"
+			if n, err := e.p.Exec(ctx, e.sess, del, int64(5), int64(7)); err != nil || n != 2 {
+				t.Fatalf("%s (5, 7): %d, %v", del, n, err)
+			}
+
+			tbl := e.load(t, "default", name)
+			if tbl.CurrentSnapshot().SnapshotID != mainID {
+				t.Fatal("parameterised writes to branch b moved main")
+			}
+			if got := branchIDs(t, tbl, tbl.CurrentSnapshot().SnapshotID); got != "-1" {
+				t.Fatalf("main holds %s, want -1", got)
+			}
+			r, ok := findRef(tbl, "b")
+			if !ok {
+				t.Fatal("branch b is gone")
+			}
+			if got, want := branchIDs(t, tbl, r.SnapshotID), "-1,0,1,2,4,7,8,9,100"; got != want {
+				t.Fatalf("branch b holds %s, want %s", got, want)
+			}
+			key := "added-position-delete-files"
+			if kind == "equality" {
+				key = "added-equality-delete-files"
+			}
+			if snap := tbl.SnapshotByID(r.SnapshotID); snap.Summary == nil || snap.Summary.Properties[key] == "" {
+				t.Fatalf("the branch's last DELETE did not write %s: %+v", key, snap.Summary)
+			}
+		})
+	}
+}
+
+// branchIDs are the ids in tbl's snapshot id, ascending, comma-separated.
+func branchIDs(t *testing.T, tbl *table.Table, id int64) string {
+	t.Helper()
+	at, err := tbl.Scan(table.WithSnapshotID(id), table.WithSelectedFields("id")).ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	var ids []int64
+	for i := 0; i < int(at.NumCols()); i++ {
+		for _, c := range at.Column(i).Data().Chunks() {
+			ids = append(ids, c.(*array.Int64).Int64Values()...)
+		}
+	}
+	slices.Sort(ids)
+	out := make([]string, len(ids))
+	for i, v := range ids {
+		out[i] = strconv.FormatInt(v, 10)
+	}
+	return strings.Join(out, ",")
 }
