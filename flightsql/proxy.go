@@ -13,10 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/icefloe/icefloe/internal/flightclient"
 )
 
 // Single-endpoint (proxy) mode.
@@ -209,61 +209,21 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 // pullEndpoint reads one worker endpoint into c, trying its locations in
 // order until one answers.
 func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, c chan<- flight.StreamChunk) error {
-	if len(e.Locations) == 0 {
-		return fmt.Errorf("flightsql: proxy: endpoint has no location")
+	err := s.opts.Flight.Pull(forwardAuth(ctx), e.Locations, e.Ticket, flightclient.PullOptions{Allocator: s.alloc},
+		func(rec arrow.RecordBatch) error {
+			select {
+			case c <- flight.StreamChunk{Data: rec}:
+				return nil
+			case <-ctx.Done():
+				rec.Release()
+				return context.Cause(ctx)
+			}
+		})
+	var pe *flightclient.PullError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("flightsql: proxy: %w", pe)
 	}
-	var errs []error
-	for _, loc := range e.Locations {
-		sent, err := s.pullFrom(ctx, loc, e.Ticket, c)
-		if err == nil {
-			return nil
-		}
-		if sent || ctx.Err() != nil {
-			return err
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// pullFrom DoGets ticket at loc and forwards its batches; sent tells
-// whether any batch went out (then no other location may be tried).
-func (s *Server) pullFrom(ctx context.Context, loc string, ticket []byte, c chan<- flight.StreamChunk) (sent bool, err error) {
-	target, creds, err := dialTarget(loc)
-	if err != nil {
-		return false, err
-	}
-	// Worker batches (64 Ki rows) exceed gRPC's default 4 MiB receive limit.
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
-	if err != nil {
-		return false, fmt.Errorf("flightsql: proxy: dial %s: %w", loc, err)
-	}
-	defer conn.Close()
-	stream, err := flight.NewFlightServiceClient(conn).DoGet(forwardAuth(ctx), &flight.Ticket{Ticket: ticket})
-	if err != nil {
-		return false, fmt.Errorf("flightsql: proxy: DoGet at %s: %w", loc, err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.alloc))
-	if err != nil {
-		return false, fmt.Errorf("flightsql: proxy: stream from %s: %w", loc, err)
-	}
-	defer rdr.Release()
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		select {
-		case c <- flight.StreamChunk{Data: rec}:
-			sent = true
-		case <-ctx.Done():
-			rec.Release()
-			return sent, context.Cause(ctx)
-		}
-	}
-	if err := rdr.Err(); err != nil {
-		return sent, fmt.Errorf("flightsql: proxy: stream from %s: %w", loc, err)
-	}
-	return sent, nil
+	return err
 }
 
 // forwardAuth passes the client's authorization header on to the workers,

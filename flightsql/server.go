@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -63,6 +64,9 @@ type Options struct {
 	DefaultSchema  string
 	// Key seals prepared-statement handles and update tickets. Required.
 	Key *wire.Key
+	// Flight dials the workers in single-endpoint mode. Required; the
+	// caller closes it.
+	Flight *flightclient.Pool
 	// PreparedTTL is how long prepared-statement handles stay valid;
 	// 0 means DefaultPreparedTTL.
 	PreparedTTL time.Duration
@@ -83,6 +87,9 @@ func (o Options) Validate() error {
 	}
 	if o.Key == nil {
 		errs = append(errs, errors.New("flightsql: Key is required"))
+	}
+	if o.Flight == nil {
+		errs = append(errs, errors.New("flightsql: Flight is required"))
 	}
 	if o.PreparedTTL < 0 {
 		errs = append(errs, errors.New("flightsql: PreparedTTL must be >= 0"))

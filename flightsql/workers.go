@@ -2,20 +2,17 @@ package flightsql
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/url"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -56,8 +53,11 @@ func WithHealthTimeout(d time.Duration) PoolOption { return func(p *WorkerPool) 
 // WithSlots sets the slots each live worker reports.
 func WithSlots(n int) PoolOption { return func(p *WorkerPool) { p.slots = n } }
 
-// WithDialOptions adds gRPC dial options for the health connections, e.g.
-// transport credentials with a private CA for grpc+tls workers.
+// WithClient sets how the health connections are dialed: the TLS roots
+// of grpc+tls workers (the health service needs no credentials).
+func WithClient(o flightclient.Options) PoolOption { return func(p *WorkerPool) { p.client = o } }
+
+// WithDialOptions adds gRPC dial options for the health connections.
 func WithDialOptions(opts ...grpc.DialOption) PoolOption {
 	return func(p *WorkerPool) { p.dialOpts = append(p.dialOpts, opts...) }
 }
@@ -74,6 +74,7 @@ type WorkerPool struct {
 	interval  time.Duration
 	timeout   time.Duration
 	slots     int
+	client    flightclient.Options
 	dialOpts  []grpc.DialOption
 	log       *zap.Logger
 
@@ -122,31 +123,14 @@ func NewWorkerPool(locations []string, opts ...PoolOption) (*WorkerPool, error) 
 			errs = append(errs, fmt.Errorf("flightsql: worker %s listed twice", l))
 		}
 		seen[l] = true
-		if _, _, err := dialTarget(l); err != nil {
-			errs = append(errs, err)
+		if _, _, err := flightclient.Parse(l); err != nil {
+			errs = append(errs, fmt.Errorf("flightsql: worker: %w", err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return p, nil
-}
-
-// dialTarget turns a Flight location into a gRPC target and its default
-// transport credentials.
-func dialTarget(loc string) (string, credentials.TransportCredentials, error) {
-	u, err := url.Parse(loc)
-	if err != nil || u.Host == "" {
-		return "", nil, fmt.Errorf("flightsql: invalid worker location %q", loc)
-	}
-	switch u.Scheme {
-	case "grpc", "grpc+tcp":
-		return u.Host, insecure.NewCredentials(), nil
-	case "grpc+tls":
-		return u.Host, credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12}), nil
-	default:
-		return "", nil, fmt.Errorf("flightsql: worker location %q: scheme must be grpc, grpc+tcp or grpc+tls", loc)
-	}
 }
 
 // Start opens a connection to each worker, checks every worker once before
@@ -159,9 +143,7 @@ func (p *WorkerPool) Start(ctx context.Context) error {
 	}
 	p.started = true
 	for _, l := range p.locations {
-		target, creds, _ := dialTarget(l)
 		opts := append([]grpc.DialOption{
-			grpc.WithTransportCredentials(creds),
 			// Reconnect within about one interval of a worker coming back,
 			// instead of gRPC's default backoff of up to two minutes.
 			grpc.WithConnectParams(grpc.ConnectParams{
@@ -169,7 +151,7 @@ func (p *WorkerPool) Start(ctx context.Context) error {
 				MinConnectTimeout: p.timeout,
 			}),
 		}, p.dialOpts...)
-		conn, err := grpc.NewClient(target, opts...)
+		conn, err := flightclient.Conn(l, p.client, opts...)
 		if err != nil {
 			p.mu.Unlock()
 			p.closeConns()

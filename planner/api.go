@@ -9,6 +9,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -68,6 +69,9 @@ type Options struct {
 	Engine  *engine.Engine
 	Key     *wire.Key
 	Workers Workers
+	// Flight dials the workers for write fragments and ingest, with the
+	// cluster's TLS roots and credentials. Required; the caller closes it.
+	Flight *flightclient.Pool
 	// TicketTTL is how long tickets stay valid.
 	TicketTTL time.Duration
 	// TargetGroupBytes is the size a task group aims for.

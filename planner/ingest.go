@@ -315,7 +315,6 @@ func ingestLocal(ctx context.Context, tgt *writeTarget, id uuid.UUID, target *ar
 // ingestShare is one worker's DoPut of an ingest.
 type ingestShare struct {
 	loc    string
-	client flight.Client
 	stream flight.FlightService_DoPutClient
 	wr     *flight.Writer
 }
@@ -328,19 +327,14 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *writeTarget, w *wire
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var shares []*ingestShare
-	defer func() {
-		for _, sh := range shares {
-			sh.client.Close()
-		}
-	}()
 	expires := time.Now().Add(p.opts.TicketTTL)
 	queryID := newQueryID()
 	for i, wk := range workers {
-		c, err := dialWorker(wk.Location)
+		c, err := p.opts.Flight.Get(wk.Location)
 		if err != nil {
 			return nil, err
 		}
-		sh := &ingestShare{loc: wk.Location, client: c}
+		sh := &ingestShare{loc: wk.Location}
 		shares = append(shares, sh)
 		if sh.stream, err = c.DoPut(ctx); err != nil {
 			return nil, fragmentError(wk.Location, err)

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,14 +19,12 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/orphans"
 	"github.com/icefloe/icefloe/wire"
@@ -255,7 +252,7 @@ func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write,
 			return nil, err
 		}
 	}
-	raw, err := pullWrites(ctx, endpoints, tickets)
+	raw, err := p.pullWrites(ctx, endpoints, tickets)
 	res, derr := decodeResults(tgt.pinned.Table, raw)
 	if err == nil {
 		err = derr
@@ -315,34 +312,15 @@ func (p *Planner) removeFiles(tgt *writeTarget, stmtUUID string, files []iceberg
 // pullWrites DoGets every write ticket at its endpoint's first location,
 // all at once, and returns every result that came back, also when one
 // failed (so their files can be deleted).
-func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]wire.WriteResult, error) {
+func (p *Planner) pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]wire.WriteResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu      sync.Mutex
-		clients = map[string]flight.Client{}
-		out     []wire.WriteResult
-		errs    []error
-		wg      sync.WaitGroup
+		mu   sync.Mutex
+		out  []wire.WriteResult
+		errs []error
+		wg   sync.WaitGroup
 	)
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	client := func(loc string) (flight.Client, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if c, ok := clients[loc]; ok {
-			return c, nil
-		}
-		c, err := dialWorker(loc)
-		if err != nil {
-			return nil, err
-		}
-		clients[loc] = c
-		return c, nil
-	}
 	for i, e := range endpoints {
 		if len(e.Locations) == 0 {
 			return nil, fmt.Errorf("%w: write fragment %d has no location", ErrNoWorkers, i)
@@ -351,13 +329,7 @@ func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]
 		go func() {
 			defer wg.Done()
 			loc := e.Locations[0]
-			res, err := func() ([]wire.WriteResult, error) {
-				c, err := client(loc)
-				if err != nil {
-					return nil, err
-				}
-				return pullWrite(ctx, c, tickets[i])
-			}()
+			res, err := p.pullWrite(ctx, loc, tickets[i])
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, res...)
@@ -392,50 +364,26 @@ func fragmentError(loc string, err error) error {
 	return fmt.Errorf("%w: worker %s: %v", ErrWriteFailed, loc, err)
 }
 
-func pullWrite(ctx context.Context, c flight.Client, ticket []byte) ([]wire.WriteResult, error) {
-	stream, err := c.DoGet(ctx, &flight.Ticket{Ticket: ticket})
-	if err != nil {
-		return nil, err
-	}
-	rdr, err := flight.NewRecordReader(stream)
-	if err != nil {
-		return nil, err
-	}
-	defer rdr.Release()
+// pullWrite runs one write fragment at loc and decodes the results it
+// streams back.
+func (p *Planner) pullWrite(ctx context.Context, loc string, ticket []byte) ([]wire.WriteResult, error) {
 	var out []wire.WriteResult
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	err := p.opts.Flight.Pull(ctx, []string{loc}, ticket, flightclient.PullOptions{}, func(rec arrow.RecordBatch) error {
+		defer rec.Release()
 		col, ok := rec.Column(0).(*array.Binary)
 		if !ok || rec.NumCols() != 1 {
-			return out, fmt.Errorf("write fragment answered %s, not one binary column", rec.Schema())
+			return fmt.Errorf("write fragment answered %s, not one binary column", rec.Schema())
 		}
 		for i := 0; i < col.Len(); i++ {
 			var r wire.WriteResult
 			if err := json.Unmarshal(col.Value(i), &r); err != nil {
-				return out, fmt.Errorf("decode write result: %w", err)
+				return fmt.Errorf("decode write result: %w", err)
 			}
 			out = append(out, r)
 		}
-	}
-	return out, rdr.Err()
-}
-
-// dialWorker makes a Flight client of a worker location.
-func dialWorker(loc string) (flight.Client, error) {
-	var creds credentials.TransportCredentials
-	addr, ok := strings.CutPrefix(loc, "grpc+tls://")
-	if ok {
-		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
-	} else {
-		if addr, ok = strings.CutPrefix(loc, "grpc://"); !ok {
-			if addr, ok = strings.CutPrefix(loc, "grpc+tcp://"); !ok {
-				return nil, fmt.Errorf("%w: worker location %q", ErrWriteFailed, loc)
-			}
-		}
-		creds = insecure.NewCredentials()
-	}
-	return flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+		return nil
+	})
+	return out, err
 }
 
 // appendAttempts is how many times an append statement starts its commit

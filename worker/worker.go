@@ -22,6 +22,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	// BatchRows is the row count small result chunks are merged toward;
 	// 0 means DefaultBatchRows.
 	BatchRows int
+	// Peers says how the worker dials the peers it pulls child fragments
+	// from (TLS roots, the cluster credentials calls carry).
+	Peers flightclient.Options
 }
 
 // Validate reports every problem with o at once.
@@ -84,8 +88,8 @@ type Server struct {
 	log    *zap.Logger
 	health *health.Server
 	// peers are pooled Flight clients of the workers children are pulled
-	// from.
-	peers *peers
+	// from; Close closes them.
+	peers *flightclient.Pool
 
 	// footers caches the field ids of local Parquet files (direct.go);
 	// directScans counts scans that took the direct path.
@@ -129,7 +133,7 @@ func New(o Options) (*Server, error) {
 		log:    o.Logger,
 		health: health.NewServer(),
 		active: map[uint64]context.CancelCauseFunc{},
-		peers:  newPeers(DefaultPeerClients),
+		peers:  flightclient.NewPool(o.Peers, DefaultPeerClients),
 	}
 	s.footers, _ = lru.New[string, map[int]string](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -159,6 +163,10 @@ func (s *Server) Shutdown() {
 		cancel(errShuttingDown)
 	}
 }
+
+// Close releases what the server holds after its gRPC server stopped: the
+// clients of its peers.
+func (s *Server) Close() error { return s.peers.Close() }
 
 // begin registers a DoGet so Shutdown can cancel it. The caller calls end.
 func (s *Server) begin(parent context.Context) (ctx context.Context, end func(), err error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 	"github.com/icefloe/icefloe/worker"
@@ -47,6 +48,8 @@ type WorkerOptions struct {
 	// MetadataCacheBytes bounds the worker's metadata cache; 0 means
 	// catalog.DefaultMetadataCacheBytes.
 	MetadataCacheBytes int64
+	// Client says how the worker dials its peers.
+	Client flightclient.Options
 }
 
 // Worker is a running worker.
@@ -91,6 +94,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		Cache:     cache,
 		Logger:    o.Logger,
 		Allocator: memory.DefaultAllocator,
+		Peers:     o.Client,
 	})
 	if err != nil {
 		eng.Close()
@@ -98,6 +102,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 	}
 	lis, err := net.Listen("tcp", o.Listen)
 	if err != nil {
+		srv.Close()
 		eng.Close()
 		return nil, fmt.Errorf("worker listen %s: %w", o.Listen, err)
 	}
@@ -130,7 +135,7 @@ func (w *Worker) close() error {
 	if errors.Is(err, grpc.ErrServerStopped) {
 		err = nil
 	}
-	return errors.Join(err, w.engine.Close())
+	return errors.Join(err, w.srv.Close(), w.engine.Close())
 }
 
 // CoordinatorOptions configure a coordinator.
@@ -149,6 +154,8 @@ type CoordinatorOptions struct {
 	// TargetGroupBytes is planner.Options.TargetGroupBytes; 0 is the
 	// planner's default, 1 gives one file task per group.
 	TargetGroupBytes int64
+	// Client says how the coordinator dials the workers.
+	Client flightclient.Options
 }
 
 // Coordinator is a running coordinator.
@@ -157,6 +164,7 @@ type Coordinator struct {
 	Planner *planner.Planner
 	grpc    *grpc.Server
 	engine  *engine.Engine
+	flight  *flightclient.Pool
 	done    chan error
 }
 
@@ -172,19 +180,25 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	if err != nil {
 		return nil, err
 	}
+	pool := flightclient.NewPool(o.Client, 0)
+	fail := func(err error) (*Coordinator, error) {
+		pool.Close()
+		eng.Close()
+		return nil, err
+	}
 	pl, err := planner.New(planner.Options{
 		Mounts:  o.Mounts,
 		Engine:  eng,
 		Key:     o.Key,
 		Workers: o.Workers,
+		Flight:  pool,
 		Logger:  o.Logger,
 
 		TargetGroupBytes: o.TargetGroupBytes,
 		DirectDirs:       o.DirectDirs,
 	})
 	if err != nil {
-		eng.Close()
-		return nil, err
+		return fail(err)
 	}
 	srv, err := flightsql.New(flightsql.Options{
 		Planner:        pl,
@@ -194,20 +208,19 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Logger:         o.Logger,
 		Allocator:      memory.DefaultAllocator,
 		Key:            o.Key,
+		Flight:         pool,
 	})
 	if err != nil {
-		eng.Close()
-		return nil, err
+		return fail(err)
 	}
 	lis, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		eng.Close()
-		return nil, fmt.Errorf("coordinator listen %s: %w", o.Listen, err)
+		return fail(fmt.Errorf("coordinator listen %s: %w", o.Listen, err))
 	}
 	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(DefaultMaxMessageSize)}, srv.ServerOptions()...)
 	g := grpc.NewServer(opts...)
 	srv.Register(g)
-	c := &Coordinator{Addr: lis.Addr().String(), Planner: pl, grpc: g, engine: eng, done: make(chan error, 1)}
+	c := &Coordinator{Addr: lis.Addr().String(), Planner: pl, grpc: g, engine: eng, flight: pool, done: make(chan error, 1)}
 	go func() { c.done <- g.Serve(lis) }()
 	return c, nil
 }
@@ -219,7 +232,7 @@ func (c *Coordinator) Close() error {
 	if errors.Is(err, grpc.ErrServerStopped) {
 		err = nil
 	}
-	return errors.Join(err, c.engine.Close())
+	return errors.Join(err, c.flight.Close(), c.engine.Close())
 }
 
 func stopGracefully(g *grpc.Server, grace time.Duration) {
