@@ -61,6 +61,7 @@ var codeTable = []struct {
 	{planner.ErrCommitUnknown, codes.Unknown},
 	{planner.ErrUnsupported, codes.Unimplemented},
 	{planner.ErrRefused, codes.PermissionDenied},
+	{planner.ErrDenied, codes.PermissionDenied},
 	{planner.ErrNoWorkers, codes.Unavailable},
 	{ErrWorkerTicket, codes.FailedPrecondition},
 	{ErrNoSession, codes.FailedPrecondition},

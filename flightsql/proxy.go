@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -16,7 +17,9 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // Single-endpoint (proxy) mode.
@@ -45,7 +48,9 @@ const proxyBuffer = 4
 // proxyTicket is what a single-endpoint ticket carries: the query's schema
 // and its worker endpoints, in order.
 type proxyTicket struct {
-	QueryID   string          `json:"q"`
+	QueryID string `json:"q"`
+	// Principal is who planned the query: only they may pull it.
+	Principal string          `json:"p,omitempty"`
 	Schema    []byte          `json:"s"`
 	Endpoints []proxyEndpoint `json:"e"`
 }
@@ -101,7 +106,7 @@ func (s *Server) singleEndpoint(ctx context.Context, info *flight.FlightInfo) (*
 	if !wantsSingleEndpoint(ctx) {
 		return info, nil
 	}
-	pt := proxyTicket{Schema: info.Schema}
+	pt := proxyTicket{Schema: info.Schema, Principal: auth.Name(ctx)}
 	for _, e := range info.Endpoint {
 		pe := proxyEndpoint{Ticket: e.GetTicket().GetTicket()}
 		for _, l := range e.Location {
@@ -127,6 +132,9 @@ func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schem
 	var pt proxyTicket
 	if err := unseal(s.opts.Key, proxyQueryID, handle, &pt); err != nil {
 		return nil, nil, false, nil
+	}
+	if pt.Principal != auth.Name(ctx) {
+		return nil, nil, true, fmt.Errorf("%w: this ticket was planned for another principal", planner.ErrDenied)
 	}
 	sc, err = flight.DeserializeSchema(pt.Schema, s.alloc)
 	if err != nil {
@@ -209,7 +217,11 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 // pullEndpoint reads one worker endpoint into c, trying its locations in
 // order until one answers.
 func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, c chan<- flight.StreamChunk) error {
-	err := s.opts.Flight.Pull(forwardAuth(ctx), e.Locations, e.Ticket, flightclient.PullOptions{Allocator: s.alloc},
+	out, err := s.asCaller(ctx)
+	if err != nil {
+		return err
+	}
+	err = s.opts.Flight.Pull(out, e.Locations, e.Ticket, flightclient.PullOptions{Allocator: s.alloc},
 		func(rec arrow.RecordBatch) error {
 			select {
 			case c <- flight.StreamChunk{Data: rec}:
@@ -226,15 +238,21 @@ func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, c chan<- fli
 	return err
 }
 
-// forwardAuth passes the client's authorization header on to the workers,
-// which verify the coordinator's tokens themselves.
-func forwardAuth(ctx context.Context) context.Context {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return ctx
+// forwardTTL is how long the token the proxy pulls with stays valid; it
+// is checked when each worker stream starts.
+const forwardTTL = 5 * time.Minute
+
+// asCaller returns ctx for calls to the workers made on behalf of the
+// caller: with authentication on, they carry a short-lived token of the
+// caller's principal, which the workers verify themselves and match
+// against the principal each ticket is bound to.
+func (s *Server) asCaller(ctx context.Context) (context.Context, error) {
+	if s.opts.Auth == nil {
+		return ctx, nil
 	}
-	for _, v := range md.Get("authorization") {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", v)
+	v, err := s.opts.Auth.Forward(ctx, forwardTTL)
+	if err != nil {
+		return nil, fmt.Errorf("flightsql: proxy: %w", err)
 	}
-	return ctx
+	return metadata.AppendToOutgoingContext(ctx, flightclient.AuthorizationHeader, v), nil
 }

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -67,6 +69,13 @@ type Options struct {
 	// Flight dials the workers in single-endpoint mode. Required; the
 	// caller closes it.
 	Flight *flightclient.Pool
+	// Auth, when set, says authentication is on: the single-endpoint
+	// proxy pulls from the workers as the caller (a short-lived token of
+	// the caller's principal).
+	Auth *auth.Authenticator
+	// Policy, when set, limits what browsing shows (GetCatalogs,
+	// GetDbSchemas, GetTables) to what the caller may see.
+	Policy *authz.Policy
 	// PreparedTTL is how long prepared-statement handles stay valid;
 	// 0 means DefaultPreparedTTL.
 	PreparedTTL time.Duration

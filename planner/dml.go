@@ -11,6 +11,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -31,7 +33,7 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (i
 	if err != nil {
 		return 0, err
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts)
+	tgt, err := p.loadTarget(ctx, sess, parts, authz.Delete)
 	if err != nil {
 		return 0, err
 	}
@@ -188,7 +190,7 @@ func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser) (i
 	if err != nil {
 		return 0, err
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts)
+	tgt, err := p.loadTarget(ctx, sess, parts, authz.Update)
 	if err != nil {
 		return 0, err
 	}
@@ -419,7 +421,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		if lineage {
 			scan.Columns = in.cols
 		}
-		sealed, err := p.opts.Key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
+		sealed, err := p.seal(auth.Name(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
 		if err != nil {
 			return 0, err
 		}

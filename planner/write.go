@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/icemeta"
@@ -51,17 +52,28 @@ type writeTarget struct {
 	ref    catalog.TableRef
 	mount  *catalog.Mount
 	pinned *catalog.Pinned
+	// made says the statement made the table itself (CTAS, an ingest
+	// that creates, a replace's staging table): it was authorized as a
+	// whole, so commits go through the mount's internal catalog rather
+	// than needing a write privilege on the new table.
+	made bool
 }
 
-func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string) (*writeTarget, error) {
+func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*writeTarget, error) {
 	ref, err := ddlTableName(sess, parts)
 	if err != nil {
 		return nil, err
 	}
-	return p.loadTargetRef(ctx, ref)
+	return p.loadTargetRef(ctx, ref, privs...)
 }
 
-func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef) (*writeTarget, error) {
+// loadTargetRef pins the target of a write once the caller holds each of
+// privs on it (checked before the table is loaded, so a denied caller
+// learns nothing about it).
+func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*writeTarget, error) {
+	if err := p.authorize(ctx, authz.TableObject(ref), privs...); err != nil {
+		return nil, err
+	}
 	mt, err := p.ddlMount(ref.Catalog)
 	if err != nil {
 		return nil, err
@@ -505,7 +517,11 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	tbl, err := ddlWithRetries(tgt.pinned.Table, tgt.mount.Catalog, replay)
+	cat := tgt.mount.Catalog
+	if tgt.made {
+		cat = tgt.mount.Internal()
+	}
+	tbl, err := ddlWithRetries(tgt.pinned.Table, cat, replay)
 	if err != nil {
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
@@ -542,6 +558,9 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 // commitValues writes the rows of INSERT … VALUES on the coordinator and
 // commits them as commitAppend does. recs stay owned by the caller.
 func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
+	if err := p.authorize(ctx, authz.TableObject(tgt.ref), authz.Insert); err != nil {
+		return 0, err
+	}
 	w := p.newWrite(tgt)
 	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 0))
 	seq := func(yield func(arrow.RecordBatch, error) bool) {

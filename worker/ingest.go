@@ -55,6 +55,9 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := s.admit(ctx, t); err != nil {
+		return err
+	}
 	w := t.Write
 	if w == nil || w.Rewrite || t.SQL != "" {
 		return fmt.Errorf("%w: not an ingest ticket", wire.ErrMalformed)

@@ -5,6 +5,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/icefloe/icefloe/wire"
 )
 
 // DoAction answers the session actions that clients following endpoint
@@ -12,8 +14,9 @@ import (
 // client per worker with the connection's properties, so a URL with
 // `catalog=` calls SetSessionOptions on the worker first and CloseSession
 // when it closes. A worker runs sealed tickets whose names are already
-// resolved, so it accepts the options and ignores them. Every other action
-// is Unimplemented.
+// resolved, so it accepts the options and ignores them. It also takes the
+// coordinator's wire.ActionRevokeTables (admit.go). Every other action is
+// Unimplemented.
 func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
 	var res proto.Message
 	switch a.GetType() {
@@ -27,6 +30,11 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 		res = &flight.GetSessionOptionsResult{}
 	case flight.CloseSessionActionType:
 		res = &flight.CloseSessionResult{Status: flight.CloseSessionResultClosed}
+	case wire.ActionRevokeTables:
+		if err := s.revoke(stream.Context(), a.GetBody()); err != nil {
+			return toStatus(stream.Context(), err)
+		}
+		return stream.Send(&flight.Result{})
 	default:
 		return status.Errorf(codes.Unimplemented, "worker: action %q is served by the coordinator", a.GetType())
 	}

@@ -54,6 +54,10 @@ type Options struct {
 	// Peers says how the worker dials the peers it pulls child fragments
 	// from (TLS roots, the cluster credentials calls carry).
 	Peers flightclient.Options
+	// Authenticated says every call was authenticated (auth's
+	// interceptors are installed): tickets are then served only to the
+	// principal they were planned for, or to the cluster.
+	Authenticated bool
 }
 
 // Validate reports every problem with o at once.
@@ -96,6 +100,11 @@ type Server struct {
 	footers     *lru.Cache[string, map[int]string]
 	directScans atomic.Int64
 
+	// started is when the server was made; revoked are the dropped tables
+	// (admit.go).
+	started time.Time
+	revoked revocations
+
 	mu      sync.Mutex
 	closing bool
 	nextID  uint64
@@ -134,6 +143,8 @@ func New(o Options) (*Server, error) {
 		health: health.NewServer(),
 		active: map[uint64]context.CancelCauseFunc{},
 		peers:  flightclient.NewPool(o.Peers, DefaultPeerClients),
+
+		started: time.Now(),
 	}
 	s.footers, _ = lru.New[string, map[int]string](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -215,6 +226,9 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	start := time.Now()
 	t, err := s.opts.Key.Open(sealed, start)
 	if err != nil {
+		return err
+	}
+	if err := s.admit(ctx, t); err != nil {
 		return err
 	}
 	if len(t.Schema) == 0 {

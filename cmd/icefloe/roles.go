@@ -78,11 +78,12 @@ func scrubFields(fields []zapcore.Field) []zapcore.Field {
 
 // common flags of the server roles.
 type roleFlags struct {
-	fs      *flag.FlagSet
-	config  *string
-	listen  *string
-	dataDir *string
-	cfg     Config
+	fs       *flag.FlagSet
+	config   *string
+	listen   *string
+	dataDir  *string
+	insecure *bool
+	cfg      Config
 }
 
 func newRoleFlags(name string, stderr io.Writer) *roleFlags {
@@ -93,6 +94,8 @@ func newRoleFlags(name string, stderr io.Writer) *roleFlags {
 		config:  fs.String("config", "", "optional YAML config file"),
 		listen:  fs.String("listen", defaultListen, "host:port to listen on"),
 		dataDir: fs.String("data-dir", defaultDataDir, "folder for the embedded catalog, warehouse and spill files"),
+
+		insecure: fs.Bool("insecure-no-auth", false, insecureUsage),
 	}
 }
 
@@ -149,6 +152,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	demo := r.fs.Bool("demo", false, "seed the demo tables (once)")
 	advertise := r.fs.String("advertise-host", "", "host clients reach the workers at (default: the listen host, or 127.0.0.1 when it is unspecified)")
 	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
+	devTLS := r.fs.Bool("tls", false, "TLS on every listener with a throwaway CA and certificate made in <data-dir>/tls (clients trust tls/ca.pem)")
 	if err := r.parse(args); err != nil {
 		return err
 	}
@@ -173,6 +177,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			*advertise = "127.0.0.1"
 		}
 	}
+	sec, err := r.security(key, log, *devTLS, []string{*advertise})
+	if err != nil {
+		return err
+	}
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
 		Listen:        *r.listen,
 		WorkerHost:    host,
@@ -186,6 +194,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Catalogs:      r.cfg.Catalogs,
 		WorkerCache:   r.cfg.MetadataCacheBytes,
 		NoDirectScan:  !*direct,
+		Security:      sec,
+		TicketTTL:     r.cfg.TicketTTL,
 	})
 	if err != nil {
 		return err
@@ -195,7 +205,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		locs = append(locs, w.Location())
 	}
 	log.Info("icefloe ready",
-		zap.String("coordinator", "grpc://"+s.Addr()),
+		zap.String("coordinator", s.Coordinator.Scheme+s.Addr()),
+		zap.Bool("auth", sec.Auth != nil),
 		zap.Strings("workers", locs),
 		zap.Strings("catalogs", s.Mounts.Names()),
 		zap.String("data_dir", *r.dataDir))
@@ -224,6 +235,10 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	}
 	log := newLogger(stderr)
 	defer log.Sync()
+	sec, err := r.security(key, log, false, nil)
+	if err != nil {
+		return err
+	}
 	cat, props, err := catalog.OpenLocal(ctx, *r.dataDir)
 	if err != nil {
 		return err
@@ -239,11 +254,12 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	var locs []string
 	for _, a := range workerAddrs {
 		if !strings.Contains(a, "://") {
-			a = "grpc://" + a
+			// With TLS on, the workers run it too.
+			a = sec.Scheme() + a
 		}
 		locs = append(locs, a)
 	}
-	pool, err := flightsql.NewWorkerPool(locs, flightsql.WithPoolLogger(log))
+	pool, err := flightsql.NewWorkerPool(locs, flightsql.WithPoolLogger(log), flightsql.WithClient(sec.Client()))
 	if err != nil {
 		return err
 	}
@@ -261,11 +277,13 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		Engine:         r.engineOptions(),
 		Logger:         log,
 		DirectDirs:     directDirs,
+		Security:       sec,
+		TicketTTL:      r.cfg.TicketTTL,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("icefloe coordinator ready", zap.String("coordinator", "grpc://"+c.Addr), zap.Strings("workers", locs))
+	log.Info("icefloe coordinator ready", zap.String("coordinator", c.Scheme+c.Addr), zap.Strings("workers", locs), zap.Bool("auth", sec.Auth != nil))
 	<-ctx.Done()
 	log.Info("shutting down")
 	return c.Close()
@@ -291,11 +309,16 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := newLogger(stderr)
 	defer log.Sync()
+	sec, err := r.security(key, log, false, nil)
+	if err != nil {
+		return err
+	}
 	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
-		Listen: *r.listen,
-		Key:    key,
-		Engine: eo,
-		Logger: log,
+		Listen:   *r.listen,
+		Key:      key,
+		Engine:   eo,
+		Logger:   log,
+		Security: sec,
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
 	})

@@ -73,8 +73,9 @@ type sqlFlags struct {
 	catalog string
 	schema  string
 	timeout time.Duration
-	token   string
-	tlsCA   string
+	// Credentials (sqlauth.go).
+	token, user, password string
+	tlsCA                 string
 }
 
 // runSQL is the `icefloe sql` command. Results go to stdout. A failed
@@ -99,6 +100,9 @@ func runSQLAlloc(ctx context.Context, alloc memory.Allocator, args []string, std
 		return err
 	}
 	defer c.close()
+	if err := c.login(ctx, opts); err != nil {
+		return err
+	}
 
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
@@ -137,8 +141,7 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	fs.StringVar(&o.catalog, "catalog", "", "session catalog (Flight SQL session option)")
 	fs.StringVar(&o.schema, "schema", "", "session schema (Flight SQL session option)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of each statement, e.g. 30s (0: none)")
-	fs.StringVar(&o.token, "token", "", "bearer token sent to the coordinator and workers (default $ICEFLOE_TOKEN)")
-	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM file of the CAs that sign the servers' certificates (grpc+tls), instead of the system's")
+	addAuthFlags(fs, &o)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), sqlUsage)
 		fs.PrintDefaults()
@@ -156,10 +159,6 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 		args = fs.Args()[1:]
 	}
 
-	if o.token == "" {
-		// Read after the flags so that -h never prints it as a default.
-		o.token = os.Getenv("ICEFLOE_TOKEN")
-	}
 	switch o.format {
 	case "table", "csv", "json":
 	default:
@@ -167,6 +166,9 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	}
 	if o.timeout < 0 {
 		return o, nil, fmt.Errorf("negative --timeout %s", o.timeout)
+	}
+	if err := o.credentials(terminalPrompt(stderr)); err != nil {
+		return o, nil, err
 	}
 
 	var script string
@@ -194,6 +196,7 @@ type sqlClient struct {
 	alloc   memory.Allocator
 	cl      *flightsql.Client
 	cookies flight.CookieMiddleware
+	auth    *bearer
 	// workers are the clients of the locations endpoints lead to.
 	workers *flightclient.Pool
 }
@@ -207,11 +210,11 @@ func dialSQL(ctx context.Context, alloc memory.Allocator, o sqlFlags) (*sqlClien
 	if err != nil {
 		return nil, err
 	}
-	opts := flightclient.Options{TLS: tlsCfg, MaxRecvBytes: maxRecvBytes}
+	auth := &bearer{}
 	if o.token != "" {
-		bearer := "Bearer " + o.token
-		opts.Authorization = func(context.Context) (string, error) { return bearer, nil }
+		auth.set(o.token)
 	}
+	opts := flightclient.Options{TLS: tlsCfg, MaxRecvBytes: maxRecvBytes, Authorization: auth.authorization}
 	// The coordinator keeps session options under a cookie.
 	cookies := flight.NewCookieMiddleware()
 	coordOpts := opts
@@ -225,6 +228,7 @@ func dialSQL(ctx context.Context, alloc memory.Allocator, o sqlFlags) (*sqlClien
 		alloc:   alloc,
 		cl:      cl,
 		cookies: cookies,
+		auth:    auth,
 		workers: flightclient.NewPool(opts, 0),
 	}, nil
 }

@@ -48,13 +48,14 @@ type WorkerOptions struct {
 	// MetadataCacheBytes bounds the worker's metadata cache; 0 means
 	// catalog.DefaultMetadataCacheBytes.
 	MetadataCacheBytes int64
-	// Client says how the worker dials its peers.
-	Client flightclient.Options
+	// Security secures the worker's listener and its pulls from peers.
+	Security Security
 }
 
 // Worker is a running worker.
 type Worker struct {
 	Addr   string // host:port clients reach it at
+	scheme string
 	srv    *worker.Server
 	grpc   *grpc.Server
 	engine *engine.Engine
@@ -72,8 +73,8 @@ type Worker struct {
 // reader (see worker/direct.go).
 func (w *Worker) DirectScans() int64 { return w.srv.DirectScans() }
 
-// Location is the worker's Flight location URI.
-func (w *Worker) Location() string { return "grpc://" + w.Addr }
+// Location is the worker's Flight location URI (grpc+tls:// with TLS).
+func (w *Worker) Location() string { return w.scheme + w.Addr }
 
 // StartWorker starts a worker and returns once it listens.
 func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
@@ -94,7 +95,9 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		Cache:     cache,
 		Logger:    o.Logger,
 		Allocator: memory.DefaultAllocator,
-		Peers:     o.Client,
+		Peers:     o.Security.Client(),
+
+		Authenticated: o.Security.Auth != nil,
 	})
 	if err != nil {
 		eng.Close()
@@ -106,14 +109,14 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		eng.Close()
 		return nil, fmt.Errorf("worker listen %s: %w", o.Listen, err)
 	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(DefaultMaxMessageSize))
+	g := grpc.NewServer(o.Security.serverOptions()...)
 	srv.Register(g)
 	addr := lis.Addr().String()
 	if o.AdvertiseHost != "" {
 		_, port, _ := net.SplitHostPort(addr)
 		addr = net.JoinHostPort(o.AdvertiseHost, port)
 	}
-	w := &Worker{Addr: addr, srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, log: o.Logger, stop: make(chan struct{})}
+	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, log: o.Logger, stop: make(chan struct{})}
 	go logCacheEvery(o.Logger, cache, CacheLogInterval, w.stop)
 	go func() { w.done <- g.Serve(lis) }()
 	return w, nil
@@ -154,13 +157,18 @@ type CoordinatorOptions struct {
 	// TargetGroupBytes is planner.Options.TargetGroupBytes; 0 is the
 	// planner's default, 1 gives one file task per group.
 	TargetGroupBytes int64
-	// Client says how the coordinator dials the workers.
-	Client flightclient.Options
+	// Security secures the coordinator's listener, its calls to the
+	// workers and its catalogs.
+	Security Security
+	// TicketTTL is planner.Options.TicketTTL.
+	TicketTTL time.Duration
 }
 
 // Coordinator is a running coordinator.
 type Coordinator struct {
-	Addr    string
+	Addr string
+	// Scheme is grpc:// or grpc+tls://.
+	Scheme  string
 	Planner *planner.Planner
 	grpc    *grpc.Server
 	engine  *engine.Engine
@@ -180,7 +188,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	if err != nil {
 		return nil, err
 	}
-	pool := flightclient.NewPool(o.Client, 0)
+	pool := flightclient.NewPool(o.Security.Client(), 0)
 	fail := func(err error) (*Coordinator, error) {
 		pool.Close()
 		eng.Close()
@@ -192,7 +200,10 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Key:     o.Key,
 		Workers: o.Workers,
 		Flight:  pool,
+		Policy:  o.Security.policy(),
 		Logger:  o.Logger,
+
+		TicketTTL: o.TicketTTL,
 
 		TargetGroupBytes: o.TargetGroupBytes,
 		DirectDirs:       o.DirectDirs,
@@ -209,18 +220,20 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Allocator:      memory.DefaultAllocator,
 		Key:            o.Key,
 		Flight:         pool,
+		Auth:           o.Security.Auth,
+		Policy:         o.Security.policy(),
 	})
 	if err != nil {
 		return fail(err)
 	}
+	o.Security.guard(o.Mounts, pl, o.Logger)
 	lis, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fail(fmt.Errorf("coordinator listen %s: %w", o.Listen, err))
 	}
-	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(DefaultMaxMessageSize)}, srv.ServerOptions()...)
-	g := grpc.NewServer(opts...)
+	g := grpc.NewServer(o.Security.serverOptions(srv.ServerOptions()...)...)
 	srv.Register(g)
-	c := &Coordinator{Addr: lis.Addr().String(), Planner: pl, grpc: g, engine: eng, flight: pool, done: make(chan error, 1)}
+	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, grpc: g, engine: eng, flight: pool, done: make(chan error, 1)}
 	go func() { c.done <- g.Serve(lis) }()
 	return c, nil
 }
@@ -271,6 +284,10 @@ type StandaloneOptions struct {
 	// WorkerCache bounds each worker's metadata cache in bytes; 0 is the
 	// default.
 	WorkerCache int64
+	// Security secures the coordinator and every worker alike.
+	Security Security
+	// TicketTTL is planner.Options.TicketTTL.
+	TicketTTL time.Duration
 }
 
 // Standalone is a running single-process cluster.
@@ -344,6 +361,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 			Key:           o.Key,
 			Engine:        eo,
 			Logger:        o.Logger.With(zap.Int("worker", i)),
+			Security:      o.Security,
 
 			MetadataCacheBytes: o.WorkerCache,
 		})
@@ -362,6 +380,8 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		DefaultSchema:  catalog.DefaultSchema,
 		Engine:         engine.Options{TempDir: filepath.Join(o.DataDir, "spill", "coordinator")},
 		Logger:         o.Logger,
+		Security:       o.Security,
+		TicketTTL:      o.TicketTTL,
 
 		TargetGroupBytes: o.TargetGroupBytes,
 		DirectDirs:       directDirs,
