@@ -14,9 +14,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
+	"github.com/apache/arrow-go/v18/arrow/util"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/planner"
@@ -102,11 +104,11 @@ func validSingleEndpointValue(v *flight.SessionOptionValue) bool {
 
 // singleEndpoint rewrites a query's FlightInfo into one proxied endpoint
 // when the call asks for it, and returns info unchanged otherwise.
-func (s *Server) singleEndpoint(ctx context.Context, info *flight.FlightInfo) (*flight.FlightInfo, error) {
+func (s *Server) singleEndpoint(ctx context.Context, info *flight.FlightInfo, queryID string) (*flight.FlightInfo, error) {
 	if !wantsSingleEndpoint(ctx) {
 		return info, nil
 	}
-	pt := proxyTicket{Schema: info.Schema, Principal: auth.Name(ctx)}
+	pt := proxyTicket{QueryID: queryID, Schema: info.Schema, Principal: auth.Name(ctx)}
 	for _, e := range info.Endpoint {
 		pe := proxyEndpoint{Ticket: e.GetTicket().GetTicket()}
 		for _, l := range e.Location {
@@ -152,10 +154,19 @@ func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schem
 func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- flight.StreamChunk) {
 	defer close(out)
 	parent := ctx
+	start := time.Now()
+	fetch := audit.Entry{Event: audit.EventFetch, QueryID: pt.QueryID}
+	var failed error
 	defer func() {
 		if parent.Err() != nil {
 			s.log.Info("flightsql: proxy stream cancelled", zap.Int("endpoints", len(pt.Endpoints)),
 				zap.Error(context.Cause(parent)))
+			failed = context.Cause(parent)
+		}
+		if s.opts.Audit != nil {
+			s.caller(parent, &fetch)
+			fetch.Duration = audit.Since(start)
+			s.opts.Audit.Write(fetch, ToStatus(failed))
 		}
 	}()
 	ctx, cancel := context.WithCancel(ctx)
@@ -199,9 +210,14 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 	}()
 	for _, c := range chans {
 		for chunk := range c {
+			if chunk.Data != nil {
+				fetch.Rows += chunk.Data.NumRows()
+				fetch.Bytes += int64(util.TotalRecordSize(chunk.Data))
+			}
 			select {
 			case out <- chunk:
 				if chunk.Err != nil {
+					failed = chunk.Err
 					return
 				}
 			case <-ctx.Done():

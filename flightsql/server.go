@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/flightclient"
@@ -76,6 +77,8 @@ type Options struct {
 	// Policy, when set, limits what browsing shows (GetCatalogs,
 	// GetDbSchemas, GetTables) to what the caller may see.
 	Policy *authz.Policy
+	// Audit, when set, gets one line per statement (audit.go).
+	Audit *audit.Log
 	// PreparedTTL is how long prepared-statement handles stay valid;
 	// 0 means DefaultPreparedTTL.
 	PreparedTTL time.Duration
@@ -218,15 +221,23 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 	return info, ToStatus(err)
 }
 
-func (s *Server) run(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	kind, err := s.opts.Planner.Classify(query)
-	if err != nil {
-		return nil, err
-	}
-	if kind == planner.KindUpdate {
-		return s.updateInfo(ctx, sess, query, desc)
-	}
-	return s.queryInfo(ctx, sess, query, desc)
+func (s *Server) run(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
+	err = s.audited(ctx, kindQuery, query, func(ctx context.Context, e *audit.Entry) (int64, error) {
+		kind, err := s.opts.Planner.Classify(query)
+		if err != nil {
+			return 0, err
+		}
+		if kind == planner.KindUpdate {
+			e.Kind = kindUpdate
+			if info, err = s.updateInfo(ctx, sess, query, desc); err != nil {
+				return 0, err
+			}
+			return info.TotalRecords, nil
+		}
+		info, err = s.queryInfo(ctx, sess, query, desc)
+		return -1, err
+	})
+	return info, err
 }
 
 // queryInfo plans query and answers with its endpoints.
@@ -259,7 +270,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query stri
 		TotalBytes:       -1,
 		Ordered:          plan.Ordered,
 	}
-	return s.singleEndpoint(ctx, info)
+	return s.singleEndpoint(ctx, info, plan.QueryID)
 }
 
 // updateInfo runs an update that arrived as a query (Python ADBC sends
@@ -333,7 +344,12 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 	if err := noTransaction(cmd.GetTransactionId()); err != nil {
 		return 0, ToStatus(err)
 	}
-	n, err := s.exec(ctx, s.sessionOf(ctx), cmd.GetQuery())
+	var n int64
+	err := s.audited(ctx, kindUpdate, cmd.GetQuery(), func(ctx context.Context, _ *audit.Entry) (int64, error) {
+		var err error
+		n, err = s.exec(ctx, s.sessionOf(ctx), cmd.GetQuery())
+		return n, err
+	})
 	return n, ToStatus(err)
 }
 
@@ -356,26 +372,36 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	if err := noTransaction(req.GetTransactionId()); err != nil {
 		return res, ToStatus(err)
 	}
-	sess := s.sessionOf(ctx)
 	query := req.GetQuery()
+	err := s.audited(ctx, kindPrepare, query, func(ctx context.Context, _ *audit.Entry) (int64, error) {
+		var err error
+		res, err = s.prepare(ctx, query)
+		return 0, err
+	})
+	return res, ToStatus(err)
+}
+
+func (s *Server) prepare(ctx context.Context, query string) (flightsql.ActionCreatePreparedStatementResult, error) {
+	var res flightsql.ActionCreatePreparedStatementResult
+	sess := s.sessionOf(ctx)
 	kind, err := s.opts.Planner.Classify(query)
 	if err != nil {
-		return res, ToStatus(err)
+		return res, err
 	}
 	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, Update: kind == planner.KindUpdate}
 	dataset := emptySchema
 	if !h.Update {
 		if dataset, err = s.opts.Planner.Bind(ctx, sess, query); err != nil {
-			return res, ToStatus(err)
+			return res, err
 		}
 	}
 	params, err := s.parameterSchema(ctx, sess, query)
 	if err != nil {
-		return res, ToStatus(err)
+		return res, err
 	}
 	handle, err := seal(s.opts.Key, preparedQueryID, h, s.opts.PreparedTTL)
 	if err != nil {
-		return res, ToStatus(err)
+		return res, err
 	}
 	isUpdate := h.Update
 	return flightsql.ActionCreatePreparedStatementResult{
@@ -404,7 +430,18 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, ToStatus(err)
 	}
-	info, err := s.preparedInfo(ctx, h, desc)
+	var info *flight.FlightInfo
+	kind := kindQuery
+	if h.Update {
+		kind = kindUpdate
+	}
+	err = s.audited(ctx, kind, h.SQL, func(ctx context.Context, _ *audit.Entry) (int64, error) {
+		var err error
+		if info, err = s.preparedInfo(ctx, h, desc); err != nil || !h.Update {
+			return -1, err
+		}
+		return info.TotalRecords, nil
+	})
 	return info, ToStatus(err)
 }
 
@@ -433,6 +470,15 @@ func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.Pr
 // DoPutPreparedStatementUpdate runs a prepared update, once per row of
 // parameters, and returns the total count.
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	n, err := s.updateWithParameters(ctx, cmd, rdr)
+	var sql string
+	if h, err := s.prepared(cmd.GetPreparedStatementHandle()); err == nil {
+		sql = h.SQL
+	}
+	var n int64
+	err := s.audited(ctx, kindUpdate, sql, func(ctx context.Context, _ *audit.Entry) (int64, error) {
+		var err error
+		n, err = s.updateWithParameters(ctx, cmd, rdr)
+		return n, err
+	})
 	return n, ToStatus(err)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/directscan"
@@ -116,6 +117,7 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
+	audit.From(ctx).QueryID(pb.plan.QueryID)
 	root, _ := b.ast.root["node"].(node)
 	if order, _, _, _ := modifiersOf(root); order != nil && str(root, "type") == "SELECT_NODE" {
 		pb.plan.Ordered = true
@@ -882,6 +884,11 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 		in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
 		r.byRef[key] = in
 		b.inputs = append(b.inputs, in)
+		snap := in.snapshot
+		if snap == 0 {
+			snap = snapshotID(in)
+		}
+		audit.From(ctx).Read(ref.String(), snap)
 	}
 	in.refs++
 	alias := str(n, "alias")

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
@@ -469,7 +470,7 @@ const commitTimeout = 2 * time.Minute
 // therefore aborted rather than replayed.
 func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, added []iceberg.DataFile) error {
 	v3 := tgt.pinned.Table.Metadata().Version() >= 3
-	return p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
+	err := p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
 		files, err := withFirstRowIDs(base, added)
 		if err != nil {
 			return err
@@ -479,6 +480,10 @@ func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, ad
 		}
 		return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, files, nil)
 	})
+	if err == nil {
+		audit.From(ctx).AddBytes(fileBytes(added))
+	}
+	return err
 }
 
 // commit applies change to a transaction on the target and commits it
@@ -487,6 +492,9 @@ func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, ad
 // its outcome is unknown they are kept.
 func (p *Planner) commit(ctx context.Context, tgt *writeTarget, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
 	err := p.commitOnce(ctx, tgt, change)
+	if err == nil {
+		audit.From(ctx).AddBytes(fileBytes(files))
+	}
 	return p.keepOrRemove(tgt, err, files)
 }
 
@@ -532,13 +540,28 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 		}
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
-	if _, err := tx.Commit(ctx); err != nil {
+	committed, err := tx.Commit(ctx)
+	if err != nil {
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: nothing was committed and the statement's files were deleted: %v", ErrConflict, tgt.ref, err)
 		}
 		return fmt.Errorf("%w on %s: the commit may or may not have been applied; its files were kept: %v", ErrCommitUnknown, tgt.ref, err)
 	}
+	var snap int64
+	if s := committed.CurrentSnapshot(); s != nil {
+		snap = s.SnapshotID
+	}
+	audit.From(ctx).Wrote(tgt.ref.String(), snap)
 	return nil
+}
+
+// fileBytes is the size of data files, for the audit log.
+func fileBytes(files []iceberg.DataFile) int64 {
+	var n int64
+	for _, f := range files {
+		n += f.FileSizeBytes()
+	}
+	return n
 }
 
 func (p *Planner) removeOnly(tgt *writeTarget, files []iceberg.DataFile) {

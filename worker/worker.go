@@ -21,6 +21,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/wire"
@@ -58,6 +59,8 @@ type Options struct {
 	// interceptors are installed): tickets are then served only to the
 	// principal they were planned for, or to the cluster.
 	Authenticated bool
+	// Audit, when set, gets one line per ticket served (audit.go).
+	Audit *audit.Log
 }
 
 // Validate reports every problem with o at once.
@@ -202,7 +205,13 @@ func (s *Server) begin(parent context.Context) (ctx context.Context, end func(),
 // DoGet opens the sealed ticket, loads its scans, runs its SQL and streams
 // the result with the ticket's schema.
 func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) (err error) {
-	ctx, end, err := s.begin(stream.Context())
+	start := time.Now()
+	ctx, entry := s.auditEntry(stream.Context())
+	if s.opts.Audit != nil {
+		stream = &countingStream{FlightService_DoGetServer: stream, e: entry}
+		defer func() { s.finish(entry, start, err) }()
+	}
+	ctx, end, err := s.begin(ctx)
 	if err != nil {
 		return toStatus(stream.Context(), err)
 	}
@@ -228,6 +237,7 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err != nil {
 		return err
 	}
+	noteTicket(ctx, t)
 	if err := s.admit(ctx, t); err != nil {
 		return err
 	}

@@ -181,6 +181,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer sec.Audit.Close()
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
 		Listen:        *r.listen,
 		WorkerHost:    host,
@@ -239,6 +240,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	defer sec.Audit.Close()
 	cat, props, err := catalog.OpenLocal(ctx, *r.dataDir)
 	if err != nil {
 		return err
@@ -313,6 +315,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer sec.Audit.Close()
 	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
 		Listen:   *r.listen,
 		Key:      key,

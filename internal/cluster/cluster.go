@@ -84,8 +84,18 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 	if o.Engine.MemoryLimit == "" {
 		o.Engine.MemoryLimit = DefaultWorkerMemory
 	}
+	lis, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("worker listen %s: %w", o.Listen, err)
+	}
+	addr := lis.Addr().String()
+	if o.AdvertiseHost != "" {
+		_, port, _ := net.SplitHostPort(addr)
+		addr = net.JoinHostPort(o.AdvertiseHost, port)
+	}
 	eng, err := engine.Open(ctx, o.Engine)
 	if err != nil {
+		lis.Close()
 		return nil, err
 	}
 	cache := catalog.NewMetadataCache(o.MetadataCacheBytes)
@@ -96,26 +106,17 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		Logger:    o.Logger,
 		Allocator: memory.DefaultAllocator,
 		Peers:     o.Security.Client(),
+		Audit:     o.Security.Audit.WithNode("worker " + addr),
 
 		Authenticated: o.Security.Auth != nil,
 	})
 	if err != nil {
+		lis.Close()
 		eng.Close()
 		return nil, err
 	}
-	lis, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		srv.Close()
-		eng.Close()
-		return nil, fmt.Errorf("worker listen %s: %w", o.Listen, err)
-	}
 	g := grpc.NewServer(o.Security.serverOptions()...)
 	srv.Register(g)
-	addr := lis.Addr().String()
-	if o.AdvertiseHost != "" {
-		_, port, _ := net.SplitHostPort(addr)
-		addr = net.JoinHostPort(o.AdvertiseHost, port)
-	}
 	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, log: o.Logger, stop: make(chan struct{})}
 	go logCacheEvery(o.Logger, cache, CacheLogInterval, w.stop)
 	go func() { w.done <- g.Serve(lis) }()
@@ -222,6 +223,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Flight:         pool,
 		Auth:           o.Security.Auth,
 		Policy:         o.Security.policy(),
+		Audit:          o.Security.Audit.WithNode("coordinator"),
 	})
 	if err != nil {
 		return fail(err)

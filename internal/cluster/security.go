@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/flightclient"
@@ -32,6 +33,8 @@ type Security struct {
 	// ClientTLS is what the role verifies the other processes' servers
 	// against; nil means the system's roots.
 	ClientTLS *tls.Config
+	// Audit, when set, gets the role's audit lines; the caller closes it.
+	Audit *audit.Log
 }
 
 // policy is the policy in force: nil when authentication is off.
