@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
@@ -209,6 +210,38 @@ func TestSecurity(t *testing.T) {
 		}
 		if exp := eps[1].ExpirationTime.AsTime(); exp.After(time.Now().Add(6 * time.Minute)) {
 			t.Errorf("ticket expires at %s: the default lifetime is minutes", exp)
+		}
+	})
+
+	t.Run("single-endpoint proxy pulls as the caller", func(t *testing.T) {
+		proxied, err := e.open(t, map[string]string{adbc.OptionKeyUsername: "bob", adbc.OptionKeyPassword: "bob-pw",
+			adbcflight.OptionRPCCallHeaderPrefix + "x-icefloe-single-endpoint": "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, peps := partitions(t, proxied, q)
+		if len(peps) != 1 || len(peps[0].Location) != 0 {
+			t.Fatalf("single-endpoint mode answered %d endpoints", len(peps))
+		}
+		res := mustQuery(t, proxied, "SELECT count(*) FROM orders")
+		want := mustQuery(t, bob, "SELECT count(*) FROM orders")
+		if res.rows[0] != want.rows[0] {
+			t.Fatalf("through the proxy %v, directly %v", res.rows, want.rows)
+		}
+		// The proxied ticket is bob's: alice cannot pull it at the
+		// coordinator, and the workers would refuse her anyway.
+		alice := e.flightSQL(t, "alice")
+		rdr, err := alice.DoGet(context.Background(), peps[0].Ticket)
+		if err == nil {
+			for rdr.Next() {
+			}
+			err = rdr.Err()
+			rdr.Release()
+		}
+		wantCode(t, "alice pulling bob's proxied ticket", err, codes.PermissionDenied)
+		n, err := e.doGet(t, "grpc+tls://"+e.s.Addr(), peps[0].Ticket.Ticket, basic("bob", "bob-pw"))
+		if err != nil || n == 0 {
+			t.Fatalf("bob pulling his proxied ticket: %d rows, %v", n, err)
 		}
 	})
 
