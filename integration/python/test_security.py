@@ -150,3 +150,26 @@ def test_grants_and_browsing(secure_server):
                    for cat in objects for s in cat["catalog_db_schemas"] or []}
         assert "private" not in schemas and "default" in schemas, schemas
         assert "orders" in schemas["default"]
+
+
+def test_sqlalchemy_logs_in_through_the_proxy(secure_server):
+    # flightsql-dbapi reads only endpoints[0]: the coordinator's
+    # single-endpoint mode pulls the workers as the logged-in user. It
+    # cannot be given a CA, so it skips verifying the dev certificate.
+    import flightsql.sqlalchemy  # noqa: F401 - registers datafusion+flightsql
+    import sqlalchemy as sa
+
+    url = (f"datafusion+flightsql://alice:alice-pw@{secure_server.host_port}"
+           "?disable_server_verification=true&x-icefloe-single-endpoint=true")
+    eng = sa.create_engine(url)
+    try:
+        with eng.connect() as c:
+            assert c.execute(sa.text("SELECT count(*) FROM orders")).scalar() == 50_000
+        assert "private" not in sa.inspect(eng).get_schema_names()
+    finally:
+        eng.dispose()
+    # flightsql-dbapi logs in when the engine is made.
+    with pytest.raises(Exception, match="wrong user name or password"):
+        wrong = sa.create_engine(url.replace("alice-pw", "nope"))
+        with wrong.connect() as c:
+            c.execute(sa.text("SELECT 1"))
