@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/wire"
 )
 
 // call returns ctx carrying an authorization header ("" for none).
@@ -158,6 +159,20 @@ func TestSecurity(t *testing.T) {
 				t.Fatalf("bob at the worker: %v", err)
 			}
 		}
+	})
+
+	t.Run("only the cluster tells workers of drops", func(t *testing.T) {
+		cl, err := flightclient.Dial(eps[0].Location[0].Uri, e.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		body := []byte(`{"tables":["` + "00000000-0000-0000-0000-000000000000" + `"],"until":"2100-01-01T00:00:00Z"}`)
+		stream, err := cl.DoAction(call(basic("root", "root-pw")), &flight.Action{Type: wire.ActionRevokeTables, Body: body})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		wantCode(t, "an admin sending a revocation", err, codes.PermissionDenied)
 	})
 
 	t.Run("partitions over TLS workers", func(t *testing.T) {

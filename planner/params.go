@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/duckdb/duckdb-go/v2"
 
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 )
 
@@ -536,6 +537,10 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query stri
 	values := ps.text(ps.i, len(toks)-1)
 	ref, err := ddlTableName(sess, parts)
 	if err != nil {
+		return nil, err
+	}
+	// The target's column types are no one's business without INSERT.
+	if err := p.authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
 		return nil, err
 	}
 	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)

@@ -34,19 +34,20 @@ func addAuthFlags(fs *flag.FlagSet, o *sqlFlags) {
 // environment, and asks for the password on the terminal when a user has
 // none. prompt reads a password without echo.
 func (o *sqlFlags) credentials(prompt func(string) (string, error)) error {
-	if o.token == "" {
+	if o.user != "" && o.token != "" {
+		return errors.New("give --user or --token, not both")
+	}
+	// A flag wins over the environment; a token over a user.
+	if o.user == "" && o.token == "" {
 		o.token = os.Getenv(TokenEnv)
 	}
-	if o.user == "" {
+	if o.user == "" && o.token == "" {
 		o.user = os.Getenv(UserEnv)
 	}
 	if o.user != "" && o.password == "" {
 		o.password = os.Getenv(PasswordEnv)
 	}
-	switch {
-	case o.user != "" && o.token != "":
-		return errors.New("give --user or --token, not both")
-	case o.user != "" && o.password == "":
+	if o.user != "" && o.password == "" {
 		pw, err := prompt(fmt.Sprintf("Password for %s: ", o.user))
 		if err != nil {
 			return fmt.Errorf("--user %s needs a password: give --password, set %s or run on a terminal (%v)", o.user, PasswordEnv, err)
