@@ -26,6 +26,9 @@ const (
 	// Leeway is the clock skew allowed between the processes of a cluster
 	// and an external token issuer.
 	Leeway = 30 * time.Second
+	// MaxSession is how long after a login its tokens are still renewed
+	// (Refresh): a session in use lasts at most this long.
+	MaxSession = 12 * time.Hour
 )
 
 // Issuer is the iss (and aud) claim of the tokens icefloe issues.
@@ -193,6 +196,9 @@ func (a *Authenticator) Password(user, password string) (*Principal, error) {
 type tokenClaims struct {
 	jwt.Claims
 	Roles []string `json:"roles,omitempty"`
+	// AuthTime is when the session's password login was (OpenID's
+	// auth_time).
+	AuthTime *jwt.NumericDate `json:"auth_time,omitempty"`
 }
 
 func (a *Authenticator) sign(key []byte, kid string, c tokenClaims) (string, error) {
@@ -219,10 +225,15 @@ func (a *Authenticator) Issue(p *Principal, ttl time.Duration) (string, time.Tim
 	}
 	now := time.Now()
 	exp := now.Add(ttl)
+	loggedIn := p.LoggedIn
+	if loggedIn.IsZero() {
+		loggedIn = now
+	}
 	tok, err := a.sign(a.userKey, kidUser, tokenClaims{
 		Claims: jwt.Claims{Issuer: Issuer, Audience: jwt.Audience{Issuer}, Subject: p.Name,
 			IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(exp)},
-		Roles: p.Roles,
+		Roles:    p.Roles,
+		AuthTime: jwt.NewNumericDate(loggedIn),
 	})
 	return tok, exp, err
 }
@@ -315,7 +326,28 @@ func (a *Authenticator) verifyOwn(tok *jwt.JSONWebToken, h jose.Header) (*Princi
 	if c.Subject == "" || (method == MethodCluster) != (c.Subject == ClusterName) {
 		return nil, fmt.Errorf("%w: bad subject", ErrBadToken)
 	}
-	return &Principal{Name: c.Subject, Roles: c.Roles, Method: method}, nil
+	p := &Principal{Name: c.Subject, Roles: c.Roles, Method: method, Expires: c.Expiry.Time()}
+	if c.AuthTime != nil {
+		p.LoggedIn = c.AuthTime.Time()
+	}
+	return p, nil
+}
+
+// Refresh returns a fresh token for a principal whose icefloe token has
+// less than half the token lifetime left, so a session in use does not
+// expire before MaxSession after its login: clients take the
+// authorization header of any answer as their new token (ADBC, the JDBC
+// driver). "" when no refresh is due.
+func (a *Authenticator) Refresh(p *Principal) string {
+	if p == nil || p.Method != MethodToken || p.Expires.IsZero() || time.Until(p.Expires) > a.opts.TokenTTL/2 ||
+		p.LoggedIn.IsZero() || time.Since(p.LoggedIn) > MaxSession {
+		return ""
+	}
+	tok, _, err := a.Issue(p, 0)
+	if err != nil {
+		return ""
+	}
+	return tok
 }
 
 // validate checks the standard claims; a token must expire.

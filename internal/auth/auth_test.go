@@ -281,6 +281,29 @@ func TestInterceptors(t *testing.T) {
 	if c := code(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer None")); c != codes.Unauthenticated {
 		t.Fatalf("Bearer None: %s", c)
 	}
+	// A token past half its lifetime comes back renewed in the answer's
+	// header; a fresh one does not.
+	p, _ := a.Password("alice", "s3cret")
+	old := *p
+	old.LoggedIn = time.Now().Add(-MaxSession - time.Minute)
+	oldTok, _, _ := a.Issue(&old, time.Minute)
+	for tok, renewed := range map[string]bool{issue(a, p, time.Minute): true, issue(a, p, DefaultTokenTTL): false, oldTok: false} {
+		var hdr metadata.MD
+		s, err := fc.ListActions(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok), &flight.Empty{}, grpc.Header(&hdr))
+		if err == nil {
+			_, _ = s.Recv()
+			hdr, _ = s.Header()
+		}
+		got := hdr.Get("authorization")
+		if renewed != (len(got) == 1 && got[0] != "Bearer "+tok) {
+			t.Fatalf("answered %v, want renewed %t", got, renewed)
+		}
+		if renewed {
+			if q, err := a.Verify(ctx, strings.TrimPrefix(got[0], "Bearer ")); err != nil || q.Name != "alice" || time.Until(q.Expires) < DefaultTokenTTL/2 {
+				t.Fatalf("renewed token: %v %v", q, err)
+			}
+		}
+	}
 	for _, e := range events {
 		if strings.Contains(e.User+" "+errText(e.Err), "s3cret") {
 			t.Errorf("a login event shows the password: %+v", e)
@@ -289,6 +312,11 @@ func TestInterceptors(t *testing.T) {
 	if len(events) < 3 {
 		t.Errorf("login events %d, want the failures and the login", len(events))
 	}
+}
+
+func issue(a *Authenticator, p *Principal, ttl time.Duration) string {
+	tok, _, _ := a.Issue(p, ttl)
+	return tok
 }
 
 func errText(err error) string {

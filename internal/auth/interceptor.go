@@ -73,8 +73,9 @@ type authStream struct {
 func (s *authStream) Context() context.Context { return s.ctx }
 
 // authenticate checks the call's authorization header. reply is the
-// header to answer with: a fresh bearer token after a password login, or
-// the caller's own token for a Handshake (the JDBC driver's token= mode
+// header to answer with: a fresh bearer token after a password login or
+// when the caller's token is past half its lifetime (Refresh), or the
+// caller's own token for a Handshake (the JDBC driver's token= mode
 // handshakes with it and expects one back).
 func (a *Authenticator) authenticate(ctx context.Context, method string) (p *Principal, reply string, err error) {
 	scheme, cred := credentials(ctx)
@@ -111,6 +112,9 @@ func (a *Authenticator) authenticate(ctx context.Context, method string) (p *Pri
 		ev.Method = MethodToken
 		if p, err = a.Verify(ctx, cred); err != nil {
 			return nil, "", err
+		}
+		if fresh := a.Refresh(p); fresh != "" {
+			return p, "Bearer " + fresh, nil
 		}
 		if strings.HasSuffix(method, handshakeSuffix) {
 			reply = "Bearer " + cred

@@ -280,7 +280,7 @@ func (k *jwks) verify(ctx context.Context, tok *jwt.JSONWebToken, h jose.Header)
 			}
 		}
 	}
-	return &Principal{Name: name, Roles: roles, Method: MethodJWT}, nil
+	return &Principal{Name: name, Roles: roles, Method: MethodJWT, Expires: std.Expiry.Time()}, nil
 }
 
 // claim reads a possibly dotted claim name.

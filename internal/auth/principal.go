@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Errors of this package; the interceptors answer each with Unauthenticated.
@@ -41,6 +42,10 @@ type Principal struct {
 	Roles []string
 	// Method is how the principal authenticated (MethodPassword, …).
 	Method string
+	// Expires is when the bearer token it presented expires (zero for a
+	// password); LoggedIn when its session began (the password login its
+	// icefloe token descends from).
+	Expires, LoggedIn time.Time
 }
 
 // Cluster tells whether the principal is icefloe itself.
