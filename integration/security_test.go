@@ -225,3 +225,23 @@ func tamper(tok string) string {
 func basic(user, pw string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pw))
 }
+
+// BenchmarkSecurityOverhead runs the same small distributed query on a
+// plain cluster and on one with TLS, authentication, grants and an audit
+// file, in one run: compare the two (benchstat), never a time.
+func BenchmarkSecurityOverhead(b *testing.B) {
+	const q = "SELECT status, count(*) FROM orders WHERE id < 5000 GROUP BY status"
+	plain := StartCluster(b, Workers(2), Demo())
+	secure := startSecure(b)
+	for _, c := range []struct {
+		name string
+		cnxn adbc.Connection
+	}{{"plain", adbcConn(b, plain.Addr())}, {"tls+auth+audit", secure.login(b, "bob")}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				mustQuery(b, c.cnxn, q)
+			}
+		})
+	}
+}
