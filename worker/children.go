@@ -81,7 +81,10 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 	if err != nil {
 		return fmt.Errorf("%w: child schema: %v", errInternal, err)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	// The pulls end on the first failure; DuckDB's load then ends with the
+	// stream (the reader reports why), never by interrupting it mid-scan:
+	// an interrupted scan may still ask a released stream for its error.
+	pulls, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	out := make(chan arrow.RecordBatch, childBuffer)
 	sem := make(chan struct{}, DefaultChildParallelism)
@@ -92,17 +95,17 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
-			case <-ctx.Done():
+			case <-pulls.Done():
 				return
 			}
 			defer func() { <-sem }()
-			if err := s.pullChild(ctx, c, schema, out); err != nil {
+			if err := s.pullChild(pulls, c, schema, out); err != nil {
 				cancel(err)
 			}
 		}()
 	}
 	go func() { wg.Wait(); close(out) }()
-	rdr := &chanReader{schema: schema, ch: out, ctx: ctx, limit: s.childLimit(ctx)}
+	rdr := &chanReader{schema: schema, ch: out, ctx: pulls, limit: s.childLimit(ctx)}
 	rdr.refs.Store(1)
 	loadErr := conn.LoadTable(ctx, view, rdr)
 	// Drain what is left so no producer blocks and every batch is freed.
@@ -110,11 +113,11 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 	for b := range out {
 		b.Release()
 	}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+	if cause := context.Cause(pulls); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
 	if loadErr != nil {
-		if err := ctx.Err(); err != nil && errors.Is(context.Cause(ctx), context.Canceled) && rdr.err == nil {
+		if err := ctx.Err(); err != nil && rdr.err == nil {
 			return loadErr
 		}
 		return fmt.Errorf("%w: load children into %s: %v", errInternal, view, loadErr)
