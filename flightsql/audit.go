@@ -29,7 +29,7 @@ func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx con
 	}
 	start := time.Now()
 	ctx, rec := audit.WithRecord(ctx)
-	e := audit.Entry{Event: audit.EventStatement, Kind: kind, SQL: s.opts.Audit.SQL(sql)}
+	e := audit.Entry{Event: audit.EventStatement, Kind: kind, Statement: audit.Statement(sql), SQL: s.opts.Audit.SQL(sql)}
 	rows, err := run(ctx, &e)
 	if err == nil && e.Kind == kindPrepare {
 		return nil

@@ -133,11 +133,6 @@ func (t *TLSConfig) validate() error {
 	return nil
 }
 
-// redactLiterals replaces the literals of a statement for the audit log:
-// until the module's one SQL tokenizer is here, nothing of the text is
-// kept (audit.Options.Redact must never fail open).
-var redactLiterals func(string) string
-
 // isLoopback tells whether a listen host only accepts connections from
 // this machine.
 func isLoopback(host string) bool {
@@ -159,7 +154,7 @@ func (r *roleFlags) security(key *wire.Key, log *zap.Logger, devTLS bool, hosts 
 		return sec, err
 	}
 	if a := r.cfg.Audit; a != nil {
-		if sec.Audit, err = audit.Open(audit.Options{File: a.File, RedactLiterals: a.RedactLiterals, Redact: redactLiterals, Logger: log}); err != nil {
+		if sec.Audit, err = audit.Open(audit.Options{File: a.File, RedactLiterals: a.RedactLiterals, Logger: log}); err != nil {
 			return sec, err
 		}
 	}

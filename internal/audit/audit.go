@@ -41,13 +41,15 @@ type Entry struct {
 	Node      string    `json:"node,omitempty"`
 	Principal string    `json:"principal,omitempty"`
 	// Method is how the principal authenticated (password, token, jwt).
-	Method  string     `json:"auth_method,omitempty"`
-	Client  string     `json:"client,omitempty"`
-	QueryID string     `json:"query_id,omitempty"`
-	Kind    string     `json:"kind,omitempty"`
-	SQL     string     `json:"sql,omitempty"`
-	Read    []TableUse `json:"read,omitempty"`
-	Written []TableUse `json:"written,omitempty"`
+	Method  string `json:"auth_method,omitempty"`
+	Client  string `json:"client,omitempty"`
+	QueryID string `json:"query_id,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	// Statement is the SQL's first keyword (SELECT, INSERT, CREATE, …).
+	Statement string     `json:"statement,omitempty"`
+	SQL       string     `json:"sql,omitempty"`
+	Read      []TableUse `json:"read,omitempty"`
+	Written   []TableUse `json:"written,omitempty"`
 	// Rows and Bytes are returned (fetch) or written (statement, write);
 	// -1 for a query's rows, which its workers stream (their fetch lines
 	// carry the same query_id).
@@ -70,12 +72,8 @@ type TableUse struct {
 type Options struct {
 	// File receives the lines; empty means only the server log.
 	File string
-	// RedactLiterals replaces the literals of logged SQL with ?, using
-	// Redact.
+	// RedactLiterals replaces the literals of logged SQL with ? (Redact).
 	RedactLiterals bool
-	// Redact replaces a statement's literals; it must never fail open.
-	// With RedactLiterals and no Redact, no SQL text is logged at all.
-	Redact func(sql string) string
 	// Node names the process in each line (coordinator, worker address).
 	Node string
 	// Logger receives every line at info; nil means zap.NewNop().
@@ -140,10 +138,7 @@ func (l *Log) SQL(sql string) string {
 	if l == nil || !l.opts.RedactLiterals {
 		return sql
 	}
-	if l.opts.Redact == nil {
-		return ""
-	}
-	return l.opts.Redact(sql)
+	return Redact(sql)
 }
 
 // Write writes one line; err, when set, gives the outcome and code.
