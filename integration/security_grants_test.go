@@ -75,6 +75,9 @@ func TestSecurityGrants(t *testing.T) {
 			"SELECT count(*) FROM sales.orders AT (VERSION => " + snap + ")",
 			"SELECT status, count(*) FROM sales.orders GROUP BY status ORDER BY 2 DESC LIMIT 3",
 			"EXPLAIN SELECT * FROM sales.orders",
+			// A CTE named like a table alice may not read is the CTE.
+			"WITH orders AS (SELECT * FROM sales.orders) SELECT count(*) FROM orders",
+			"SELECT count(*) FROM sales.orders o WHERE EXISTS (SELECT 1 FROM sales.refunds r WHERE r.id = o.id)",
 		} {
 			allowed(t, alice, q)
 		}
@@ -90,6 +93,10 @@ func TestSecurityGrants(t *testing.T) {
 			"SELECT count(*) FROM local.default.\"orders$snapshots\"",
 			"SELECT count(*) FROM local.default.orders AT (VERSION => " + demoSnap + ")",
 			"EXPLAIN SELECT * FROM local.default.orders",
+			// A CTE's name is seen only in its own scope.
+			"SELECT * FROM (WITH o AS (SELECT * FROM sales.orders) SELECT * FROM o) s, orders",
+			"SELECT count(*) FROM sales.orders o WHERE EXISTS (SELECT 1 FROM local.default.orders d WHERE d.id = o.id)",
+			"SELECT * FROM sales.orders s JOIN LATERAL (SELECT * FROM local.default.orders d WHERE d.id = s.id) x ON true",
 		} {
 			denied(t, alice, q, "SELECT", other)
 		}
