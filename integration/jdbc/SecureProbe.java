@@ -1,10 +1,11 @@
 // SecureProbe drives the Arrow Flight SQL JDBC driver as DBeaver does
 // against an icefloe that runs TLS on every listener and authenticates
 // every call: useEncryption=true with a trust store holding the server's
-// CA, user/password (and token=) logins, and a user granted one schema who
-// sees only that schema, is refused the others and runs its queries.
+// CA (or tlsRootCerts= with the CA file), user/password (and token=)
+// logins, and a user granted one schema who sees only that schema, is
+// refused the others and runs its queries.
 //
-//   java --add-opens=java.base/java.nio=ALL-UNNAMED -cp flight-sql-jdbc-driver.jar SecureProbe.java HOST PORT TRUSTSTORE STOREPASS TOKEN
+//   java --add-opens=java.base/java.nio=ALL-UNNAMED -cp flight-sql-jdbc-driver.jar SecureProbe.java HOST PORT TRUSTSTORE STOREPASS TOKEN CA_PEM
 //
 // It prints one line per check and ends with "N passed, M failed"; the exit
 // code is non-zero when any check failed.
@@ -174,6 +175,15 @@ public class SecureProbe {
           }
         }
         expect(n == 50000L, "rows " + n);
+      }
+    });
+    check("tlsRootCerts instead of a trust store", () -> {
+      String pem = "jdbc:arrow-flight-sql://" + host + ":" + port + "/?useEncryption=true&tlsRootCerts=" + args[5];
+      Properties p = new Properties();
+      p.setProperty("user", "ana");
+      p.setProperty("password", "ana-pw");
+      try (Connection c = DriverManager.getConnection(pem, p)) {
+        expect(count(c, "SELECT count(*) FROM sales.orders WHERE id <= 10") == 10L, "count");
       }
     });
     System.out.println(passed + " passed, " + failed + " failed");
