@@ -345,10 +345,11 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *writeTarget, w *wire
 	expires := time.Now().Add(p.opts.TicketTTL)
 	queryID := newQueryID()
 	for i, wk := range workers {
-		c, err := p.opts.Flight.Get(wk.Location)
+		c, release, err := p.opts.Flight.Hold(wk.Location)
 		if err != nil {
 			return nil, err
 		}
+		defer release() // after every share's stream has ended, below
 		sh := &ingestShare{loc: wk.Location}
 		shares = append(shares, sh)
 		if sh.stream, err = c.DoPut(ctx); err != nil {

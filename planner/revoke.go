@@ -56,10 +56,11 @@ func (p *Planner) TablesDropped(ctx context.Context, uuids ...string) error {
 func (p *Planner) revokeAt(ctx context.Context, loc string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, revokeTimeout)
 	defer cancel()
-	cl, err := p.opts.Flight.Get(loc)
+	cl, release, err := p.opts.Flight.Hold(loc)
 	if err != nil {
 		return err
 	}
+	defer release()
 	stream, err := cl.DoAction(ctx, &flight.Action{Type: wire.ActionRevokeTables, Body: body})
 	if err != nil {
 		return err

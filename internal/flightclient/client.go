@@ -155,13 +155,23 @@ func Conn(loc string, o Options, extra ...grpc.DialOption) (*grpc.ClientConn, er
 }
 
 // Pool holds one Flight client per location, dialed on first use, at most
-// size of them (the least recently used is closed first). It is safe for
-// concurrent use; Close closes every client.
+// size of them: past that the least recently used one leaves the pool, and
+// is closed once no caller holds it. It is safe for concurrent use; Close
+// closes every client as its last holder lets go.
 type Pool struct {
 	opts    Options
 	mu      sync.Mutex
 	closed  bool
-	clients *lru.Cache[string, flight.Client]
+	clients *lru.Cache[string, *pooled]
+}
+
+// pooled is a client and how many callers hold it. Its fields are guarded
+// by the pool's mu (the cache evicts only inside Add and Purge, which run
+// under it).
+type pooled struct {
+	cl      flight.Client
+	holds   int
+	evicted bool
 }
 
 // NewPool returns a pool dialing with o; size <= 0 means DefaultPoolSize.
@@ -169,32 +179,52 @@ func NewPool(o Options, size int) *Pool {
 	if size <= 0 {
 		size = DefaultPoolSize
 	}
-	c, _ := lru.NewWithEvict[string, flight.Client](size, func(_ string, cl flight.Client) { _ = cl.Close() })
+	c, _ := lru.NewWithEvict[string, *pooled](size, func(_ string, e *pooled) {
+		e.evicted = true
+		if e.holds == 0 {
+			_ = e.cl.Close()
+		}
+	})
 	return &Pool{opts: o, clients: c}
 }
 
 // Options returns the options the pool dials with.
 func (p *Pool) Options() Options { return p.opts }
 
-// Get returns the client of a location.
-func (p *Pool) Get(loc string) (flight.Client, error) {
+// Hold returns the client of a location and the func that lets go of it:
+// call it when done with the client and every stream opened on it. Until
+// then the client stays open, even once it has left the pool.
+func (p *Pool) Hold(loc string) (flight.Client, func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, errors.New("flightclient: pool is closed")
+		return nil, nil, errors.New("flightclient: pool is closed")
 	}
-	if cl, ok := p.clients.Get(loc); ok {
-		return cl, nil
+	e, ok := p.clients.Get(loc)
+	if !ok {
+		cl, err := Dial(loc, p.opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		e = &pooled{cl: cl}
+		p.clients.Add(loc, e)
 	}
-	cl, err := Dial(loc, p.opts)
-	if err != nil {
-		return nil, err
-	}
-	p.clients.Add(loc, cl)
-	return cl, nil
+	e.holds++
+	var once sync.Once
+	return e.cl, func() { once.Do(func() { p.release(e) }) }, nil
 }
 
-// Close closes every client; later Gets fail.
+func (p *Pool) release(e *pooled) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e.holds--
+	if e.evicted && e.holds == 0 {
+		_ = e.cl.Close()
+	}
+}
+
+// Close closes every client no caller holds, and each held one when it is
+// let go; later Holds fail.
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -3,6 +3,7 @@ package flightclient
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -155,9 +156,62 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q): %v, want ErrLocation", bad, err)
 		}
 	}
-	p := NewPool(Options{}, 0)
-	p.Close()
-	if _, err := p.Get("grpc://h:1"); err == nil {
-		t.Error("a closed pool dialed")
+}
+
+// A client that leaves the pool (past its size, or at Close) stays open
+// for whoever holds it, and closes when the last holder lets go.
+func TestPoolKeepsHeldClients(t *testing.T) {
+	_, a := start(t)
+	_, b := start(t)
+	p := NewPool(Options{}, 1)
+	// arrow-go's client panics on any call once closed.
+	pull := func(cl flight.Client) (err error) {
+		defer func() {
+			if recover() != nil {
+				err = errors.New("the client is closed")
+			}
+		}()
+		stream, err := cl.DoGet(context.Background(), &flight.Ticket{Ticket: []byte("ok")})
+		if err != nil {
+			return err
+		}
+		for {
+			if _, err := stream.Recv(); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+		}
+	}
+	held, release, err := p.Hold(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b takes a's place in the pool of one.
+	other, releaseOther, err := p.Hold(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pull(held); err != nil {
+		t.Fatalf("a held client that left the pool: %v", err)
+	}
+	release()
+	release() // letting go twice counts once
+	if err := pull(held); err == nil {
+		t.Fatal("a client that left the pool is still open after its holder let go")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pull(other); err != nil {
+		t.Fatalf("a held client after Close: %v", err)
+	}
+	releaseOther()
+	if err := pull(other); err == nil {
+		t.Fatal("a client is still open after Close and its last holder let go")
+	}
+	if _, _, err := p.Hold(a); err == nil {
+		t.Fatal("Hold after Close")
 	}
 }

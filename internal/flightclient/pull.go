@@ -103,20 +103,22 @@ func (e schemaError) Unwrap() []error {
 	return []error{e.err, errSchema}
 }
 
-func (p *Pool) client(loc string, o PullOptions) (flight.Client, error) {
+// client resolves loc, and returns the func that lets go of the client.
+func (p *Pool) client(loc string, o PullOptions) (flight.Client, func(), error) {
 	if o.Client != nil {
 		if cl, ok := o.Client(loc); ok {
-			return cl, nil
+			return cl, func() {}, nil
 		}
 	}
-	return p.Get(loc)
+	return p.Hold(loc)
 }
 
 func (p *Pool) pullFrom(ctx context.Context, loc string, ticket []byte, o PullOptions, each func(arrow.RecordBatch) error) (started bool, err error) {
-	cl, err := p.client(loc, o)
+	cl, release, err := p.client(loc, o)
 	if err != nil {
 		return false, err
 	}
+	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := cl.DoGet(ctx, &flight.Ticket{Ticket: ticket})
