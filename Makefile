@@ -9,6 +9,7 @@
 #   make bench             benchmarks of the packages that have any (BENCH=., BENCH_COUNT=1)
 #   make bench-tpch        TPC-H vs DuckDB, pyiceberg and Spark (SF=1); rewrites docs/benchmarks.md's TPC-H sections
 #   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
+#   make image             the same image without a daemon or registry: buildah, FROM scratch
 #   make clean             remove build output; distclean also removes installed test tools
 #
 # Every go build, vet and test runs with -tags $(GO_TAGS): DuckDB's Arrow
@@ -38,7 +39,7 @@ SHELL := /bin/bash
 go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
 
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
-	test-integration-suites fuzz bench bench-tpch docker clean distclean
+	test-integration-suites fuzz bench bench-tpch docker image clean distclean
 
 build:
 	$(GO) build -tags $(GO_TAGS) -o $(BIN) ./cmd/icefloe
@@ -132,6 +133,13 @@ bench-tpch: build
 
 docker:
 	$(DOCKER) build -t $(DOCKER_IMAGE) .
+
+# The Dockerfile's final stage with buildah, from a root filesystem made
+# here (scripts/image-rootfs) as the named context "rootfs": no daemon, no
+# base image to pull. integration/image/run builds and runs it in the tests.
+image: build
+	rm -rf bin/rootfs && scripts/image-rootfs $(BIN) bin/rootfs
+	buildah --storage-driver vfs bud --isolation chroot --build-context rootfs=bin/rootfs -t $(DOCKER_IMAGE) .
 
 clean:
 	rm -rf bin

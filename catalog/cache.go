@@ -11,6 +11,8 @@ import (
 	"github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
 
 // DefaultMetadataCacheBytes bounds a MetadataCache made with no positive
@@ -65,9 +67,29 @@ func NewMetadataCache(maxBytes int64) *MetadataCache {
 // not cached.
 func (c *MetadataCache) Open(ctx context.Context, ident table.Identifier, location string, props map[string]string) (*table.Table, error) {
 	fsF := io.LoadFSFunc(props, location)
+	// An encrypted table's files (not its metadata JSON) are read through
+	// its key, which the planner put in props.
+	tableFS := func(meta table.Metadata) (func(context.Context) (io.IO, error), error) {
+		enc, ok := props[tablecrypt.TableKeyProp]
+		if !ok {
+			return fsF, nil
+		}
+		key, err := tablecrypt.DecodeKey(enc)
+		if err != nil {
+			return nil, err
+		}
+		return tablecrypt.WrapFunc(fsF, meta.Location(), key), nil
+	}
+	open := func(meta table.Metadata) (*table.Table, error) {
+		f, err := tableFS(meta)
+		if err != nil {
+			return nil, err
+		}
+		return table.New(ident, meta, location, f, nil), nil
+	}
 	if meta, ok := c.get(location); ok {
 		c.hits.Add(1)
-		return table.New(ident, meta, location, fsF, nil), nil
+		return open(meta)
 	}
 	loaded := false
 	ch := c.flight.DoChan(location, func() (any, error) {
@@ -91,7 +113,7 @@ func (c *MetadataCache) Open(ctx context.Context, ident table.Identifier, locati
 		if !loaded {
 			c.hits.Add(1)
 		}
-		return table.New(ident, res.Val.(table.Metadata), location, fsF, nil), nil
+		return open(res.Val.(table.Metadata))
 	}
 }
 

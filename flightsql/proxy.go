@@ -237,7 +237,7 @@ func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, c chan<- fli
 	if err != nil {
 		return err
 	}
-	err = s.opts.Flight.Pull(out, e.Locations, e.Ticket, flightclient.PullOptions{Allocator: s.alloc},
+	err = s.opts.Flight.Pull(out, e.Locations, e.Ticket, s.pullOptions(),
 		func(rec arrow.RecordBatch) error {
 			select {
 			case c <- flight.StreamChunk{Data: rec}:
@@ -271,4 +271,14 @@ func (s *Server) asCaller(ctx context.Context) (context.Context, error) {
 		return nil, fmt.Errorf("flightsql: proxy: %w", err)
 	}
 	return metadata.AppendToOutgoingContext(ctx, flightclient.AuthorizationHeader, v), nil
+}
+
+// pullOptions are the options of the proxy's pulls: a worker that answers
+// Unavailable is reported to membership, which takes it out of planning.
+func (s *Server) pullOptions() flightclient.PullOptions {
+	o := flightclient.PullOptions{Allocator: s.alloc}
+	if s.opts.Membership != nil {
+		o.OnUnavailable = s.opts.Membership.Unreachable
+	}
+	return o
 }

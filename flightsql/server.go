@@ -13,12 +13,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -86,7 +88,22 @@ type Options struct {
 	Version   string
 	Logger    *zap.Logger
 	Allocator memory.Allocator
+	// Membership, when set, takes the workers' announcements and hears of
+	// workers the coordinator's own calls could not reach.
+	Membership Membership
 }
+
+// Membership is the worker pool as the Flight service sees it;
+// *WorkerPool implements it.
+type Membership interface {
+	// Announce handles a worker's sealed announcement from the peer
+	// address from and returns the sealed acknowledgement.
+	Announce(ctx context.Context, body []byte, from string) ([]byte, error)
+	// Unreachable reports a worker a call could not reach.
+	Unreachable(location string)
+}
+
+var _ Membership = (*WorkerPool)(nil)
 
 // Validate reports every problem with o at once.
 func (o Options) Validate() error {
@@ -126,6 +143,7 @@ type Server struct {
 	log     *zap.Logger
 	alloc   memory.Allocator
 	session *sessionMiddleware
+	gate    *drainGate
 }
 
 var _ flightsql.Server = (*Server)(nil)
@@ -153,7 +171,7 @@ func New(o Options) (*Server, error) {
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}
-	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware()}
+	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware(), gate: newDrainGate()}
 	s.Alloc = o.Allocator
 	for id, v := range sqlInfo(o) {
 		if err := s.RegisterSqlInfo(id, v); err != nil {
@@ -166,7 +184,8 @@ func New(o Options) (*Server, error) {
 // FlightService returns the Flight service to register on a gRPC server.
 // Its calls need the interceptors of ServerOptions for sessions.
 func (s *Server) FlightService() flight.FlightServer {
-	return &flightService{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.alloc), key: s.opts.Key}
+	return &flightService{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.alloc), key: s.opts.Key, members: s.opts.Membership,
+		authenticated: s.opts.Auth != nil}
 }
 
 // Register registers the Flight service on g, which must have been created
@@ -176,12 +195,13 @@ func (s *Server) Register(g *grpc.Server) {
 }
 
 // ServerOptions returns the interceptors the Flight service needs (the
-// session cookie middleware), to pass to grpc.NewServer. They touch only
-// Flight calls, so other services on the same server are unaffected.
+// drain gate and the session cookie middleware), to pass to
+// grpc.NewServer. They touch only Flight calls, so other services on the
+// same server are unaffected.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(s.session.unary),
-		grpc.ChainStreamInterceptor(s.session.stream),
+		grpc.ChainUnaryInterceptor(s.gate.unary, s.session.unary),
+		grpc.ChainStreamInterceptor(s.gate.stream, s.session.stream),
 	}
 }
 
@@ -189,7 +209,11 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 // parse failure.
 type flightService struct {
 	flight.FlightServer
-	key *wire.Key
+	key     *wire.Key
+	members Membership
+	// authenticated: the auth interceptors run, and only the cluster
+	// (a worker with the cluster token) may announce.
+	authenticated bool
 }
 
 func (f *flightService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) error {
@@ -388,7 +412,7 @@ func (s *Server) prepare(ctx context.Context, query string) (flightsql.ActionCre
 	if err != nil {
 		return res, err
 	}
-	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, Update: kind == planner.KindUpdate}
+	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, WAPBranch: sess.WAPBranch, Update: kind == planner.KindUpdate}
 	dataset := emptySchema
 	if !h.Update {
 		if dataset, err = s.opts.Planner.Bind(ctx, sess, query); err != nil {
@@ -481,4 +505,27 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 		return n, err
 	})
 	return n, ToStatus(err)
+}
+
+// DoAction serves the workers' announcements itself and passes every
+// other action to the Flight SQL server.
+func (f *flightService) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+	if a.GetType() != membership.AnnounceAction {
+		return f.FlightServer.DoAction(a, stream)
+	}
+	if f.authenticated && !auth.FromContext(stream.Context()).Cluster() {
+		return ToStatus(fmt.Errorf("%w: only the cluster may announce a worker", planner.ErrDenied))
+	}
+	if f.members == nil {
+		return ToStatus(fmt.Errorf("%w: this coordinator's workers are fixed; it takes no announcements", planner.ErrUnsupported))
+	}
+	from := "unknown"
+	if p, ok := peer.FromContext(stream.Context()); ok {
+		from = p.Addr.String()
+	}
+	ack, err := f.members.Announce(stream.Context(), a.GetBody(), from)
+	if err != nil {
+		return ToStatus(err)
+	}
+	return stream.Send(&flight.Result{Body: ack})
 }

@@ -73,6 +73,9 @@ func (p *Planner) Bind(ctx context.Context, s Session, query string, args ...any
 	if inner, ok := explainTarget(query); ok {
 		return p.explainSchema(ctx, s, inner)
 	}
+	if isCall(query) {
+		return p.callSchema(ctx, s, query)
+	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -94,6 +97,12 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 	}
 	if inner, ok := explainTarget(query); ok {
 		return p.explain(ctx, s, inner, workers)
+	}
+	if isCall(query) {
+		if len(args) > 0 {
+			return nil, fmt.Errorf("%w: parameters in CALL", ErrUnsupported)
+		}
+		return p.call(ctx, s, query, workers)
 	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
@@ -215,6 +224,7 @@ func (pb *planBuilder) choose(ctx context.Context, root node) error {
 			pb.note("filter", "%s: %s", in.ref, in.filter)
 		}
 		pb.note("files", "%s: %d of %d files, %d of %d bytes after pruning, %d groups", in.ref, len(in.tasks), in.filesBefore, in.bytes, in.bytesBefore, len(in.groups))
+		pb.note("rows", "%s: %s", in.ref, pb.p.estimateRows(ctx, in))
 	}
 	if root == nil {
 		return pb.gather("no query node")
@@ -636,7 +646,7 @@ func newQueryID() string {
 // bind parses, resolves, rewrites and binds a query on conn, leaving the
 // stand-in tables there for the strategies.
 func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, args ...any) (*bound, error) {
-	text, err := conn.SerializeSQL(ctx, query)
+	text, err := conn.SerializeSQL(ctx, temporalClauses(query))
 	if err != nil {
 		return nil, err
 	}
@@ -876,19 +886,22 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	key := inputKey(ref, at)
 	in, ok := r.byRef[key]
 	if !ok {
-		pinned, err := r.p.pinInput(ctx, ref, at)
+		ref, at, pinned, err := r.p.pinRef(ctx, r.s, ref, []string{cat, sch, name}, at)
 		if err != nil {
 			r.err = err
 			return
 		}
-		in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
-		r.byRef[key] = in
-		b.inputs = append(b.inputs, in)
-		snap := in.snapshot
-		if snap == 0 {
-			snap = snapshotID(in)
+		if in, ok = r.byRef[inputKey(ref, at)]; !ok {
+			in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
+			r.byRef[inputKey(ref, at)] = in
+			b.inputs = append(b.inputs, in)
+			snap := in.snapshot
+			if snap == 0 {
+				snap = snapshotID(in)
+			}
+			audit.From(ctx).Read(ref.String(), snap)
 		}
-		audit.From(ctx).Read(ref.String(), snap)
+		r.byRef[key] = in
 	}
 	in.refs++
 	alias := str(n, "alias")
@@ -1014,12 +1027,7 @@ func groupTasks(tasks []table.FileScanTask, n int) [][]table.FileScanTask {
 	groups := make([][]table.FileScanTask, n)
 	sizes := make([]int64, n)
 	for _, i := range order {
-		g := 0
-		for j := 1; j < n; j++ {
-			if sizes[j] < sizes[g] {
-				g = j
-			}
-		}
+		g := lightest(sizes)
 		groups[g] = append(groups[g], tasks[i])
 		sizes[g] += tasks[i].Length
 	}

@@ -58,6 +58,8 @@ type writeTarget struct {
 	// whole, so commits go through the mount's internal catalog rather
 	// than needing a write privilege on the new table.
 	made bool
+	// branch is the branch the statement commits to; "" is main.
+	branch string
 }
 
 func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*writeTarget, error) {
@@ -65,7 +67,17 @@ func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string, 
 	if err != nil {
 		return nil, err
 	}
-	return p.loadTargetRef(ctx, ref, privs...)
+	tgt, err := p.loadTargetRef(ctx, ref, privs...)
+	// A Spark branch name (db.t.branch_x) is no table of its own: without
+	// a grant on that name the check denies it before the lookup, so a
+	// denial too may be a branch of the table it names.
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrDenied) {
+		return p.branchTarget(ctx, sess, parts, err, privs...)
+	}
+	if err == nil {
+		tgt.branch = sessionBranch(sess, tgt.pinned.Table)
+	}
+	return tgt, err
 }
 
 // loadTargetRef pins the target of a write once the caller holds each of
@@ -361,6 +373,14 @@ func (p *Planner) pullWrites(ctx context.Context, endpoints []Endpoint, tickets 
 	return out, nil
 }
 
+// unreachable tells the worker pool, if it listens, that loc failed as
+// unreachable.
+func (p *Planner) unreachable(loc string) {
+	if r, ok := p.opts.Workers.(UnreachableReporter); ok {
+		r.Unreachable(loc)
+	}
+}
+
 // fragmentError maps a write fragment's failure: the client's fault stays
 // InvalidArgument, anything else fails the statement as a whole.
 func fragmentError(loc string, err error) error {
@@ -381,7 +401,9 @@ func fragmentError(loc string, err error) error {
 // streams back.
 func (p *Planner) pullWrite(ctx context.Context, loc string, ticket []byte) ([]wire.WriteResult, error) {
 	var out []wire.WriteResult
-	err := p.opts.Flight.Pull(ctx, []string{loc}, ticket, flightclient.PullOptions{}, func(rec arrow.RecordBatch) error {
+	// A worker that answers Unavailable leaves planning (main's pool).
+	o := flightclient.PullOptions{OnUnavailable: p.unreachable}
+	err := p.opts.Flight.Pull(ctx, []string{loc}, ticket, o, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		col, ok := rec.Column(0).(*array.Binary)
 		if !ok || rec.NumCols() != 1 {
@@ -534,6 +556,9 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
 	tx := tbl.NewTransaction()
+	if tgt.branch != "" {
+		tx = tbl.NewTransactionOnBranch(tgt.branch)
+	}
 	if err := change(tx, tbl.Metadata()); err != nil {
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: %v", ErrConflict, tgt.ref, err)
@@ -552,6 +577,7 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 		snap = s.SnapshotID
 	}
 	audit.From(ctx).Wrote(tgt.ref.String(), snap)
+	p.afterCommit(ctx, tgt, tbl.Metadata(), committed)
 	return nil
 }
 
@@ -609,6 +635,12 @@ func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *ar
 // source columns in spec order, so that a fragment's batches each hold few
 // partitions, then its sort order; empty when it has neither.
 func partitionOrder(tbl *table.Table) string {
+	cols := partitionKeys(tbl)
+	return strings.Join(append(cols, sortKeys(tbl, cols)...), ", ")
+}
+
+// partitionKeys are the quoted partition source columns of tbl's spec.
+func partitionKeys(tbl *table.Table) []string {
 	spec := tbl.Spec()
 	schema := tbl.Schema()
 	var cols []string
@@ -625,9 +657,16 @@ func partitionOrder(tbl *table.Table) string {
 			cols = append(cols, q)
 		}
 	}
-	// Then the table's sort order (identity fields), so files come out
-	// sorted within each partition.
-	seen := slices.Clone(cols)
+	return cols
+}
+
+// sortKeys are the ORDER BY keys of tbl's sort order (identity fields, up
+// to the first other one), leaving out the columns in seen, so files come
+// out sorted within each partition.
+func sortKeys(tbl *table.Table, seen []string) []string {
+	schema := tbl.Schema()
+	seen = slices.Clone(seen)
+	var keys []string
 	for _, sf := range tbl.SortOrder().Fields() {
 		if _, ok := sf.Transform.(iceberg.IdentityTransform); !ok {
 			break
@@ -649,9 +688,9 @@ func partitionOrder(tbl *table.Table) string {
 		if sf.NullOrder == table.NullsFirst {
 			nulls = " NULLS FIRST"
 		}
-		cols = append(cols, q+dir+nulls)
+		keys = append(keys, q+dir+nulls)
 	}
-	return strings.Join(cols, ", ")
+	return keys
 }
 
 // lostCommit tells a commit that definitely did not land: a conflict

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -18,6 +19,7 @@ import (
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -82,6 +84,7 @@ type roleFlags struct {
 	config   *string
 	listen   *string
 	dataDir  *string
+	drain    *time.Duration
 	insecure *bool
 	cfg      Config
 }
@@ -94,6 +97,7 @@ func newRoleFlags(name string, stderr io.Writer) *roleFlags {
 		config:  fs.String("config", "", "optional YAML config file"),
 		listen:  fs.String("listen", defaultListen, "host:port to listen on"),
 		dataDir: fs.String("data-dir", defaultDataDir, "folder for the embedded catalog, warehouse and spill files"),
+		drain:   fs.Duration("drain-timeout", flightsql.DefaultDrainGrace, "on SIGTERM, how long work in flight may finish before it ends with UNAVAILABLE"),
 
 		insecure: fs.Bool("insecure-no-auth", false, insecureUsage),
 	}
@@ -118,6 +122,9 @@ func (r *roleFlags) parse(args []string) error {
 	}
 	if !set["data-dir"] && cfg.DataDir != "" {
 		*r.dataDir = cfg.DataDir
+	}
+	if !set["drain-timeout"] && cfg.DrainTimeout > 0 {
+		*r.drain = cfg.DrainTimeout
 	}
 	r.cfg = cfg
 	return startPprof()
@@ -212,6 +219,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		zap.Strings("catalogs", s.Mounts.Names()),
 		zap.String("data_dir", *r.dataDir))
 	<-ctx.Done()
+	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
+	s.Drain(*r.drain, flightsql.DefaultDrainQuiet)
 	log.Info("shutting down")
 	return s.Close()
 }
@@ -219,7 +228,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error {
 	r := newRoleFlags("coordinator", stderr)
 	var workerAddrs, directDirs stringList
-	r.fs.Var(&workerAddrs, "worker", "a worker's address host:port or grpc://host:port (repeat for each)")
+	r.fs.Var(&workerAddrs, "worker", "a worker's address host:port or grpc://host:port (repeat for each); workers may also announce themselves")
+	workerDNS := r.fs.String("worker-dns", "", "host:port: the workers are every address host resolves to (e.g. a Kubernetes headless service), resolved again every 5s")
 	r.fs.Var(&directDirs, "direct-dir", "a local warehouse directory every worker reads with DuckDB's Parquet reader (same path on every host; repeat for each): gathered queries over it are read in place by one worker")
 	if err := r.parse(args); err != nil {
 		return err
@@ -227,8 +237,8 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if len(workerAddrs) == 0 {
 		workerAddrs = r.cfg.WorkerAddresses
 	}
-	if len(workerAddrs) == 0 {
-		return errors.New("coordinator: no workers: give --worker or worker_addresses in the config")
+	if *workerDNS == "" {
+		*workerDNS = r.cfg.WorkerDNS
 	}
 	key, err := r.key(true)
 	if err != nil {
@@ -253,15 +263,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err := cluster.MountCatalogs(ctx, mounts, r.cfg.Catalogs); err != nil {
 		return err
 	}
-	var locs []string
-	for _, a := range workerAddrs {
-		if !strings.Contains(a, "://") {
-			// With TLS on, the workers run it too.
-			a = sec.Scheme() + a
-		}
-		locs = append(locs, a)
-	}
-	pool, err := flightsql.NewWorkerPool(locs, flightsql.WithPoolLogger(log), flightsql.WithClient(sec.Client()))
+	pool, err := r.workerPool(key, workerAddrs, *workerDNS, sec, log)
 	if err != nil {
 		return err
 	}
@@ -274,6 +276,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		Key:            key,
 		Mounts:         mounts,
 		Workers:        pool,
+		Membership:     pool,
 		DefaultCatalog: catalog.LocalCatalogName,
 		DefaultSchema:  catalog.DefaultSchema,
 		Engine:         r.engineOptions(),
@@ -285,17 +288,59 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log.Info("icefloe coordinator ready", zap.String("coordinator", c.Scheme+c.Addr), zap.Strings("workers", locs), zap.Bool("auth", sec.Auth != nil))
+	log.Info("icefloe coordinator ready", zap.String("coordinator", c.Scheme+c.Addr),
+		zap.Strings("workers", pool.Known()), zap.String("worker_dns", *workerDNS), zap.Bool("auth", sec.Auth != nil))
 	<-ctx.Done()
+	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
+	if n := c.Drain(*r.drain, flightsql.DefaultDrainQuiet); n > 0 {
+		log.Warn("drain timeout: statements cancelled with UNAVAILABLE", zap.Int("cancelled", n))
+	}
 	log.Info("shutting down")
 	return c.Close()
+}
+
+// workerPool is the coordinator's pool: listed workers, a DNS name, and
+// workers that announce themselves.
+//
+// The pool dials the workers through internal/flightclient with sec's
+// client: the workers' CA and the cluster token the key check carries.
+func (r *roleFlags) workerPool(key *wire.Key, addrs []string, dnsName string, sec cluster.Security, log *zap.Logger) (*flightsql.WorkerPool, error) {
+	var locs []string
+	for _, a := range addrs {
+		if !strings.Contains(a, "://") {
+			// With TLS on, the workers run it too.
+			a = sec.Scheme() + a
+		}
+		locs = append(locs, a)
+	}
+	opts := []flightsql.PoolOption{flightsql.WithPoolLogger(log), flightsql.WithAnnouncements(), flightsql.WithClient(sec.Client())}
+	if r.cfg.HealthInterval > 0 {
+		opts = append(opts, flightsql.WithHealthInterval(r.cfg.HealthInterval))
+	}
+	if dnsName != "" {
+		d, err := membership.NewDNS(membership.DNSOptions{Target: dnsName, Scheme: sec.Scheme(), Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, flightsql.WithDNS(d))
+	}
+	return flightsql.NewWorkerPool(key, locs, opts...)
 }
 
 func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	r := newRoleFlags("worker", stderr)
 	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
+	var announce stringList
+	r.fs.Var(&announce, "announce", "a coordinator's address host:port or grpc://host:port to join (repeat for each): the worker announces itself every 2s and tells it when it drains")
+	advertise := r.fs.String("advertise-host", "", "host coordinators and clients reach this worker at (default: the listen host)")
 	if err := r.parse(args); err != nil {
 		return err
+	}
+	if len(announce) == 0 {
+		announce = r.cfg.Announce
+	}
+	if *advertise == "" {
+		*advertise = r.cfg.AdvertiseHost
 	}
 	eo := r.engineOptions()
 	if *direct {
@@ -316,20 +361,30 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer sec.Audit.Close()
+	for i, a := range announce {
+		if !strings.Contains(a, "://") {
+			// With TLS on, the coordinators run it too.
+			announce[i] = sec.Scheme() + a
+		}
+	}
 	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
-		Listen:   *r.listen,
-		Key:      key,
-		Engine:   eo,
-		Logger:   log,
-		Security: sec,
+		Listen:        *r.listen,
+		AdvertiseHost: *advertise,
+		Key:           key,
+		Engine:        eo,
+		Logger:        log,
+		Announce:      announce,
+		Security:      sec,
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("icefloe worker ready", zap.String("worker", w.Location()))
+	log.Info("icefloe worker ready", zap.String("worker", w.Location()), zap.Strings("announce", announce))
 	<-ctx.Done()
+	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
+	w.Drain(*r.drain, flightsql.DefaultDrainQuiet)
 	log.Info("shutting down")
 	return w.Close()
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // PullOptions configure one Pull.
@@ -24,6 +26,10 @@ type PullOptions struct {
 	// "" for the connection the caller already has); ok false falls
 	// through to the pool.
 	Client func(loc string) (cl flight.Client, ok bool)
+	// OnUnavailable, when set, is told each location that answered
+	// codes.Unavailable (e.g. so membership can take a dead worker out
+	// of planning); the pull goes on to the next location as usual.
+	OnUnavailable func(loc string)
 }
 
 // Attempt is one location a pull tried and why it failed.
@@ -83,6 +89,9 @@ func (p *Pool) Pull(ctx context.Context, locs []string, ticket []byte, o PullOpt
 		var own errHandled
 		if errors.As(err, &own) {
 			return own.err
+		}
+		if o.OnUnavailable != nil && status.Code(err) == codes.Unavailable {
+			o.OnUnavailable(loc)
 		}
 		pe.Attempts = append(pe.Attempts, Attempt{Location: loc, Err: err})
 		pe.Started = started
