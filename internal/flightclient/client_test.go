@@ -215,3 +215,31 @@ func TestPoolKeepsHeldClients(t *testing.T) {
 		t.Fatal("Hold after Close")
 	}
 }
+
+func TestPullReportsUnavailable(t *testing.T) {
+	_, loc := start(t)
+	p := NewPool(Options{}, 0)
+	defer p.Close()
+	dead := "grpc://127.0.0.1:1"
+	var mu sync.Mutex
+	var told []string
+	o := PullOptions{OnUnavailable: func(l string) { mu.Lock(); told = append(told, l); mu.Unlock() }}
+
+	// A refused connection and a worker answering Unavailable are told;
+	// the pull still falls back to the next location.
+	if n, err := collect(t, p, context.Background(), []string{dead, loc}, "ok", o); err != nil || n != 2 {
+		t.Fatalf("fallback: %d rows, %v", n, err)
+	}
+	if _, err := collect(t, p, context.Background(), []string{loc}, "fail", o); err == nil {
+		t.Fatal("fail ticket pulled")
+	}
+	// Other failures are not.
+	if _, err := collect(t, p, context.Background(), []string{loc}, "half", o); err == nil {
+		t.Fatal("half ticket pulled")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 2 || told[0] != dead || told[1] != loc {
+		t.Errorf("told %q, want [%s %s]", told, dead, loc)
+	}
+}
