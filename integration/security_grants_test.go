@@ -218,6 +218,21 @@ func TestSecurityGrants(t *testing.T) {
 			}
 		}
 	})
+
+	// A Spark branch name is checked against the table it names: alice
+	// writes the branch of the table she may insert into, not another's.
+	t.Run("branches", func(t *testing.T) {
+		execUpdate(t, root, "ALTER TABLE sales.refunds CREATE BRANCH dev")
+		execUpdate(t, root, "ALTER TABLE sales.orders CREATE BRANCH dev")
+		allowed(t, alice, "INSERT INTO sales.refunds.branch_dev VALUES (-9, 9.5)")
+		denied(t, alice, "INSERT INTO sales.orders.branch_dev VALUES (1, 1, 'x', 1.0)", "INSERT", own)
+		if got := mustQuery(t, root, "SELECT count(*) FROM sales.refunds.branch_dev WHERE id = -9").rows[0]; got != "1" {
+			t.Fatalf("branch dev of sales.refunds holds %s rows with id -9, want 1", got)
+		}
+		if got := mustQuery(t, root, "SELECT count(*) FROM sales.refunds WHERE id = -9").rows[0]; got != "0" {
+			t.Fatalf("main of sales.refunds holds %s rows with id -9, want 0", got)
+		}
+	})
 }
 
 // metaColumn runs a metadata command and returns column col of its rows.
