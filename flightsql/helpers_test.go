@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -234,7 +235,9 @@ func start(t *testing.T) *env {
 	if e.key, err = wire.RandomKey(); err != nil {
 		t.Fatal(err)
 	}
-	e.srv, err = New(Options{Planner: e.planner, Mounts: mounts, Key: e.key, Allocator: srvMem, Version: "test"})
+	pool := flightclient.NewPool(flightclient.Options{}, 0)
+	t.Cleanup(func() { pool.Close() })
+	e.srv, err = New(Options{Planner: e.planner, Mounts: mounts, Key: e.key, Flight: pool, Allocator: srvMem, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/sqltok"
@@ -755,8 +756,9 @@ func rowError(i, n int, err error) error {
 // row.
 func (p *Planner) insertValues(ctx context.Context, sess Session, parts []string, columns, values string, b *paramBatch) (int64, error) {
 	// loadTarget resolves t.branch_b and the session's WAP branch, so the
-	// rows commit to the branch the statement names.
-	tgt, err := p.loadTarget(ctx, sess, parts)
+	// rows commit to the branch the statement names; a caller without
+	// INSERT is denied before any parameter row is read.
+	tgt, err := p.loadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -22,7 +24,7 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser, ar
 	if err != nil {
 		return 0, err
 	}
-	tgt, conn, err := p.targetConn(ctx, sess, parts)
+	tgt, conn, err := p.targetConn(ctx, sess, parts, authz.Delete)
 	if err != nil {
 		return 0, err
 	}
@@ -44,10 +46,11 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser, ar
 	return p.rewrite(ctx, sess, tgt, rewriteSQL{out: keep, match: match, outArgs: args, matchArgs: args})
 }
 
-// targetConn loads the target table of a DELETE or UPDATE and opens a
-// connection to print its statements on; the caller closes it.
-func (p *Planner) targetConn(ctx context.Context, sess Session, parts []string) (*writeTarget, *engine.Conn, error) {
-	tgt, err := p.loadTarget(ctx, sess, parts)
+// targetConn loads the target table of a DELETE or UPDATE once the caller
+// holds each of privs on it, and opens a connection to print its
+// statements on; the caller closes it.
+func (p *Planner) targetConn(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*writeTarget, *engine.Conn, error) {
+	tgt, err := p.loadTarget(ctx, sess, parts, privs...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,7 +184,7 @@ func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser, ar
 	if err != nil {
 		return 0, err
 	}
-	tgt, conn, err := p.targetConn(ctx, sess, u.parts)
+	tgt, conn, err := p.targetConn(ctx, sess, u.parts, authz.Update)
 	if err != nil {
 		return 0, err
 	}
@@ -475,7 +478,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 		if lineage {
 			scan.Columns = in.cols
 		}
-		sealed, err := p.opts.Key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
+		sealed, err := p.seal(auth.Name(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
 		if err != nil {
 			return 0, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/duckdb/duckdb-go/v2"
 
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 )
 
@@ -561,8 +562,9 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *ddlPar
 		return nil, nil // INSERT … SELECT: no parameters described
 	}
 	values := ps.text(ps.i, len(toks)-1)
-	// The target as INSERT loads it, so t.branch_b is described too.
-	tgt, err := p.loadTarget(ctx, sess, parts)
+	// The target as INSERT loads it, so t.branch_b is described too; its
+	// column types are no one's business without INSERT.
+	tgt, err := p.loadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return nil, err
 	}
@@ -618,7 +620,12 @@ func (p *Planner) dmlParamTypes(ctx context.Context, sess Session, query string)
 	default:
 		return nil, nil // DDL takes no parameters
 	}
-	tgt, conn, err := p.targetConn(ctx, sess, parts)
+	// Describing a statement's parameters needs what running it does.
+	priv := authz.Delete
+	if update {
+		priv = authz.Update
+	}
+	tgt, conn, err := p.targetConn(ctx, sess, parts, priv)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
@@ -121,10 +124,11 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		}
 		in.groups = groupTasks(in.tasks, targetGroups(workers, in.bytes, p.opts.TargetGroupBytes))
 	}
-	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers,
+	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, principal: auth.Name(ctx),
 		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
+	audit.From(ctx).QueryID(pb.plan.QueryID)
 	root, _ := b.ast.root["node"].(node)
 	if order, _, _, _ := modifiersOf(root); order != nil && str(root, "type") == "SELECT_NODE" {
 		pb.plan.Ordered = true
@@ -137,16 +141,18 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 
 // planBuilder collects one plan's tickets.
 type planBuilder struct {
-	p       *Planner
-	b       *bound
-	conn    *engine.Conn
-	workers []Worker
-	plan    *Plan
-	expires time.Time
-	explain []string // lines "key\tvalue"
-	tickets []*wire.Ticket
-	owners  []int
-	next    int
+	p *Planner
+	// principal is who plans: every ticket is bound to them.
+	principal string
+	b         *bound
+	conn      *engine.Conn
+	workers   []Worker
+	plan      *Plan
+	expires   time.Time
+	explain   []string // lines "key\tvalue"
+	tickets   []*wire.Ticket
+	owners    []int
+	next      int
 }
 
 func (pb *planBuilder) note(key, format string, args ...any) {
@@ -181,7 +187,7 @@ func (pb *planBuilder) endpoint(t *wire.Ticket) {
 
 // child seals t as a child fragment owned by the next worker.
 func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
-	sealed, err := pb.p.opts.Key.Seal(t)
+	sealed, err := pb.p.seal(pb.principal, t)
 	if err != nil {
 		return wire.Child{}, err
 	}
@@ -190,7 +196,7 @@ func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
 
 func (pb *planBuilder) finish() (*Plan, error) {
 	for i, t := range pb.tickets {
-		sealed, err := pb.p.opts.Key.Seal(t)
+		sealed, err := pb.p.seal(pb.principal, t)
 		if err != nil {
 			return nil, err
 		}
@@ -622,6 +628,17 @@ func snapshotID(in *input) int64 {
 	return 0
 }
 
+// seal stamps a ticket with the principal it is bound to and the time it
+// was planned, and seals it: every ticket the planner makes goes through
+// here.
+func (p *Planner) seal(principal string, t *wire.Ticket) ([]byte, error) {
+	t.Principal = principal
+	if t.IssuedAt.IsZero() {
+		t.IssuedAt = time.Now()
+	}
+	return p.opts.Key.Seal(t)
+}
+
 func newQueryID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -901,6 +918,14 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	if ref.Schema == "" {
 		ref.Schema = r.s.Schema
 	}
+	// Every table read needs SELECT, checked before it is loaded: a
+	// metadata table (t$snapshots) or an older version is still t.
+	base := ref
+	base.Table, _ = splitMetaTable(ref.Table)
+	if err := r.p.authorize(ctx, authz.TableObject(base), authz.Select); err != nil {
+		r.err = err
+		return
+	}
 	key := inputKey(ref, at)
 	in, ok := r.byRef[key]
 	if !ok {
@@ -913,6 +938,11 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 			in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
 			r.byRef[inputKey(ref, at)] = in
 			b.inputs = append(b.inputs, in)
+			snap := in.snapshot
+			if snap == 0 {
+				snap = snapshotID(in)
+			}
+			audit.From(ctx).Read(ref.String(), snap)
 		}
 		r.byRef[key] = in
 	}
@@ -972,6 +1002,7 @@ func encodeScan(in *input, tasks []table.FileScanTask) (wire.Scan, error) {
 	scan := wire.Scan{
 		View:             in.view,
 		Table:            in.ref.String(),
+		TableUUID:        md.TableUUID().String(),
 		MetadataLocation: in.pinned.MetadataLocation,
 		SnapshotID:       in.snapshot,
 		MetadataTable:    in.meta,

@@ -70,7 +70,7 @@ func testPlanner(t *testing.T, workers fixedWorkers, files int) (*Planner, *wire
 		}
 	}
 	key, _ := wire.RandomKey()
-	p, err := New(Options{Mounts: m, Engine: eng, Key: key, Workers: workers})
+	p, err := New(Options{Mounts: m, Engine: eng, Key: key, Workers: workers, Flight: testPool(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/inflight"
 	"github.com/icefloe/icefloe/wire"
@@ -73,6 +75,15 @@ type Options struct {
 	// are sent short of BatchRows, so a slow fragment's first rows leave
 	// early; 0 means DefaultFlushAfter.
 	FlushAfter time.Duration
+	// Peers says how the worker dials the peers it pulls child fragments
+	// from (TLS roots, the cluster credentials calls carry).
+	Peers flightclient.Options
+	// Authenticated says every call was authenticated (auth's
+	// interceptors are installed): tickets are then served only to the
+	// principal they were planned for, or to the cluster.
+	Authenticated bool
+	// Audit, when set, gets one line per ticket served (audit.go).
+	Audit *audit.Log
 }
 
 // Validate reports every problem with o at once.
@@ -113,13 +124,18 @@ type Server struct {
 	log    *zap.Logger
 	health *health.Server
 	// peers are pooled Flight clients of the workers children are pulled
-	// from.
-	peers *peers
+	// from; Close closes them.
+	peers *flightclient.Pool
 
 	// footers caches the field ids of local Parquet files (direct.go);
 	// directScans counts scans that took the direct path.
 	footers     *lru.Cache[string, map[int]string]
 	directScans atomic.Int64
+
+	// started is when the server was made; revoked are the dropped tables
+	// (admit.go).
+	started time.Time
+	revoked revocations
 
 	mu      sync.Mutex
 	closing bool
@@ -163,7 +179,9 @@ func New(o Options) (*Server, error) {
 		log:    o.Logger,
 		health: health.NewServer(),
 		calls:  inflight.New(),
-		peers:  newPeers(DefaultPeerClients),
+		peers:  flightclient.NewPool(o.Peers, DefaultPeerClients),
+
+		started: time.Now(),
 	}
 	s.footers, _ = lru.New[string, map[int]string](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -207,6 +225,10 @@ func (s *Server) Shutdown() {
 	s.calls.CancelAll(errShuttingDown)
 }
 
+// Close releases what the server holds after its gRPC server stopped: the
+// clients of its peers.
+func (s *Server) Close() error { return s.peers.Close() }
+
 // begin registers a DoGet so Shutdown can cancel it. The caller calls end.
 func (s *Server) begin(parent context.Context) (ctx context.Context, end func(), err error) {
 	s.mu.Lock()
@@ -221,7 +243,15 @@ func (s *Server) begin(parent context.Context) (ctx context.Context, end func(),
 // DoGet opens the sealed ticket, loads its scans, runs its SQL and streams
 // the result with the ticket's schema.
 func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) (err error) {
-	ctx, end, err := s.begin(stream.Context())
+	start := time.Now()
+	ctx, entry := s.auditEntry(stream.Context())
+	if s.opts.Audit != nil {
+		// Under everything serve sends: the schema sent first
+		// (flightio.SendSchema) and the merged, streamed batches after it.
+		stream = &countingStream{FlightService_DoGetServer: stream, e: entry}
+		defer func() { s.finish(entry, start, err) }()
+	}
+	ctx, end, err := s.begin(ctx)
 	if err != nil {
 		return toStatus(stream.Context(), err)
 	}
@@ -245,6 +275,10 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	start := time.Now()
 	t, err := s.opts.Key.Open(sealed, start)
 	if err != nil {
+		return err
+	}
+	noteTicket(ctx, t)
+	if err := s.admit(ctx, t); err != nil {
 		return err
 	}
 	if len(t.Schema) == 0 {

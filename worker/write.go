@@ -250,10 +250,11 @@ func encodeResult(tbl *table.Table, df iceberg.DataFile) (wire.WriteResult, erro
 	if err != nil {
 		return wire.WriteResult{}, fmt.Errorf("%w: encode data file: %v", errInternal, err)
 	}
-	return wire.WriteResult{SpecID: int(df.SpecID()), DataFile: data, Rows: df.Count()}, nil
+	return wire.WriteResult{SpecID: int(df.SpecID()), DataFile: data, Rows: df.Count(), Bytes: df.FileSizeBytes()}, nil
 }
 
 func sendResults(ctx context.Context, s *Server, results []wire.WriteResult, stream flight.DataStreamWriter) (err error) {
+	noteWritten(ctx, results)
 	wr := flight.NewRecordWriter(stream, ipc.WithSchema(writeResultSchema), ipc.WithAllocator(s.opts.Allocator))
 	defer func() {
 		if cerr := wr.Close(); err == nil && cerr != nil {
