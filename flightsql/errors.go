@@ -3,6 +3,7 @@ package flightsql
 import (
 	"context"
 	"errors"
+	"strings"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"google.golang.org/grpc/codes"
@@ -92,7 +93,7 @@ func ToStatus(err error) error {
 	}
 	// A catalog library may quote a URL or a connection string it was
 	// given: no message leaves with a catalog's secret in it.
-	msg := catalog.ScrubText(err.Error())
+	msg := catalog.ScrubText(userMessage(err))
 	for _, e := range codeTable {
 		if errors.Is(err, e.err) {
 			return status.Error(e.code, msg)
@@ -105,4 +106,22 @@ func ToStatus(err error) error {
 		return st.Err()
 	}
 	return status.Error(codes.Internal, msg)
+}
+
+// userMessage is err's message as the client reads it: an error written
+// for people (planner.UserError) says so itself; otherwise the sentinels'
+// package prefixes ("planner: ", "catalog: ") go, their words stay.
+func userMessage(err error) string {
+	var ue interface{ UserMessage() string }
+	if errors.As(err, &ue) {
+		return ue.UserMessage()
+	}
+	msg := err.Error()
+	for _, e := range codeTable {
+		text := e.err.Error()
+		if pkg, rest, ok := strings.Cut(text, ": "); ok && !strings.Contains(pkg, " ") {
+			msg = strings.ReplaceAll(msg, text, rest)
+		}
+	}
+	return msg
 }

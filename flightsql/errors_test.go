@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -44,8 +46,8 @@ func TestToStatus(t *testing.T) {
 		if got.Code() != want {
 			t.Errorf("%s: %v → %s, want %s", name, err, got.Code(), want)
 		}
-		if got.Message() != err.Error() {
-			t.Errorf("%s: message %q, want the error's text %q", name, got.Message(), err.Error())
+		if want := withoutPrefixes(err); got.Message() != want {
+			t.Errorf("%s: message %q, want the error's text without package prefixes %q", name, got.Message(), want)
 		}
 	}
 	for err, want := range map[error]codes.Code{
@@ -83,8 +85,22 @@ func TestErrorCodesOverRPC(t *testing.T) {
 		if status.Code(err) != want {
 			t.Errorf("ExecuteUpdate %s: %v, want %s", name, err, want)
 		}
-		if got := status.Convert(err).Message(); got != failures[name].Error() {
+		if got := status.Convert(err).Message(); got != withoutPrefixes(failures[name]) {
 			t.Errorf("%s: message %q", name, got)
 		}
+	}
+}
+
+// withoutPrefixes is err's text as clients read it: the sentinels' words
+// without their packages' names.
+func withoutPrefixes(err error) string {
+	return strings.NewReplacer("planner: ", "", "catalog: ", "", "flightsql: ", "").Replace(err.Error())
+}
+
+func TestUserErrorMessage(t *testing.T) {
+	err := fmt.Errorf("plan: %w", &planner.UserError{Kind: planner.ErrNotFound, Msg: "table x does not exist; did you mean y?"})
+	st := status.Convert(ToStatus(err))
+	if st.Code() != codes.NotFound || st.Message() != "table x does not exist; did you mean y?" {
+		t.Errorf("UserError: %s %q", st.Code(), st.Message())
 	}
 }

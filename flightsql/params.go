@@ -191,11 +191,11 @@ func (s *Server) updateWithParameters(ctx context.Context, cmd flightsql.Prepare
 // execRows runs an update once, or once per row of parameters.
 func (s *Server) execRows(ctx context.Context, sess planner.Session, query string, rows [][]any) (int64, error) {
 	if len(rows) == 0 {
-		return s.opts.Planner.Exec(ctx, sess, query)
+		return s.execute(ctx, sess, query)
 	}
 	var total int64
 	for i, row := range rows {
-		n, err := s.opts.Planner.Exec(ctx, sess, query, row...)
+		n, err := s.execute(ctx, sess, query, row...)
 		if err != nil {
 			if len(rows) > 1 {
 				return total, fmt.Errorf("parameter row %d: %w", i+1, err)

@@ -38,6 +38,9 @@ type Planner interface {
 	Bind(ctx context.Context, s planner.Session, query string, args ...any) (*arrow.Schema, error)
 	// Exec runs a DDL or DML statement and returns its update count.
 	Exec(ctx context.Context, s planner.Session, query string, args ...any) (int64, error)
+	// Use resolves a USE statement into the session it sets; ok is false
+	// for any other statement.
+	Use(ctx context.Context, s planner.Session, query string) (next planner.Session, ok bool, err error)
 }
 
 var _ Planner = (*planner.Planner)(nil)
@@ -303,7 +306,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query stri
 // one endpoint the coordinator serves itself with no rows, for clients that
 // read endpoint 0 unconditionally.
 func (s *Server) updateInfo(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	n, err := s.opts.Planner.Exec(ctx, sess, query)
+	n, err := s.execute(ctx, sess, query)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +388,7 @@ func (s *Server) exec(ctx context.Context, sess planner.Session, query string) (
 	if kind != planner.KindUpdate {
 		return 0, ErrNotQuery
 	}
-	return s.opts.Planner.Exec(ctx, sess, query)
+	return s.execute(ctx, sess, query)
 }
 
 // CreatePreparedStatement seals the statement and the session's defaults

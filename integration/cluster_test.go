@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -80,10 +81,15 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 	return s
 }
 
-// adbcConn opens an ADBC Flight SQL connection to the coordinator.
-func adbcConn(t testing.TB, addr string) adbc.Connection {
+// adbcConn opens an ADBC Flight SQL connection to the coordinator, with
+// the extra database options given.
+func adbcConn(t testing.TB, addr string, extra ...map[string]string) adbc.Connection {
 	t.Helper()
-	return openADBC(t, map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
+	o := map[string]string{adbc.OptionKeyURI: "grpc://" + addr}
+	for _, e := range extra {
+		maps.Copy(o, e)
+	}
+	return openADBC(t, o)
 }
 
 // openADBC opens an ADBC Flight SQL database with dbOpts and one

@@ -322,6 +322,7 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 	if err != nil {
 		return err
 	}
+	ref = p.existingSchema(ctx, ref)
 	mt, err := p.ddlMount(ref.Catalog)
 	if err != nil {
 		return err
