@@ -3,7 +3,7 @@ package flightsql
 import (
 	"context"
 	"errors"
-	"strings"
+	"regexp"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"google.golang.org/grpc/codes"
@@ -109,19 +109,16 @@ func ToStatus(err error) error {
 }
 
 // userMessage is err's message as the client reads it: an error written
-// for people (planner.UserError) says so itself; otherwise the sentinels'
-// package prefixes ("planner: ", "catalog: ") go, their words stay.
+// for people (planner.UserError) says so itself; otherwise the package
+// prefixes of the sentinels ("planner: ", "catalog: ") go, their words
+// stay.
 func userMessage(err error) string {
 	var ue interface{ UserMessage() string }
 	if errors.As(err, &ue) {
 		return ue.UserMessage()
 	}
-	msg := err.Error()
-	for _, e := range codeTable {
-		text := e.err.Error()
-		if pkg, rest, ok := strings.Cut(text, ": "); ok && !strings.Contains(pkg, " ") {
-			msg = strings.ReplaceAll(msg, text, rest)
-		}
-	}
-	return msg
+	return packagePrefix.ReplaceAllString(err.Error(), "")
 }
+
+// packagePrefix matches the prefix icefloe's sentinel errors carry.
+var packagePrefix = regexp.MustCompile(`\b(planner|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)

@@ -94,7 +94,7 @@ func TestErrorCodesOverRPC(t *testing.T) {
 // withoutPrefixes is err's text as clients read it: the sentinels' words
 // without their packages' names.
 func withoutPrefixes(err error) string {
-	return strings.NewReplacer("planner: ", "", "catalog: ", "", "flightsql: ", "").Replace(err.Error())
+	return strings.NewReplacer("planner: ", "", "catalog: ", "", "flightsql: ", "", "wire: ", "").Replace(err.Error())
 }
 
 func TestUserErrorMessage(t *testing.T) {

@@ -301,3 +301,24 @@ func (p *Planner) existingSchema(ctx context.Context, ref catalog.TableRef) cata
 	ref.Catalog, ref.Schema = cat, sch
 	return ref
 }
+
+// loadTable loads ref as written or, when the catalog has no table so
+// written, as resolveRef resolves it; it returns the ref it loaded.
+func (p *Planner) loadTable(ctx context.Context, ref catalog.TableRef) (catalog.TableRef, *catalog.Pinned, error) {
+	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
+	if err == nil || !errors.Is(err, catalog.ErrTableNotFound) && !errors.Is(err, catalog.ErrCatalogNotFound) {
+		return ref, pinned, err
+	}
+	canon, rerr := p.resolveRef(ctx, ref, nil)
+	if rerr != nil {
+		return ref, nil, rerr
+	}
+	if canon == ref {
+		return ref, nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	pinned, err = p.opts.Mounts.LoadTable(ctx, canon)
+	if err != nil && errors.Is(err, catalog.ErrTableNotFound) {
+		err = fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return canon, pinned, err
+}

@@ -543,9 +543,14 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query stri
 	if err := p.authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
 		return nil, err
 	}
-	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
+	canon, pinned, err := p.loadTable(ctx, ref)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+		return nil, err
+	}
+	if canon != ref {
+		if err := p.authorize(ctx, authz.TableObject(canon), authz.Insert); err != nil {
+			return nil, err
+		}
 	}
 	schema := pinned.Table.Schema()
 	defs := make([]string, len(schema.Fields()))
