@@ -152,6 +152,22 @@ func TestCaseInsensitiveNames(t *testing.T) {
 		}
 	}
 
+	// A statement failing on the data, on the workers: DuckDB's message,
+	// without the rewritten fragment or the path it took (the driver
+	// still prints it once per location it tried).
+	for _, q := range []string{"SELECT CAST(status AS INTEGER) FROM orders",
+		"SELECT CAST(status AS INTEGER), count(*) FROM orders GROUP BY 1"} {
+		_, err := query(t, cnxn, q)
+		if err == nil || !strings.Contains(err.Error(), "Could not convert string") {
+			t.Fatalf("%s: %v", q, err)
+		}
+		for _, internal := range []string{"__icefloe", "LINE 1", "run fragment", "child fragment"} {
+			if strings.Contains(err.Error(), internal) {
+				t.Errorf("%s: message shows %q: %v", q, internal, err)
+			}
+		}
+	}
+
 	execUpdate(t, cnxn, "CREATE SCHEMA Sales")
 	execUpdate(t, cnxn, "CREATE TABLE sales.t (v INT)")
 	// USE through GetFlightInfo, as Python's driver sends every statement

@@ -240,11 +240,7 @@ var rewrittenName = regexp.MustCompile(`__icefloe_[tc][0-9]+`)
 // user's terms: each view or CTE is called what the statement called it,
 // and the quoted line of rewritten SQL (which the user never wrote) goes.
 func (b *bound) userText(msg string) string {
-	if i := strings.Index(msg, "\n\nLINE "); i >= 0 {
-		msg = msg[:i]
-	} else if i := strings.Index(msg, "\nLINE "); i >= 0 {
-		msg = msg[:i]
-	}
+	msg = engine.WithoutExcerpt(msg)
 	return rewrittenName.ReplaceAllStringFunc(msg, func(v string) string {
 		if name, ok := b.names[v]; ok {
 			return name

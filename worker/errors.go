@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -85,6 +86,11 @@ func statusOf(ctx context.Context, err error) error {
 	}
 	var ce *childError
 	if errors.As(err, &ce) {
+		if ce.code == codes.InvalidArgument {
+			// The statement failed on the data there: the same message
+			// the child gave, not one more layer naming where.
+			return status.Error(ce.code, ce.msg)
+		}
 		return status.Error(ce.code, ce.Error())
 	}
 	if _, ok := status.FromError(err); ok {
@@ -102,7 +108,7 @@ func statusOf(ctx context.Context, err error) error {
 			}
 			return status.Error(codes.Internal, err.Error())
 		}
-		return status.Error(codes.InvalidArgument, err.Error())
+		return status.Error(codes.InvalidArgument, engine.WithoutExcerpt(qe.err.Error()))
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return status.Error(codes.NotFound, err.Error())

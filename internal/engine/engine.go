@@ -287,3 +287,13 @@ func Quote(name string) string {
 func QuoteString(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// WithoutExcerpt drops the excerpt of the SQL text ("LINE 1: …" and its
+// caret) DuckDB appends to a message: when the SQL is icefloe's rewrite of
+// a client's statement, the excerpt shows what the client never wrote.
+func WithoutExcerpt(msg string) string {
+	if i := strings.Index(msg, "\nLINE "); i >= 0 {
+		msg = strings.TrimRight(msg[:i], "\n")
+	}
+	return msg
+}
