@@ -92,6 +92,13 @@ func TestShowDescribeInformationSchema(t *testing.T) {
 	wantTable(t, cnxn, "SELECT current_catalog(), current_schema(), current_database() AS db", "current_catalog(),current_schema(),db",
 		"local|default|local")
 
+	// docs/sql.md's example, as written there.
+	wantTable(t, cnxn, `SHOW TABLES FROM local."default" LIKE 'o%'`, "name", "orders")
+	wantTable(t, cnxn, `SELECT table_name, count(*) AS columns
+FROM information_schema.columns
+WHERE table_schema = 'default'
+GROUP BY table_name ORDER BY table_name`, "table_name,columns", "customers|5", "events|5", "orders|6")
+
 	summ := mustQuery(t, cnxn, "SUMMARIZE orders")
 	if len(summ.rows) != 6 || summ.schema.Field(0).Name != "column_name" || !strings.HasPrefix(summ.rows[0], "id | BIGINT | 1 | ") {
 		t.Errorf("SUMMARIZE orders: %v %v", summ.schema, summ.rows)
