@@ -48,11 +48,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch args[0] {
 	case "serve":
-		return runServe(ctx, args[1:], stderr)
+		return startupError(runServe(ctx, args[1:], stderr))
 	case "coordinator":
-		return runCoordinator(ctx, args[1:], stderr)
+		return startupError(runCoordinator(ctx, args[1:], stderr))
 	case "worker":
-		return runWorker(ctx, args[1:], stderr)
+		return startupError(runWorker(ctx, args[1:], stderr))
 	case "sql":
 		return runSQL(ctx, args[1:], stdin, stdout, stderr)
 	case "config":

@@ -45,8 +45,8 @@ func (o Options) Validate() error {
 	if o.Threads < 0 {
 		errs = append(errs, fmt.Errorf("engine: threads must be >= 0, got %d", o.Threads))
 	}
-	if strings.ContainsAny(o.MemoryLimit, "'\\") {
-		errs = append(errs, errors.New("engine: memory limit has a quote"))
+	if err := validateMemoryLimit(o.MemoryLimit); err != nil {
+		errs = append(errs, err)
 	}
 	if strings.ContainsAny(o.TempDir, "'\\") {
 		errs = append(errs, errors.New("engine: temp dir has a quote"))
