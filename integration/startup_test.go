@@ -95,6 +95,17 @@ func TestStartupErrors(t *testing.T) {
 	}
 }
 
+// TestHelpExitsZero: -h of every command prints its flags and exits 0.
+func TestHelpExitsZero(t *testing.T) {
+	bin := icefloeBin(t)
+	for _, cmd := range []string{"serve", "coordinator", "worker", "sql"} {
+		_, stderr, code := runExit(t, bin, nil, cmd, "-h")
+		if code != 0 || !strings.Contains(stderr, "-listen") && !strings.Contains(stderr, "-addr") {
+			t.Errorf("%s -h: exit %d\n%s", cmd, code, stderr)
+		}
+	}
+}
+
 // TestConfigCheck: config check refuses bad values and unknown keys (with
 // the nearest key) and prints the effective config, defaults applied and
 // secrets redacted.

@@ -190,7 +190,9 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 		if stdin == nil {
 			return o, nil, errors.New("no statement given")
 		}
-		if isTerminal(stdin) {
+		if isTerminal(stdin) && isTerminal(os.Stdout) {
+			// liner edits on the process's own terminal; with stdout
+			// redirected, stdin is read as a script.
 			o.interactive = true
 			return o, nil, nil
 		}
