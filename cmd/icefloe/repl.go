@@ -30,36 +30,46 @@ tables and columns; Up/Down and Ctrl-R search the history.
   \?              this help; also .help
 `
 
+// replSession is the state of an interactive session.
+type replSession struct {
+	c      *sqlClient
+	opts   sqlFlags
+	line   *liner.State
+	hist   string
+	comp   *completer
+	intr   *interrupts
+	w      resultWriter
+	out    *bufio.Writer
+	stderr io.Writer
+	buf    strings.Builder // the statement typed so far
+}
+
 // repl reads statements from the terminal with line editing, history and
 // completion, runs each at its ';' and goes on after errors. The prompt
 // names the session's catalog and schema.
 func (c *sqlClient) repl(ctx context.Context, opts sqlFlags, w resultWriter, out *bufio.Writer, stderr io.Writer) error {
-	line := liner.NewLiner()
-	defer line.Close()
-	line.SetCtrlCAborts(true)
-	line.SetTabCompletionStyle(liner.TabPrints)
-	hist := historyPath(opts)
-	loadHistory(line, hist)
+	s := &replSession{c: c, opts: opts, line: liner.NewLiner(), hist: historyPath(opts), comp: &completer{},
+		intr: newInterrupts(), w: w, out: out, stderr: stderr}
+	defer s.line.Close()
+	defer s.intr.stop()
+	s.line.SetCtrlCAborts(true)
+	s.line.SetTabCompletionStyle(liner.TabPrints)
+	loadHistory(s.line, s.hist)
+	s.comp.load(ctx, c)
+	s.line.SetWordCompleter(s.comp.complete)
 
 	names := c.sessionName(ctx, opts)
-	comp := &completer{}
-	comp.load(ctx, c)
-	line.SetWordCompleter(comp.complete)
-
-	intr := newInterrupts()
-	defer intr.stop()
 	prompt := names + "> "
 	cont := strings.Repeat(" ", max(len(names)-2, 0)) + "-> "
-	var buf strings.Builder
 	for {
 		p := prompt
-		if buf.Len() > 0 {
+		if s.buf.Len() > 0 {
 			p = cont
 		}
-		text, err := line.Prompt(p)
+		text, err := s.line.Prompt(p)
 		switch {
 		case errors.Is(err, liner.ErrPromptAborted):
-			buf.Reset() // Ctrl-C at the prompt drops the input
+			s.buf.Reset() // Ctrl-C at the prompt drops the input
 			continue
 		case errors.Is(err, io.EOF):
 			fmt.Fprintln(out)
@@ -67,41 +77,58 @@ func (c *sqlClient) repl(ctx context.Context, opts sqlFlags, w resultWriter, out
 		case err != nil:
 			return fmt.Errorf("read the terminal: %w", err)
 		}
-		if buf.Len() == 0 {
-			if cmd, ok := shortcut(text); ok {
-				line.AppendHistory(strings.TrimSpace(text))
-				saveHistory(line, hist)
-				if cmd.quit {
-					return out.Flush()
-				}
-				if err := c.runShortcut(ctx, intr, opts, cmd, w, out, stderr); err != nil {
-					printREPLError(stderr, err)
-				}
-				continue
-			}
-		}
-		buf.WriteString(text)
-		buf.WriteByte('\n')
-		stmts, rest, ok := completeStatements(buf.String())
-		if !ok {
-			continue
-		}
-		// liner's history is one line an entry.
-		line.AppendHistory(strings.Join(strings.Fields(strings.TrimSuffix(buf.String(), rest)), " "))
-		saveHistory(line, hist)
-		buf.Reset()
-		buf.WriteString(strings.TrimLeft(rest, " \t\r\n"))
-		for _, st := range stmts {
-			err := c.runCancellable(ctx, intr, opts.timeout, c.statement(st.Text), w, out, stderr)
-			if err != nil {
-				printREPLError(stderr, err)
-				continue
-			}
-			if sqltok.FirstWord(st.Text) != "SELECT" {
-				comp.load(ctx, c) // DDL may have made or dropped tables
-			}
+		if quit := s.enter(ctx, text); quit {
+			return out.Flush()
 		}
 	}
+}
+
+// enter takes one typed line: a shortcut, or SQL that runs once a ';'
+// ends a statement. It reports whether the session ends.
+func (s *replSession) enter(ctx context.Context, text string) (quit bool) {
+	if s.buf.Len() == 0 {
+		if cmd, ok := shortcut(text); ok {
+			s.remember(text)
+			if cmd.quit {
+				return true
+			}
+			if err := s.c.runShortcut(ctx, s.intr, s.opts, cmd, s.w, s.out, s.stderr); err != nil {
+				printREPLError(s.stderr, err)
+			}
+			return false
+		}
+	}
+	s.buf.WriteString(text)
+	s.buf.WriteByte('\n')
+	stmts, rest, ok := completeStatements(s.buf.String())
+	if !ok {
+		return false
+	}
+	s.remember(strings.TrimSuffix(s.buf.String(), rest))
+	s.buf.Reset()
+	s.buf.WriteString(strings.TrimLeft(rest, " \t\r\n"))
+	for _, st := range stmts {
+		err := s.c.runCancellable(ctx, s.intr, s.opts.timeout, s.c.statement(st.Text), s.w, s.out, s.stderr)
+		if err != nil {
+			printREPLError(s.stderr, err)
+			continue
+		}
+		if sqltok.FirstWord(st.Text) != "SELECT" {
+			s.comp.load(ctx, s.c) // DDL may have made or dropped tables
+		}
+	}
+	return false
+}
+
+// remember adds an entry to the history and saves it. liner keeps one
+// line an entry: the lines of a statement are joined with spaces.
+func (s *replSession) remember(entry string) {
+	entry = strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(entry))
+	if entry == "" {
+		return
+	}
+	s.line.AppendHistory(entry)
+	saveHistory(s.line, s.hist)
 }
 
 func printREPLError(stderr io.Writer, err error) {
