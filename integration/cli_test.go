@@ -125,7 +125,7 @@ func TestSQLInteractive(t *testing.T) {
 	term.expect(`local\.default> $`, 30*time.Second)
 
 	term.send("SELECT 40 +\r")
-	term.expect(`-> $`, 5*time.Second)
+	term.expect(`-> $`, 15*time.Second)
 	term.send("2 AS answer;\r")
 	out := term.expect(`local\.default> $`, 30*time.Second)
 	if !strings.Contains(out, "answer") || !strings.Contains(out, "42") || !strings.Contains(out, "(1 row)") {
@@ -151,7 +151,7 @@ func TestSQLInteractive(t *testing.T) {
 
 	// Tab completes a table name.
 	term.send("SELECT count(*) AS c FROM local.default.ord\t")
-	term.expect(`FROM local\.default\.orders`, 5*time.Second)
+	term.expect(`FROM local\.default\.orders`, 15*time.Second)
 	term.send(";\r")
 	out = term.expect(`local\.default> $`, 30*time.Second)
 	if !strings.Contains(out, "50000") {
@@ -187,7 +187,7 @@ func TestSQLInteractive(t *testing.T) {
 	term = startTerminal(t, bin, nil, "sql", "--addr", addr, "--history", hist)
 	term.expect(`local\.default> $`, 30*time.Second)
 	term.send("\x1b[A\x1b[A")
-	term.expect(`SELECT 'still here' AS s;`, 5*time.Second)
+	term.expect(`SELECT 'still here' AS s;`, 15*time.Second)
 	term.send("\r")
 	if out := term.expect(`local\.default> $`, 30*time.Second); !strings.Contains(out, "still here") {
 		t.Fatalf("the recalled statement:\n%s", out)
