@@ -116,7 +116,8 @@ func startDemo(t *testing.T, bin string) string {
 // TestSQLInteractive drives `icefloe sql` on a terminal as a person does:
 // the prompt, a statement over two lines, an error and going on, a
 // shortcut, completion, the progress line, Ctrl-C cancelling a long query
-// with the prompt coming back, and the history file read by the next run.
+// with the prompt coming back, and the history file read by the next run,
+// whose prompt names the schema it was given.
 func TestSQLInteractive(t *testing.T) {
 	bin := icefloeBin(t)
 	addr := startDemo(t, bin)
@@ -147,6 +148,11 @@ func TestSQLInteractive(t *testing.T) {
 	out = term.expect(`local\.default> $`, 30*time.Second)
 	if !regexp.MustCompile(`customer_id +\| int64`).MatchString(out) {
 		t.Fatalf("\\d orders:\n%s", out)
+	}
+
+	term.send("CREATE SCHEMA sales;\r")
+	if out := term.expect(`local\.default> $`, 30*time.Second); !strings.Contains(out, "rows affected") {
+		t.Fatalf("CREATE SCHEMA:\n%s", out)
 	}
 
 	// Tab completes a table name.
@@ -183,13 +189,14 @@ func TestSQLInteractive(t *testing.T) {
 		t.Fatalf("history file: %v\n%s", err, saved)
 	}
 
-	// The next run reads the history: Up recalls the last entries.
-	term = startTerminal(t, bin, nil, "sql", "--addr", addr, "--history", hist)
-	term.expect(`local\.default> $`, 30*time.Second)
+	// The next run reads the history: Up recalls the last entries. Its
+	// prompt names the session's schema.
+	term = startTerminal(t, bin, nil, "sql", "--addr", addr, "--history", hist, "--schema", "sales")
+	term.expect(`local\.sales> $`, 30*time.Second)
 	term.send("\x1b[A\x1b[A")
 	term.expect(`SELECT 'still here' AS s;`, 15*time.Second)
 	term.send("\r")
-	if out := term.expect(`local\.default> $`, 30*time.Second); !strings.Contains(out, "still here") {
+	if out := term.expect(`local\.sales> $`, 30*time.Second); !strings.Contains(out, "still here") {
 		t.Fatalf("the recalled statement:\n%s", out)
 	}
 	term.send("\x04") // Ctrl-D
