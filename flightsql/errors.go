@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -94,6 +95,12 @@ func ToStatus(err error) error {
 	// A catalog library may quote a URL or a connection string it was
 	// given: no message leaves with a catalog's secret in it.
 	msg := catalog.ScrubText(userMessage(err))
+	switch {
+	case admit.Exhausted(err), status.Code(err) == codes.ResourceExhausted:
+		return status.Error(codes.ResourceExhausted, msg)
+	case errors.Is(err, admit.ErrStatementTimeout):
+		return status.Error(codes.DeadlineExceeded, msg)
+	}
 	for _, e := range codeTable {
 		if errors.Is(err, e.err) {
 			return status.Error(e.code, msg)

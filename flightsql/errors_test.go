@@ -6,13 +6,35 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
+
+func TestCheap(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SELECT 1":                             true,
+		"  select 1 + 2 AS x -- FROM orders":   true,
+		"VALUES (1), (2)":                      true,
+		"SELECT 'FROM' AS s":                   true,
+		"SELECT count(*) FROM orders":          false,
+		"SELECT (SELECT max(id) FROM t)":       false,
+		"WITH a AS (SELECT 1) SELECT * FROM a": false,
+		"SELECT 1; SELECT 2":                   false,
+		"INSERT INTO t VALUES (1)":             false,
+		"SELECT * INTO t":                      false,
+		"SELECT 1 AS \"x\" " + strings.Repeat(" ", cheapTextBytes): false,
+	} {
+		if got := cheap(q); got != want {
+			t.Errorf("cheap(%.40q) = %v, want %v", q, got, want)
+		}
+	}
+}
 
 var wantCodes = map[string]codes.Code{
 	"syntax":          codes.InvalidArgument,
@@ -56,6 +78,11 @@ func TestToStatus(t *testing.T) {
 		status.Error(codes.ResourceExhausted, "too big"):             codes.ResourceExhausted,
 		fmt.Errorf("w: %w", status.Error(codes.Aborted, "conflict")): codes.Aborted,
 		errors.New("plain"): codes.Internal,
+		// Out of memory is not the statement's fault, whatever wraps it.
+		fmt.Errorf("%w: Out of Memory Error: failed to allocate", planner.ErrInvalid): codes.ResourceExhausted,
+		fmt.Errorf("w: %w", status.Error(codes.ResourceExhausted, "queue full")):      codes.ResourceExhausted,
+		fmt.Errorf("w: %w", admit.ErrQueueFull):                                       codes.ResourceExhausted,
+		admit.TimeoutError(time.Second):                                               codes.DeadlineExceeded,
 	} {
 		if got := status.Code(ToStatus(err)); got != want {
 			t.Errorf("%v → %s, want %s", err, got, want)

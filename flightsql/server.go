@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
@@ -84,6 +85,13 @@ type Options struct {
 	Policy *authz.Policy
 	// Audit, when set, gets one line per statement (audit.go).
 	Audit *audit.Log
+	// Admission bounds the statements running at once (admission.go);
+	// its zero value admits everything.
+	Admission admit.Options
+	// StatementTimeout ends every statement that runs longer, on the
+	// coordinator and on every worker; 0 means none. A session may set a
+	// shorter one (OptionStatementTimeout).
+	StatementTimeout time.Duration
 	// PreparedTTL is how long prepared-statement handles stay valid;
 	// 0 means DefaultPreparedTTL.
 	PreparedTTL time.Duration
@@ -123,6 +131,12 @@ func (o Options) Validate() error {
 	if o.Flight == nil {
 		errs = append(errs, errors.New("flightsql: Flight is required"))
 	}
+	if err := o.Admission.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.StatementTimeout < 0 {
+		errs = append(errs, errors.New("flightsql: StatementTimeout must be >= 0"))
+	}
 	if o.PreparedTTL < 0 {
 		errs = append(errs, errors.New("flightsql: PreparedTTL must be >= 0"))
 	}
@@ -147,6 +161,8 @@ type Server struct {
 	alloc   memory.Allocator
 	session *sessionMiddleware
 	gate    *drainGate
+	// statements admits statements (admission.go).
+	statements *admit.Limiter
 }
 
 var _ flightsql.Server = (*Server)(nil)
@@ -174,7 +190,11 @@ func New(o Options) (*Server, error) {
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}
-	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware(), gate: newDrainGate()}
+	statements, err := admit.New(o.Admission)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware(), gate: newDrainGate(), statements: statements}
 	s.Alloc = o.Allocator
 	for id, v := range sqlInfo(o) {
 		if err := s.RegisterSqlInfo(id, v); err != nil {

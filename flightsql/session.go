@@ -123,7 +123,7 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 	slices.Sort(names)
 	for _, name := range names {
 		v := req.GetSessionOptions()[name]
-		if name != OptionCatalog && name != OptionSchema && name != OptionSingleEndpoint && name != OptionWAPBranch {
+		if name != OptionCatalog && name != OptionSchema && name != OptionSingleEndpoint && name != OptionWAPBranch && name != OptionStatementTimeout {
 			fail(name, flight.SetSessionOptionsResultErrorInvalidName)
 			continue
 		}
@@ -133,6 +133,14 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 		}
 		if name == OptionSingleEndpoint {
 			if !validSingleEndpointValue(v) {
+				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
+				continue
+			}
+			ss.SetSessionOption(name, v)
+			continue
+		}
+		if name == OptionStatementTimeout {
+			if _, ok := s.timeoutOption(v); !ok {
 				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
 				continue
 			}
@@ -165,6 +173,9 @@ func (s *Server) GetSessionOptions(ctx context.Context, _ *flight.GetSessionOpti
 	vals := map[string]any{OptionCatalog: cur.Catalog, OptionSchema: cur.Schema}
 	if cur.WAPBranch != "" {
 		vals[OptionWAPBranch] = cur.WAPBranch
+	}
+	if d := s.statementTimeout(ctx); d > 0 {
+		vals[OptionStatementTimeout] = d.String()
 	}
 	opts, err := flight.NewSessionOptionValues(vals)
 	if err != nil {

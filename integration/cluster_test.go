@@ -22,6 +22,8 @@ type clusterConfig struct {
 	noDirect bool
 	dataDir  string
 	catalogs []catalog.Config
+	limits   cluster.Limits
+	memory   string
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -47,11 +49,17 @@ func Catalogs(cfgs ...catalog.Config) Option {
 	return func(c *clusterConfig) { c.catalogs = append(c.catalogs, cfgs...) }
 }
 
+// WithLimits sets the cluster's admission limits and statement timeout.
+func WithLimits(l cluster.Limits) Option { return func(c *clusterConfig) { c.limits = l } }
+
+// WorkerMemory sets each worker's DuckDB memory_limit (default 1GB).
+func WorkerMemory(limit string) Option { return func(c *clusterConfig) { c.memory = limit } }
+
 // StartCluster starts a coordinator and workers in this process on
 // 127.0.0.1:0 over a fresh embedded catalog, and stops them when t ends.
 func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 	t.Helper()
-	cfg := clusterConfig{workers: 2}
+	cfg := clusterConfig{workers: 2, memory: "1GB"}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -66,9 +74,10 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		Workers:      cfg.workers,
 		DataDir:      cfg.dataDir,
 		Demo:         cfg.demo,
-		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: "1GB"},
+		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: cfg.memory},
 		NoDirectScan: cfg.noDirect,
 		Catalogs:     cfg.catalogs,
+		Limits:       cfg.limits,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)

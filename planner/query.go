@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/directscan"
@@ -138,7 +139,7 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		}
 		in.groups = groupTasks(in.tasks, targetGroups(workers, in.bytes, p.opts.TargetGroupBytes))
 	}
-	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, principal: auth.Name(ctx),
+	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx),
 		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
@@ -158,15 +159,17 @@ type planBuilder struct {
 	p *Planner
 	// principal is who plans: every ticket is bound to them.
 	principal string
-	b         *bound
-	conn      *engine.Conn
-	workers   []Worker
-	plan      *Plan
-	expires   time.Time
-	explain   []string // lines "key\tvalue"
-	tickets   []*wire.Ticket
-	owners    []int
-	next      int
+	// deadline is the statement's timeout: every ticket carries it.
+	deadline admit.Deadline
+	b        *bound
+	conn     *engine.Conn
+	workers  []Worker
+	plan     *Plan
+	expires  time.Time
+	explain  []string // lines "key\tvalue"
+	tickets  []*wire.Ticket
+	owners   []int
+	next     int
 }
 
 func (pb *planBuilder) note(key, format string, args ...any) {
@@ -201,7 +204,8 @@ func (pb *planBuilder) endpoint(t *wire.Ticket) {
 
 // child seals t as a child fragment owned by the next worker.
 func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
-	sealed, err := pb.p.seal(pb.principal, t)
+	t.Child = true
+	sealed, err := pb.p.seal(pb.principal, pb.deadline, t)
 	if err != nil {
 		return wire.Child{}, err
 	}
@@ -210,7 +214,7 @@ func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
 
 func (pb *planBuilder) finish() (*Plan, error) {
 	for i, t := range pb.tickets {
-		sealed, err := pb.p.seal(pb.principal, t)
+		sealed, err := pb.p.seal(pb.principal, pb.deadline, t)
 		if err != nil {
 			return nil, err
 		}
@@ -642,11 +646,12 @@ func snapshotID(in *input) int64 {
 	return 0
 }
 
-// seal stamps a ticket with the principal it is bound to and the time it
-// was planned, and seals it: every ticket the planner makes goes through
-// here.
-func (p *Planner) seal(principal string, t *wire.Ticket) ([]byte, error) {
+// seal stamps a ticket with the principal it is bound to, the time it
+// was planned and its statement's deadline, and seals it: every ticket the
+// planner makes goes through here.
+func (p *Planner) seal(principal string, dl admit.Deadline, t *wire.Ticket) ([]byte, error) {
 	t.Principal = principal
+	t.Deadline, t.Timeout = dl.At, dl.Timeout
 	if t.IssuedAt.IsZero() {
 		t.IssuedAt = time.Now()
 	}

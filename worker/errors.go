@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -64,6 +65,8 @@ func statusOf(ctx context.Context, err error) error {
 		return status.Error(codes.Unavailable, errShuttingDown.Error())
 	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "stream cancelled")
+	case errors.Is(err, errStatementTimeout):
+		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
 	// Ticket errors carry only their fixed text: nothing about the key.
@@ -96,6 +99,9 @@ func statusOf(ctx context.Context, err error) error {
 	if _, ok := status.FromError(err); ok {
 		// Already a status, e.g. from sending to a client that went away.
 		return err
+	}
+	if admit.Exhausted(err) {
+		return status.Error(codes.ResourceExhausted, err.Error())
 	}
 	var qe *queryError
 	if errors.As(err, &qe) {

@@ -207,6 +207,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		NoDirectScan:  !*direct,
 		Security:      sec,
 		TicketTTL:     r.cfg.TicketTTL,
+		Limits:        r.cfg.Limits.limits(),
 	})
 	if err != nil {
 		return err
@@ -288,6 +289,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		DirectDirs:     directDirs,
 		Security:       sec,
 		TicketTTL:      r.cfg.TicketTTL,
+		Limits:         r.cfg.Limits.limits(),
 	})
 	if err != nil {
 		return err
@@ -380,6 +382,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		Logger:        log,
 		Announce:      announce,
 		Security:      sec,
+		Limits:        r.cfg.Limits.limits(),
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
 	})
