@@ -150,7 +150,7 @@ func (c Config) validateValues() error {
 		if n, err := engine.ParseMemoryLimit(c.MemoryLimit); err != nil {
 			errs = append(errs, fmt.Errorf("config: memory_limit: %w", err))
 		} else if n < engine.MinMemoryLimit {
-			errs = append(errs, fmt.Errorf("config: memory_limit: %s is below the minimum of 64MiB", c.MemoryLimit))
+			errs = append(errs, fmt.Errorf("config: memory_limit: %s is below the minimum of 16MiB", c.MemoryLimit))
 		}
 	}
 	if c.Listen != "" {

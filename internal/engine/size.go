@@ -10,7 +10,7 @@ import (
 
 // MinMemoryLimit is the smallest memory limit Validate accepts: below it
 // DuckDB fails its first allocations.
-const MinMemoryLimit = 64 << 20
+const MinMemoryLimit = 16 << 20
 
 // ErrBadSize marks a memory limit that is not a size.
 var ErrBadSize = errors.New("not a size")
@@ -56,7 +56,7 @@ func validateMemoryLimit(s string) error {
 		return fmt.Errorf("engine: memory limit: %w", err)
 	}
 	if n < MinMemoryLimit {
-		return fmt.Errorf("engine: memory limit %s is below the minimum of 64MiB", s)
+		return fmt.Errorf("engine: memory limit %s is below the minimum of 16MiB", s)
 	}
 	return nil
 }
