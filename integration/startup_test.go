@@ -77,7 +77,6 @@ func TestStartupErrors(t *testing.T) {
 		{"missing TLS files", nil, []string{"serve", "--config", file("tls.yaml",
 			"tls:\n  cert_file: "+filepath.Join(dir, "none.pem")+"\n  key_file: "+filepath.Join(dir, "none.key")+"\n")}, []string{"tls", "none.pem"}},
 		{"worker without key", nil, []string{"worker", "--listen", "127.0.0.1:0"}, []string{"ticket key is required", "ICEFLOE_TICKET_KEY"}},
-		{"coordinator without workers", key, []string{"coordinator", "--listen", "127.0.0.1:0"}, []string{"no workers", "--worker"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append(tc.args, "--data-dir", filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")))
