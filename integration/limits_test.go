@@ -18,9 +18,11 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 )
 
-// slowQuery runs for ~24 s on the demo tables: a statement timeout or a
-// queue ends it in the tests.
-const slowQuery = "SELECT count(*) FROM orders a, orders b WHERE a.amount + b.amount < 0"
+// slowQuery runs for a minute or more on the demo tables (50 billion
+// rows joined; a fast unloaded machine still takes tens of seconds), so
+// a statement timeout, a cancel or Ctrl-C always ends it, never its own
+// end.
+const slowQuery = "SELECT count(*) AS n FROM orders a, orders b, (SELECT amount FROM orders LIMIT 20) c WHERE a.amount + b.amount + c.amount < 0"
 
 // grpcCode is the gRPC code an ADBC error carries.
 func grpcCode(err error) codes.Code {
