@@ -41,8 +41,11 @@ go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
 	test-integration-suites fuzz bench bench-tpch docker image clean distclean
 
+# VERSION is what icefloe --version prints (the commit when no tag).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+
 build:
-	$(GO) build -tags $(GO_TAGS) -o $(BIN) ./cmd/icefloe
+	$(GO) build -tags $(GO_TAGS) -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN) ./cmd/icefloe
 
 serve: build
 	$(BIN) serve --demo $(ARGS)

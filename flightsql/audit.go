@@ -24,13 +24,14 @@ const (
 // (its execution is). Without an audit log it only runs.
 func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) error {
 	if s.opts.Audit == nil {
-		_, err := run(ctx, &audit.Entry{})
+		e := &audit.Entry{}
+		_, err := s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })
 		return err
 	}
 	start := time.Now()
 	ctx, rec := audit.WithRecord(ctx)
 	e := audit.Entry{Event: audit.EventStatement, Kind: kind, Statement: audit.Statement(sql), SQL: s.opts.Audit.SQL(sql)}
-	rows, err := run(ctx, &e)
+	rows, err := s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
 	if err == nil && e.Kind == kindPrepare {
 		return nil
 	}

@@ -3,12 +3,14 @@ package flightsql
 import (
 	"context"
 	"errors"
+	"regexp"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -92,7 +94,13 @@ func ToStatus(err error) error {
 	}
 	// A catalog library may quote a URL or a connection string it was
 	// given: no message leaves with a catalog's secret in it.
-	msg := catalog.ScrubText(err.Error())
+	msg := catalog.ScrubText(userMessage(err))
+	switch {
+	case admit.Exhausted(err), status.Code(err) == codes.ResourceExhausted:
+		return status.Error(codes.ResourceExhausted, msg)
+	case errors.Is(err, admit.ErrStatementTimeout):
+		return status.Error(codes.DeadlineExceeded, msg)
+	}
 	for _, e := range codeTable {
 		if errors.Is(err, e.err) {
 			return status.Error(e.code, msg)
@@ -106,3 +114,18 @@ func ToStatus(err error) error {
 	}
 	return status.Error(codes.Internal, msg)
 }
+
+// userMessage is err's message as the client reads it: an error written
+// for people (planner.UserError) says so itself; otherwise the package
+// prefixes of the sentinels ("planner: ", "catalog: ") go, their words
+// stay.
+func userMessage(err error) string {
+	var ue interface{ UserMessage() string }
+	if errors.As(err, &ue) {
+		return ue.UserMessage()
+	}
+	return packagePrefix.ReplaceAllString(err.Error(), "")
+}
+
+// packagePrefix matches the prefix icefloe's sentinel errors carry.
+var packagePrefix = regexp.MustCompile(`\b(planner|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)

@@ -134,6 +134,10 @@ func (f *fakePlanner) Plan(_ context.Context, s planner.Session, q string, args 
 	}, nil
 }
 
+func (f *fakePlanner) Use(_ context.Context, s planner.Session, _ string) (planner.Session, bool, error) {
+	return s, false, nil
+}
+
 func (f *fakePlanner) Bind(_ context.Context, s planner.Session, q string, _ ...any) (*arrow.Schema, error) {
 	f.record("Bind", s, q)
 	return planSchema, nil

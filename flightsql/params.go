@@ -171,7 +171,7 @@ func (s *Server) updateWithParameters(ctx context.Context, cmd flightsql.Prepare
 // batches, and returns the total count.
 func (s *Server) execBatch(ctx context.Context, sess planner.Session, query string, recs []arrow.RecordBatch) (int64, error) {
 	if len(recs) == 0 {
-		return s.opts.Planner.Exec(ctx, sess, query)
+		return s.execute(ctx, sess, query)
 	}
 	return s.opts.Planner.ExecBatch(ctx, sess, query, recs)
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
@@ -43,6 +44,9 @@ type Planner interface {
 	// (ADBC's executemany, JDBC's executeBatch) and returns the total
 	// count; an INSERT … VALUES commits all rows at once.
 	ExecBatch(ctx context.Context, s planner.Session, query string, params []arrow.RecordBatch) (int64, error)
+	// Use resolves a USE statement into the session it sets; ok is false
+	// for any other statement.
+	Use(ctx context.Context, s planner.Session, query string) (next planner.Session, ok bool, err error)
 }
 
 var _ Planner = (*planner.Planner)(nil)
@@ -86,6 +90,13 @@ type Options struct {
 	Policy *authz.Policy
 	// Audit, when set, gets one line per statement (audit.go).
 	Audit *audit.Log
+	// Admission bounds the statements running at once (admission.go);
+	// its zero value admits everything.
+	Admission admit.Options
+	// StatementTimeout ends every statement that runs longer, on the
+	// coordinator and on every worker; 0 means none. A session may set a
+	// shorter one (OptionStatementTimeout).
+	StatementTimeout time.Duration
 	// PreparedTTL is how long prepared-statement handles stay valid;
 	// 0 means DefaultPreparedTTL.
 	PreparedTTL time.Duration
@@ -125,6 +136,12 @@ func (o Options) Validate() error {
 	if o.Flight == nil {
 		errs = append(errs, errors.New("flightsql: Flight is required"))
 	}
+	if err := o.Admission.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.StatementTimeout < 0 {
+		errs = append(errs, errors.New("flightsql: StatementTimeout must be >= 0"))
+	}
 	if o.PreparedTTL < 0 {
 		errs = append(errs, errors.New("flightsql: PreparedTTL must be >= 0"))
 	}
@@ -149,6 +166,8 @@ type Server struct {
 	alloc   memory.Allocator
 	session *sessionMiddleware
 	gate    *drainGate
+	// statements admits statements (admission.go).
+	statements *admit.Limiter
 }
 
 var _ flightsql.Server = (*Server)(nil)
@@ -176,7 +195,11 @@ func New(o Options) (*Server, error) {
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}
-	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware(), gate: newDrainGate()}
+	statements, err := admit.New(o.Admission)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware(), gate: newDrainGate(), statements: statements}
 	s.Alloc = o.Allocator
 	for id, v := range sqlInfo(o) {
 		if err := s.RegisterSqlInfo(id, v); err != nil {
@@ -346,7 +369,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query stri
 // one endpoint the coordinator serves itself with no rows, for clients that
 // read endpoint 0 unconditionally.
 func (s *Server) updateInfo(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	n, err := s.opts.Planner.Exec(ctx, sess, query)
+	n, err := s.execute(ctx, sess, query)
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +451,7 @@ func (s *Server) exec(ctx context.Context, sess planner.Session, query string) (
 	if kind != planner.KindUpdate {
 		return 0, ErrNotQuery
 	}
-	return s.opts.Planner.Exec(ctx, sess, query)
+	return s.execute(ctx, sess, query)
 }
 
 // CreatePreparedStatement seals the statement and the session's defaults

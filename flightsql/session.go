@@ -10,6 +10,7 @@ import (
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/planner"
@@ -122,7 +123,7 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 	slices.Sort(names)
 	for _, name := range names {
 		v := req.GetSessionOptions()[name]
-		if name != OptionCatalog && name != OptionSchema && name != OptionSingleEndpoint && name != OptionWAPBranch {
+		if name != OptionCatalog && name != OptionSchema && name != OptionSingleEndpoint && name != OptionWAPBranch && name != OptionStatementTimeout {
 			fail(name, flight.SetSessionOptionsResultErrorInvalidName)
 			continue
 		}
@@ -132,6 +133,14 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 		}
 		if name == OptionSingleEndpoint {
 			if !validSingleEndpointValue(v) {
+				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
+				continue
+			}
+			ss.SetSessionOption(name, v)
+			continue
+		}
+		if name == OptionStatementTimeout {
+			if _, ok := s.timeoutOption(v); !ok {
 				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
 				continue
 			}
@@ -165,6 +174,9 @@ func (s *Server) GetSessionOptions(ctx context.Context, _ *flight.GetSessionOpti
 	if cur.WAPBranch != "" {
 		vals[OptionWAPBranch] = cur.WAPBranch
 	}
+	if d := s.statementTimeout(ctx); d > 0 {
+		vals[OptionStatementTimeout] = d.String()
+	}
 	opts, err := flight.NewSessionOptionValues(vals)
 	if err != nil {
 		return nil, ToStatus(err)
@@ -183,4 +195,34 @@ func (s *Server) CloseSession(ctx context.Context, _ *flight.CloseSessionRequest
 		return nil, ToStatus(errors.Join(errors.New("flightsql: close session"), err))
 	}
 	return &flight.CloseSessionResult{Status: flight.CloseSessionResultClosed}, nil
+}
+
+// execute runs an update: USE sets the session's catalog and schema (in
+// its cookie, like SetSessionOptions); anything else goes to the planner.
+func (s *Server) execute(ctx context.Context, sess planner.Session, query string, args ...any) (int64, error) {
+	next, ok, err := s.opts.Planner.Use(ctx, sess, query)
+	if !ok {
+		return s.opts.Planner.Exec(ctx, sess, query, args...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	ss, err := session.GetSessionFromContext(ctx)
+	if err != nil {
+		return 0, ErrNoSession
+	}
+	opts, err := flight.NewSessionOptionValues(map[string]any{OptionCatalog: next.Catalog, OptionSchema: next.Schema})
+	if err != nil {
+		return 0, err
+	}
+	for name, v := range opts {
+		ss.SetSessionOption(name, v)
+	}
+	// The middleware sends the new cookie in the trailer, which a client
+	// of a stream (DoPut) may never read: send it in the header as well,
+	// while the header has not gone yet.
+	if c, err := session.CreateCookieForSession(ss); err == nil {
+		_ = grpc.SetHeader(ctx, metadata.Pairs("Set-Cookie", c.String()))
+	}
+	return 0, nil
 }

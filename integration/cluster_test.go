@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -21,6 +22,8 @@ type clusterConfig struct {
 	noDirect bool
 	dataDir  string
 	catalogs []catalog.Config
+	limits   cluster.Limits
+	memory   string
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -46,11 +49,17 @@ func Catalogs(cfgs ...catalog.Config) Option {
 	return func(c *clusterConfig) { c.catalogs = append(c.catalogs, cfgs...) }
 }
 
+// WithLimits sets the cluster's admission limits and statement timeout.
+func WithLimits(l cluster.Limits) Option { return func(c *clusterConfig) { c.limits = l } }
+
+// WorkerMemory sets each worker's DuckDB memory_limit (default 1GB).
+func WorkerMemory(limit string) Option { return func(c *clusterConfig) { c.memory = limit } }
+
 // StartCluster starts a coordinator and workers in this process on
 // 127.0.0.1:0 over a fresh embedded catalog, and stops them when t ends.
 func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 	t.Helper()
-	cfg := clusterConfig{workers: 2}
+	cfg := clusterConfig{workers: 2, memory: "1GB"}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -65,9 +74,10 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		Workers:      cfg.workers,
 		DataDir:      cfg.dataDir,
 		Demo:         cfg.demo,
-		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: "1GB"},
+		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: cfg.memory},
 		NoDirectScan: cfg.noDirect,
 		Catalogs:     cfg.catalogs,
+		Limits:       cfg.limits,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
@@ -80,10 +90,15 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 	return s
 }
 
-// adbcConn opens an ADBC Flight SQL connection to the coordinator.
-func adbcConn(t testing.TB, addr string) adbc.Connection {
+// adbcConn opens an ADBC Flight SQL connection to the coordinator, with
+// the extra database options given.
+func adbcConn(t testing.TB, addr string, extra ...map[string]string) adbc.Connection {
 	t.Helper()
-	return openADBC(t, map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
+	o := map[string]string{adbc.OptionKeyURI: "grpc://" + addr}
+	for _, e := range extra {
+		maps.Copy(o, e)
+	}
+	return openADBC(t, o)
 }
 
 // openADBC opens an ADBC Flight SQL database with dbOpts and one

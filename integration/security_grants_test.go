@@ -78,6 +78,7 @@ func TestSecurityGrants(t *testing.T) {
 			// A CTE named like a table alice may not read is the CTE.
 			"WITH orders AS (SELECT * FROM sales.orders) SELECT count(*) FROM orders",
 			"SELECT count(*) FROM sales.orders o WHERE EXISTS (SELECT 1 FROM sales.refunds r WHERE r.id = o.id)",
+			"SELECT count(*) FROM SALES.Orders",
 		} {
 			allowed(t, alice, q)
 		}
@@ -173,6 +174,26 @@ func TestSecurityGrants(t *testing.T) {
 		slices.Sort(tables)
 		if !slices.Equal(tables, []string{"loaded", "orders", "refunds"}) {
 			t.Fatalf("alice sees tables %v", tables)
+		}
+		// The same through SQL: SHOW and information_schema list only
+		// what alice may see, and suggest nothing else.
+		if got := mustQuery(t, alice, "SELECT table_name FROM information_schema.tables ORDER BY 1").rows; !slices.Equal(got, tables) {
+			t.Fatalf("information_schema.tables for alice: %v, want %v", got, tables)
+		}
+		if got := mustQuery(t, alice, "SELECT DISTINCT table_schema FROM information_schema.columns ORDER BY 1").rows; !slices.Equal(got, schemas) {
+			t.Fatalf("information_schema.columns for alice: schemas %v", got)
+		}
+		if got := mustQuery(t, alice, "SHOW SCHEMAS").rows; !slices.Equal(got, schemas) {
+			t.Fatalf("SHOW SCHEMAS for alice: %v", got)
+		}
+		if got := mustQuery(t, alice, "SHOW TABLES FROM Sales").rows; !slices.Equal(got, []string{"orders", "refunds"}) {
+			t.Fatalf("SHOW TABLES FROM sales for alice: %v", got)
+		}
+		if _, err := query(t, alice, "SHOW TABLES FROM \"default\""); err == nil || !strings.Contains(err.Error(), "schema default does not exist in catalog local") {
+			t.Fatalf("SHOW TABLES of a schema alice cannot see: %v", err)
+		}
+		if _, err := query(t, alice, "SELECT * FROM sales.order"); err == nil || !strings.Contains(err.Error(), "did you mean orders?") {
+			t.Fatalf("a near miss in alice's schema: %v", err)
 		}
 		cats := metaColumn(t, cl, func(ctx context.Context) (*flight.FlightInfo, error) { return cl.GetCatalogs(ctx) }, 0)
 		if !slices.Equal(cats, []string{"local"}) {

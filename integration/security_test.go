@@ -60,7 +60,9 @@ var secureRoles = []authz.Role{
 	{Name: "reader", Grants: []authz.Grant{{Privileges: []authz.Privilege{authz.Select}, On: "local.default"}}},
 }
 
-func startSecure(t testing.TB) *secureEnv {
+// startSecure starts a secured cluster of 2 workers over the demo
+// tables; opts change its options.
+func startSecure(t testing.TB, opts ...func(*cluster.StandaloneOptions)) *secureEnv {
 	t.Helper()
 	dir := t.TempDir()
 	key, err := wire.RandomKey()
@@ -118,7 +120,7 @@ func startSecure(t testing.TB) *secureEnv {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
+	so := cluster.StandaloneOptions{
 		Listen:       "127.0.0.1:0",
 		WorkerHost:   "127.0.0.1",
 		Workers:      2,
@@ -127,7 +129,11 @@ func startSecure(t testing.TB) *secureEnv {
 		Key:          key,
 		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: "1GB"},
 		Security:     cluster.Security{Auth: a, Policy: policy, TLS: srvTLS, ClientTLS: cliTLS, Audit: alog},
-	})
+	}
+	for _, o := range opts {
+		o(&so)
+	}
+	s, err := cluster.StartStandalone(ctx, so)
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
 	}

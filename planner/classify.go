@@ -17,15 +17,15 @@ func (p *Planner) Classify(query string) (Kind, error) {
 	switch kw {
 	case "":
 		return 0, fmt.Errorf("%w: empty statement", ErrSyntax)
-	case "SELECT", "WITH", "VALUES", "FROM", "TABLE", "(", "EXPLAIN", "CALL":
+	case "SELECT", "WITH", "VALUES", "FROM", "TABLE", "(", "EXPLAIN", "CALL", "SHOW", "DESCRIBE", "DESC", "SUMMARIZE":
 		return KindQuery, nil
-	case "CREATE", "DROP", "INSERT", "UPDATE", "DELETE", "ALTER":
+	case "CREATE", "DROP", "INSERT", "UPDATE", "DELETE", "ALTER", "USE":
 		return KindUpdate, nil
 	case "COPY", "ATTACH", "DETACH", "INSTALL", "LOAD", "SET", "RESET", "PRAGMA",
-		"EXPORT", "IMPORT", "CHECKPOINT", "FORCE", "VACUUM", "USE", "EXECUTE", "PREPARE", "DEALLOCATE":
+		"EXPORT", "IMPORT", "CHECKPOINT", "FORCE", "VACUUM", "EXECUTE", "PREPARE", "DEALLOCATE":
 		return 0, fmt.Errorf("%w: %s statements are not allowed", ErrRefused, kw)
 	case "MERGE", "TRUNCATE", "BEGIN", "COMMIT", "ROLLBACK",
-		"START", "ABORT", "END", "SHOW", "DESCRIBE", "SUMMARIZE", "ANALYZE", "COMMENT", "UNPIVOT", "PIVOT":
+		"START", "ABORT", "END", "ANALYZE", "COMMENT", "UNPIVOT", "PIVOT":
 		return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, kw)
 	default:
 		return 0, fmt.Errorf("%w: unknown statement starting with %q", ErrSyntax, kw)

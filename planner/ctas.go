@@ -94,6 +94,7 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 	if err != nil {
 		return 0, true, err
 	}
+	ref = p.existingSchema(ctx, ref)
 	if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 		return 0, true, err
 	}

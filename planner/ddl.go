@@ -380,6 +380,7 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 	if err != nil {
 		return err
 	}
+	ref = p.existingSchema(ctx, ref)
 	mt, err := p.ddlMount(ref.Catalog)
 	if err != nil {
 		return err
@@ -1200,15 +1201,18 @@ func ddlDuckError(ctx context.Context, err error) error {
 	}
 	var de *duckdb.Error
 	if errors.As(err, &de) {
+		// The excerpt DuckDB quotes is icefloe's statement, not the
+		// client's.
+		msg := engine.WithoutExcerpt(de.Msg)
 		switch de.Type {
 		case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax:
-			return fmt.Errorf("%w: %s", ErrSyntax, de.Msg)
+			return fmt.Errorf("%w: %s", ErrSyntax, msg)
 		case duckdb.ErrorTypePermission:
-			return fmt.Errorf("%w: %s", ErrRefused, de.Msg)
+			return fmt.Errorf("%w: %s", ErrRefused, msg)
 		}
-		return fmt.Errorf("%w: %s", ErrInvalid, de.Msg)
+		return fmt.Errorf("%w: %s", ErrInvalid, msg)
 	}
-	msg := err.Error()
+	msg := engine.WithoutExcerpt(err.Error())
 	if strings.Contains(msg, "Parser Error") {
 		return fmt.Errorf("%w: %s", ErrSyntax, msg)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
@@ -478,7 +479,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 		if lineage {
 			scan.Columns = in.cols
 		}
-		sealed, err := p.seal(auth.Name(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
+		sealed, err := p.seal(auth.Name(ctx), admit.DeadlineOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
 		if err != nil {
 			return 0, err
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/auth"
-	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -26,14 +26,14 @@ func explainTarget(query string) (string, bool) {
 	return query[toks[0].End:], true
 }
 
-// explainSQL renders plan lines as a VALUES query with columns item, value.
+// explainSQL renders plan lines as a query with columns item, value.
 func explainSQL(lines []string) string {
-	var rows []string
-	for _, l := range lines {
+	rows := make([]infoRow, len(lines))
+	for i, l := range lines {
 		k, v, _ := strings.Cut(l, "\t")
-		rows = append(rows, fmt.Sprintf("(%s, %s)", engine.QuoteString(k), engine.QuoteString(v)))
+		rows[i] = infoRow{k, v}
 	}
-	return "SELECT item, value FROM (VALUES " + strings.Join(rows, ", ") + ") AS explain(item, value)"
+	return valuesSQL([]infoColumn{{"item", "VARCHAR"}, {"value", "VARCHAR"}}, rows)
 }
 
 func (p *Planner) explainSchema(ctx context.Context, s Session, inner string) (*arrow.Schema, error) {
@@ -61,7 +61,7 @@ func (p *Planner) explain(ctx context.Context, s Session, inner string, workers 
 	}
 	lines := strings.Split(strings.TrimSuffix(plan.Explain, "\n"), "\n")
 	t := &wire.Ticket{QueryID: newQueryID(), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: explainSQL(lines)}
-	pb := &planBuilder{p: p, workers: workers, principal: auth.Name(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
+	pb := &planBuilder{p: p, workers: workers, principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
 	t.Schema = pb.ticket(nil, "", schema).Schema
 	pb.plan.ExpiresAt = t.ExpiresAt
 	pb.endpoint(t)

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/conform"
@@ -357,7 +358,7 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *writeTarget, w *wire
 		}
 		fw := *w
 		fw.WriteUUID = fragmentUUID(w.WriteUUID, i)
-		sealed, err := p.seal(auth.Name(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
+		sealed, err := p.seal(auth.Name(ctx), admit.DeadlineOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
 		if err != nil {
 			return nil, err
 		}

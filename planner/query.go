@@ -19,9 +19,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
-	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
@@ -63,6 +63,11 @@ type bound struct {
 	duckTypes []string
 	// ambiguous: one alias names different tables in different scopes.
 	ambiguous bool
+	// quoted are the names the statement wrote only in double quotes.
+	quoted map[string]bool
+	// names maps the views and CTEs the rewrite named to what the
+	// statement called them, for messages.
+	names map[string]string
 	// paramTypes are the types of parameters bound without values (a
 	// schema-only bind); see params.go.
 	paramTypes paramKinds
@@ -77,6 +82,12 @@ func (p *Planner) Bind(ctx context.Context, s Session, query string, args ...any
 	}
 	if isCall(query) {
 		return p.callSchema(ctx, s, query)
+	}
+	if sql, ok, err := p.showQuery(ctx, s, query); ok {
+		if err != nil {
+			return nil, err
+		}
+		return p.Bind(ctx, s, sql)
 	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
@@ -106,6 +117,12 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		}
 		return p.call(ctx, s, query, workers)
 	}
+	if sql, ok, err := p.showQuery(ctx, s, query); ok {
+		if err != nil {
+			return nil, err
+		}
+		return p.Plan(ctx, s, sql)
+	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -124,7 +141,7 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		}
 		in.groups = groupTasks(in.tasks, targetGroups(workers, in.bytes, p.opts.TargetGroupBytes))
 	}
-	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, principal: auth.Name(ctx),
+	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx),
 		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
@@ -144,15 +161,17 @@ type planBuilder struct {
 	p *Planner
 	// principal is who plans: every ticket is bound to them.
 	principal string
-	b         *bound
-	conn      *engine.Conn
-	workers   []Worker
-	plan      *Plan
-	expires   time.Time
-	explain   []string // lines "key\tvalue"
-	tickets   []*wire.Ticket
-	owners    []int
-	next      int
+	// deadline is the statement's timeout: every ticket carries it.
+	deadline admit.Deadline
+	b        *bound
+	conn     *engine.Conn
+	workers  []Worker
+	plan     *Plan
+	expires  time.Time
+	explain  []string // lines "key\tvalue"
+	tickets  []*wire.Ticket
+	owners   []int
+	next     int
 }
 
 func (pb *planBuilder) note(key, format string, args ...any) {
@@ -187,7 +206,8 @@ func (pb *planBuilder) endpoint(t *wire.Ticket) {
 
 // child seals t as a child fragment owned by the next worker.
 func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
-	sealed, err := pb.p.seal(pb.principal, t)
+	t.Child = true
+	sealed, err := pb.p.seal(pb.principal, pb.deadline, t)
 	if err != nil {
 		return wire.Child{}, err
 	}
@@ -196,7 +216,7 @@ func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
 
 func (pb *planBuilder) finish() (*Plan, error) {
 	for i, t := range pb.tickets {
-		sealed, err := pb.p.seal(pb.principal, t)
+		sealed, err := pb.p.seal(pb.principal, pb.deadline, t)
 		if err != nil {
 			return nil, err
 		}
@@ -628,11 +648,12 @@ func snapshotID(in *input) int64 {
 	return 0
 }
 
-// seal stamps a ticket with the principal it is bound to and the time it
-// was planned, and seals it: every ticket the planner makes goes through
-// here.
-func (p *Planner) seal(principal string, t *wire.Ticket) ([]byte, error) {
+// seal stamps a ticket with the principal it is bound to, the time it
+// was planned and its statement's deadline, and seals it: every ticket the
+// planner makes goes through here.
+func (p *Planner) seal(principal string, dl admit.Deadline, t *wire.Ticket) ([]byte, error) {
 	t.Principal = principal
+	t.Deadline, t.Timeout = dl.At, dl.Timeout
 	if t.IssuedAt.IsZero() {
 		t.IssuedAt = time.Now()
 	}
@@ -648,7 +669,7 @@ func newQueryID() string {
 // bind parses, resolves, rewrites and binds a query on conn, leaving the
 // stand-in tables there for the strategies.
 func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, args ...any) (*bound, error) {
-	text, err := conn.SerializeSQL(ctx, temporalClauses(query))
+	text, err := conn.SerializeSQL(ctx, temporalClauses(quoteQualifiers(query)))
 	if err != nil {
 		return nil, err
 	}
@@ -656,6 +677,7 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err != nil {
 		return nil, err
 	}
+	substituteSession(ast, s)
 	if err := refuseEscapes(ast); err != nil {
 		return nil, err
 	}
@@ -665,8 +687,8 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 			return nil, err
 		}
 	}
-	b := &bound{ast: ast, aliases: map[string]*input{}}
-	if err := p.resolve(ctx, s, b); err != nil {
+	b := &bound{ast: ast, aliases: map[string]*input{}, quoted: quotedIdents(query), names: map[string]string{}}
+	if err := p.resolve(ctx, conn, s, b); err != nil {
 		return nil, err
 	}
 	root, _ := ast.root["node"].(node)
@@ -725,7 +747,7 @@ func loadStandIns(ctx context.Context, conn *engine.Conn, inputs []*input) error
 func (b *bound) resultSchema(ctx context.Context, conn *engine.Conn) error {
 	rdr, err := conn.Query(ctx, b.sql, engine.QueryOptions{})
 	if err != nil {
-		return bindError(err)
+		return bindError(err, b)
 	}
 	schema := rdr.Schema()
 	rdr.Release()
@@ -782,16 +804,20 @@ func typeNames(ctx context.Context, conn *engine.Conn, sql string, n int) []stri
 	return out
 }
 
-// bindError classifies a DuckDB error from binding a client query.
-func bindError(err error) error {
+// bindError classifies a DuckDB error from binding a client query. b,
+// when given, names the query's tables back in the message (userText).
+func bindError(err error, b ...*bound) error {
 	msg := err.Error()
+	if len(b) > 0 {
+		msg = b[0].userText(msg)
+	}
 	switch {
 	case strings.Contains(msg, "Parser Error"):
-		return fmt.Errorf("%w: %s", ErrSyntax, msg)
+		return &UserError{Kind: ErrSyntax, Msg: msg}
 	case strings.Contains(msg, "Permission Error"):
-		return fmt.Errorf("%w: %s", ErrRefused, msg)
+		return &UserError{Kind: ErrRefused, Msg: msg}
 	default:
-		return fmt.Errorf("%w: %s", ErrInvalid, msg)
+		return &UserError{Kind: ErrInvalid, Msg: msg}
 	}
 }
 
@@ -805,8 +831,8 @@ func bindError(err error) error {
 // CTEs defined after it (a recursive one also in itself), as in DuckDB; a
 // reference the scoping takes for a CTE that DuckDB would not see there
 // finds nothing under the new name, and fails.
-func (p *Planner) resolve(ctx context.Context, s Session, b *bound) error {
-	r := &resolver{p: p, s: s, b: b, byRef: map[catalog.TableRef]*input{}}
+func (p *Planner) resolve(ctx context.Context, conn *engine.Conn, s Session, b *bound) error {
+	r := &resolver{p: p, conn: conn, s: s, b: b, byRef: map[catalog.TableRef]*input{}}
 	r.visit(ctx, b.ast.root, nil)
 	for k, v := range b.aliases {
 		if v == nil {
@@ -821,6 +847,7 @@ func (p *Planner) resolve(ctx context.Context, s Session, b *bound) error {
 // resolver carries one query's resolution.
 type resolver struct {
 	p     *Planner
+	conn  *engine.Conn
 	s     Session
 	b     *bound
 	byRef map[catalog.TableRef]*input
@@ -879,6 +906,7 @@ func (r *resolver) withCTEs(ctx context.Context, m node, scope cteScope) cteScop
 		r.ctes++
 		renamed := fmt.Sprintf("__icefloe_c%d", r.ctes)
 		en["key"] = renamed
+		r.b.names[renamed] = name
 		body, _ := en["value"].(node)
 		q, _ := body["query"].(node)
 		inner := scope
@@ -903,6 +931,9 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 		n["table_name"] = renamed
 		return
 	}
+	if r.infoSchemaTable(ctx, n) {
+		return
+	}
 	if err := refuseDuckDBCatalog(cat, sch, name); err != nil {
 		r.err = err
 		return
@@ -918,18 +949,10 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	if ref.Schema == "" {
 		ref.Schema = r.s.Schema
 	}
-	// Every table read needs SELECT, checked before it is loaded: a
-	// metadata table (t$snapshots) or an older version is still t.
-	base := ref
-	base.Table, _ = splitMetaTable(ref.Table)
-	if err := r.p.authorize(ctx, authz.TableObject(base), authz.Select); err != nil {
-		r.err = err
-		return
-	}
 	key := inputKey(ref, at)
 	in, ok := r.byRef[key]
 	if !ok {
-		ref, at, pinned, err := r.p.pinRef(ctx, r.s, ref, []string{cat, sch, name}, at)
+		ref, at, pinned, err := r.pin(ctx, ref, []string{cat, sch, name}, at)
 		if err != nil {
 			r.err = err
 			return
@@ -938,6 +961,7 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 			in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
 			r.byRef[inputKey(ref, at)] = in
 			b.inputs = append(b.inputs, in)
+			b.names[in.view] = ref.String()
 			snap := in.snapshot
 			if snap == 0 {
 				snap = snapshotID(in)

@@ -29,7 +29,14 @@ func refuseEscapes(ast *parsed) error {
 					name = str(fn, "function_name")
 				}
 				err = fmt.Errorf("%w: table function %s is not allowed", ErrRefused, name)
-			case "SHOW_REF", "PIVOT", "COLUMN_DATA", "DELIM_GET", "BOUND_TABLE_REF":
+			case "SHOW_REF":
+				// SUMMARIZE <query> runs DuckDB's summary over the query,
+				// whose tables resolve like any other; the other SHOW
+				// forms would read DuckDB's catalog (show.go answers them).
+				if str(n, "show_type") != "SUMMARY" || n["query"] == nil {
+					err = fmt.Errorf("%w: %s in FROM", ErrUnsupported, "show_ref")
+				}
+			case "PIVOT", "COLUMN_DATA", "DELIM_GET", "BOUND_TABLE_REF":
 				err = fmt.Errorf("%w: %s in FROM", ErrUnsupported, strings.ToLower(t))
 			}
 			return true

@@ -304,15 +304,16 @@ func temporalAlias(toks []sqltok.Token, i int) int {
 	return i - 1
 }
 
-// pinRef pins the table ref names (see pinInput). When no table has that
+// pinRef checks SELECT on the table ref names and pins it (see
+// pinInput). When no table has that
 // name and the reference is Spark's spelling of a branch or tag
 // (t.branch_b, t.tag_v, without an AT clause), it pins that table at that
 // ref instead; raw are the reference's catalog, schema and table as
 // written (empty when left out). It returns the reference and AT clause it
 // pinned.
 func (p *Planner) pinRef(ctx context.Context, s Session, ref catalog.TableRef, raw []string, at node) (catalog.TableRef, node, *pinnedInput, error) {
-	pinned, err := p.pinInput(ctx, s, ref, at)
-	if err == nil || !errors.Is(err, ErrNotFound) || at != nil {
+	pinned, err := p.authorizedPin(ctx, s, ref, at)
+	if err == nil || !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrDenied) || at != nil {
 		return ref, at, pinned, err
 	}
 	var parts []string
@@ -330,9 +331,12 @@ func (p *Planner) pinRef(ctx context.Context, s Session, ref catalog.TableRef, r
 		return ref, at, nil, err
 	}
 	at = versionAt(name)
-	pinned, aerr = p.pinInput(ctx, s, alt, at)
+	pinned, aerr = p.authorizedPin(ctx, s, alt, at)
 	if aerr != nil {
 		if errors.Is(aerr, ErrNotFound) {
+			if errors.Is(err, ErrDenied) {
+				return ref, nil, nil, err
+			}
 			return ref, nil, nil, fmt.Errorf("%w (nor a branch or tag %q of %s)", err, name, alt)
 		}
 		return ref, nil, nil, aerr

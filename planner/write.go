@@ -68,16 +68,33 @@ func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string, 
 		return nil, err
 	}
 	tgt, err := p.loadTargetRef(ctx, ref, privs...)
-	// A Spark branch name (db.t.branch_x) is no table of its own: without
-	// a grant on that name the check denies it before the lookup, so a
-	// denial too may be a branch of the table it names.
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrDenied) {
-		return p.branchTarget(ctx, sess, parts, err, privs...)
-	}
 	if err == nil {
 		tgt.branch = sessionBranch(sess, tgt.pinned.Table)
+		return tgt, nil
 	}
-	return tgt, err
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrDenied) {
+		return nil, err
+	}
+	// Not as written: resolve the name as queries do (names.go).
+	canon, rerr := p.resolveRef(ctx, ref, nil)
+	if rerr == nil && canon != ref {
+		tgt, err := p.loadTargetRef(ctx, canon, privs...)
+		if err != nil {
+			return nil, err
+		}
+		tgt.branch = sessionBranch(sess, tgt.pinned.Table)
+		return tgt, nil
+	}
+	if _, _, spark := sparkRefName(parts, true); spark {
+		// A Spark branch name (db.t.branch_x) is no table of its own:
+		// without a grant on that name the check denies it before the
+		// lookup, so a denial too may be a branch of the table it names.
+		return p.branchTarget(ctx, sess, parts, err, privs...)
+	}
+	if rerr != nil && errors.Is(err, ErrNotFound) {
+		return nil, rerr
+	}
+	return nil, err
 }
 
 // loadTargetRef pins the target of a write once the caller holds each of
@@ -216,7 +233,7 @@ func checkImplicitCasts(ctx context.Context, conn *engine.Conn, b *bound, fields
 		vals[2*k], vals[2*k+1] = &oks[k], &typs[k]
 	}
 	if err := conn.DB().QueryRowContext(ctx, q).Scan(vals...); err != nil {
-		return bindError(err)
+		return bindError(err, b)
 	}
 	for k, i := range which {
 		if !oks[k] {

@@ -28,6 +28,13 @@ type Ticket struct {
 	// a worker serves the ticket only to a caller authenticated as that
 	// principal (or to the cluster itself, for child and write fragments).
 	Principal string `json:"pr,omitempty"`
+	// Deadline, when set, is when the statement's timeout ends the
+	// fragment wherever it runs; Timeout is that timeout, for the error.
+	Deadline time.Time     `json:"dl,omitzero"`
+	Timeout  time.Duration `json:"to,omitempty"`
+	// Child says the ticket is a child fragment, pulled by the worker that
+	// runs its parent (which holds the fragment slot of the tree).
+	Child bool `json:"ch,omitempty"`
 	// Scans are the inputs of the fragment, each exposed to SQL as a table
 	// named Scan.View.
 	Scans []Scan `json:"s,omitempty"`

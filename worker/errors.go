@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -63,6 +65,8 @@ func statusOf(ctx context.Context, err error) error {
 		return status.Error(codes.Unavailable, errShuttingDown.Error())
 	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "stream cancelled")
+	case errors.Is(err, errStatementTimeout):
+		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
 	// Ticket errors carry only their fixed text: nothing about the key.
@@ -85,11 +89,19 @@ func statusOf(ctx context.Context, err error) error {
 	}
 	var ce *childError
 	if errors.As(err, &ce) {
+		if ce.code == codes.InvalidArgument {
+			// The statement failed on the data there: the same message
+			// the child gave, not one more layer naming where.
+			return status.Error(ce.code, ce.msg)
+		}
 		return status.Error(ce.code, ce.Error())
 	}
 	if _, ok := status.FromError(err); ok {
 		// Already a status, e.g. from sending to a client that went away.
 		return err
+	}
+	if admit.Exhausted(err) {
+		return status.Error(codes.ResourceExhausted, err.Error())
 	}
 	var qe *queryError
 	if errors.As(err, &qe) {
@@ -102,7 +114,7 @@ func statusOf(ctx context.Context, err error) error {
 			}
 			return status.Error(codes.Internal, err.Error())
 		}
-		return status.Error(codes.InvalidArgument, err.Error())
+		return status.Error(codes.InvalidArgument, engine.WithoutExcerpt(qe.err.Error()))
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return status.Error(codes.NotFound, err.Error())

@@ -21,6 +21,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
@@ -84,6 +85,9 @@ type Options struct {
 	Authenticated bool
 	// Audit, when set, gets one line per ticket served (audit.go).
 	Audit *audit.Log
+	// Admission bounds the fragments running at once (limits.go); its
+	// zero value admits everything.
+	Admission admit.Options
 }
 
 // Validate reports every problem with o at once.
@@ -97,6 +101,9 @@ func (o Options) Validate() error {
 	}
 	if o.Cache == nil {
 		errs = append(errs, errors.New("worker: Cache is required"))
+	}
+	if err := o.Admission.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.BatchRows < 0 {
 		errs = append(errs, fmt.Errorf("worker: BatchRows must be >= 0, got %d", o.BatchRows))
@@ -131,6 +138,11 @@ type Server struct {
 	// directScans counts scans that took the direct path.
 	footers     *lru.Cache[string, map[int]string]
 	directScans atomic.Int64
+
+	// fragments admits the fragments that need a slot; timedOut counts
+	// those their statement timeout ended (limits.go).
+	fragments *admit.Limiter
+	timedOut  atomic.Int64
 
 	// started is when the server was made; revoked are the dropped tables
 	// (admit.go).
@@ -182,6 +194,10 @@ func New(o Options) (*Server, error) {
 		peers:  flightclient.NewPool(o.Peers, DefaultPeerClients),
 
 		started: time.Now(),
+	}
+	var err error
+	if s.fragments, err = admit.New(o.Admission); err != nil {
+		return nil, err
 	}
 	s.footers, _ = lru.New[string, map[int]string](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -281,6 +297,11 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err := s.admit(ctx, t); err != nil {
 		return err
 	}
+	return s.limited(ctx, t, func(ctx context.Context) error { return s.run(ctx, t, stream, start) })
+}
+
+// run runs one admitted ticket on a fresh connection.
+func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStreamWriter, start time.Time) error {
 	if len(t.Schema) == 0 {
 		return fmt.Errorf("%w: ticket has no result schema", wire.ErrMalformed)
 	}

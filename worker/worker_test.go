@@ -22,6 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -468,6 +469,11 @@ func TestToStatus(t *testing.T) {
 		{live, &readError{table: "c.s.t", file: "f", err: errors.New("corrupt")}, codes.Internal},
 		{live, fmt.Errorf("%w: x", errInternal), codes.Internal},
 		{live, status.Error(codes.ResourceExhausted, "x"), codes.ResourceExhausted},
+		{live, &queryError{err: errors.New("Out of Memory Error: failed to allocate data of size 8.0 MiB")}, codes.ResourceExhausted},
+		{live, &queryError{err: errors.New(`IO Error: Could not write file "/spill/x.tmp": No space left on device`)}, codes.ResourceExhausted},
+		{live, fmt.Errorf("fragment of query q: %w", admit.ErrQueueFull), codes.ResourceExhausted},
+		{live, fmt.Errorf("fragment of query q: %w", admit.ErrQueuedTooLong), codes.ResourceExhausted},
+		{live, admit.TimeoutError(time.Second), codes.DeadlineExceeded},
 		{cancelled, errors.New("INTERRUPT Error"), codes.Canceled},
 		{shut, errors.New("INTERRUPT Error"), codes.Unavailable},
 		{live, errShuttingDown, codes.Unavailable},

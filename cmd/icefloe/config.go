@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +62,8 @@ type Config struct {
 	TLS *TLSConfig `yaml:"tls,omitempty"`
 	// Audit writes one JSON line per statement and per login failure.
 	Audit *AuditConfig `yaml:"audit,omitempty"`
+	// Limits bound what runs at once and for how long (limits.go).
+	Limits *LimitsConfig `yaml:"limits,omitempty"`
 }
 
 // AuthConfig lists who may log in and what they may do.
@@ -131,8 +135,9 @@ const TicketKeyEnv = "ICEFLOE_TICKET_KEY"
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// loadConfig reads path (if not empty), expanding ${VAR}; a reference to an
-// unset variable is an error naming it.
+// loadConfig reads path (if not empty), expanding ${VAR} in values; a
+// reference to an unset variable is an error naming it, and so is an
+// unknown key (with the nearest known one).
 func loadConfig(path string) (Config, error) {
 	var c Config
 	if path == "" {
@@ -142,24 +147,22 @@ func loadConfig(path string) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("config: %w", err)
 	}
-	var missing, values []string
-	expanded := envRef.ReplaceAllStringFunc(string(raw), func(m string) string {
-		name := envRef.FindStringSubmatch(m)[1]
-		v, ok := os.LookupEnv(name)
-		if !ok {
-			missing = append(missing, name)
-		}
-		if len(v) >= 3 {
-			values = append(values, v)
-		}
-		return v
-	})
-	if len(missing) > 0 {
-		return c, fmt.Errorf("config %s: unset environment variables: %s", path, strings.Join(missing, ", "))
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return c, fmt.Errorf("config %s: %s", path, catalog.ScrubText(err.Error()))
 	}
-	dec := yaml.NewDecoder(strings.NewReader(expanded))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	if len(doc.Content) == 0 {
+		return c, c.Validate() // an empty file
+	}
+	missing, values := expandEnv(&doc)
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return c, fmt.Errorf("config %s: unset environment variables: %s", path, strings.Join(slices.Compact(missing), ", "))
+	}
+	if errs := checkKeys(doc.Content[0], reflect.TypeOf(c), ""); len(errs) > 0 {
+		return c, fmt.Errorf("config %s: %w", path, errors.Join(errs...))
+	}
+	if err := doc.Content[0].Decode(&c); err != nil {
 		// The parser may quote a value, and ${VAR}s hold the secrets.
 		return c, fmt.Errorf("config %s: %s", path, catalog.Scrub(err.Error(), values))
 	}
@@ -200,7 +203,7 @@ func (c Config) Validate() error {
 	if c.TicketTTL < 0 {
 		errs = append(errs, fmt.Errorf("config: ticket_ttl: must be >= 0, got %s", c.TicketTTL))
 	}
-	errs = append(errs, c.Auth.validate(), c.TLS.validate())
+	errs = append(errs, c.Auth.validate(), c.TLS.validate(), c.Limits.validate())
 	seen := map[string]int{catalog.LocalCatalogName: -1}
 	for i, cat := range c.Catalogs {
 		key := fmt.Sprintf("catalogs[%d]", i)
@@ -217,6 +220,7 @@ func (c Config) Validate() error {
 			seen[cat.Name] = i
 		}
 	}
+	errs = append(errs, c.validateValues())
 	return errors.Join(errs...)
 }
 

@@ -30,10 +30,10 @@ const (
 	defaultWorkers = 2
 )
 
-func newLogger(stderr io.Writer) *zap.Logger {
+func newLogger(stderr io.Writer, level zapcore.LevelEnabler) *zap.Logger {
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), zap.InfoLevel)
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), level)
 	return zap.New(scrubCore{core})
 }
 
@@ -127,6 +127,9 @@ func (r *roleFlags) parse(args []string) error {
 		*r.drain = cfg.DrainTimeout
 	}
 	r.cfg = cfg
+	if err := checkListen(*r.listen); err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
 	return startPprof()
 }
 
@@ -172,7 +175,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr)
+	log, ready := startLogger(stderr)
 	defer log.Sync()
 	host, _, err := splitHost(*r.listen)
 	if err != nil {
@@ -204,6 +207,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		NoDirectScan:  !*direct,
 		Security:      sec,
 		TicketTTL:     r.cfg.TicketTTL,
+		Limits:        r.cfg.Limits.limits(),
 	})
 	if err != nil {
 		return err
@@ -212,6 +216,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	for _, w := range s.Workers {
 		locs = append(locs, w.Location())
 	}
+	ready()
 	log.Info("icefloe ready",
 		zap.String("coordinator", s.Coordinator.Scheme+s.Addr()),
 		zap.Bool("auth", sec.Auth != nil),
@@ -244,7 +249,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr)
+	log, ready := startLogger(stderr)
 	defer log.Sync()
 	sec, err := r.security(key, log, false, nil)
 	if err != nil {
@@ -284,10 +289,12 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		DirectDirs:     directDirs,
 		Security:       sec,
 		TicketTTL:      r.cfg.TicketTTL,
+		Limits:         r.cfg.Limits.limits(),
 	})
 	if err != nil {
 		return err
 	}
+	ready()
 	log.Info("icefloe coordinator ready", zap.String("coordinator", c.Scheme+c.Addr),
 		zap.Strings("workers", pool.Known()), zap.String("worker_dns", *workerDNS), zap.Bool("auth", sec.Auth != nil))
 	<-ctx.Done()
@@ -354,7 +361,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr)
+	log, ready := startLogger(stderr)
 	defer log.Sync()
 	sec, err := r.security(key, log, false, nil)
 	if err != nil {
@@ -375,12 +382,14 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		Logger:        log,
 		Announce:      announce,
 		Security:      sec,
+		Limits:        r.cfg.Limits.limits(),
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
 	})
 	if err != nil {
 		return err
 	}
+	ready()
 	log.Info("icefloe worker ready", zap.String("worker", w.Location()), zap.Strings("announce", announce))
 	<-ctx.Done()
 	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
@@ -397,7 +406,7 @@ func runConfig(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprint(stdout, cfg.String())
+	fmt.Fprint(stdout, cfg.effectiveText())
 	return nil
 }
 

@@ -58,10 +58,14 @@ const sqlUsage = `usage: icefloe sql [flags] [STATEMENT]
 
 Runs SQL against an icefloe coordinator over Arrow Flight SQL and prints the
 results. With no STATEMENT, statements are read from standard input,
-separated by ';'. Every statement is prepared; one whose result has no
-columns runs as an update and prints the number of rows affected.
+separated by ';' -- interactively, with a prompt, line editing, history and
+completion, when standard input is a terminal (type \? there for help).
+Every statement is prepared; one whose result has no columns runs as an
+update and prints the number of rows affected. Ctrl-C cancels the running
+statement.
 
---addr takes host:port (plaintext), grpc://host:port or grpc+tls://host:port.
+--addr takes host[:port] (plaintext), grpc://host[:port] or
+grpc+tls://host[:port]; the port defaults to 32010.
 
 flags:
 `
@@ -76,11 +80,18 @@ type sqlFlags struct {
 	// Credentials (sqlauth.go).
 	token, user, password string
 	tlsCA                 string
+	// Script and terminal behaviour (script.go, repl.go).
+	onError     string
+	history     string
+	version     bool
+	interactive bool
 }
 
 // runSQL is the `icefloe sql` command. Results go to stdout. A failed
-// statement stops the run; the returned error's text is the server's status
-// message (the caller prints it and exits non-zero).
+// statement stops the run (unless --on-error continue); the returned
+// error's text is the server's status message, after the statement's line
+// when the statements came from a script (the caller prints it and exits
+// non-zero).
 func runSQL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return runSQLAlloc(ctx, memory.DefaultAllocator, args, stdin, stdout, stderr)
 }
@@ -91,7 +102,11 @@ func runSQLAlloc(ctx context.Context, alloc memory.Allocator, args []string, std
 	if err != nil {
 		return err
 	}
-	if len(stmts) == 0 {
+	if opts.version {
+		_, err := io.WriteString(stdout, versionText())
+		return err
+	}
+	if len(stmts) == 0 && !opts.interactive {
 		return nil
 	}
 
@@ -118,21 +133,15 @@ func runSQLAlloc(ctx context.Context, alloc memory.Allocator, args []string, std
 		defer c.closeSession(ctx)
 	}
 
-	for _, stmt := range stmts {
-		err := c.runStatement(ctx, opts.timeout, stmt, w)
-		if ferr := out.Flush(); err == nil && ferr != nil {
-			err = ferr
-		}
-		if err != nil {
-			return err
-		}
+	if opts.interactive {
+		return c.repl(ctx, opts, w, out, stderr)
 	}
-	return nil
+	return c.runScript(ctx, opts, stmts, w, out, stderr)
 }
 
 // parseSQLArgs parses the flags and gathers the statements to run, from the
 // positional arguments or else from stdin. Flags may follow the statement.
-func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, []string, error) {
+func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, []sqltok.Statement, error) {
 	var o sqlFlags
 	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -142,6 +151,7 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	fs.StringVar(&o.schema, "schema", "", "session schema (Flight SQL session option)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of each statement, e.g. 30s (0: none)")
 	addAuthFlags(fs, &o)
+	addTerminalFlags(fs, &o)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), sqlUsage)
 		fs.PrintDefaults()
@@ -167,6 +177,9 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	if o.timeout < 0 {
 		return o, nil, fmt.Errorf("negative --timeout %s", o.timeout)
 	}
+	if err := o.checkTerminalFlags(); err != nil {
+		return o, nil, err
+	}
 	if err := o.credentials(terminalPrompt(stderr)); err != nil {
 		return o, nil, err
 	}
@@ -176,6 +189,12 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	case 0:
 		if stdin == nil {
 			return o, nil, errors.New("no statement given")
+		}
+		if isTerminal(stdin) && isTerminal(os.Stdout) {
+			// liner edits on the process's own terminal; with stdout
+			// redirected, stdin is read as a script.
+			o.interactive = true
+			return o, nil, nil
 		}
 		b, err := io.ReadAll(stdin)
 		if err != nil {
@@ -187,7 +206,7 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	default:
 		return o, nil, fmt.Errorf("expected one SQL statement, got %d arguments (quote the statement)", len(positional))
 	}
-	return o, sqltok.Split(script), nil
+	return o, sqltok.SplitLines(script), nil
 }
 
 // sqlClient is one connection to a coordinator plus the worker connections
@@ -199,6 +218,8 @@ type sqlClient struct {
 	auth    *bearer
 	// workers are the clients of the locations endpoints lead to.
 	workers *flightclient.Pool
+	// progress counts the running statement's endpoints (nil: none shown).
+	progress *progress
 }
 
 func dialSQL(ctx context.Context, alloc memory.Allocator, o sqlFlags) (*sqlClient, error) {
@@ -242,13 +263,13 @@ func (c *sqlClient) close() {
 // host:port is plaintext, a URL names its scheme.
 func parseAddr(addr string) (target string, useTLS bool, err error) {
 	if !strings.Contains(addr, "://") {
-		return addr, false, nil
+		return withDefaultPort(addr), false, nil
 	}
 	target, useTLS, err = flightclient.Parse(addr)
 	if err != nil {
 		return "", false, fmt.Errorf("bad --addr: %w", err)
 	}
-	return target, useTLS, nil
+	return withDefaultPort(target), useTLS, nil
 }
 
 // clientTLS is the TLS configuration of grpc+tls servers: the system's
@@ -321,14 +342,15 @@ func (c *sqlClient) closeSession(ctx context.Context) {
 	_, _ = c.cl.CloseSession(ctx, &flight.CloseSessionRequest{})
 }
 
-// runStatement runs stmt within timeout (0: none).
-func (c *sqlClient) runStatement(ctx context.Context, timeout time.Duration, stmt string, w resultWriter) error {
+// runStatement runs a job (a statement: c.statement) within timeout (0:
+// none).
+func (c *sqlClient) runStatement(ctx context.Context, timeout time.Duration, run job, w resultWriter) error {
 	if timeout <= 0 {
-		return c.execute(ctx, stmt, w)
+		return run(ctx, w)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := c.execute(ctx, stmt, w)
+	err := run(ctx, w)
 	if dl, _ := ctx.Deadline(); err != nil && !time.Now().Before(dl) {
 		// Whatever failed first (a server noticing the deadline resets its
 		// stream), the cause is the time limit.
@@ -402,6 +424,7 @@ func (c *sqlClient) fetch(ctx context.Context, eps []*flight.FlightEndpoint, sch
 		cancel()
 	}
 
+	c.progress.endpoints(len(eps))
 	chs := make([]chan arrow.RecordBatch, len(eps))
 	for i, ep := range eps {
 		chs[i] = make(chan arrow.RecordBatch, endpointQueue)
@@ -411,6 +434,7 @@ func (c *sqlClient) fetch(ctx context.Context, eps []*flight.FlightEndpoint, sch
 			if err := c.pull(ctx, i, ep, schema, chs[i]); err != nil {
 				fail(err)
 			}
+			c.progress.endpointDone()
 			close(chs[i])
 		}()
 	}
@@ -579,113 +603,6 @@ func affectedText(n int64) string {
 		return "1 row affected"
 	}
 	return fmt.Sprintf("%d rows affected", n)
-}
-
-// tableWriter prints aligned columns, psql style: a header, a rule, the
-// rows (numeric columns right-aligned, NULL for nulls, control characters
-// escaped) and a "(N rows)" footer. Results are separated by a blank line.
-type tableWriter struct {
-	out     io.Writer
-	printed bool
-	names   []string
-	right   []bool
-	rows    [][]string
-}
-
-func (t *tableWriter) separate() error {
-	if t.printed {
-		if _, err := io.WriteString(t.out, "\n"); err != nil {
-			return err
-		}
-	}
-	t.printed = true
-	return nil
-}
-
-func (t *tableWriter) begin(schema *arrow.Schema) error {
-	t.names = make([]string, schema.NumFields())
-	t.right = make([]bool, schema.NumFields())
-	for i, f := range schema.Fields() {
-		t.names[i] = escapeControl(f.Name)
-		t.right[i] = isNumeric(f.Type)
-	}
-	t.rows = nil
-	return nil
-}
-
-func (t *tableWriter) write(rec arrow.RecordBatch) error {
-	cols := rec.Columns()
-	for r := range int(rec.NumRows()) {
-		row := make([]string, len(cols))
-		for c, col := range cols {
-			if col.IsNull(r) {
-				row[c] = "NULL"
-			} else {
-				row[c] = escapeControl(cellText(col, r))
-			}
-		}
-		t.rows = append(t.rows, row)
-	}
-	return nil
-}
-
-func (t *tableWriter) end() error {
-	if err := t.separate(); err != nil {
-		return err
-	}
-	widths := make([]int, len(t.names))
-	for i, n := range t.names {
-		widths[i] = utf8.RuneCountInString(n)
-	}
-	for _, row := range t.rows {
-		for i, v := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(v))
-		}
-	}
-	var b strings.Builder
-	line := func(cells []string) {
-		b.WriteByte(' ')
-		for i, v := range cells {
-			if i > 0 {
-				b.WriteString(" | ")
-			}
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(v))
-			if t.right[i] {
-				b.WriteString(pad + v)
-			} else {
-				b.WriteString(v + pad)
-			}
-		}
-		s := strings.TrimRight(b.String(), " ")
-		b.Reset()
-		_, _ = io.WriteString(t.out, s+"\n")
-	}
-	line(t.names)
-	rule := make([]string, len(widths))
-	for i, w := range widths {
-		rule[i] = strings.Repeat("-", w+2)
-	}
-	if _, err := io.WriteString(t.out, strings.Join(rule, "+")+"\n"); err != nil {
-		return err
-	}
-	for _, row := range t.rows {
-		line(row)
-	}
-	footer := fmt.Sprintf("(%d rows)\n", len(t.rows))
-	if len(t.rows) == 1 {
-		footer = "(1 row)\n"
-	}
-	_, err := io.WriteString(t.out, footer)
-	t.rows = nil
-	return err
-}
-
-func (t *tableWriter) affected(n int64) error {
-	if err := t.separate(); err != nil {
-		return err
-	}
-	_, err := io.WriteString(t.out, affectedText(n)+"\n")
-	return err
 }
 
 // csvWriter prints RFC 4180 CSV with a header line; NULL is an empty field.

@@ -90,6 +90,22 @@ public class Probe {
       }
       closeWithCatalog(c);
     });
+    Checks.check("USE sets the session's catalog and schema", () -> {
+      String plain = "jdbc:arrow-flight-sql://" + host + ":" + port + "/?useEncryption=false";
+      try (Connection c = DriverManager.getConnection(plain, new Properties());
+          Statement st = c.createStatement()) {
+        st.executeUpdate("CREATE SCHEMA IF NOT EXISTS local.JdbcUse");
+        st.executeUpdate("CREATE TABLE IF NOT EXISTS local.jdbcuse.only_here (x INT)");
+        st.execute("USE local.JDBCUSE");
+        try (ResultSet rs = st.executeQuery("SELECT current_catalog(), current_schema()")) {
+          Checks.expect(rs.next(), "a row");
+          Checks.eq(rs.getString(1) + "." + rs.getString(2), "local.JdbcUse", "session after USE");
+        }
+        Checks.eq(column(st.executeQuery("SHOW TABLES"), "name"), List.of("only_here"), "SHOW TABLES after USE");
+        st.execute("USE \"default\"");
+        st.executeUpdate("DROP SCHEMA local.JdbcUse CASCADE");
+      }
+    });
     Checks.check("single-endpoint mode through a URL header", () -> {
       // Unknown URL parameters become call headers: the coordinator then
       // answers one endpoint and proxies the workers' streams.
@@ -208,6 +224,45 @@ public class Probe {
         try (ResultSet rs = st.executeQuery("SELECT count(*) FROM jdbc_probe.t")) {
           rs.next();
           Checks.eq(rs.getLong(1), 3L, "rows after insert");
+        }
+      }
+    });
+
+    Checks.check("SHOW, DESCRIBE and information_schema as plain statements", () -> {
+      try (Statement st = conn.createStatement()) {
+        Checks.eq(column(st.executeQuery("SHOW CATALOGS"), "Catalog"), List.of("local"), "SHOW CATALOGS");
+        Checks.expect(column(st.executeQuery("SHOW SCHEMAS"), "Schema").contains("default"), "SHOW SCHEMAS has default");
+        Checks.eq(column(st.executeQuery("SHOW TABLES FROM jdbc_probe"), "name"), List.of("t"), "SHOW TABLES FROM");
+        Checks.eq(column(st.executeQuery("DESCRIBE jdbc_probe.t"), "column_type"), List.of("BIGINT", "VARCHAR"), "DESCRIBE");
+        Checks.eq(column(st.executeQuery("DESC jdbc_probe.T"), "null"), List.of("NO", "YES"), "DESC");
+        Checks.eq(column(st.executeQuery("SHOW COLUMNS FROM jdbc_probe.t"), "Column"), List.of("id", "s"), "SHOW COLUMNS");
+        String ddl = column(st.executeQuery("SHOW CREATE TABLE jdbc_probe.t"), "Create Table").get(0);
+        Checks.expect(ddl.contains("\"id\" BIGINT NOT NULL"), "SHOW CREATE TABLE: " + ddl);
+        Checks.eq(column(st.executeQuery("SELECT column_name FROM information_schema.columns "
+            + "WHERE table_schema = 'jdbc_probe' AND table_name = 't' ORDER BY ordinal_position"), "column_name"),
+            List.of("id", "s"), "information_schema.columns");
+        Checks.eq(column(st.executeQuery("SELECT t.table_name FROM information_schema.tables t "
+            + "JOIN information_schema.schemata s ON s.schema_name = t.table_schema WHERE s.schema_name = 'jdbc_probe'"), "table_name"),
+            List.of("t"), "information_schema join");
+      }
+    });
+
+    Checks.check("case-insensitive names, through statements and DatabaseMetaData", () -> {
+      try (Statement st = conn.createStatement()) {
+        st.executeUpdate("CREATE TABLE jdbc_probe.MixedCase (Id BIGINT)");
+        st.executeUpdate("INSERT INTO JDBC_PROBE.mixedcase VALUES (5)");
+        Checks.eq(column(st.executeQuery("SELECT id FROM jdbc_probe.MIXEDCASE"), "Id"), List.of("5"), "unquoted, any case");
+        Checks.eq(column(md.getTables("local", "jdbc_probe", "MixedCase", null), "TABLE_NAME"), List.of("MixedCase"), "getTables keeps the case");
+        try (ResultSet rs = st.executeQuery("SELECT * FROM jdbc_probe.\"mixedcase\"")) {
+          throw new AssertionError("a quoted name matched another case");
+        } catch (java.sql.SQLException e) {
+          Checks.expect(e.getMessage().contains("table mixedcase does not exist in schema local.jdbc_probe; did you mean MixedCase?"), e.getMessage());
+        }
+        try (ResultSet rs = st.executeQuery("SELECT * FROM jdbc_probe.tt")) {
+          throw new AssertionError("a missing table was found");
+        } catch (java.sql.SQLException e) {
+          String m = e.getMessage();
+          Checks.expect(m.contains("did you mean t?") && !m.contains("planner:") && !m.contains("__icefloe"), m);
         }
       }
     });

@@ -148,7 +148,7 @@ def test_errors_carry_our_message(conn):
         with pytest.raises(fsql.ProgrammingError) as e:
             cur.execute("SELECT * FROM no_such_table_xyz")
         assert "no_such_table_xyz" in str(e.value)
-        assert "not found" in str(e.value)
+        assert "does not exist" in str(e.value)
         with pytest.raises(fsql.Error) as e:
             cur.execute("SELEC 1")
         assert "syntax error" in str(e.value).lower()

@@ -58,6 +58,8 @@ type WorkerOptions struct {
 	// membership.DefaultAnnounceInterval).
 	Announce         []string
 	AnnounceInterval time.Duration
+	// Limits bound the worker's fragments (Limits.Fragments).
+	Limits Limits
 }
 
 // Worker is a running worker.
@@ -83,6 +85,10 @@ type Worker struct {
 // DirectScans is how many scans the worker read with DuckDB's Parquet
 // reader (see worker/direct.go).
 func (w *Worker) DirectScans() int64 { return w.srv.DirectScans() }
+
+// TimedOutFragments is how many fragments the worker ended because their
+// statement timeout passed.
+func (w *Worker) TimedOutFragments() int64 { return w.srv.TimedOutFragments() }
 
 // Location is the worker's Flight location URI (grpc+tls:// with TLS).
 func (w *Worker) Location() string { return w.scheme + w.Addr }
@@ -120,6 +126,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		Audit:     o.Security.Audit.WithNode("worker " + addr),
 
 		Authenticated: o.Security.Auth != nil,
+		Admission:     o.Limits.Fragments,
 	})
 	if err != nil {
 		lis.Close()
@@ -209,6 +216,9 @@ type CoordinatorOptions struct {
 	// Membership is flightsql.Options.Membership: the worker pool, when
 	// Workers is one that takes announcements.
 	Membership flightsql.Membership
+	// Limits bound the coordinator's statements (Limits.Statements and
+	// StatementTimeout).
+	Limits Limits
 }
 
 // Coordinator is a running coordinator.
@@ -273,6 +283,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Policy:         o.Security.policy(),
 		Audit:          o.Security.Audit.WithNode("coordinator"),
 		Membership:     o.Membership,
+
+		Admission:        o.Limits.Statements,
+		StatementTimeout: o.Limits.StatementTimeout,
 	})
 	if err != nil {
 		return fail(err)
@@ -359,6 +372,8 @@ type StandaloneOptions struct {
 	Security Security
 	// TicketTTL is planner.Options.TicketTTL.
 	TicketTTL time.Duration
+	// Limits bound the coordinator and every worker.
+	Limits Limits
 }
 
 // Standalone is a running single-process cluster.
@@ -433,6 +448,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 			Engine:        eo,
 			Logger:        o.Logger.With(zap.Int("worker", i)),
 			Security:      o.Security,
+			Limits:        o.Limits,
 
 			MetadataCacheBytes: o.WorkerCache,
 		})
@@ -453,6 +469,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		Logger:         o.Logger,
 		Security:       o.Security,
 		TicketTTL:      o.TicketTTL,
+		Limits:         o.Limits,
 
 		TargetGroupBytes: o.TargetGroupBytes,
 		DirectDirs:       directDirs,

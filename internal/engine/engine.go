@@ -45,8 +45,8 @@ func (o Options) Validate() error {
 	if o.Threads < 0 {
 		errs = append(errs, fmt.Errorf("engine: threads must be >= 0, got %d", o.Threads))
 	}
-	if strings.ContainsAny(o.MemoryLimit, "'\\") {
-		errs = append(errs, errors.New("engine: memory limit has a quote"))
+	if err := validateMemoryLimit(o.MemoryLimit); err != nil {
+		errs = append(errs, err)
 	}
 	if strings.ContainsAny(o.TempDir, "'\\") {
 		errs = append(errs, errors.New("engine: temp dir has a quote"))
@@ -269,4 +269,14 @@ func Quote(name string) string {
 // QuoteString quotes a string literal for DuckDB.
 func QuoteString(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// WithoutExcerpt drops the excerpt of the SQL text ("LINE 1: …" and its
+// caret) DuckDB appends to a message: when the SQL is icefloe's rewrite of
+// a client's statement, the excerpt shows what the client never wrote.
+func WithoutExcerpt(msg string) string {
+	if i := strings.Index(msg, "\nLINE "); i >= 0 {
+		msg = strings.TrimRight(msg[:i], "\n")
+	}
+	return msg
 }

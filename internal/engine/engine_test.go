@@ -222,3 +222,37 @@ func BenchmarkStatementChecks(b *testing.B) {
 		}
 	})
 }
+
+func TestIsResourceError(t *testing.T) {
+	ctx := context.Background()
+	e, err := Open(ctx, Options{MemoryLimit: "20MB", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	conn, err := e.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// One string far past the memory limit: nothing to spill.
+	err = drain(conn.Query(ctx, "SELECT length(string_agg(repeat('x', 1000), '')) AS n FROM range(200000)", QueryOptions{}))
+	if err == nil || !IsResourceError(err) {
+		t.Fatalf("repeat past memory_limit: %v (resource: %v)", err, IsResourceError(err))
+	}
+	err = drain(conn.Query(ctx, "SELECT 'a'::INTEGER AS n", QueryOptions{}))
+	if err == nil || IsResourceError(err) {
+		t.Fatalf("cast error counted as resource error: %v", err)
+	}
+}
+
+// drain reads a result to its end and returns the first error.
+func drain(rdr array.RecordReader, err error) error {
+	if err != nil {
+		return err
+	}
+	defer rdr.Release()
+	for rdr.Next() {
+	}
+	return rdr.Err()
+}

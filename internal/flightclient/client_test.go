@@ -36,8 +36,11 @@ func (s *server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 	s.mu.Lock()
 	s.auths = append(s.auths, strings.Join(md.Get(AuthorizationHeader), ","))
 	s.mu.Unlock()
-	if string(t.GetTicket()) == "fail" {
+	switch string(t.GetTicket()) {
+	case "fail":
 		return status.Error(codes.Unavailable, "not here")
+	case "oom":
+		return status.Error(codes.ResourceExhausted, "run fragment: Out of Memory Error: could not allocate")
 	}
 	wr := flight.NewRecordWriter(stream, ipc.WithSchema(testSchema))
 	defer wr.Close()
@@ -102,6 +105,12 @@ func TestPullFallsBackOnlyBeforeRows(t *testing.T) {
 	}
 	if st, _ := status.FromError(err); st.Code() != codes.Internal {
 		t.Errorf("code %s, want the stream's Internal", st.Code())
+	}
+
+	// Out of memory is the fragment's, not the location's: not retried.
+	_, err = collect(t, p, context.Background(), []string{loc, loc}, "oom", PullOptions{})
+	if !errors.As(err, &pe) || len(pe.Attempts) != 1 || status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("out of memory: %v (%+v)", err, pe)
 	}
 
 	// Every location failing before rows: each attempt is reported.

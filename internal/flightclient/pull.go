@@ -95,11 +95,23 @@ func (p *Pool) Pull(ctx context.Context, locs []string, ticket []byte, o PullOpt
 		}
 		pe.Attempts = append(pe.Attempts, Attempt{Location: loc, Err: err})
 		pe.Started = started
-		if started || ctx.Err() != nil || errors.Is(err, errSchema) {
+		if started || ctx.Err() != nil || errors.Is(err, errSchema) || final(err) {
 			break
 		}
 	}
 	return pe
+}
+
+// final says whether a location's error would be the same at every
+// location: the fragment ran out of memory or disk (ResourceExhausted) or
+// ran past its statement timeout (DeadlineExceeded), so it is not tried
+// again elsewhere.
+func final(err error) bool {
+	switch status.Code(err) {
+	case codes.ResourceExhausted, codes.DeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 // errSchema marks a CheckSchema refusal, after which no location is tried.

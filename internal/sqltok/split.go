@@ -10,13 +10,40 @@ import "strings"
 // the script is the last statement, so that the server reports the error
 // in its own words.
 func Split(src string) []string {
+	stmts := SplitLines(src)
+	if len(stmts) == 0 {
+		return nil
+	}
+	out := make([]string, len(stmts))
+	for i, st := range stmts {
+		out[i] = st.Text
+	}
+	return out
+}
+
+// Statement is one statement of a script: its text as Split returns it
+// and the line (from 1) its text starts on.
+type Statement struct {
+	Text string
+	Line int
+}
+
+// SplitLines is Split with the line each statement starts on.
+func SplitLines(src string) []Statement {
 	toks, err := Tokenize(src)
-	var out []string
+	var out []Statement
+	add := func(piece string, at int) {
+		lead := len(piece) - len(strings.TrimLeft(piece, space))
+		line := 1 + strings.Count(src[:at+lead], "\n")
+		if text := strings.Trim(piece, space); text != "" {
+			out = append(out, Statement{Text: text, Line: line})
+		}
+	}
 	start, code := 0, false // where the current piece starts; has it a token
 	for _, t := range toks {
 		if t.IsOp(";") {
 			if code {
-				out = append(out, strings.Trim(src[start:t.Pos], space))
+				add(src[start:t.Pos], start)
 			}
 			start, code = t.End, false
 			continue
@@ -24,9 +51,7 @@ func Split(src string) []string {
 		code = true
 	}
 	if code || err != nil {
-		if rest := strings.Trim(src[start:], space); rest != "" {
-			out = append(out, rest)
-		}
+		add(src[start:], start)
 	}
 	return out
 }

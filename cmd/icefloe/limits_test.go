@@ -1,0 +1,25 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/icefloe/icefloe/internal/cluster"
+)
+
+func TestLimitsConfig(t *testing.T) {
+	var none *LimitsConfig
+	if got, want := none.limits(), cluster.DefaultLimits(); got != want {
+		t.Fatalf("no limits section: %+v, want the defaults %+v", got, want)
+	}
+	l := (&LimitsConfig{MaxRunningStatements: -1, MaxRunningFragmentsPerPrincipal: 2, MaxQueuedFragments: -1, StatementTimeout: time.Minute}).limits()
+	if l.Statements.MaxRunning != 0 || l.Statements.MaxQueued != cluster.DefaultMaxQueuedStatements ||
+		l.Fragments.MaxPerPrincipal != 2 || l.Fragments.MaxQueued != 0 || l.Fragments.MaxRunning != cluster.DefaultMaxRunningFragments ||
+		l.StatementTimeout != time.Minute || l.Fragments.QueueTimeout != cluster.DefaultQueueTimeout {
+		t.Fatalf("limits %+v", l)
+	}
+	if err := (&LimitsConfig{MaxQueuedStatements: -2, StatementTimeout: -time.Second}).validate(); err == nil ||
+		err.Error() != "config: limits.max_queued_statements: must be >= -1, got -2\nconfig: limits.statement_timeout: must be >= 0, got -1s" {
+		t.Fatalf("validate: %v", err)
+	}
+}

@@ -1,0 +1,59 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/icefloe/icefloe/internal/admit"
+)
+
+// Config keys of the limits, named in the errors a client sees when one
+// is hit (docs/operations.md).
+const (
+	KeyMaxRunningStatements   = "limits.max_running_statements"
+	KeyStatementsPerPrincipal = "limits.max_running_statements_per_principal"
+	KeyMaxRunningFragments    = "limits.max_running_fragments"
+	KeyFragmentsPerPrincipal  = "limits.max_running_fragments_per_principal"
+)
+
+// Limits bound what a cluster runs at once and for how long. The zero
+// value limits nothing; the binary starts from DefaultLimits.
+type Limits struct {
+	// Statements admits the coordinator's statements.
+	Statements admit.Options
+	// Fragments admits each worker's fragments.
+	Fragments admit.Options
+	// StatementTimeout ends every statement that runs longer; 0 is none.
+	StatementTimeout time.Duration
+}
+
+// Defaults of the binary's limits.
+const (
+	DefaultMaxRunningStatements = 32
+	DefaultMaxQueuedStatements  = 128
+	DefaultMaxRunningFragments  = 8
+	DefaultMaxQueuedFragments   = 64
+	DefaultQueueTimeout         = time.Minute
+)
+
+// DefaultLimits are the binary's limits when its config sets none.
+func DefaultLimits() Limits {
+	return NewLimits(DefaultMaxRunningStatements, 0, DefaultMaxQueuedStatements,
+		DefaultMaxRunningFragments, 0, DefaultMaxQueuedFragments, DefaultQueueTimeout, 0)
+}
+
+// NewLimits names the limits' keys and nouns around the given counts.
+func NewLimits(statements, statementsPerPrincipal, queuedStatements, fragments, fragmentsPerPrincipal, queuedFragments int, queueTimeout, statementTimeout time.Duration) Limits {
+	return Limits{
+		Statements: admit.Options{Noun: "statements", Key: KeyMaxRunningStatements, PrincipalKey: KeyStatementsPerPrincipal,
+			MaxRunning: statements, MaxPerPrincipal: statementsPerPrincipal, MaxQueued: queuedStatements, QueueTimeout: queueTimeout},
+		Fragments: admit.Options{Noun: "fragments", Key: KeyMaxRunningFragments, PrincipalKey: KeyFragmentsPerPrincipal,
+			MaxRunning: fragments, MaxPerPrincipal: fragmentsPerPrincipal, MaxQueued: queuedFragments, QueueTimeout: queueTimeout},
+		StatementTimeout: statementTimeout,
+	}
+}
+
+// Admission returns the counts of the coordinator's statement limiter.
+func (c *Coordinator) Admission() admit.Stats { return c.srv.AdmissionStats() }
+
+// Admission returns the counts of the worker's fragment limiter.
+func (w *Worker) Admission() admit.Stats { return w.srv.Admission() }

@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// resourceMarks are the texts of DuckDB's errors that say it ran out of a
+// resource rather than that the statement is wrong: its memory_limit, or
+// the disk of its spill folder (max_temp_directory_size or a full disk).
+var resourceMarks = []string{
+	"Out of Memory Error",
+	"max_temp_directory_size",
+	"No space left on device",
+	"Disk full",
+}
+
+// IsResourceError says whether err is DuckDB running out of memory or of
+// spill disk: the statement may succeed later or with more resources, so
+// it is ResourceExhausted at the Flight boundary, and running it at
+// another worker of the same size will not help.
+func IsResourceError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var de *duckdb.Error
+	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory {
+		return true
+	}
+	msg := err.Error()
+	for _, m := range resourceMarks {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
