@@ -40,6 +40,10 @@ type input struct {
 	// filesBefore and bytesBefore describe the snapshot before pruning.
 	filesBefore, bytesBefore int64
 	groups                   [][]table.FileScanTask
+	places                   []place // where each group runs (affinity.go)
+	// encoded are the tasks encoded for tickets, memoised with the plan
+	// (plancache.go); encodeScan encodes the others.
+	encoded map[taskID]wire.Task
 
 	// snapshot (time travel) and meta (metadata table): see pinnedInput.
 	snapshot int64
@@ -105,10 +109,10 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		return nil, fmt.Errorf("%w: the statement has %d parameters, no values were bound", ErrInvalid, len(b.paramTypes))
 	}
 	for _, in := range b.inputs {
-		if err := planFiles(ctx, in); err != nil {
+		if err := p.planFiles(ctx, in); err != nil {
 			return nil, err
 		}
-		in.groups = groupTasks(in.tasks, targetGroups(workers, in.bytes, p.opts.TargetGroupBytes))
+		in.groups, in.places = assignGroups(in.tasks, workers, p.opts.TargetGroupBytes)
 	}
 	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers,
 		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
@@ -134,7 +138,7 @@ type planBuilder struct {
 	expires time.Time
 	explain []string // lines "key\tvalue"
 	tickets []*wire.Ticket
-	owners  []int
+	places  []place
 	next    int
 }
 
@@ -142,17 +146,22 @@ func (pb *planBuilder) note(key, format string, args ...any) {
 	pb.explain = append(pb.explain, key+"\t"+fmt.Sprintf(format, args...))
 }
 
-// owner returns the next worker index, round robin.
-func (pb *planBuilder) owner() int {
+// rotate returns the next worker, round robin, with the one after it as
+// fallback: for tickets that read no files of their own.
+func (pb *planBuilder) rotate() place {
 	i := pb.next % len(pb.workers)
 	pb.next++
-	return i
+	pl := place{owner: i, fallback: -1}
+	if len(pb.workers) > 1 {
+		pl.fallback = (i + 1) % len(pb.workers)
+	}
+	return pl
 }
 
-func (pb *planBuilder) locations(owner int) []string {
-	locs := []string{pb.workers[owner].Location}
-	if len(pb.workers) > 1 {
-		locs = append(locs, pb.workers[(owner+1)%len(pb.workers)].Location)
+func (pb *planBuilder) locations(pl place) []string {
+	locs := []string{pb.workers[pl.owner].Location}
+	if pl.fallback >= 0 && pl.fallback != pl.owner {
+		locs = append(locs, pb.workers[pl.fallback].Location)
 	}
 	return locs
 }
@@ -162,19 +171,22 @@ func (pb *planBuilder) ticket(scans []wire.Scan, sql string, schema *arrow.Schem
 		Schema: flight.SerializeSchema(schema, memory.DefaultAllocator)}
 }
 
-// endpoint adds a ticket as one endpoint of the plan.
-func (pb *planBuilder) endpoint(t *wire.Ticket) {
+// endpoint adds a ticket as one endpoint of the plan, on the next worker.
+func (pb *planBuilder) endpoint(t *wire.Ticket) { pb.endpointAt(t, pb.rotate()) }
+
+// endpointAt adds a ticket as one endpoint of the plan, run at pl.
+func (pb *planBuilder) endpointAt(t *wire.Ticket, pl place) {
 	pb.tickets = append(pb.tickets, t)
-	pb.owners = append(pb.owners, pb.owner())
+	pb.places = append(pb.places, pl)
 }
 
-// child seals t as a child fragment owned by the next worker.
-func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
+// child seals t as a child fragment run at pl.
+func (pb *planBuilder) child(view string, t *wire.Ticket, pl place) (wire.Child, error) {
 	sealed, err := pb.p.opts.Key.Seal(t)
 	if err != nil {
 		return wire.Child{}, err
 	}
-	return wire.Child{View: view, Ticket: sealed, Locations: pb.locations(pb.owner())}, nil
+	return wire.Child{View: view, Ticket: sealed, Locations: pb.locations(pl)}, nil
 }
 
 func (pb *planBuilder) finish() (*Plan, error) {
@@ -183,7 +195,7 @@ func (pb *planBuilder) finish() (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		locs := pb.locations(pb.owners[i])
+		locs := pb.locations(pb.places[i])
 		pb.plan.Endpoints = append(pb.plan.Endpoints, Endpoint{Ticket: sealed, Locations: locs})
 		pb.note("endpoint "+strconv.Itoa(i), "%s (fallback %s), %d scans, %d children", locs[0], strings.Join(locs[1:], ","), len(t.Scans), len(t.Children))
 	}
@@ -288,14 +300,14 @@ func (pb *planBuilder) scatter(in *input, small []*input, sql string) error {
 	if passthrough {
 		pb.note("passthrough", "workers stream the scan without DuckDB")
 	}
-	for _, g := range in.groups {
+	for i, g := range in.groups {
 		scan, err := encodeScan(in, g)
 		if err != nil {
 			return err
 		}
 		t := pb.ticket(append([]wire.Scan{scan}, full...), sql, pb.b.schema)
 		t.Passthrough = passthrough
-		pb.endpoint(t)
+		pb.endpointAt(t, in.places[i])
 	}
 	return nil
 }
@@ -406,12 +418,12 @@ func (pb *planBuilder) unionAll(root node, aggs map[string]bool) (error, bool) {
 	pb.note("strategy", "scatter (UNION ALL of %d branches)", len(plans))
 	for i, br := range plans {
 		pb.note("fragment", "branch %d: %s", i, br.sql)
-		for _, g := range br.in.groups {
+		for j, g := range br.in.groups {
 			scan, err := encodeScan(br.in, g)
 			if err != nil {
 				return err, true
 			}
-			pb.endpoint(pb.ticket([]wire.Scan{scan}, br.sql, pb.b.schema))
+			pb.endpointAt(pb.ticket([]wire.Scan{scan}, br.sql, pb.b.schema), br.in.places[j])
 		}
 	}
 	return nil, true
@@ -479,12 +491,12 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (b
 	pb.note("fragment", "final: %s", final)
 	final_ := pb.ticket(nil, final, pb.b.schema)
 	final_.ChildLimit = tp.childLimit
-	for _, g := range in.groups {
+	for i, g := range in.groups {
 		scan, err := encodeScan(in, g)
 		if err != nil {
 			return false, err
 		}
-		c, err := pb.child(partialsView, pb.ticket([]wire.Scan{scan}, partialSQL, partialSchema))
+		c, err := pb.child(partialsView, pb.ticket([]wire.Scan{scan}, partialSQL, partialSchema), in.places[i])
 		if err != nil {
 			return false, err
 		}
@@ -518,7 +530,7 @@ func (pb *planBuilder) gather(reason string) error {
 			}
 			t.Scans = append(t.Scans, scan)
 		}
-		pb.endpoint(t)
+		pb.endpointAt(t, pb.gatherPlace())
 		return nil
 	}
 	for _, in := range pb.b.inputs {
@@ -533,14 +545,14 @@ func (pb *planBuilder) gather(reason string) error {
 		// scan without the round trip through DuckDB (passthrough).
 		read, err := inputSchema(context.Background(), in)
 		passthrough := err == nil && in.meta == "" && sameSchema(read, viewSchema)
-		for _, g := range in.groups {
+		for i, g := range in.groups {
 			scan, err := encodeScan(in, g)
 			if err != nil {
 				return err
 			}
 			ct := pb.ticket([]wire.Scan{scan}, "SELECT * FROM "+engine.Quote(in.view), viewSchema)
 			ct.Passthrough = passthrough
-			c, err := pb.child(in.view, ct)
+			c, err := pb.child(in.view, ct, in.places[i])
 			if err != nil {
 				return err
 			}
@@ -554,12 +566,32 @@ func (pb *planBuilder) gather(reason string) error {
 	return nil
 }
 
+// gatherPlace is where a gather that reads its inputs itself runs: where
+// its largest input's files are, so that worker's data cache holds them
+// across queries (the group's place when the input is one group, else the
+// rendezvous place of the table's location).
+func (pb *planBuilder) gatherPlace() place {
+	var big *input
+	for _, in := range pb.b.inputs {
+		if big == nil || in.bytes > big.bytes {
+			big = in
+		}
+	}
+	if big == nil {
+		return pb.rotate()
+	}
+	if len(big.places) == 1 {
+		return big.places[0]
+	}
+	return placeKey(pb.workers, big.pinned.Table.Location())
+}
+
 // readsDirect tells whether every input is a scan a worker reads with
-// DuckDB's Parquet reader (Options.DirectDirs and internal/directscan); the
-// worker checks the files' footers as well and falls back to iceberg-go
-// on its own.
+// DuckDB's Parquet reader (Options.DirectDirs and internal/directscan, or
+// object-store files with Options.DataCache); the worker checks the
+// files' footers as well and falls back to iceberg-go on its own.
 func (p *Planner) readsDirect(inputs []*input) bool {
-	if len(p.opts.DirectDirs) == 0 || len(inputs) == 0 {
+	if (len(p.opts.DirectDirs) == 0 && !p.opts.DataCache) || len(inputs) == 0 {
 		return false
 	}
 	canRead := func(path string) bool { return engine.Under(path, p.opts.DirectDirs) }
@@ -582,7 +614,21 @@ func (p *Planner) readsDirect(inputs []*input) bool {
 		if _, ok := directscan.Fields(schema, in.cols); !ok {
 			return false
 		}
-		if _, ok := directscan.Files(in.tasks, canRead); !ok {
+		if _, ok := directscan.Files(in.tasks, canRead); !ok && !(p.opts.DataCache && cachedFiles(in.tasks)) {
+			return false
+		}
+	}
+	return true
+}
+
+// cachedFiles tells whether every task is a whole object-store Parquet
+// file without deletes: what a worker's data cache lets DuckDB read.
+func cachedFiles(tasks []table.FileScanTask) bool {
+	if len(tasks) == 0 {
+		return false
+	}
+	for _, t := range tasks {
+		if _, local := catalog.LocalPath(t.File.FilePath()); local || !directscan.Whole(t) {
 			return false
 		}
 	}
@@ -876,40 +922,6 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	n["catalog_name"], n["schema_name"], n["table_name"] = "", "", in.view
 }
 
-// planFiles plans the input's file tasks once, on the coordinator, with
-// its pruning filter.
-func planFiles(ctx context.Context, in *input) error {
-	tbl := in.pinned.Table
-	snap := tbl.CurrentSnapshot()
-	if snap == nil || in.meta != "" {
-		return nil
-	}
-	if snap.Summary != nil {
-		in.filesBefore, _ = strconv.ParseInt(snap.Summary.Properties["total-data-files"], 10, 64)
-		in.bytesBefore, _ = strconv.ParseInt(snap.Summary.Properties["total-files-size"], 10, 64)
-	}
-	opts := catalog.ScanOptions(0, in.cols)
-	if in.filter != nil {
-		opts = append(opts, table.WithRowFilter(in.filter))
-	}
-	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
-	if err != nil && in.filter != nil {
-		// iceberg-go cannot read the column metrics of files written
-		// before a type widening (ALTER COLUMN … TYPE, e.g. int → long):
-		// pruning only skips files, so plan without it.
-		in.filter, in.filterJSON = nil, ""
-		tasks, err = tbl.Scan(catalog.ScanOptions(0, in.cols)...).PlanFiles(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("plan files of %s: %w", in.ref, err)
-	}
-	in.tasks = tasks
-	for _, t := range tasks {
-		in.bytes += t.Length
-	}
-	return nil
-}
-
 // encodeScan encodes one group of the input's tasks.
 func encodeScan(in *input, tasks []table.FileScanTask) (wire.Scan, error) {
 	md := in.pinned.Table.Metadata()
@@ -924,6 +936,10 @@ func encodeScan(in *input, tasks []table.FileScanTask) (wire.Scan, error) {
 	}
 	schema := md.CurrentSchema()
 	for _, t := range tasks {
+		if enc, ok := in.encoded[taskKey(t)]; ok {
+			scan.Tasks = append(scan.Tasks, enc)
+			continue
+		}
 		// The pruning filter only skips files: the full WHERE runs in
 		// DuckDB. Workers get no row filter and every residual is
 		// AlwaysTrue, because iceberg-go v0.7.0's record-level filter fails
