@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -98,6 +99,10 @@ func statusOf(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return status.Error(codes.NotFound, err.Error())
+	}
+	if errors.Is(err, datacache.ErrChanged) {
+		// A data file no longer is what the table's metadata says.
+		return status.Error(codes.DataLoss, err.Error())
 	}
 	return status.Error(codes.Internal, err.Error())
 }

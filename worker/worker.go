@@ -21,6 +21,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -41,6 +42,11 @@ type Options struct {
 	Engine *engine.Engine
 	// Cache reopens pinned table metadata. Required.
 	Cache *catalog.MetadataCache
+	// DataCache keeps local copies of object-store data files (see
+	// cached.go); nil reads them from the store every time. With the
+	// cache's directory among the engine's ReadDirs, DuckDB reads the
+	// copies of direct scans.
+	DataCache *datacache.Cache
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
 	// Allocator is used for everything the worker allocates in Go: reading

@@ -17,6 +17,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -121,7 +122,45 @@ func (r *roleFlags) parse(args []string) error {
 }
 
 // directParquetUsage describes the workers' --direct-parquet flag.
-const directParquetUsage = "workers read data files in local warehouses (the data dir's and configured catalogs' file:// warehouses) with DuckDB's Parquet reader; false: always with iceberg-go's"
+const directParquetUsage = "workers read data files in local warehouses (the data dir's and configured catalogs' file:// warehouses), and their cached copies of object-store files, with DuckDB's Parquet reader; false: always with iceberg-go's"
+
+// dataCacheFlags are the workers' data cache flags.
+type dataCacheFlags struct {
+	dir   *string
+	bytes *int64
+}
+
+func (r *roleFlags) dataCacheFlags() dataCacheFlags {
+	return dataCacheFlags{
+		dir:   r.fs.String("data-cache-dir", "", "folder of the workers' local copies of object-store data files (default: <data-dir>/cache)"),
+		bytes: r.fs.Int64("data-cache-bytes", datacache.DefaultMaxBytes, "bound of each worker's data cache in bytes; 0 turns it off"),
+	}
+}
+
+// dataCache resolves the data cache flags against the config: the
+// directory (absolute) and bound, or "" when the cache is off.
+func (r *roleFlags) dataCache(f dataCacheFlags) (dir string, bytes int64, err error) {
+	set := map[string]bool{}
+	r.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	dir, bytes = *f.dir, *f.bytes
+	if !set["data-cache-dir"] && r.cfg.DataCacheDir != "" {
+		dir = r.cfg.DataCacheDir
+	}
+	if !set["data-cache-bytes"] && r.cfg.DataCacheBytes != nil {
+		bytes = *r.cfg.DataCacheBytes
+	}
+	if bytes < 0 {
+		return "", 0, fmt.Errorf("--data-cache-bytes: must be >= 0 (0 turns the cache off), got %d", bytes)
+	}
+	if bytes == 0 {
+		return "", 0, nil
+	}
+	if dir == "" {
+		dir = filepath.Join(*r.dataDir, "cache")
+	}
+	dir, err = filepath.Abs(dir)
+	return dir, bytes, err
+}
 
 func (r *roleFlags) engineOptions() engine.Options {
 	return engine.Options{Threads: r.cfg.Threads, MemoryLimit: r.cfg.MemoryLimit}
@@ -149,7 +188,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	demo := r.fs.Bool("demo", false, "seed the demo tables (once)")
 	advertise := r.fs.String("advertise-host", "", "host clients reach the workers at (default: the listen host, or 127.0.0.1 when it is unspecified)")
 	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
+	dcFlags := r.dataCacheFlags()
 	if err := r.parse(args); err != nil {
+		return err
+	}
+	cacheDir, cacheBytes, err := r.dataCache(dcFlags)
+	if err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -186,6 +230,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Catalogs:      r.cfg.Catalogs,
 		WorkerCache:   r.cfg.MetadataCacheBytes,
 		NoDirectScan:  !*direct,
+
+		NoDataCache:    cacheDir == "",
+		DataCacheDir:   cacheDir,
+		DataCacheBytes: cacheBytes,
 	})
 	if err != nil {
 		return err
@@ -209,6 +257,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	var workerAddrs, directDirs stringList
 	r.fs.Var(&workerAddrs, "worker", "a worker's address host:port or grpc://host:port (repeat for each)")
 	r.fs.Var(&directDirs, "direct-dir", "a local warehouse directory every worker reads with DuckDB's Parquet reader (same path on every host; repeat for each): gathered queries over it are read in place by one worker")
+	workerCache := r.fs.Bool("worker-data-cache", true, "the workers run with a data cache and direct Parquet scans (their defaults): gathered queries over object-store tables are read in place by one worker, from its copies")
 	if err := r.parse(args); err != nil {
 		return err
 	}
@@ -261,6 +310,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		Engine:         r.engineOptions(),
 		Logger:         log,
 		DirectDirs:     directDirs,
+		DataCache:      *workerCache,
 	})
 	if err != nil {
 		return err
@@ -274,7 +324,12 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	r := newRoleFlags("worker", stderr)
 	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
+	dcFlags := r.dataCacheFlags()
 	if err := r.parse(args); err != nil {
+		return err
+	}
+	cacheDir, cacheBytes, err := r.dataCache(dcFlags)
+	if err != nil {
 		return err
 	}
 	eo := r.engineOptions()
@@ -298,6 +353,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		Logger: log,
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
+		DataCache:          datacache.Options{Dir: cacheDir, MaxBytes: cacheBytes},
 	})
 	if err != nil {
 		return err

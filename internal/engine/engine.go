@@ -179,6 +179,7 @@ type Conn struct {
 	e     *Engine
 	c     *sql.Conn
 	arrow *duckdb.Arrow
+	held  []func()
 }
 
 // Conn returns a new connection; the caller closes it.
@@ -205,8 +206,18 @@ func (c *Conn) Close() error {
 	// Temp tables must not outlive the session that made them: sql.DB pools
 	// connections, so drop them by closing the driver connection for good.
 	_ = c.c.Raw(func(any) error { return driver.ErrBadConn })
-	return c.c.Close()
+	err := c.c.Close()
+	for _, release := range c.held {
+		release()
+	}
+	c.held = nil
+	return err
 }
+
+// Hold has Close call release once the connection is closed: for what the
+// connection's views read lazily, such as the cached data files behind a
+// view over read_parquet, which must outlive every query on them.
+func (c *Conn) Hold(release func()) { c.held = append(c.held, release) }
 
 // DB is the connection for database/sql use.
 func (c *Conn) DB() *sql.Conn { return c.c }
