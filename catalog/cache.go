@@ -103,12 +103,31 @@ func (c *MetadataCache) Load(ctx context.Context, ident table.Identifier, locati
 }
 
 // Memo returns the value cached under key, or loads, caches and returns
-// it. key must name what the value derives from by immutable locations
-// only (e.g. a metadata location and the options of a scan). load states
+// it. key must name everything the value derives from, by immutable
+// locations and values only (e.g. a metadata location and the options of
+// a scan, or a query's text). load states
 // the value's size in bytes; its errors are not cached. Concurrent Memos
 // of one key load once, as Open does.
 func (c *MetadataCache) Memo(ctx context.Context, key string, load func(ctx context.Context) (value any, size int64, err error)) (any, error) {
 	return c.get(ctx, kindMemo, key, load)
+}
+
+// Recall returns the value Remember put under key, counting a memo hit or
+// miss: for values only their caller can compute (on its own connection,
+// say), where Memo's shared load does not fit.
+func (c *MetadataCache) Recall(key string) (any, bool) {
+	v, ok := c.lookup(kindPrefix[kindMemo] + key)
+	if ok {
+		c.kinds[kindMemo].hits.Add(1)
+	} else {
+		c.kinds[kindMemo].misses.Add(1)
+	}
+	return v, ok
+}
+
+// Remember caches value of size bytes under key, as Memo would.
+func (c *MetadataCache) Remember(key string, value any, size int64) {
+	c.add(kindPrefix[kindMemo]+key, value, size)
 }
 
 // get returns the entry of key of kind k, loading it on a miss.

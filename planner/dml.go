@@ -84,7 +84,7 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 		return 0, false, err
 	}
 	defer conn.Close()
-	mb, err := p.bind(ctx, conn, sess, match)
+	mb, err := p.bind(ctx, conn, sess, match, true)
 	if err != nil {
 		return 0, false, err
 	}
@@ -326,7 +326,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		return 0, err
 	}
 	defer conn.Close()
-	ob, err := p.bind(ctx, conn, sess, out)
+	ob, err := p.bind(ctx, conn, sess, out, true)
 	if err != nil {
 		return 0, err
 	}
@@ -335,7 +335,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		return 0, err
 	}
 	defer mconn.Close()
-	mb, err := p.bind(ctx, mconn, sess, match)
+	mb, err := p.bind(ctx, mconn, sess, match, true)
 	if err != nil {
 		return 0, err
 	}

@@ -65,6 +65,8 @@ type bound struct {
 	// paramTypes are the types of parameters bound without values (a
 	// schema-only bind); see params.go.
 	paramTypes paramKinds
+	// standIns: the inputs' stand-in tables are on the connection.
+	standIns bool
 }
 
 // Bind returns the result schema of a query, as every stream of its plan
@@ -79,7 +81,7 @@ func (p *Planner) Bind(ctx context.Context, s Session, query string, args ...any
 		return nil, err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, s, query, args...)
+	b, err := p.bind(ctx, conn, s, query, false, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +103,8 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		return nil, err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, s, query, args...)
+	// Strategies that bind fragments load the stand-ins they need.
+	b, err := p.bind(ctx, conn, s, query, false, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +243,11 @@ func (pb *planBuilder) choose(ctx context.Context, root node) error {
 			return err
 		}
 		reason = strings.ToLower(str(root, "setop_type")) + " (not a scatterable UNION ALL)"
+	}
+	if len(b.inputs) == 1 && len(b.inputs[0].groups) == 1 {
+		// Partials and a final over one group would only add a hop: run
+		// the whole query where the group's files are.
+		return pb.gather("one group")
 	}
 	if len(b.inputs) == 1 && str(root, "type") == "SELECT_NODE" && str(from, "type") == "BASE_TABLE" {
 		var tp *twoPhase
@@ -445,6 +453,9 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (b
 	if err != nil {
 		return false, nil
 	}
+	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
+		return false, err
+	}
 	rdr, err := pb.conn.Query(ctx, partialSQL)
 	if err != nil {
 		return false, nil
@@ -532,6 +543,9 @@ func (pb *planBuilder) gather(reason string) error {
 		}
 		pb.endpointAt(t, pb.gatherPlace())
 		return nil
+	}
+	if err := pb.b.loadStandIns(context.Background(), pb.conn); err != nil {
+		return err
 	}
 	for _, in := range pb.b.inputs {
 		rdr, err := pb.conn.Query(context.Background(), "SELECT * FROM "+engine.Quote(in.view))
@@ -664,8 +678,12 @@ func newQueryID() string {
 
 // bind parses, resolves, rewrites and binds a query on conn, leaving the
 // stand-in tables there for the strategies.
-func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, args ...any) (*bound, error) {
-	text, err := conn.SerializeSQL(ctx, query)
+//
+// Without standIns (a schema-only bind), a query bound before over the
+// same table versions is answered from the bind memo (bindcache.go)
+// without DuckDB.
+func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, standIns bool, args ...any) (*bound, error) {
+	text, err := p.serialize(ctx, conn, query)
 	if err != nil {
 		return nil, err
 	}
@@ -699,23 +717,18 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err != nil {
 		return nil, err
 	}
+	key := bindKey(doc, b.inputs)
+	if !unbound && p.recallBind(key, b) {
+		if standIns {
+			return b, b.loadStandIns(ctx, conn)
+		}
+		return b, nil
+	}
 	if b.sql, err = conn.DeserializeSQL(ctx, doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	for _, in := range b.inputs {
-		sch, err := inputSchema(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("schema of %s: %w", in.ref, err)
-		}
-		empty, err := array.NewRecordReader(sch, nil)
-		if err != nil {
-			return nil, err
-		}
-		err = conn.LoadTable(ctx, in.view, empty)
-		empty.Release()
-		if err != nil {
-			return nil, fmt.Errorf("stand-in for %s: %w", in.ref, err)
-		}
+	if err := b.loadStandIns(ctx, conn); err != nil {
+		return nil, err
 	}
 	if unbound {
 		if b.paramTypes, err = b.bindTypedNulls(ctx, conn); err != nil {
@@ -729,7 +742,36 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	b.schema = rdr.Schema()
 	rdr.Release()
 	b.duckTypes = duckTypes(ctx, conn, b.sql, b.schema.NumFields())
+	if !unbound {
+		p.rememberBind(key, b)
+	}
 	return b, nil
+}
+
+// loadStandIns makes each input's view an empty temp table with the exact
+// Arrow schema the workers will load, once: what queries and fragments
+// bind against on the coordinator.
+func (b *bound) loadStandIns(ctx context.Context, conn *engine.Conn) error {
+	if b.standIns {
+		return nil
+	}
+	b.standIns = true
+	for _, in := range b.inputs {
+		sch, err := inputSchema(ctx, in)
+		if err != nil {
+			return fmt.Errorf("schema of %s: %w", in.ref, err)
+		}
+		empty, err := array.NewRecordReader(sch, nil)
+		if err != nil {
+			return err
+		}
+		err = conn.LoadTable(ctx, in.view, empty)
+		empty.Release()
+		if err != nil {
+			return fmt.Errorf("stand-in for %s: %w", in.ref, err)
+		}
+	}
+	return nil
 }
 
 // duckTypes names the result's DuckDB types, or nil when DuckDB cannot
