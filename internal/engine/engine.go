@@ -118,7 +118,11 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 			e.readDirs = append(e.readDirs, d)
 			quoted[i] = QuoteString(d)
 		}
-		settings = append(settings, "SET allowed_directories = ["+strings.Join(quoted, ", ")+"]")
+		settings = append(settings, "SET allowed_directories = ["+strings.Join(quoted, ", ")+"]",
+			// Footers of the (immutable) files read directly are parsed
+			// once, not at every query; DuckDB checks the file's
+			// modification time before using a cached footer.
+			"SET parquet_metadata_cache = true")
 	}
 	settings = append(settings,
 		"SET enable_external_access = false",
