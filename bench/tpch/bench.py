@@ -321,6 +321,11 @@ def run_s3(binary, parquet, qs, reps, workers, results):
             c.close()
             srv.session = ("s3", "tpch")
             notes["load"] = tpch.load(srv, parquet, log=log)
+            c = srv.connect()
+            files = tpch.run_icefloe(c, 'SELECT file_path FROM "lineitem$files"').column(0).to_pylist()
+            c.close()
+            if not files or not all(f.startswith(f"s3://{gw.BUCKET}/") for f in files):
+                raise RuntimeError(f"lineitem is not on S3: {files[:2]}")
         ref = tpch.duckdb_on_parquet(parquet)
         for i, (name, sql) in enumerate(qs):
             with server(f"cache-cold-{i}") as srv:

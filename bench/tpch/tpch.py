@@ -97,10 +97,13 @@ class Server:
     def connect(self, single_endpoint=False):
         import adbc_driver_flightsql.dbapi as fsql
 
-        kw = {}
+        db = {}
         if single_endpoint:
-            kw["db_kwargs"] = {"adbc.flight.sql.rpc.call_header.x-icefloe-single-endpoint": "true"}
-        conn = fsql.connect(self.uri, autocommit=True, **kw)
+            db["adbc.flight.sql.rpc.call_header.x-icefloe-single-endpoint"] = "true"
+        if self.session:
+            # The session (its catalog and schema) lives in a cookie.
+            db["adbc.flight.sql.rpc.with_cookie_middleware"] = "true"
+        conn = fsql.connect(self.uri, autocommit=True, **({"db_kwargs": db} if db else {}))
         if self.session:
             conn.adbc_current_catalog, conn.adbc_current_db_schema = self.session
         return conn
