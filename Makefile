@@ -11,6 +11,7 @@
 #   make bench-tpch-s3     TPC-H with the tables on S3 (versitygw), cold and warm data caches, vs DuckDB (SF=1)
 #   make bench-latency     tiny queries through Python ADBC vs DuckDB in-process: p50/p99
 #   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
+#   make image             the same image without a daemon or registry: buildah, FROM scratch
 #   make clean             remove build output; distclean also removes installed test tools
 #
 # Every go build, vet and test runs with -tags $(GO_TAGS): DuckDB's Arrow
@@ -40,7 +41,7 @@ SHELL := /bin/bash
 go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
 
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
-	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency docker clean distclean
+	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency docker image clean distclean
 
 build:
 	$(GO) build -tags $(GO_TAGS) -o $(BIN) ./cmd/icefloe
@@ -150,6 +151,13 @@ bench-latency: build
 
 docker:
 	$(DOCKER) build -t $(DOCKER_IMAGE) .
+
+# The Dockerfile's final stage with buildah, from a root filesystem made
+# here (scripts/image-rootfs) as the named context "rootfs": no daemon, no
+# base image to pull. integration/image/run builds and runs it in the tests.
+image: build
+	rm -rf bin/rootfs && scripts/image-rootfs $(BIN) bin/rootfs
+	buildah --storage-driver vfs bud --isolation chroot --build-context rootfs=bin/rootfs -t $(DOCKER_IMAGE) .
 
 clean:
 	rm -rf bin

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
 
 // DefaultMetadataCacheBytes bounds a MetadataCache made with no positive
@@ -88,6 +90,19 @@ func (c *MetadataCache) Open(ctx context.Context, ident table.Identifier, locati
 // Load is Open for a table that commits through cat.
 func (c *MetadataCache) Load(ctx context.Context, ident table.Identifier, location string, props map[string]string, cat table.CatalogIO) (*table.Table, error) {
 	fsF := io.LoadFSFunc(props, location)
+	// An encrypted table's files (not its metadata JSON) are read through
+	// its key, which the planner put in props.
+	tableFS := func(meta table.Metadata) (func(context.Context) (io.IO, error), error) {
+		enc, ok := props[tablecrypt.TableKeyProp]
+		if !ok {
+			return fsF, nil
+		}
+		key, err := tablecrypt.DecodeKey(enc)
+		if err != nil {
+			return nil, err
+		}
+		return tablecrypt.WrapFunc(fsF, meta.Location(), key), nil
+	}
 	v, err := c.get(ctx, kindMetadata, location, func(ctx context.Context) (any, int64, error) {
 		tbl, err := table.NewFromLocation(ctx, ident, location, fsF, nil)
 		if err != nil {
@@ -99,7 +114,12 @@ func (c *MetadataCache) Load(ctx context.Context, ident table.Identifier, locati
 	if err != nil {
 		return nil, err
 	}
-	return table.New(ident, v.(table.Metadata), location, fsF, cat), nil
+	meta := v.(table.Metadata)
+	f, err := tableFS(meta)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(ident, meta, location, f, cat), nil
 }
 
 // Memo returns the value cached under key, or loads, caches and returns

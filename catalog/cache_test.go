@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
 
 // twoVersions returns two metadata locations of one table: before and
@@ -246,5 +248,49 @@ func TestMemo(t *testing.T) {
 	}
 	if s := c.Snapshot(); s.Memos.Hits != 2 || s.Memos.Misses != 3 || s.Hits != 0 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestMetadataCacheEncryptedIO: a table key in props wraps the IO of the
+// tables Open and Load return, on a miss and on a hit alike; without one
+// the IO is the store's own.
+func TestMetadataCacheEncryptedIO(t *testing.T) {
+	ctx := context.Background()
+	first, _ := twoVersions(t)
+	c := NewMetadataCache(0)
+	ident := table.Identifier{"default", "typed"}
+	key := tablecrypt.EncodeKey(make([]byte, 32))
+	props := map[string]string{tablecrypt.TableKeyProp: key}
+	isCrypt := func(tbl *table.Table) bool {
+		t.Helper()
+		fsys, err := tbl.FS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := fsys.(*tablecrypt.FS)
+		return ok
+	}
+	for i, open := range []func() (*table.Table, error){
+		func() (*table.Table, error) { return c.Open(ctx, ident, first, props) }, // miss
+		func() (*table.Table, error) { return c.Load(ctx, ident, first, props, nil) },
+	} {
+		tbl, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !isCrypt(tbl) {
+			t.Fatalf("open %d: the table key did not wrap the IO", i)
+		}
+	}
+	wantStats(t, c, 1, 1)
+	plain, err := c.Open(ctx, ident, first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if isCrypt(plain) {
+		t.Fatal("no table key, yet the IO is wrapped")
+	}
+	if _, err := c.Open(ctx, ident, first, map[string]string{tablecrypt.TableKeyProp: "not base64!"}); err == nil {
+		t.Fatal("a bad table key opened")
 	}
 }

@@ -12,7 +12,10 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/encryption"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
 
 // Errors of this package; they wrap iceberg-go's catalog errors where one
@@ -21,6 +24,10 @@ var (
 	ErrCatalogNotFound = errors.New("catalog: catalog not found")
 	ErrSchemaNotFound  = errors.New("catalog: schema not found")
 	ErrTableNotFound   = errors.New("catalog: table not found")
+	// ErrEncrypted: the table is encrypted (encryption.key-id) and its
+	// key cannot be had: no KMS on the catalog, or the KMS does not hold
+	// the key.
+	ErrEncrypted = errors.New("catalog: encrypted table cannot be opened")
 )
 
 // TableRef names a table by catalog, schema (a one-level namespace) and name.
@@ -60,6 +67,11 @@ type Mount struct {
 	// Locations are where SQL may place tables, schemas and their files:
 	// under the warehouse, and under the configured allowed locations.
 	Locations Locations
+	// KMS wraps the keys of the catalog's encrypted tables (kms-type in
+	// Props); nil when none is configured.
+	KMS encryption.KeyManagementClient
+	// keys caches unwrapped table keys by wrapped key.
+	keys sync.Map
 }
 
 // String names the mount without its properties.
@@ -119,7 +131,11 @@ func (m *Mounts) Mount(name string, cat icecat.Catalog, props iceberg.Properties
 	if _, ok := m.mounts[name]; ok {
 		return fmt.Errorf("catalog: catalog %q mounted twice", name)
 	}
-	m.mounts[name] = &Mount{Name: name, Catalog: cat, Props: props, Locations: locs}
+	kms, err := tablecrypt.LoadKMS(props)
+	if err != nil {
+		return fmt.Errorf("catalog %s: %w", name, err)
+	}
+	m.mounts[name] = &Mount{Name: name, Catalog: cat, Props: props, Locations: locs, KMS: kms}
 	return nil
 }
 
@@ -176,6 +192,9 @@ func (m *Mounts) LoadTable(ctx context.Context, ref TableRef) (*Pinned, error) {
 		MetadataLocation: tbl.MetadataLocation(),
 		StorageProps:     StorageProps(mt.Props, tbl.Properties()),
 	}
+	if err := mt.decrypt(ctx, p); err != nil {
+		return nil, err
+	}
 	if v, ok := mt.Catalog.(Vending); ok {
 		if props, expires, ok := v.VendedProps(p.MetadataLocation); ok {
 			maps.Copy(p.StorageProps, props)
@@ -198,6 +217,34 @@ func (m *Mounts) load(ctx context.Context, mt *Mount, ref TableRef) (*table.Tabl
 		}
 	}
 	return mt.Catalog.LoadTable(ctx, ref.Ident())
+}
+
+// decrypt makes an encrypted table's files readable: its key, unwrapped
+// by the mount's KMS, wraps the table's IO and joins the storage
+// properties (which reach workers only inside sealed tickets).
+func (mt *Mount) decrypt(ctx context.Context, p *Pinned) error {
+	props := p.Table.Properties()
+	keyID := props[tablecrypt.KeyIDProp]
+	if keyID == "" {
+		return nil
+	}
+	wrapped := props[tablecrypt.WrappedKeyProp]
+	var key []byte
+	if v, ok := mt.keys.Load(keyID + "\x00" + wrapped); ok {
+		key = v.([]byte)
+	} else {
+		k, err := tablecrypt.TableKey(ctx, mt.KMS, keyID, wrapped)
+		if err != nil {
+			return fmt.Errorf("%w: %s is encrypted with KMS key %q: %v", ErrEncrypted, p.Ref, keyID, err)
+		}
+		mt.keys.Store(keyID+"\x00"+wrapped, k)
+		key = k
+	}
+	tbl := p.Table
+	p.Table = table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		tablecrypt.WrapFunc(tbl.FS, tbl.Location(), key), mt.Catalog)
+	p.StorageProps[tablecrypt.TableKeyProp] = tablecrypt.EncodeKey(key)
+	return nil
 }
 
 // storagePrefixes are the property prefixes FileIO reads.

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -24,6 +25,12 @@ var (
 	// ErrWorkerTicket: a ticket planned for a worker was sent to the
 	// coordinator (FailedPrecondition).
 	ErrWorkerTicket = errors.New("flightsql: this ticket is served by a worker; DoGet it at one of its endpoint's locations")
+	// ErrDraining: the server is shutting down and takes no new statements
+	// (Unavailable).
+	ErrDraining = errors.New("flightsql: the server is draining: it takes no new statements; connect again (another coordinator answers) and retry")
+	// errDrainCancelled: a statement still running when the drain's grace
+	// period ended (Unavailable).
+	errDrainCancelled = errors.New("flightsql: the server is draining: the statement did not finish within the drain grace period and was cancelled")
 	// ErrNoSession: the session middleware is not installed (FailedPrecondition).
 	ErrNoSession = errors.New("flightsql: no session: install Server.ServerOptions on the gRPC server")
 )
@@ -37,6 +44,8 @@ var codeTable = []struct {
 	// comes first: the message names the catalog, never the secret.
 	{catalog.ErrUnavailable, codes.Unavailable},
 	{catalog.ErrUnauthenticated, codes.Unauthenticated},
+	{membership.ErrKeyMismatch, codes.PermissionDenied},
+	{membership.ErrMalformed, codes.InvalidArgument},
 	{planner.ErrSyntax, codes.InvalidArgument},
 	{planner.ErrInvalid, codes.InvalidArgument},
 	{ErrHandle, codes.InvalidArgument},
@@ -62,9 +71,12 @@ var codeTable = []struct {
 	{planner.ErrUnsupported, codes.Unimplemented},
 	{planner.ErrRefused, codes.PermissionDenied},
 	{planner.ErrNoWorkers, codes.Unavailable},
+	{ErrDraining, codes.Unavailable},
+	{errDrainCancelled, codes.Unavailable},
 	{ErrWorkerTicket, codes.FailedPrecondition},
 	{ErrNoSession, codes.FailedPrecondition},
 	{icecat.ErrNamespaceNotEmpty, codes.FailedPrecondition},
+	{catalog.ErrEncrypted, codes.FailedPrecondition},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

@@ -1,7 +1,6 @@
 package flightsql
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -24,12 +23,14 @@ type preparedHandle struct {
 	Catalog string `json:"c"`
 	Schema  string `json:"s"`
 	Update  bool   `json:"u,omitempty"`
+	// WAPBranch is the session's write-audit-publish branch.
+	WAPBranch string `json:"w,omitempty"`
 	// Params are the bound parameter rows, an Arrow IPC stream (params.go).
 	Params []byte `json:"p,omitempty"`
 }
 
 func (h preparedHandle) session() planner.Session {
-	return planner.Session{Catalog: h.Catalog, Schema: h.Schema}
+	return planner.Session{Catalog: h.Catalog, Schema: h.Schema, WAPBranch: h.WAPBranch}
 }
 
 // updateCount is what an update-count ticket carries.
@@ -37,27 +38,16 @@ type updateCount struct {
 	Rows int64 `json:"rows"`
 }
 
-// seal seals v as the SQL of a ticket with the given query id.
+// seal seals v as a value of the given kind.
 func seal(key *wire.Key, queryID string, v any, ttl time.Duration) ([]byte, error) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("flightsql: encode handle: %w", err)
-	}
-	return key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: time.Now().Add(ttl), SQL: string(body)})
+	return key.SealValue(queryID, v, ttl)
 }
 
-// unseal opens a handle sealed by seal with the same query id into v. Every
+// unseal opens a handle sealed by seal with the same kind into v. Every
 // failure is ErrHandle, wrapping the wire error when there is one.
 func unseal(key *wire.Key, queryID string, sealed []byte, v any) error {
-	t, err := key.Open(sealed, time.Now())
-	if err != nil {
+	if err := key.OpenValue(queryID, sealed, v); err != nil {
 		return fmt.Errorf("%w: %w", ErrHandle, err)
-	}
-	if t.QueryID != queryID {
-		return ErrHandle
-	}
-	if err := json.Unmarshal([]byte(t.SQL), v); err != nil {
-		return ErrHandle
 	}
 	return nil
 }

@@ -16,7 +16,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // Single-endpoint (proxy) mode.
@@ -217,6 +219,9 @@ func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, c chan<- fli
 		sent, err := s.pullFrom(ctx, loc, e.Ticket, c)
 		if err == nil {
 			return nil
+		}
+		if status.Code(err) == codes.Unavailable && s.opts.Membership != nil {
+			s.opts.Membership.Unreachable(loc)
 		}
 		if sent || ctx.Err() != nil {
 			return err

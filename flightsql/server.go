@@ -13,8 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -70,7 +72,22 @@ type Options struct {
 	Version   string
 	Logger    *zap.Logger
 	Allocator memory.Allocator
+	// Membership, when set, takes the workers' announcements and hears of
+	// workers the coordinator's own calls could not reach.
+	Membership Membership
 }
+
+// Membership is the worker pool as the Flight service sees it;
+// *WorkerPool implements it.
+type Membership interface {
+	// Announce handles a worker's sealed announcement from the peer
+	// address from and returns the sealed acknowledgement.
+	Announce(ctx context.Context, body []byte, from string) ([]byte, error)
+	// Unreachable reports a worker a call could not reach.
+	Unreachable(location string)
+}
+
+var _ Membership = (*WorkerPool)(nil)
 
 // Validate reports every problem with o at once.
 func (o Options) Validate() error {
@@ -107,6 +124,7 @@ type Server struct {
 	log     *zap.Logger
 	alloc   memory.Allocator
 	session *sessionMiddleware
+	gate    *drainGate
 }
 
 var _ flightsql.Server = (*Server)(nil)
@@ -134,7 +152,7 @@ func New(o Options) (*Server, error) {
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}
-	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware()}
+	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware(), gate: newDrainGate()}
 	s.Alloc = o.Allocator
 	for id, v := range sqlInfo(o) {
 		if err := s.RegisterSqlInfo(id, v); err != nil {
@@ -147,7 +165,7 @@ func New(o Options) (*Server, error) {
 // FlightService returns the Flight service to register on a gRPC server.
 // Its calls need the interceptors of ServerOptions for sessions.
 func (s *Server) FlightService() flight.FlightServer {
-	return &flightService{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.alloc), key: s.opts.Key}
+	return &flightService{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.alloc), key: s.opts.Key, members: s.opts.Membership}
 }
 
 // Register registers the Flight service on g, which must have been created
@@ -157,12 +175,13 @@ func (s *Server) Register(g *grpc.Server) {
 }
 
 // ServerOptions returns the interceptors the Flight service needs (the
-// session cookie middleware), to pass to grpc.NewServer. They touch only
-// Flight calls, so other services on the same server are unaffected.
+// drain gate and the session cookie middleware), to pass to
+// grpc.NewServer. They touch only Flight calls, so other services on the
+// same server are unaffected.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(s.session.unary),
-		grpc.ChainStreamInterceptor(s.session.stream),
+		grpc.ChainUnaryInterceptor(s.gate.unary, s.session.unary),
+		grpc.ChainStreamInterceptor(s.gate.stream, s.session.stream),
 	}
 }
 
@@ -170,7 +189,8 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 // parse failure.
 type flightService struct {
 	flight.FlightServer
-	key *wire.Key
+	key     *wire.Key
+	members Membership
 }
 
 func (f *flightService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) error {
@@ -346,7 +366,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	if err != nil {
 		return res, ToStatus(err)
 	}
-	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, Update: kind == planner.KindUpdate}
+	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, WAPBranch: sess.WAPBranch, Update: kind == planner.KindUpdate}
 	dataset := emptySchema
 	if !h.Update {
 		if dataset, err = s.opts.Planner.Bind(ctx, sess, query); err != nil {
@@ -419,4 +439,24 @@ func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.Pr
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
 	n, err := s.updateWithParameters(ctx, cmd, rdr)
 	return n, ToStatus(err)
+}
+
+// DoAction serves the workers' announcements itself and passes every
+// other action to the Flight SQL server.
+func (f *flightService) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+	if a.GetType() != membership.AnnounceAction {
+		return f.FlightServer.DoAction(a, stream)
+	}
+	if f.members == nil {
+		return ToStatus(fmt.Errorf("%w: this coordinator's workers are fixed; it takes no announcements", planner.ErrUnsupported))
+	}
+	from := "unknown"
+	if p, ok := peer.FromContext(stream.Context()); ok {
+		from = p.Addr.String()
+	}
+	ack, err := f.members.Announce(stream.Context(), a.GetBody(), from)
+	if err != nil {
+		return ToStatus(err)
+	}
+	return stream.Send(&flight.Result{Body: ack})
 }

@@ -18,6 +18,10 @@ import (
 const (
 	OptionCatalog = "catalog"
 	OptionSchema  = "schema"
+	// OptionWAPBranch names the branch that takes the session's writes and
+	// reads of tables with 'write.wap.enabled' = 'true' (Spark's
+	// spark.wap.branch); see planner.Session.WAPBranch.
+	OptionWAPBranch = "icefloe.wap_branch"
 )
 
 // flightMethodPrefix selects the calls the session middleware applies to.
@@ -79,6 +83,9 @@ func (s *Server) sessionOf(ctx context.Context) planner.Session {
 	if v, ok := stringOption(ss.GetSessionOption(OptionSchema)); ok {
 		out.Schema = v
 	}
+	if v, ok := stringOption(ss.GetSessionOption(OptionWAPBranch)); ok {
+		out.WAPBranch = v
+	}
 	return out
 }
 
@@ -114,7 +121,7 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 	slices.Sort(names)
 	for _, name := range names {
 		v := req.GetSessionOptions()[name]
-		if name != OptionCatalog && name != OptionSchema && name != OptionSingleEndpoint {
+		if name != OptionCatalog && name != OptionSchema && name != OptionSingleEndpoint && name != OptionWAPBranch {
 			fail(name, flight.SetSessionOptionsResultErrorInvalidName)
 			continue
 		}
@@ -153,7 +160,11 @@ func (s *Server) GetSessionOptions(ctx context.Context, _ *flight.GetSessionOpti
 		return nil, ToStatus(ErrNoSession)
 	}
 	cur := s.sessionOf(ctx)
-	opts, err := flight.NewSessionOptionValues(map[string]any{OptionCatalog: cur.Catalog, OptionSchema: cur.Schema})
+	vals := map[string]any{OptionCatalog: cur.Catalog, OptionSchema: cur.Schema}
+	if cur.WAPBranch != "" {
+		vals[OptionWAPBranch] = cur.WAPBranch
+	}
+	opts, err := flight.NewSessionOptionValues(vals)
 	if err != nil {
 		return nil, ToStatus(err)
 	}

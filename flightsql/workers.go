@@ -6,23 +6,31 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/wire"
 )
 
-// Defaults for a WorkerPool.
+// Defaults for a WorkerPool: a worker that dies leaves planning within
+// about DefaultHealthInterval (its connection is refused at once); one
+// that hangs within DefaultHealthInterval + DefaultHealthTimeout.
 const (
-	DefaultHealthInterval = 2 * time.Second
-	DefaultHealthTimeout  = time.Second
+	DefaultHealthInterval = 500 * time.Millisecond
+	DefaultHealthTimeout  = 800 * time.Millisecond
 )
 
 // StaticWorkers is a fixed list of workers, always live: the in-process
@@ -62,15 +70,47 @@ func WithDialOptions(opts ...grpc.DialOption) PoolOption {
 	return func(p *WorkerPool) { p.dialOpts = append(p.dialOpts, opts...) }
 }
 
-// WithPoolLogger logs health changes.
+// WithPoolLogger logs joins, leaves and refusals.
 func WithPoolLogger(l *zap.Logger) PoolOption { return func(p *WorkerPool) { p.log = l } }
 
-// WorkerPool is a fixed set of worker locations, each checked with the
-// standard gRPC health protocol (grpc.health.v1 Check of service ""). Live
-// returns the ones that answered SERVING to their latest check. It is safe
-// for concurrent use.
+// WithDNS adds a DNS source: the workers are every address the name
+// resolves to, again every resolution.
+func WithDNS(d *membership.DNS) PoolOption { return func(p *WorkerPool) { p.dns = d } }
+
+// WithAnnouncements lets workers join by announcing themselves (Announce).
+func WithAnnouncements() PoolOption { return func(p *WorkerPool) { p.announced = true } }
+
+// member is one worker the pool knows of, from any source.
+type member struct {
+	static, dns bool
+	// announcedUntil is when an announced worker is forgotten unless it
+	// announces again.
+	announcedUntil time.Time
+	draining       bool
+	conn           *grpc.ClientConn
+	serving        bool
+	keyOK          bool
+	// live is what Live last said about it, to log changes; refused
+	// says a key mismatch was logged.
+	live, refused bool
+}
+
+func (m *member) known(now time.Time) bool {
+	return m.static || m.dns || now.Before(m.announcedUntil)
+}
+
+// WorkerPool is the set of workers a coordinator plans over: listed ones,
+// the addresses a DNS name resolves to, and workers that announce
+// themselves. Each is checked with the standard gRPC health protocol
+// (grpc.health.v1 Check of service "") every interval, and once, when it
+// joins, with a key check: a challenge sealed with the ticket key that
+// only a worker holding the same key can answer. Live returns the workers
+// that answered both and are not draining. It is safe for concurrent use.
 type WorkerPool struct {
-	locations []string
+	key       *wire.Key
+	static    []string
+	dns       *membership.DNS
+	announced bool
 	interval  time.Duration
 	timeout   time.Duration
 	slots     int
@@ -78,34 +118,40 @@ type WorkerPool struct {
 	log       *zap.Logger
 
 	mu      sync.RWMutex
-	serving map[string]bool
-	conns   map[string]*grpc.ClientConn
+	members map[string]*member
+	order   []string // locations in the order they became known
 	started bool
+	closed  bool
+	ctx     context.Context
 	stop    context.CancelFunc
-	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
 var _ planner.Workers = (*WorkerPool)(nil)
 
-// NewWorkerPool returns a pool over the worker Flight locations
-// (grpc://host:port, grpc+tcp://host:port or grpc+tls://host:port). No
+// NewWorkerPool returns a pool over the listed worker Flight locations
+// (grpc://host:port, grpc+tcp://host:port or grpc+tls://host:port) and the
+// sources of the options. key is the ticket key workers must share. No
 // worker is live until Start has checked it.
-func NewWorkerPool(locations []string, opts ...PoolOption) (*WorkerPool, error) {
+func NewWorkerPool(key *wire.Key, locations []string, opts ...PoolOption) (*WorkerPool, error) {
 	p := &WorkerPool{
-		locations: append([]string(nil), locations...),
-		interval:  DefaultHealthInterval,
-		timeout:   DefaultHealthTimeout,
-		slots:     planner.DefaultSlotsPerWorker,
-		log:       zap.NewNop(),
-		serving:   map[string]bool{},
-		conns:     map[string]*grpc.ClientConn{},
+		key:      key,
+		static:   append([]string(nil), locations...),
+		interval: DefaultHealthInterval,
+		timeout:  DefaultHealthTimeout,
+		slots:    planner.DefaultSlotsPerWorker,
+		log:      zap.NewNop(),
+		members:  map[string]*member{},
 	}
 	for _, o := range opts {
 		o(p)
 	}
 	var errs []error
-	if len(p.locations) == 0 {
-		errs = append(errs, errors.New("flightsql: worker pool has no locations"))
+	if key == nil {
+		errs = append(errs, errors.New("flightsql: worker pool needs the ticket key"))
+	}
+	if len(p.static) == 0 && p.dns == nil && !p.announced {
+		errs = append(errs, errors.New("flightsql: worker pool has no workers: list some, give a DNS name or accept announcements"))
 	}
 	if p.interval <= 0 {
 		errs = append(errs, errors.New("flightsql: health interval must be > 0"))
@@ -117,7 +163,7 @@ func NewWorkerPool(locations []string, opts ...PoolOption) (*WorkerPool, error) 
 		errs = append(errs, errors.New("flightsql: slots must be > 0"))
 	}
 	seen := map[string]bool{}
-	for _, l := range p.locations {
+	for _, l := range p.static {
 		if seen[l] {
 			errs = append(errs, fmt.Errorf("flightsql: worker %s listed twice", l))
 		}
@@ -149,7 +195,28 @@ func dialTarget(loc string) (string, credentials.TransportCredentials, error) {
 	}
 }
 
-// Start opens a connection to each worker, checks every worker once before
+// Dial opens a gRPC connection to a Flight location with the transport
+// its scheme names; opts come after (and so override) the defaults.
+func Dial(loc string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	target, creds, err := dialTarget(loc)
+	if err != nil {
+		return nil, err
+	}
+	return grpc.NewClient(target, append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, opts...)...)
+}
+
+func (p *WorkerPool) dial(loc string) (*grpc.ClientConn, error) {
+	return Dial(loc, append([]grpc.DialOption{
+		// Reconnect within about one interval of a worker coming back,
+		// instead of gRPC's default backoff of up to two minutes.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: p.interval},
+			MinConnectTimeout: p.timeout,
+		}),
+	}, p.dialOpts...)...)
+}
+
+// Start checks every listed worker and resolves the DNS source once before
 // returning, then keeps checking every interval until ctx ends or Close.
 func (p *WorkerPool) Start(ctx context.Context) error {
 	p.mu.Lock()
@@ -158,36 +225,125 @@ func (p *WorkerPool) Start(ctx context.Context) error {
 		return errors.New("flightsql: worker pool started twice")
 	}
 	p.started = true
-	for _, l := range p.locations {
-		target, creds, _ := dialTarget(l)
-		opts := append([]grpc.DialOption{
-			grpc.WithTransportCredentials(creds),
-			// Reconnect within about one interval of a worker coming back,
-			// instead of gRPC's default backoff of up to two minutes.
-			grpc.WithConnectParams(grpc.ConnectParams{
-				Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: p.interval},
-				MinConnectTimeout: p.timeout,
-			}),
-		}, p.dialOpts...)
-		conn, err := grpc.NewClient(target, opts...)
-		if err != nil {
-			p.mu.Unlock()
-			p.closeConns()
-			return fmt.Errorf("flightsql: worker %s: %w", l, err)
-		}
-		p.conns[l] = conn
+	p.ctx, p.stop = context.WithCancel(ctx)
+	for _, l := range p.static {
+		p.addLocked(l).static = true
 	}
-	ctx, p.stop = context.WithCancel(ctx)
-	p.done = make(chan struct{})
 	p.mu.Unlock()
-
-	p.checkAll(ctx)
-	go p.loop(ctx)
+	if p.dns != nil {
+		if locs, err := p.dns.Resolve(ctx); err == nil {
+			p.setDNS(locs)
+		}
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.dns.Run(p.ctx, p.setDNS) }()
+	}
+	p.checkAll(p.ctx)
+	p.wg.Add(1)
+	go p.loop(p.ctx)
 	return nil
 }
 
+// addLocked returns the member at loc, adding it if new.
+func (p *WorkerPool) addLocked(loc string) *member {
+	m, ok := p.members[loc]
+	if !ok {
+		m = &member{}
+		p.members[loc] = m
+		p.order = append(p.order, loc)
+	}
+	return m
+}
+
+// setDNS makes locs the DNS source's workers.
+func (p *WorkerPool) setDNS(locs []string) {
+	p.mu.Lock()
+	for _, m := range p.members {
+		m.dns = false
+	}
+	var added []string
+	for _, l := range locs {
+		if _, _, err := dialTarget(l); err != nil {
+			continue
+		}
+		if _, ok := p.members[l]; !ok {
+			added = append(added, l)
+		}
+		p.addLocked(l).dns = true
+	}
+	p.mu.Unlock()
+	for _, l := range added {
+		p.checkSoon(l)
+	}
+}
+
+// Announce handles a worker's sealed announcement and returns the sealed
+// acknowledgement. An announcement sealed with another key fails with
+// membership.ErrKeyMismatch, logged here with where it came from.
+func (p *WorkerPool) Announce(ctx context.Context, body []byte, from string) ([]byte, error) {
+	if !p.announced {
+		return nil, fmt.Errorf("%w: this coordinator takes no announcements", planner.ErrUnsupported)
+	}
+	a, ack, err := membership.OpenAnnouncement(p.key, body)
+	if errors.Is(err, membership.ErrKeyMismatch) {
+		p.log.Error("refused a worker's announcement: its ticket key differs from this coordinator's; set the same ticket_key (ICEFLOE_TICKET_KEY) on both",
+			zap.String("from", from))
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := dialTarget(a.Location); err != nil {
+		return nil, fmt.Errorf("%w: %w", membership.ErrMalformed, err)
+	}
+	p.mu.Lock()
+	m, known := p.members[a.Location]
+	if !known {
+		m = p.addLocked(a.Location)
+	}
+	wasDraining := m.draining
+	m.announcedUntil = time.Now().Add(a.TTL)
+	m.draining = a.Draining
+	if a.Draining {
+		p.updateLiveLocked(a.Location, m, "draining")
+	}
+	p.mu.Unlock()
+	if !known || wasDraining != a.Draining {
+		p.checkSoon(a.Location)
+	}
+	return ack, nil
+}
+
+// Unreachable tells the pool a call to the worker at loc failed as
+// unreachable: it leaves planning until a health check answers again,
+// and is checked at once.
+func (p *WorkerPool) Unreachable(loc string) {
+	p.mu.Lock()
+	m, ok := p.members[loc]
+	if ok {
+		m.serving = false
+		p.updateLiveLocked(loc, m, "a call to it failed")
+	}
+	p.mu.Unlock()
+	if ok {
+		p.checkSoon(loc)
+	}
+}
+
+// checkSoon checks one worker now, in the background.
+func (p *WorkerPool) checkSoon(loc string) {
+	p.mu.Lock()
+	ctx := p.ctx
+	if ctx == nil || p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go func() { defer p.wg.Done(); p.checkOne(ctx, loc) }()
+}
+
 func (p *WorkerPool) loop(ctx context.Context) {
-	defer close(p.done)
+	defer p.wg.Done()
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
@@ -200,38 +356,88 @@ func (p *WorkerPool) loop(ctx context.Context) {
 	}
 }
 
-// checkAll checks every worker in parallel and records the results.
+// checkAll forgets workers no source names any more, then checks the
+// others in parallel.
 func (p *WorkerPool) checkAll(ctx context.Context) {
+	now := time.Now()
+	p.mu.Lock()
+	var locs []string
+	keep := p.order[:0]
+	for _, l := range p.order {
+		m := p.members[l]
+		if !m.known(now) {
+			p.updateLiveLocked(l, m, "no longer announced or resolved")
+			if m.conn != nil {
+				m.conn.Close()
+			}
+			delete(p.members, l)
+			continue
+		}
+		keep = append(keep, l)
+		locs = append(locs, l)
+	}
+	p.order = keep
+	p.mu.Unlock()
 	var wg sync.WaitGroup
-	results := make([]bool, len(p.locations))
-	for i, l := range p.locations {
+	for _, l := range locs {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = p.check(ctx, l)
-		}()
+		go func() { defer wg.Done(); p.checkOne(ctx, l) }()
 	}
 	wg.Wait()
+}
+
+// checkOne runs the health check of one worker, and its key check until
+// one succeeded, and records the outcome.
+func (p *WorkerPool) checkOne(ctx context.Context, loc string) {
+	p.mu.Lock()
+	m, ok := p.members[loc]
+	if !ok {
+		p.mu.Unlock()
+		return
+	}
+	if m.conn == nil {
+		conn, err := p.dial(loc)
+		if err != nil {
+			p.mu.Unlock()
+			p.log.Warn("worker location cannot be dialed", zap.String("worker", loc), zap.Error(err))
+			return
+		}
+		m.conn = conn
+	}
+	conn, keyOK := m.conn, m.keyOK
+	p.mu.Unlock()
+
+	serving := p.health(ctx, conn, loc)
+	var keyErr error
+	if serving && !keyOK {
+		keyErr = p.keyCheck(ctx, conn)
+	}
 	if ctx.Err() != nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, l := range p.locations {
-		if was, ok := p.serving[l]; !ok || was != results[i] {
-			p.log.Info("worker health changed", zap.String("worker", l), zap.Bool("serving", results[i]))
-		}
-		p.serving[l] = results[i]
+	if m2, ok := p.members[loc]; !ok || m2 != m {
+		return
 	}
+	m.serving = serving
+	switch {
+	case errors.Is(keyErr, membership.ErrKeyMismatch):
+		if !m.refused {
+			m.refused = true
+			p.log.Error("refused worker: its ticket key differs from this coordinator's; set the same ticket_key (ICEFLOE_TICKET_KEY) on both",
+				zap.String("worker", loc))
+		}
+		m.keyOK = false
+	case keyErr != nil:
+		p.log.Debug("worker key check failed", zap.String("worker", loc), zap.Error(keyErr))
+	case serving:
+		m.keyOK, m.refused = true, false
+	}
+	p.updateLiveLocked(loc, m, "health check")
 }
 
-func (p *WorkerPool) check(ctx context.Context, loc string) bool {
-	p.mu.RLock()
-	conn := p.conns[loc]
-	p.mu.RUnlock()
-	if conn == nil {
-		return false
-	}
+func (p *WorkerPool) health(ctx context.Context, conn *grpc.ClientConn, loc string) bool {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ""})
@@ -242,41 +448,84 @@ func (p *WorkerPool) check(ctx context.Context, loc string) bool {
 	return res.GetStatus() == healthpb.HealthCheckResponse_SERVING
 }
 
-// Live returns the workers whose latest check answered SERVING, in the
-// order they were listed.
+// keyCheck sends the worker a sealed challenge and checks its answer.
+func (p *WorkerPool) keyCheck(ctx context.Context, conn *grpc.ClientConn) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	challenge, nonce, err := membership.NewChallenge(p.key)
+	if err != nil {
+		return err
+	}
+	stream, err := flight.NewFlightServiceClient(conn).DoAction(ctx, &flight.Action{Type: membership.KeyCheckAction, Body: challenge})
+	if err != nil {
+		return err
+	}
+	res, err := stream.Recv()
+	if err != nil {
+		if status.Code(err) == codes.PermissionDenied {
+			return membership.ErrKeyMismatch
+		}
+		return err
+	}
+	return membership.CheckAnswer(p.key, res.GetBody(), nonce)
+}
+
+func (m *member) isLive() bool { return m.serving && m.keyOK && !m.draining }
+
+// updateLiveLocked logs a worker joining or leaving planning.
+func (p *WorkerPool) updateLiveLocked(loc string, m *member, why string) {
+	live := m.isLive()
+	if live == m.live {
+		return
+	}
+	m.live = live
+	if live {
+		p.log.Info("worker joined planning", zap.String("worker", loc))
+	} else {
+		p.log.Info("worker left planning", zap.String("worker", loc), zap.String("reason", why))
+	}
+}
+
+// Live returns the workers that are serving, hold the ticket key and are
+// not draining, in the order they became known.
 func (p *WorkerPool) Live() []planner.Worker {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []planner.Worker
-	for _, l := range p.locations {
-		if p.serving[l] {
+	for _, l := range p.order {
+		if m := p.members[l]; m.isLive() {
 			out = append(out, planner.Worker{Location: l, Slots: p.slots})
 		}
 	}
 	return out
 }
 
+// Known returns every worker location the pool knows of, live or not.
+func (p *WorkerPool) Known() []string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return slices.Clone(p.order)
+}
+
 // Close stops the checks and closes the connections.
 func (p *WorkerPool) Close() error {
 	p.mu.Lock()
-	stop, done := p.stop, p.done
-	p.stop = nil
+	p.closed = true
+	stop := p.stop
 	p.mu.Unlock()
 	if stop != nil {
 		stop()
-		<-done
 	}
-	return p.closeConns()
-}
-
-func (p *WorkerPool) closeConns() error {
+	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var errs []error
-	for l, c := range p.conns {
-		errs = append(errs, c.Close())
-		delete(p.conns, l)
+	for l, m := range p.members {
+		if m.conn != nil {
+			errs = append(errs, m.conn.Close())
+		}
+		delete(p.members, l)
 	}
-	clear(p.serving)
+	p.order = nil
 	return errors.Join(errs...)
 }

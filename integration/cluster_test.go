@@ -9,6 +9,7 @@ import (
 	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 )
@@ -19,6 +20,7 @@ type clusterConfig struct {
 	demo     bool
 	noDirect bool
 	dataDir  string
+	catalogs []catalog.Config
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -38,6 +40,11 @@ func DataDir(dir string) Option { return func(c *clusterConfig) { c.dataDir = di
 // for object stores (no direct Parquet scans, no gathering worker that
 // reads its inputs itself).
 func IcebergGoReads() Option { return func(c *clusterConfig) { c.noDirect = true } }
+
+// Catalogs mounts more catalogs besides the embedded one.
+func Catalogs(cfgs ...catalog.Config) Option {
+	return func(c *clusterConfig) { c.catalogs = append(c.catalogs, cfgs...) }
+}
 
 // StartCluster starts a coordinator and workers in this process on
 // 127.0.0.1:0 over a fresh embedded catalog, and stops them when t ends.
@@ -60,6 +67,7 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		Demo:         cfg.demo,
 		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: "1GB"},
 		NoDirectScan: cfg.noDirect,
+		Catalogs:     cfg.catalogs,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
@@ -75,8 +83,15 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 // adbcConn opens an ADBC Flight SQL connection to the coordinator.
 func adbcConn(t testing.TB, addr string) adbc.Connection {
 	t.Helper()
+	return openADBC(t, map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
+}
+
+// openADBC opens an ADBC Flight SQL database with dbOpts and one
+// connection of it, both closed when t ends.
+func openADBC(t testing.TB, dbOpts map[string]string) adbc.Connection {
+	t.Helper()
 	drv := adbcflight.NewDriver(memory.DefaultAllocator)
-	db, err := drv.NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
+	db, err := drv.NewDatabase(dbOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

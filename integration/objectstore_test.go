@@ -10,7 +10,9 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +31,7 @@ import (
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -128,6 +131,8 @@ type s3Cluster struct {
 	cacheDir   string
 	noDirect   bool
 	noCache    bool
+	// props are added to the s3 catalog's properties.
+	props map[string]string
 }
 
 // startS3Cluster starts a standalone cluster with the server's catalog
@@ -139,10 +144,12 @@ func startS3Cluster(t testing.TB, srv *s3Server, dataDir string, c s3Cluster) *c
 	if c.workers == 0 {
 		c.workers = 2
 	}
+	cfg := srv.catalog(dataDir)
+	maps.Copy(cfg.Properties, c.props)
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
 		Listen: "127.0.0.1:0", WorkerHost: "127.0.0.1", Workers: c.workers, DataDir: dataDir,
 		WorkerEngine:   engine.Options{Threads: 2, MemoryLimit: "1GB"},
-		Catalogs:       []catalog.Config{srv.catalog(dataDir)},
+		Catalogs:       []catalog.Config{cfg},
 		NoDirectScan:   c.noDirect,
 		NoDataCache:    c.noCache,
 		DataCacheBytes: c.cacheBytes,
@@ -316,6 +323,40 @@ func TestObjectStoreCacheHits(t *testing.T) {
 
 // TestObjectStoreEviction: with a cache bound of a few files, queries
 // over more than that stay right, copies are evicted and the bound holds.
+// TestObjectStoreEncryptedNotCached: an encrypted table on S3 reads
+// back through its key, and the workers' data caches keep none of its
+// files (their copies would be the files decrypted, on local disk).
+func TestObjectStoreEncryptedNotCached(t *testing.T) {
+	srv := startS3(t)
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	s := startS3Cluster(t, srv, t.TempDir(), s3Cluster{workers: 2, props: map[string]string{
+		"kms-type": tablecrypt.StaticKMS, tablecrypt.StaticKeyPrefix + "k1": key,
+	}})
+	cnxn := adbcConn(t, s.Addr())
+	const files, rows = 4, 50
+	execUpdate(t, cnxn, "CREATE SCHEMA IF NOT EXISTS s3.db")
+	execUpdate(t, cnxn, "CREATE TABLE s3.db.e (id BIGINT, g BIGINT, s VARCHAR) WITH ('encryption.key-id' = 'k1')")
+	for f := 0; f < files; f++ {
+		execUpdate(t, cnxn, "INSERT INTO s3.db.e VALUES "+valuesRows(f*rows, (f+1)*rows, func(i int) string {
+			return fmt.Sprintf("(%d, %d, 'x%d')", i, i%7, i)
+		}))
+	}
+	before := dataStats(t, s.Workers)
+	for i := 0; i < 2; i++ {
+		wantRows(t, cnxn, "SELECT count(*), sum(id) FROM s3.db.e", sumOf(files*rows))
+		wantRows(t, cnxn, "SELECT g, count(*) FROM s3.db.e WHERE id >= 100 GROUP BY g", groupCounts(100, files*rows)...)
+	}
+	after := dataStats(t, s.Workers)
+	if after.Misses != before.Misses || after.Hits != before.Hits || after.Entries != 0 {
+		t.Fatalf("an encrypted table's files went through the data cache: %+v, was %+v", after, before)
+	}
+	for _, f := range liveFiles(t, s, catalog.TableRef{Catalog: "s3", Schema: "db", Table: "e"}) {
+		if data := srv.get(t, f); bytes.HasPrefix(data, []byte("PAR1")) {
+			t.Fatalf("%s is plain Parquet on S3", f)
+		}
+	}
+}
+
 func TestObjectStoreEviction(t *testing.T) {
 	srv := startS3(t)
 	dir := t.TempDir()
@@ -472,7 +513,7 @@ func TestObjectStoreAffinityJoinLeave(t *testing.T) {
 	for _, a := range addrs {
 		locs = append(locs, "grpc://"+a)
 	}
-	pool, err := flightsql.NewWorkerPool(locs, flightsql.WithHealthInterval(100*time.Millisecond), flightsql.WithHealthTimeout(time.Second))
+	pool, err := flightsql.NewWorkerPool(key, locs, flightsql.WithHealthInterval(100*time.Millisecond), flightsql.WithHealthTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestSeparateRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mounts.Close()
-	pool, err := flightsql.NewWorkerPool(locs, flightsql.WithHealthInterval(100*time.Millisecond))
+	pool, err := flightsql.NewWorkerPool(key, locs, flightsql.WithHealthInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -288,6 +288,9 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		if _, ok := props[catalog.LocationKey]; ok {
 			return nil, fmt.Errorf("%w: a table's location cannot change; location is not a table property", ErrUnsupported)
 		}
+		if err := fixedEncryption(props); err != nil {
+			return nil, err
+		}
 		return func(tx *table.Transaction) error { return tx.SetProperties(props) }, nil
 	case ps.accept("UNSET"):
 		ps.accept("TBLPROPERTIES")
@@ -324,6 +327,9 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 			}
 		}
 		if err := ps.end(); err != nil {
+			return nil, err
+		}
+		if err := fixedEncryption(keys); err != nil {
 			return nil, err
 		}
 		return func(tx *table.Transaction) error { return tx.RemoveProperties(keys) }, nil

@@ -47,6 +47,10 @@ const (
 type Session struct {
 	Catalog string
 	Schema  string
+	// WAPBranch, when set, is the branch that takes the session's writes
+	// and reads of tables with 'write.wap.enabled' = 'true'
+	// (write-audit-publish; Spark's spark.wap.branch).
+	WAPBranch string
 }
 
 // Worker is one live worker a plan may put endpoints on.
@@ -66,6 +70,13 @@ type Worker struct {
 // Workers tells the planner which workers are live now.
 type Workers interface {
 	Live() []Worker
+}
+
+// UnreachableReporter is implemented by Workers that want to hear of a
+// worker the planner's own calls could not reach, to take it out of
+// planning before its next health check.
+type UnreachableReporter interface {
+	Unreachable(location string)
 }
 
 // Options configure a Planner.

@@ -17,12 +17,12 @@ func (p *Planner) Classify(query string) (Kind, error) {
 	switch kw {
 	case "":
 		return 0, fmt.Errorf("%w: empty statement", ErrSyntax)
-	case "SELECT", "WITH", "VALUES", "FROM", "TABLE", "(", "EXPLAIN":
+	case "SELECT", "WITH", "VALUES", "FROM", "TABLE", "(", "EXPLAIN", "CALL":
 		return KindQuery, nil
 	case "CREATE", "DROP", "INSERT", "UPDATE", "DELETE", "ALTER":
 		return KindUpdate, nil
 	case "COPY", "ATTACH", "DETACH", "INSTALL", "LOAD", "SET", "RESET", "PRAGMA",
-		"EXPORT", "IMPORT", "CALL", "CHECKPOINT", "FORCE", "VACUUM", "USE", "EXECUTE", "PREPARE", "DEALLOCATE":
+		"EXPORT", "IMPORT", "CHECKPOINT", "FORCE", "VACUUM", "USE", "EXECUTE", "PREPARE", "DEALLOCATE":
 		return 0, fmt.Errorf("%w: %s statements are not allowed", ErrRefused, kw)
 	case "MERGE", "TRUNCATE", "BEGIN", "COMMIT", "ROLLBACK",
 		"START", "ABORT", "END", "SHOW", "DESCRIBE", "SUMMARIZE", "ANALYZE", "COMMENT", "UNPIVOT", "PIVOT":

@@ -124,6 +124,9 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 	if err != nil {
 		return 0, true, err
 	}
+	if err := encryptionProps(ctx, mt, props); err != nil {
+		return 0, true, err
+	}
 	opts, err := placeTable(mt, props)
 	if err != nil {
 		return 0, true, err

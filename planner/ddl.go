@@ -73,6 +73,9 @@ func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...
 	case ps.at("UPDATE"):
 		return p.dmlUpdate(ctx, sess, ps)
 	case ps.at("ALTER"):
+		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
+			return n, err
+		}
 		return 0, p.ddlAlter(ctx, sess, ps)
 	case ps.at("INSERT"):
 		return p.ddlInsert(ctx, sess, ps, args...)
@@ -344,6 +347,9 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 	}
 	order, err := ddlSortOrder(schema, sortItems)
 	if err != nil {
+		return err
+	}
+	if err := encryptionProps(ctx, mt, props); err != nil {
 		return err
 	}
 	opts, err := placeTable(mt, props)
@@ -655,23 +661,12 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 			return 0, fmt.Errorf("%w: INSERT … ON CONFLICT", ErrUnsupported)
 		}
 	}
-	ref, err := ddlTableName(sess, parts)
+	tgt, err := p.loadTarget(ctx, sess, parts)
 	if err != nil {
 		return 0, err
 	}
-	mt, err := p.ddlMount(ref.Catalog)
-	if err != nil {
-		return 0, err
-	}
-	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
-	if err != nil {
-		if errors.Is(err, catalog.ErrTableNotFound) {
-			return 0, fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-		return 0, err
-	}
-	tbl := pinned.Table
-	schema := tbl.Schema()
+	ref := tgt.ref
+	schema := tgt.pinned.Table.Schema()
 	target, err := table.SchemaToArrowSchema(schema, nil, true, false)
 	if err != nil {
 		return 0, fmt.Errorf("arrow schema of %s: %w", ref, err)
@@ -737,7 +732,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 	}
 	// Written here, committed as INSERT … SELECT commits: one snapshot,
 	// retried against the refreshed table on conflict.
-	return p.commitValues(ctx, &writeTarget{ref: ref, mount: mt, pinned: pinned}, target, recs, rows)
+	return p.commitValues(ctx, tgt, target, recs, rows)
 }
 
 // ddlConformRecord turns a batch read from the stand-in into a batch of

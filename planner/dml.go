@@ -1,10 +1,8 @@
 package planner
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +61,9 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (i
 	}
 	md := tgt.pinned.Table.Metadata()
 	if pred != "" && md.Version() >= 2 && md.Properties().Get(table.WriteDeleteModeKey, "") == table.WriteModeMergeOnRead {
+		if n, ok, err := p.deleteEquality(ctx, sess, tgt, match); ok || err != nil {
+			return n, err
+		}
 		n, ok, err := p.deleteMergeOnRead(ctx, sess, tgt, match)
 		if ok || err != nil {
 			return n, err
@@ -79,28 +80,13 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (i
 // caller rewrites the files instead. The matching rows are counted on the
 // coordinator with the same filter.
 func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writeTarget, match string) (n int64, ok bool, err error) {
-	conn, err := p.opts.Engine.Conn(ctx)
-	if err != nil {
+	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match)
+	if err != nil || !exact {
 		return 0, false, err
 	}
-	defer conn.Close()
-	mb, err := p.bind(ctx, conn, sess, match, true)
-	if err != nil {
-		return 0, false, err
+	if tgt.branch == "" {
+		tgt.pinned = in.pinned // commit against the version read
 	}
-	if len(mb.inputs) != 1 || mb.inputs[0].ref != tgt.ref {
-		return 0, false, nil
-	}
-	root, _ := mb.ast.root["node"].(node)
-	where, _ := root["where_clause"].(node)
-	if where == nil {
-		return 0, false, nil
-	}
-	in, expr, exact := columnResolver{inputs: mb.inputs, aliases: mb.aliases}.convert(where)
-	if expr == nil || !exact || in != mb.inputs[0] {
-		return 0, false, nil
-	}
-	tgt.pinned = in.pinned
 	tbl := in.pinned.Table
 	if tbl.CurrentSnapshot() == nil {
 		return 0, true, nil
@@ -129,6 +115,34 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 		return 0, true, err
 	}
 	return n, true, nil
+}
+
+// exactFilter binds match (SELECT count(*) FROM target WHERE pred) and
+// converts its whole WHERE clause to an Iceberg filter; exact is false
+// when some of it does not convert exactly.
+func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *writeTarget, match string) (in *input, expr iceberg.BooleanExpression, exact bool, err error) {
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer conn.Close()
+	mb, err := p.bind(ctx, conn, sess, match, true)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if len(mb.inputs) != 1 || mb.inputs[0].ref != tgt.ref {
+		return nil, nil, false, nil
+	}
+	root, _ := mb.ast.root["node"].(node)
+	where, _ := root["where_clause"].(node)
+	if where == nil {
+		return nil, nil, false, nil
+	}
+	in, expr, exact = columnResolver{inputs: mb.inputs, aliases: mb.aliases}.convert(where)
+	if expr == nil || !exact || in != mb.inputs[0] {
+		return nil, nil, false, nil
+	}
+	return in, expr, true, nil
 }
 
 // dmlUpdate runs UPDATE name SET col = expr, … [WHERE pred]
@@ -347,7 +361,9 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		return 0, fmt.Errorf("%w: %s is not the target %s", ErrInvalid, in.ref, tgt.ref)
 	}
 	lineage := hasLineage(in)
-	tgt.pinned = in.pinned
+	if tgt.branch == "" {
+		tgt.pinned = in.pinned // commit against the version read
+	}
 	tbl := in.pinned.Table
 	if tbl.CurrentSnapshot() == nil {
 		return 0, nil
@@ -369,45 +385,28 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 	if err != nil {
 		return 0, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
 	}
-	var files []*dataFileTasks
-	byPath := map[string]*dataFileTasks{}
-	var total int64
-	for _, t := range all {
-		path := t.File.FilePath()
-		if candidates != nil && !candidates[path] {
-			continue
-		}
-		f, ok := byPath[path]
-		if !ok {
-			f = &dataFileTasks{file: t.File}
-			byPath[path] = f
-			files = append(files, f)
-		}
-		f.tasks = append(f.tasks, t)
-		f.bytes += t.Length
-		total += t.Length
-	}
+	files, byPath := filesOf(all, candidates)
 	if len(files) == 0 {
 		return 0, nil
 	}
-	n := min(targetGroups(workers, total, p.opts.TargetGroupBytes), len(files))
-	slices.SortStableFunc(files, func(a, b *dataFileTasks) int { return cmp.Compare(b.bytes, a.bytes) })
-	groups := make([][]table.FileScanTask, n)
-	sizes := make([]int64, n)
-	for _, f := range files {
-		g := 0
-		for j := 1; j < n; j++ {
-			if sizes[j] < sizes[g] {
-				g = j
-			}
+	var total int64
+	singles := make([][]*dataFileTasks, len(files))
+	for i, f := range files {
+		total += f.bytes
+		singles[i] = []*dataFileTasks{f}
+	}
+	var groups [][]table.FileScanTask
+	for _, frag := range packGroups(singles, targetGroups(workers, total, p.opts.TargetGroupBytes)) {
+		var tasks []table.FileScanTask
+		for _, f := range frag {
+			tasks = append(tasks, f.tasks...)
 		}
-		groups[g] = append(groups[g], f.tasks...)
-		sizes[g] += f.bytes
+		groups = append(groups, tasks)
 	}
 	queryID := newQueryID()
 	expires := time.Now().Add(p.opts.TicketTTL)
 	schemaBytes := resultSchemaBytes(ob.schema)
-	endpoints := make([]Endpoint, 0, n)
+	endpoints := make([]Endpoint, 0, len(groups))
 	for i, g := range groups {
 		scan, err := encodeScan(in, g)
 		if err != nil {

@@ -36,7 +36,7 @@ func explainSQL(lines []string) string {
 }
 
 func (p *Planner) explainSchema(ctx context.Context, s Session, inner string) (*arrow.Schema, error) {
-	if k := sqltok.FirstWord(inner); k == "ANALYZE" || k == "EXPLAIN" {
+	if k := sqltok.FirstWord(inner); k == "ANALYZE" || k == "EXPLAIN" || k == "CALL" {
 		return nil, fmt.Errorf("%w: EXPLAIN %s", ErrUnsupported, k)
 	}
 	conn, err := p.opts.Engine.Conn(ctx)

@@ -12,6 +12,7 @@ type Planner struct {
 	opts       Options
 	log        *zap.Logger
 	aggregates aggregateNames
+	stats      statsCache
 }
 
 // New returns a planner; Mounts, Engine, Key and Workers are required.

@@ -21,6 +21,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -76,6 +77,9 @@ func (p *Planner) Bind(ctx context.Context, s Session, query string, args ...any
 	if inner, ok := explainTarget(query); ok {
 		return p.explainSchema(ctx, s, inner)
 	}
+	if isCall(query) {
+		return p.callSchema(ctx, s, query)
+	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -97,6 +101,12 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 	}
 	if inner, ok := explainTarget(query); ok {
 		return p.explain(ctx, s, inner, workers)
+	}
+	if isCall(query) {
+		if len(args) > 0 {
+			return nil, fmt.Errorf("%w: parameters in CALL", ErrUnsupported)
+		}
+		return p.call(ctx, s, query, workers)
 	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
@@ -224,6 +234,7 @@ func (pb *planBuilder) choose(ctx context.Context, root node) error {
 			pb.note("filter", "%s: %s", in.ref, in.filter)
 		}
 		pb.note("files", "%s: %d of %d files, %d of %d bytes after pruning, %d groups", in.ref, len(in.tasks), in.filesBefore, in.bytes, in.bytesBefore, len(in.groups))
+		pb.note("rows", "%s: %s", in.ref, pb.p.estimateRows(ctx, in))
 	}
 	if root == nil {
 		return pb.gather("no query node")
@@ -628,7 +639,7 @@ func (p *Planner) readsDirect(inputs []*input) bool {
 		if _, ok := directscan.Fields(schema, in.cols); !ok {
 			return false
 		}
-		if _, ok := directscan.Files(in.tasks, canRead); !ok && !(p.opts.DataCache && cachedFiles(in.tasks)) {
+		if _, ok := directscan.Files(in.tasks, canRead); !ok && !(p.opts.DataCache && cachedFiles(in.tasks) && !encryptedInput(in)) {
 			return false
 		}
 	}
@@ -647,6 +658,13 @@ func cachedFiles(tasks []table.FileScanTask) bool {
 		}
 	}
 	return true
+}
+
+// encryptedInput tells whether the input's files are encrypted
+// (internal/tablecrypt): the workers' data caches do not keep them, so
+// DuckDB cannot read them from copies.
+func encryptedInput(in *input) bool {
+	return in.pinned.Table.Properties()[tablecrypt.KeyIDProp] != ""
 }
 
 // sameSchema compares names and types; nullability and metadata come from
@@ -683,7 +701,7 @@ func newQueryID() string {
 // same table versions is answered from the bind memo (bindcache.go)
 // without DuckDB.
 func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, standIns bool, args ...any) (*bound, error) {
-	text, err := p.serialize(ctx, conn, query)
+	text, err := p.serialize(ctx, conn, temporalClauses(query))
 	if err != nil {
 		return nil, err
 	}
@@ -939,14 +957,17 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	key := inputKey(ref, at)
 	in, ok := r.byRef[key]
 	if !ok {
-		pinned, err := r.p.pinInput(ctx, ref, at)
+		ref, at, pinned, err := r.p.pinRef(ctx, r.s, ref, []string{cat, sch, name}, at)
 		if err != nil {
 			r.err = err
 			return
 		}
-		in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
+		if in, ok = r.byRef[inputKey(ref, at)]; !ok {
+			in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
+			r.byRef[inputKey(ref, at)] = in
+			b.inputs = append(b.inputs, in)
+		}
 		r.byRef[key] = in
-		b.inputs = append(b.inputs, in)
 	}
 	in.refs++
 	alias := str(n, "alias")
@@ -1041,12 +1062,7 @@ func groupTasks(tasks []table.FileScanTask, n int) [][]table.FileScanTask {
 	groups := make([][]table.FileScanTask, n)
 	sizes := make([]int64, n)
 	for _, i := range order {
-		g := 0
-		for j := 1; j < n; j++ {
-			if sizes[j] < sizes[g] {
-				g = j
-			}
-		}
+		g := lightest(sizes)
 		groups[g] = append(groups[g], tasks[i])
 		sizes[g] += tasks[i].Length
 	}

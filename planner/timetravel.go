@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // pinnedInput is a table reference resolved to what one input reads: the
@@ -42,9 +43,9 @@ func inputKey(ref catalog.TableRef, at node) catalog.TableRef {
 	return ref
 }
 
-// pinInput loads the table ref names, for an AT (…) clause or a
-// "t$kind" metadata table name.
-func (p *Planner) pinInput(ctx context.Context, ref catalog.TableRef, at node) (*pinnedInput, error) {
+// pinInput loads the table ref names, for an AT (…) clause, a "t$kind"
+// metadata table name or the session's WAP branch.
+func (p *Planner) pinInput(ctx context.Context, s Session, ref catalog.TableRef, at node) (*pinnedInput, error) {
 	base, kind := splitMetaTable(ref.Table)
 	if kind != "" {
 		ref.Table = base
@@ -64,7 +65,11 @@ func (p *Planner) pinInput(ctx context.Context, ref catalog.TableRef, at node) (
 		return out, nil
 	}
 	if at == nil {
-		return out, nil
+		b := sessionBranch(s, pinned.Table)
+		if b == "" {
+			return out, nil
+		}
+		at = versionAt(b)
 	}
 	snap, err := snapshotAt(pinned.Table, at)
 	if err != nil {
@@ -205,4 +210,174 @@ func inputSchema(ctx context.Context, in *input) (*arrow.Schema, error) {
 		return metaTableSchema(ctx, in.pinned.Table, in.meta)
 	}
 	return catalog.ScanSchema(in.pinned.Table, 0, in.cols)
+}
+
+// ---- Spark's and Trino's time-travel spellings ----
+
+// temporalClauses rewrites the time-travel clauses DuckDB's parser does
+// not know into its AT clause: [FOR] VERSION AS OF v, [FOR] SYSTEM_VERSION
+// AS OF v, [FOR] TIMESTAMP AS OF t and [FOR] SYSTEM_TIME AS OF t become
+// AT (VERSION => v) / AT (TIMESTAMP => t), moved after a table alias that
+// follows (DuckDB wants the alias first). v and t are one literal as
+// written (a string, a number, or TIMESTAMP '…'); anything else is left
+// for DuckDB to refuse. A statement the lexer cannot read is returned as
+// it is.
+func temporalClauses(query string) string {
+	toks, err := sqltok.Tokenize(query)
+	if err != nil {
+		return query
+	}
+	var out strings.Builder
+	last := 0
+	for i := 0; i < len(toks); i++ {
+		j := i
+		if toks[j].Is("FOR") {
+			j++
+		}
+		if j+2 >= len(toks) || !toks[j+1].Is("AS") || !toks[j+2].Is("OF") {
+			continue
+		}
+		unit := ""
+		switch {
+		case toks[j].Is("VERSION"), toks[j].Is("SYSTEM_VERSION"):
+			unit = "VERSION"
+		case toks[j].Is("TIMESTAMP"), toks[j].Is("SYSTEM_TIME"):
+			unit = "TIMESTAMP"
+		default:
+			continue
+		}
+		v := j + 3
+		end, ok := temporalValue(toks, v)
+		if !ok {
+			continue
+		}
+		at := "AT (" + unit + " => " + query[toks[v].Pos:toks[end].End] + ")"
+		aliasEnd := temporalAlias(toks, end+1)
+		out.WriteString(query[last:toks[i].Pos])
+		if aliasEnd > end {
+			out.WriteString(query[toks[end+1].Pos:toks[aliasEnd].End])
+			out.WriteString(" ")
+		}
+		out.WriteString(at)
+		last = toks[max(end, aliasEnd)].End
+		i = max(end, aliasEnd)
+	}
+	if last == 0 {
+		return query
+	}
+	out.WriteString(query[last:])
+	return out.String()
+}
+
+// temporalValue returns the last token of the literal starting at i.
+func temporalValue(toks []sqltok.Token, i int) (int, bool) {
+	switch {
+	case i >= len(toks):
+		return 0, false
+	case toks[i].Kind == sqltok.String, toks[i].Kind == sqltok.Number:
+		return i, true
+	case (toks[i].Is("TIMESTAMP") || toks[i].Is("TIMESTAMPTZ") || toks[i].Is("DATE")) && i+1 < len(toks) && toks[i+1].Kind == sqltok.String:
+		return i + 1, true
+	}
+	return 0, false
+}
+
+// notAlias are the words that may follow a table reference without being
+// its alias.
+var notAlias = map[string]bool{
+	"WHERE": true, "JOIN": true, "INNER": true, "LEFT": true, "RIGHT": true, "FULL": true, "CROSS": true,
+	"NATURAL": true, "POSITIONAL": true, "ASOF": true, "ANTI": true, "SEMI": true, "ON": true, "USING": true,
+	"GROUP": true, "ORDER": true, "HAVING": true, "WINDOW": true, "QUALIFY": true, "LIMIT": true,
+	"OFFSET": true, "FETCH": true, "UNION": true, "EXCEPT": true, "INTERSECT": true, "LATERAL": true,
+	"TABLESAMPLE": true, "USING_SAMPLE": true, "RETURNING": true, "SET": true, "AND": true, "OR": true,
+}
+
+// temporalAlias returns the last token of a table alias starting at i
+// ("AS name", or a name that is not a keyword), or i-1 when none.
+func temporalAlias(toks []sqltok.Token, i int) int {
+	if i < len(toks) && toks[i].Is("AS") && i+1 < len(toks) && toks[i+1].IsIdent() {
+		return i + 1
+	}
+	if i < len(toks) && (toks[i].Kind == sqltok.QuotedIdent || toks[i].Kind == sqltok.Word && !notAlias[strings.ToUpper(toks[i].Value)]) {
+		return i
+	}
+	return i - 1
+}
+
+// pinRef pins the table ref names (see pinInput). When no table has that
+// name and the reference is Spark's spelling of a branch or tag
+// (t.branch_b, t.tag_v, without an AT clause), it pins that table at that
+// ref instead; raw are the reference's catalog, schema and table as
+// written (empty when left out). It returns the reference and AT clause it
+// pinned.
+func (p *Planner) pinRef(ctx context.Context, s Session, ref catalog.TableRef, raw []string, at node) (catalog.TableRef, node, *pinnedInput, error) {
+	pinned, err := p.pinInput(ctx, s, ref, at)
+	if err == nil || !errors.Is(err, ErrNotFound) || at != nil {
+		return ref, at, pinned, err
+	}
+	var parts []string
+	for _, r := range raw {
+		if r != "" {
+			parts = append(parts, r)
+		}
+	}
+	tableParts, name, ok := sparkRefName(parts, true)
+	if !ok {
+		return ref, at, nil, err
+	}
+	alt, aerr := ddlTableName(s, tableParts)
+	if aerr != nil {
+		return ref, at, nil, err
+	}
+	at = versionAt(name)
+	pinned, aerr = p.pinInput(ctx, s, alt, at)
+	if aerr != nil {
+		if errors.Is(aerr, ErrNotFound) {
+			return ref, nil, nil, fmt.Errorf("%w (nor a branch or tag %q of %s)", err, name, alt)
+		}
+		return ref, nil, nil, aerr
+	}
+	return alt, at, pinned, nil
+}
+
+// sparkRefName reads Spark's spelling of a branch or tag read (t.branch_b,
+// schema.t.tag_v): parts name a table plus a last part branch_<name> or
+// tag_<name>. It returns the table's parts and the ref name.
+func sparkRefName(parts []string, tags bool) (tableParts []string, ref string, ok bool) {
+	if len(parts) < 2 {
+		return nil, "", false
+	}
+	last := parts[len(parts)-1]
+	prefixes := []string{"branch_"}
+	if tags {
+		prefixes = append(prefixes, "tag_")
+	}
+	for _, prefix := range prefixes {
+		if len(last) > len(prefix) && strings.EqualFold(last[:len(prefix)], prefix) {
+			return parts[:len(parts)-1], last[len(prefix):], true
+		}
+	}
+	return nil, "", false
+}
+
+// versionAt is the AT clause node of AT (VERSION => 'name').
+func versionAt(name string) node {
+	return node{"unit": "VERSION", "expr": node{"class": "CONSTANT",
+		"value": node{"is_null": false, "type": node{"id": "VARCHAR"}, "value": name}}}
+}
+
+// WAPEnabledKey is the table property that lets a session's wap branch
+// (write-audit-publish) take the table's writes and reads.
+const WAPEnabledKey = "write.wap.enabled"
+
+// sessionBranch is the branch a session reads and writes tbl on: its WAP
+// branch when the table enables WAP and the branch exists; "" is main.
+func sessionBranch(s Session, tbl *table.Table) string {
+	if s.WAPBranch == "" || tbl.Properties().Get(WAPEnabledKey, "false") != "true" {
+		return ""
+	}
+	if r, ok := findRef(tbl, s.WAPBranch); ok && r.SnapshotRefType == table.BranchRef {
+		return s.WAPBranch
+	}
+	return ""
 }

@@ -54,6 +54,8 @@ type writeTarget struct {
 	ref    catalog.TableRef
 	mount  *catalog.Mount
 	pinned *catalog.Pinned
+	// branch is the branch the statement commits to; "" is main.
+	branch string
 }
 
 func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string) (*writeTarget, error) {
@@ -61,7 +63,14 @@ func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string) 
 	if err != nil {
 		return nil, err
 	}
-	return p.loadTargetRef(ctx, ref)
+	tgt, err := p.loadTargetRef(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		return p.branchTarget(ctx, sess, parts, err)
+	}
+	if err == nil {
+		tgt.branch = sessionBranch(sess, tgt.pinned.Table)
+	}
+	return tgt, err
 }
 
 func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef) (*writeTarget, error) {
@@ -255,7 +264,7 @@ func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write,
 			return nil, err
 		}
 	}
-	raw, err := pullWrites(ctx, endpoints, tickets)
+	raw, err := pullWrites(ctx, endpoints, tickets, p.unreachable)
 	res, derr := decodeResults(tgt.pinned.Table, raw)
 	if err == nil {
 		err = derr
@@ -315,7 +324,7 @@ func (p *Planner) removeFiles(tgt *writeTarget, stmtUUID string, files []iceberg
 // pullWrites DoGets every write ticket at its endpoint's first location,
 // all at once, and returns every result that came back, also when one
 // failed (so their files can be deleted).
-func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]wire.WriteResult, error) {
+func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte, unreachable func(string)) ([]wire.WriteResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -358,6 +367,9 @@ func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]
 				}
 				return pullWrite(ctx, c, tickets[i])
 			}()
+			if status.Code(err) == codes.Unavailable {
+				unreachable(loc)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, res...)
@@ -374,6 +386,14 @@ func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]
 		return out, errs[0]
 	}
 	return out, nil
+}
+
+// unreachable tells the worker pool, if it listens, that loc failed as
+// unreachable.
+func (p *Planner) unreachable(loc string) {
+	if r, ok := p.opts.Workers.(UnreachableReporter); ok {
+		r.Unreachable(loc)
+	}
 }
 
 // fragmentError maps a write fragment's failure: the client's fault stays
@@ -562,18 +582,23 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
 	tx := tbl.NewTransaction()
+	if tgt.branch != "" {
+		tx = tbl.NewTransactionOnBranch(tgt.branch)
+	}
 	if err := change(tx, tbl.Metadata()); err != nil {
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: %v", ErrConflict, tgt.ref, err)
 		}
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
-	if _, err := tx.Commit(ctx); err != nil {
+	committed, err := tx.Commit(ctx)
+	if err != nil {
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: nothing was committed and the statement's files were deleted: %v", ErrConflict, tgt.ref, err)
 		}
 		return fmt.Errorf("%w on %s: the commit may or may not have been applied; its files were kept: %v", ErrCommitUnknown, tgt.ref, err)
 	}
+	p.afterCommit(ctx, tgt, tbl.Metadata(), committed)
 	return nil
 }
 
@@ -619,6 +644,12 @@ func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *ar
 // source columns in spec order, so that a fragment's batches each hold few
 // partitions, then its sort order; empty when it has neither.
 func partitionOrder(tbl *table.Table) string {
+	cols := partitionKeys(tbl)
+	return strings.Join(append(cols, sortKeys(tbl, cols)...), ", ")
+}
+
+// partitionKeys are the quoted partition source columns of tbl's spec.
+func partitionKeys(tbl *table.Table) []string {
 	spec := tbl.Spec()
 	schema := tbl.Schema()
 	var cols []string
@@ -635,9 +666,16 @@ func partitionOrder(tbl *table.Table) string {
 			cols = append(cols, q)
 		}
 	}
-	// Then the table's sort order (identity fields), so files come out
-	// sorted within each partition.
-	seen := slices.Clone(cols)
+	return cols
+}
+
+// sortKeys are the ORDER BY keys of tbl's sort order (identity fields, up
+// to the first other one), leaving out the columns in seen, so files come
+// out sorted within each partition.
+func sortKeys(tbl *table.Table, seen []string) []string {
+	schema := tbl.Schema()
+	seen = slices.Clone(seen)
+	var keys []string
 	for _, sf := range tbl.SortOrder().Fields() {
 		if _, ok := sf.Transform.(iceberg.IdentityTransform); !ok {
 			break
@@ -659,9 +697,9 @@ func partitionOrder(tbl *table.Table) string {
 		if sf.NullOrder == table.NullsFirst {
 			nulls = " NULLS FIRST"
 		}
-		cols = append(cols, q+dir+nulls)
+		keys = append(keys, q+dir+nulls)
 	}
-	return strings.Join(cols, ", ")
+	return keys
 }
 
 // lostCommit tells a commit that definitely did not land: a conflict

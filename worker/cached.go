@@ -15,6 +15,7 @@ import (
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
 
 // The data cache (Options.DataCache) keeps local copies of object-store
@@ -26,7 +27,9 @@ import (
 //     wrapped (cachedTable), so its data and delete files are read from
 //     copies too.
 // Either way a file deleted or changed on storage fails the scan naming
-// it (datacache.Get checks every use).
+// it (datacache.Get checks every use). An encrypted table's files
+// (internal/tablecrypt) never go into the cache: its copies would be the
+// decrypted files, in the clear on the worker's disk across restarts.
 
 // fetchParallel bounds the files one scan fetches into the cache at once;
 // the cache bounds the ranged reads under them.
@@ -43,7 +46,7 @@ func remote(location string) bool {
 // delete files) through the data cache, or tbl itself without a cache.
 func (s *Server) cachedTable(tbl *table.Table, tasks []table.FileScanTask) *table.Table {
 	dc := s.opts.DataCache
-	if dc == nil {
+	if dc == nil || encrypted(tbl) {
 		return tbl
 	}
 	sizes := map[string]int64{}
@@ -65,6 +68,12 @@ func (s *Server) cachedTable(tbl *table.Table, tasks []table.FileScanTask) *tabl
 		return dc.IO(ctx, inner, sizes), nil
 	}
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, nil)
+}
+
+// encrypted tells whether tbl's files are encrypted (tablecrypt): the
+// data cache must not keep them.
+func encrypted(tbl *table.Table) bool {
+	return tbl.Properties()[tablecrypt.KeyIDProp] != ""
 }
 
 func taskDeletes(t table.FileScanTask) []iceberg.DataFile {
@@ -90,7 +99,7 @@ func (f localFile) FilePath() string { return f.path }
 // error naming it.
 func (s *Server) localize(ctx context.Context, conn *engine.Conn, tbl *table.Table, name string, schema *iceberg.Schema, tasks []table.FileScanTask, columns []string) ([]table.FileScanTask, error) {
 	dc := s.opts.DataCache
-	if dc == nil || !s.opts.Engine.CanRead(filepath.Join(dc.Dir(), "copy")) {
+	if dc == nil || encrypted(tbl) || !s.opts.Engine.CanRead(filepath.Join(dc.Dir(), "copy")) {
 		return tasks, nil
 	}
 	if _, ok := directscan.Fields(schema, columns); !ok {

@@ -1,10 +1,16 @@
 package worker
 
 import (
+	"errors"
+
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/icefloe/icefloe/internal/membership"
 )
 
 // DoAction answers the session actions that clients following endpoint
@@ -13,10 +19,12 @@ import (
 // `catalog=` calls SetSessionOptions on the worker first and CloseSession
 // when it closes. A worker runs sealed tickets whose names are already
 // resolved, so it accepts the options and ignores them. Every other action
-// is Unimplemented.
+// is Unimplemented, but for the coordinators' key check (keyCheck).
 func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
 	var res proto.Message
 	switch a.GetType() {
+	case membership.KeyCheckAction:
+		return s.keyCheck(a.GetBody(), stream)
 	case flight.SetSessionOptionsActionType:
 		var req flight.SetSessionOptionsRequest
 		if err := proto.Unmarshal(a.GetBody(), &req); err != nil {
@@ -35,4 +43,24 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 		return status.Errorf(codes.Internal, "worker: encode %s result: %v", a.GetType(), err)
 	}
 	return stream.Send(&flight.Result{Body: body})
+}
+
+// keyCheck answers a coordinator's sealed challenge, which proves to it
+// that this worker holds its ticket key. A challenge sealed with another
+// key is refused with PermissionDenied and logged here too.
+func (s *Server) keyCheck(challenge []byte, stream flight.FlightService_DoActionServer) error {
+	answer, err := membership.Answer(s.opts.Key, challenge)
+	if errors.Is(err, membership.ErrKeyMismatch) {
+		from := "unknown"
+		if p, ok := peer.FromContext(stream.Context()); ok {
+			from = p.Addr.String()
+		}
+		s.log.Error("refused a coordinator's key check: its ticket key differs from this worker's; set the same ticket_key (ICEFLOE_TICKET_KEY) on both",
+			zap.String("from", from))
+		return status.Error(codes.PermissionDenied, err.Error())
+	}
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	return stream.Send(&flight.Result{Body: answer})
 }

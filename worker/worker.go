@@ -23,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/inflight"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -33,6 +34,12 @@ const DefaultBatchRows = 64 * 1024
 // FlightServiceName is the gRPC service name of Flight, under which the
 // health service reports the worker's status (as well as under "").
 var FlightServiceName = flightpb.FlightService_ServiceDesc.ServiceName
+
+// LivenessService is the health service name that stays SERVING while the
+// process runs, draining included (a liveness probe's); "" and
+// FlightServiceName turn NOT_SERVING when it drains (a readiness probe's,
+// and the coordinators').
+const LivenessService = "liveness"
 
 // Options configure a worker Server.
 type Options struct {
@@ -100,8 +107,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	closing bool
-	nextID  uint64
-	active  map[uint64]context.CancelCauseFunc
+	calls   *inflight.Calls
 }
 
 var _ flight.FlightServer = (*Server)(nil)
@@ -134,12 +140,13 @@ func New(o Options) (*Server, error) {
 		opts:   o,
 		log:    o.Logger,
 		health: health.NewServer(),
-		active: map[uint64]context.CancelCauseFunc{},
+		calls:  inflight.New(),
 		peers:  newPeers(DefaultPeerClients),
 	}
 	s.footers, _ = lru.New[string, map[int]string](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(FlightServiceName, healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(LivenessService, healthpb.HealthCheckResponse_SERVING)
 	return s, nil
 }
 
@@ -148,6 +155,20 @@ func New(o Options) (*Server, error) {
 func (s *Server) Register(g *grpc.Server) {
 	flight.RegisterFlightServiceServer(g, s)
 	healthpb.RegisterHealthServer(g, s.health)
+}
+
+// Drain reports NOT_SERVING on the health service but for LivenessService,
+// so coordinators stop planning on the worker, and goes on serving: the
+// tickets already planned on it still arrive.
+func (s *Server) Drain() {
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	s.health.SetServingStatus(FlightServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+}
+
+// WaitIdle waits until no call has been in flight for quiet, or until
+// deadline (see inflight.Calls.WaitIdle).
+func (s *Server) WaitIdle(deadline time.Time, quiet time.Duration) bool {
+	return s.calls.WaitIdle(deadline, quiet)
 }
 
 // Shutdown reports NOT_SERVING on the health service, refuses new DoGets
@@ -161,29 +182,18 @@ func (s *Server) Shutdown() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closing = true
-	for _, cancel := range s.active {
-		cancel(errShuttingDown)
-	}
+	s.calls.CancelAll(errShuttingDown)
 }
 
 // begin registers a DoGet so Shutdown can cancel it. The caller calls end.
 func (s *Server) begin(parent context.Context) (ctx context.Context, end func(), err error) {
-	ctx, cancel := context.WithCancelCause(parent)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		cancel(errShuttingDown)
 		return nil, nil, errShuttingDown
 	}
-	s.nextID++
-	id := s.nextID
-	s.active[id] = cancel
-	return ctx, func() {
-		s.mu.Lock()
-		delete(s.active, id)
-		s.mu.Unlock()
-		cancel(nil)
-	}, nil
+	ctx, end = s.calls.Begin(parent)
+	return ctx, end, nil
 }
 
 // DoGet opens the sealed ticket, loads its scans, runs its SQL and streams

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -23,6 +24,20 @@ type Config struct {
 	Workers int `yaml:"workers"`
 	// WorkerAddresses are the workers a separate coordinator plans over.
 	WorkerAddresses []string `yaml:"worker_addresses"`
+	// WorkerDNS is host:port: a separate coordinator's workers are every
+	// address host resolves to (a Kubernetes headless service), resolved
+	// again every 5 s.
+	WorkerDNS string `yaml:"worker_dns"`
+	// Announce are coordinator addresses a worker announces itself to.
+	Announce []string `yaml:"announce"`
+	// AdvertiseHost is the host in a worker's location (what clients and
+	// coordinators dial), when it listens on an unspecified address.
+	AdvertiseHost string `yaml:"advertise_host"`
+	// HealthInterval is how often a coordinator checks each worker.
+	HealthInterval time.Duration `yaml:"health_interval"`
+	// DrainTimeout is how long a role lets work in flight finish after
+	// SIGTERM before it ends it with UNAVAILABLE.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// TicketKey is the cluster key shared by coordinator and workers; the
 	// ICEFLOE_TICKET_KEY environment variable is used when it is empty.
 	TicketKey string `yaml:"ticket_key"`
@@ -84,6 +99,17 @@ func loadConfig(path string) (Config, error) {
 	return c, c.Validate()
 }
 
+// emptyItems reports each empty address of the list under key.
+func emptyItems(key string, list []string) []error {
+	var errs []error
+	for i, a := range list {
+		if a == "" {
+			errs = append(errs, fmt.Errorf("config: %s[%d]: empty", key, i))
+		}
+	}
+	return errs
+}
+
 // Validate reports every problem at once, naming the key.
 func (c Config) Validate() error {
 	var errs []error
@@ -93,11 +119,14 @@ func (c Config) Validate() error {
 	if c.Threads < 0 {
 		errs = append(errs, fmt.Errorf("config: threads: must be >= 0, got %d", c.Threads))
 	}
-	for i, a := range c.WorkerAddresses {
-		if a == "" {
-			errs = append(errs, fmt.Errorf("config: worker_addresses[%d]: empty", i))
-		}
+	errs = append(errs, emptyItems("worker_addresses", c.WorkerAddresses)...)
+	if c.HealthInterval < 0 {
+		errs = append(errs, fmt.Errorf("config: health_interval: must be >= 0, got %s", c.HealthInterval))
 	}
+	if c.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("config: drain_timeout: must be >= 0, got %s", c.DrainTimeout))
+	}
+	errs = append(errs, emptyItems("announce", c.Announce)...)
 	if c.MetadataCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("config: metadata_cache_bytes: must be >= 0, got %d", c.MetadataCacheBytes))
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -19,6 +20,7 @@ import (
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -83,6 +85,7 @@ type roleFlags struct {
 	config  *string
 	listen  *string
 	dataDir *string
+	drain   *time.Duration
 	cfg     Config
 }
 
@@ -94,6 +97,7 @@ func newRoleFlags(name string, stderr io.Writer) *roleFlags {
 		config:  fs.String("config", "", "optional YAML config file"),
 		listen:  fs.String("listen", defaultListen, "host:port to listen on"),
 		dataDir: fs.String("data-dir", defaultDataDir, "folder for the embedded catalog, warehouse and spill files"),
+		drain:   fs.Duration("drain-timeout", flightsql.DefaultDrainGrace, "on SIGTERM, how long work in flight may finish before it ends with UNAVAILABLE"),
 	}
 }
 
@@ -116,6 +120,9 @@ func (r *roleFlags) parse(args []string) error {
 	}
 	if !set["data-dir"] && cfg.DataDir != "" {
 		*r.dataDir = cfg.DataDir
+	}
+	if !set["drain-timeout"] && cfg.DrainTimeout > 0 {
+		*r.drain = cfg.DrainTimeout
 	}
 	r.cfg = cfg
 	return startPprof()
@@ -248,6 +255,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		zap.Strings("catalogs", s.Mounts.Names()),
 		zap.String("data_dir", *r.dataDir))
 	<-ctx.Done()
+	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
+	s.Drain(*r.drain, flightsql.DefaultDrainQuiet)
 	log.Info("shutting down")
 	return s.Close()
 }
@@ -255,7 +264,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error {
 	r := newRoleFlags("coordinator", stderr)
 	var workerAddrs, directDirs stringList
-	r.fs.Var(&workerAddrs, "worker", "a worker's address host:port or grpc://host:port (repeat for each)")
+	r.fs.Var(&workerAddrs, "worker", "a worker's address host:port or grpc://host:port (repeat for each); workers may also announce themselves")
+	workerDNS := r.fs.String("worker-dns", "", "host:port: the workers are every address host resolves to (e.g. a Kubernetes headless service), resolved again every 5s")
 	r.fs.Var(&directDirs, "direct-dir", "a local warehouse directory every worker reads with DuckDB's Parquet reader (same path on every host; repeat for each): gathered queries over it are read in place by one worker")
 	workerCache := r.fs.Bool("worker-data-cache", true, "the workers run with a data cache and direct Parquet scans (their defaults): gathered queries over object-store tables are read in place by one worker, from its copies")
 	if err := r.parse(args); err != nil {
@@ -264,8 +274,8 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if len(workerAddrs) == 0 {
 		workerAddrs = r.cfg.WorkerAddresses
 	}
-	if len(workerAddrs) == 0 {
-		return errors.New("coordinator: no workers: give --worker or worker_addresses in the config")
+	if *workerDNS == "" {
+		*workerDNS = r.cfg.WorkerDNS
 	}
 	key, err := r.key(true)
 	if err != nil {
@@ -285,14 +295,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err := cluster.MountCatalogs(ctx, mounts, r.cfg.Catalogs); err != nil {
 		return err
 	}
-	var locs []string
-	for _, a := range workerAddrs {
-		if !strings.Contains(a, "://") {
-			a = "grpc://" + a
-		}
-		locs = append(locs, a)
-	}
-	pool, err := flightsql.NewWorkerPool(locs, flightsql.WithPoolLogger(log))
+	pool, err := r.workerPool(key, workerAddrs, *workerDNS, log)
 	if err != nil {
 		return err
 	}
@@ -305,6 +308,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		Key:            key,
 		Mounts:         mounts,
 		Workers:        pool,
+		Membership:     pool,
 		DefaultCatalog: catalog.LocalCatalogName,
 		DefaultSchema:  catalog.DefaultSchema,
 		Engine:         r.engineOptions(),
@@ -315,22 +319,65 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log.Info("icefloe coordinator ready", zap.String("coordinator", "grpc://"+c.Addr), zap.Strings("workers", locs))
+	log.Info("icefloe coordinator ready", zap.String("coordinator", "grpc://"+c.Addr),
+		zap.Strings("workers", pool.Known()), zap.String("worker_dns", *workerDNS))
 	<-ctx.Done()
+	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
+	if n := c.Drain(*r.drain, flightsql.DefaultDrainQuiet); n > 0 {
+		log.Warn("drain timeout: statements cancelled with UNAVAILABLE", zap.Int("cancelled", n))
+	}
 	log.Info("shutting down")
 	return c.Close()
+}
+
+// workerPool is the coordinator's pool: listed workers, a DNS name, and
+// workers that announce themselves.
+func (r *roleFlags) workerPool(key *wire.Key, addrs []string, dnsName string, log *zap.Logger) (*flightsql.WorkerPool, error) {
+	var locs []string
+	for _, a := range addrs {
+		if !strings.Contains(a, "://") {
+			a = "grpc://" + a
+		}
+		locs = append(locs, a)
+	}
+	opts := []flightsql.PoolOption{flightsql.WithPoolLogger(log), flightsql.WithAnnouncements()}
+	if r.cfg.HealthInterval > 0 {
+		opts = append(opts, flightsql.WithHealthInterval(r.cfg.HealthInterval))
+	}
+	if dnsName != "" {
+		d, err := membership.NewDNS(membership.DNSOptions{Target: dnsName, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, flightsql.WithDNS(d))
+	}
+	return flightsql.NewWorkerPool(key, locs, opts...)
 }
 
 func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	r := newRoleFlags("worker", stderr)
 	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
 	dcFlags := r.dataCacheFlags()
+	var announce stringList
+	r.fs.Var(&announce, "announce", "a coordinator's address host:port or grpc://host:port to join (repeat for each): the worker announces itself every 2s and tells it when it drains")
+	advertise := r.fs.String("advertise-host", "", "host coordinators and clients reach this worker at (default: the listen host)")
 	if err := r.parse(args); err != nil {
 		return err
 	}
 	cacheDir, cacheBytes, err := r.dataCache(dcFlags)
 	if err != nil {
 		return err
+	}
+	if len(announce) == 0 {
+		announce = r.cfg.Announce
+	}
+	if *advertise == "" {
+		*advertise = r.cfg.AdvertiseHost
+	}
+	for i, a := range announce {
+		if !strings.Contains(a, "://") {
+			announce[i] = "grpc://" + a
+		}
 	}
 	eo := r.engineOptions()
 	if *direct {
@@ -347,10 +394,12 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	log := newLogger(stderr)
 	defer log.Sync()
 	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
-		Listen: *r.listen,
-		Key:    key,
-		Engine: eo,
-		Logger: log,
+		Listen:        *r.listen,
+		AdvertiseHost: *advertise,
+		Key:           key,
+		Engine:        eo,
+		Logger:        log,
+		Announce:      announce,
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
 		DataCache:          datacache.Options{Dir: cacheDir, MaxBytes: cacheBytes},
@@ -358,8 +407,10 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log.Info("icefloe worker ready", zap.String("worker", w.Location()))
+	log.Info("icefloe worker ready", zap.String("worker", w.Location()), zap.Strings("announce", announce))
 	<-ctx.Done()
+	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
+	w.Drain(*r.drain, flightsql.DefaultDrainQuiet)
 	log.Info("shutting down")
 	return w.Close()
 }

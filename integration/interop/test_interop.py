@@ -157,3 +157,41 @@ def test_pyiceberg_reads_v3_after_copy_on_write(conn, pycat):
     ours = icefloe_rows(conn, "SELECT id, kind, value FROM py_v3")
     assert len(ours) > 0
     assert ours == pyiceberg_rows(pycat, "py_v3", cols)
+
+
+def test_pyiceberg_reads_compacted_expired_and_branched(conn, pycat):
+    """Tables icefloe compacted (after merge-on-read deletes), whose old
+    snapshots it expired and that carry a branch and a tag, v2 and v3,
+    partitioned and not, read the same in pyiceberg: the main branch, the
+    branch and the tag, with exactly the snapshots icefloe kept."""
+    cols = ["id", "p", "s"]
+    for version in ("2", "3"):
+        for part in ("", "PARTITIONED BY (p)"):
+            name = f"py_maint_v{version}{'p' if part else ''}"
+            run(conn, f"""CREATE TABLE {name} (id BIGINT NOT NULL, p INTEGER, s VARCHAR) {part}
+                         WITH ('format-version' = '{version}', 'write.delete.mode' = 'merge-on-read')""")
+            for i in range(8):
+                vals = ", ".join(f"({i * 5 + j}, {(i * 5 + j) % 3}, 's{i * 5 + j}')" for j in range(5))
+                run(conn, f"INSERT INTO {name} VALUES {vals}")
+            run(conn, f"DELETE FROM {name} WHERE id IN (3, 11, 12, 27)")
+            before = icefloe_rows(conn, f"SELECT id, p, s FROM {name}")
+            compacted = icefloe_rows(conn, f"""CALL system.rewrite_data_files(table => '{name}',
+                                              options => map('min-input-files', '2'))""")
+            assert compacted[0][0] > 0
+            icefloe_rows(conn, f"""CALL system.expire_snapshots(table => '{name}',
+                                   older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)""")
+            run(conn, f"ALTER TABLE {name} CREATE TAG kept")
+            run(conn, f"ALTER TABLE {name} CREATE BRANCH dev")
+            run(conn, f"INSERT INTO {name}.branch_dev VALUES (1000, 1, 'dev')")
+            run(conn, f"DELETE FROM {name}.branch_dev WHERE id = 4")
+
+            tbl = pycat.load_table(("default", name))
+            assert len(tbl.metadata.snapshots) == 3  # main's compacted head, dev's two writes
+            assert pyiceberg_rows(pycat, name, cols) == before
+            assert icefloe_rows(conn, f"SELECT id, p, s FROM {name}") == before
+            refs = tbl.metadata.refs
+            dev = canonical(tbl.scan(snapshot_id=refs["dev"].snapshot_id, selected_fields=tuple(cols)).to_arrow().select(cols))
+            assert dev == icefloe_rows(conn, f"SELECT id, p, s FROM {name} FOR VERSION AS OF 'dev'")
+            assert (1000, 1, "dev") in dev and all(r[0] != 4 for r in dev)
+            kept = canonical(tbl.scan(snapshot_id=refs["kept"].snapshot_id, selected_fields=tuple(cols)).to_arrow().select(cols))
+            assert kept == before

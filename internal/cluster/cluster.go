@@ -17,11 +17,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 	"github.com/icefloe/icefloe/worker"
@@ -53,6 +56,11 @@ type WorkerOptions struct {
 	// Parquet directly (Engine.ReadDirs set), the cache's directory is
 	// added to ReadDirs so DuckDB reads the copies the same way.
 	DataCache datacache.Options
+	// Announce are coordinator locations the worker announces itself to
+	// (and tells when it drains); AnnounceInterval is how often (0 means
+	// membership.DefaultAnnounceInterval).
+	Announce         []string
+	AnnounceInterval time.Duration
 }
 
 // Worker is a running worker.
@@ -66,6 +74,9 @@ type Worker struct {
 	data   *datacache.Cache // nil without a data cache
 	log    *zap.Logger
 	stop   chan struct{} // ends the cache logger
+	// announcer tells the coordinators about the worker; nil without
+	// Announce.
+	announcer *membership.Announcer
 	// closeOnce makes Close idempotent: tests close a worker mid-statement
 	// and the cluster closes it again at the end.
 	closeOnce sync.Once
@@ -129,7 +140,32 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 	w := &Worker{Addr: addr, srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, data: data, log: o.Logger, stop: make(chan struct{})}
 	go w.logCachesEvery(CacheLogInterval)
 	go func() { w.done <- g.Serve(lis) }()
+	if len(o.Announce) > 0 {
+		w.announcer, err = membership.NewAnnouncer(membership.AnnouncerOptions{
+			Key: o.Key, Location: w.Location(), Coordinators: o.Announce, Interval: o.AnnounceInterval,
+			Dial: func(loc string) (*grpc.ClientConn, error) { return flightsql.Dial(loc) }, Logger: o.Logger,
+		})
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+		w.announcer.Start(context.WithoutCancel(ctx))
+	}
 	return w, nil
+}
+
+// Drain takes the worker out of planning (its health turns NOT_SERVING
+// and the coordinators it announces to hear at once) and goes on serving
+// until no DoGet has been in flight for quiet, or grace has passed. Close
+// then ends what still runs with Unavailable.
+func (w *Worker) Drain(grace, quiet time.Duration) {
+	w.srv.Drain()
+	if w.announcer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		w.announcer.Drain(ctx)
+		cancel()
+	}
+	w.srv.WaitIdle(time.Now().Add(grace), quiet)
 }
 
 // Close shuts the worker down: in-flight streams end with an error, then
@@ -140,6 +176,9 @@ func (w *Worker) Close() error {
 }
 
 func (w *Worker) close() error {
+	if w.announcer != nil {
+		w.announcer.Close()
+	}
 	close(w.stop)
 	w.logCaches()
 	w.srv.Shutdown()
@@ -170,12 +209,17 @@ type CoordinatorOptions struct {
 	// DataCache is planner.Options.DataCache: the workers cache
 	// object-store data files and read them with DuckDB.
 	DataCache bool
+	// Membership is flightsql.Options.Membership: the worker pool, when
+	// Workers is one that takes announcements.
+	Membership flightsql.Membership
 }
 
 // Coordinator is a running coordinator.
 type Coordinator struct {
 	Addr    string
 	Planner *planner.Planner
+	srv     *flightsql.Server
+	health  *health.Server
 	grpc    *grpc.Server
 	engine  *engine.Engine
 	done    chan error
@@ -216,6 +260,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Logger:         o.Logger,
 		Allocator:      memory.DefaultAllocator,
 		Key:            o.Key,
+		Membership:     o.Membership,
 	})
 	if err != nil {
 		eng.Close()
@@ -229,13 +274,33 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(DefaultMaxMessageSize)}, srv.ServerOptions()...)
 	g := grpc.NewServer(opts...)
 	srv.Register(g)
-	c := &Coordinator{Addr: lis.Addr().String(), Planner: pl, grpc: g, engine: eng, done: make(chan error, 1)}
+	hs := health.NewServer()
+	for _, name := range []string{"", flightServiceName, worker.LivenessService} {
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
+	healthpb.RegisterHealthServer(g, hs)
+	c := &Coordinator{Addr: lis.Addr().String(), Planner: pl, srv: srv, health: hs, grpc: g, engine: eng, done: make(chan error, 1)}
 	go func() { c.done <- g.Serve(lis) }()
 	return c, nil
 }
 
+// flightServiceName is the gRPC name of the Flight service, under which
+// (and under "") a role's health reports whether it takes new work.
+var flightServiceName = worker.FlightServiceName
+
+// Drain turns the coordinator's readiness NOT_SERVING and drains its Flight
+// service (flightsql.Server.Drain): new statements are refused with
+// Unavailable, those in flight get grace to finish. It returns how many
+// were cancelled.
+func (c *Coordinator) Drain(grace, quiet time.Duration) int {
+	c.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	c.health.SetServingStatus(flightServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	return c.srv.Drain(grace, quiet)
+}
+
 // Close stops the coordinator.
 func (c *Coordinator) Close() error {
+	c.health.Shutdown()
 	stopGracefully(c.grpc, DefaultShutdownGrace)
 	err := <-c.done
 	if errors.Is(err, grpc.ErrServerStopped) {
@@ -412,6 +477,18 @@ func (o StandaloneOptions) dataCache(i int) datacache.Options {
 		dir = filepath.Join(dir, fmt.Sprintf("worker-%d", i)) // Validate reports it
 	}
 	return datacache.Options{Dir: dir, MaxBytes: o.DataCacheBytes}
+}
+
+// Drain drains the coordinator and the workers together (see
+// Coordinator.Drain and Worker.Drain).
+func (s *Standalone) Drain(grace, quiet time.Duration) {
+	var wg sync.WaitGroup
+	for _, w := range s.Workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Drain(grace, quiet) }()
+	}
+	s.Coordinator.Drain(grace, quiet)
+	wg.Wait()
 }
 
 // Close stops workers first, so in-flight streams end with an error, then

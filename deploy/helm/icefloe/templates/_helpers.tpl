@@ -1,0 +1,144 @@
+{{- define "icefloe.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "icefloe.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "icefloe.selector" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "icefloe.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "icefloe.keySecret" -}}
+{{- if .Values.ticketKey.existingSecret -}}
+{{ .Values.ticketKey.existingSecret }}
+{{- else -}}
+{{ include "icefloe.fullname" . }}-ticket-key
+{{- end -}}
+{{- end -}}
+
+{{- define "icefloe.keySecretKey" -}}
+{{- if .Values.ticketKey.existingSecret -}}
+{{ .Values.ticketKey.existingSecretKey }}
+{{- else -}}
+ticket-key
+{{- end -}}
+{{- end -}}
+
+{{- define "icefloe.workersService" -}}
+{{ include "icefloe.fullname" . }}-workers
+{{- end -}}
+
+{{/* The pod spec parts coordinators and workers share. */}}
+{{- define "icefloe.podCommon" -}}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+terminationGracePeriodSeconds: {{ add .root.Values.drainTimeoutSeconds .root.Values.terminationExtraSeconds }}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 10001
+  runAsGroup: 10001
+  fsGroup: 10001
+volumes:
+  - name: config
+    configMap:
+      name: {{ include "icefloe.fullname" .root }}-config
+  - name: data
+    emptyDir: {}
+  {{- if .root.Values.tls.enabled }}
+  - name: tls
+    secret:
+      secretName: {{ required "tls.existingSecret is required when tls.enabled" .root.Values.tls.existingSecret }}
+  {{- end }}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The container parts coordinators and workers share. */}}
+{{- define "icefloe.containerCommon" -}}
+image: {{ include "icefloe.image" .root }}
+imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+args: ["{{ .component }}", "--config", "/etc/icefloe/{{ .component }}.yaml"]
+ports:
+  - name: flight
+    containerPort: {{ .root.Values.port }}
+    protocol: TCP
+env:
+  - name: ICEFLOE_TICKET_KEY
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "icefloe.keySecret" .root }}
+        key: {{ include "icefloe.keySecretKey" .root }}
+  - name: POD_IP
+    valueFrom:
+      fieldRef:
+        fieldPath: status.podIP
+{{- if or .root.Values.catalogCredentials.existingSecret .root.Values.catalogCredentials.values }}
+envFrom:
+  - secretRef:
+      name: {{ .root.Values.catalogCredentials.existingSecret | default (printf "%s-catalog-credentials" (include "icefloe.fullname" .root)) }}
+{{- end }}
+# Readiness is the health service's "" status: NOT_SERVING from the
+# moment a pod drains. Liveness is "liveness", SERVING until it exits.
+readinessProbe:
+  grpc:
+    port: {{ .root.Values.port }}
+  periodSeconds: 2
+  failureThreshold: 1
+livenessProbe:
+  grpc:
+    port: {{ .root.Values.port }}
+    service: liveness
+  initialDelaySeconds: 10
+  periodSeconds: 10
+  failureThreshold: 3
+resources:
+  requests:
+    cpu: {{ .values.cpu | quote }}
+    memory: {{ add .values.memoryBudgetMiB .values.memoryOverheadMiB }}Mi
+  limits:
+    memory: {{ add .values.memoryBudgetMiB .values.memoryOverheadMiB }}Mi
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities:
+    drop: ["ALL"]
+volumeMounts:
+  - name: config
+    mountPath: /etc/icefloe
+    readOnly: true
+  - name: data
+    mountPath: /var/lib/icefloe
+  {{- if .root.Values.tls.enabled }}
+  - name: tls
+    mountPath: /etc/icefloe-tls
+    readOnly: true
+  {{- end }}
+{{- end -}}

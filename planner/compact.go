@@ -1,0 +1,461 @@
+package planner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// Compaction (rewrite_data_files, ALTER TABLE … EXECUTE optimize).
+//
+// The coordinator plans the table's files once, picks the small ones (and
+// the ones with many deletes) and bin-packs them per partition with
+// iceberg-go's compaction planner; whole groups go to the workers as
+// write fragments (the same fragments INSERT … SELECT runs), which read
+// their files with deletes applied, order the rows by the partition
+// columns and the sort order and write new files. One commit replaces
+// the rewritten files (and the delete files that apply to nothing
+// afterwards) through iceberg-go's RewriteFiles, whose validation lets
+// concurrent appends through and fails the rewrite if a concurrent commit
+// deleted rows of a rewritten file.
+
+// compactSpec says what a compaction rewrites.
+type compactSpec struct {
+	// cfg holds the size and delete thresholds; cfg.MinInputFiles is not
+	// used by the planner (see keep).
+	cfg           compaction.Config
+	minInputFiles int
+	rewriteAll    bool
+	// where selects the files that may hold matching rows; "" is all.
+	where string
+	// sort replaces the table's sort order for the new files.
+	sort []ddlSortItem
+}
+
+// compactResult is what a compaction did.
+type compactResult struct {
+	rewrittenFiles, addedFiles, removedDeleteFiles int64
+	rewrittenBytes, addedBytes                     int64
+}
+
+// testHookBeforeRewriteCommit, when set, runs after the workers wrote a
+// compaction's files and before its commit (tests make a concurrent
+// commit there).
+var testHookBeforeRewriteCommit func()
+
+// defaultCompactSpec is the spec with iceberg-go's (and Spark's) defaults
+// for tbl: the target file size is the table's.
+func defaultCompactSpec(tbl *table.Table) compactSpec {
+	cfg := compaction.DefaultConfig()
+	target := tbl.Properties().GetInt64(table.WriteTargetFileSizeBytesKey, table.WriteTargetFileSizeBytesDefault)
+	if target > 0 {
+		cfg.TargetFileSizeBytes, cfg.MinFileSizeBytes, cfg.MaxFileSizeBytes = target, target*3/4, target*9/5
+	}
+	return compactSpec{cfg: cfg, minInputFiles: int(compaction.DefaultMinInputFiles)}
+}
+
+// compact runs one compaction of tgt.
+func (p *Planner) compact(ctx context.Context, sess Session, tgt *writeTarget, spec compactSpec) (*compactResult, error) {
+	workers := p.opts.Workers.Live()
+	if len(workers) == 0 {
+		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
+	}
+	if err := spec.cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	tbl := tgt.pinned.Table
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return &compactResult{}, nil
+	}
+	candidates, err := p.candidateFiles(ctx, sess, tgt, spec.where)
+	if err != nil {
+		return nil, err
+	}
+	all, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
+	}
+	files, _ := filesOf(all, candidates)
+	groups, err := spec.groups(files)
+	if err != nil {
+		return nil, err
+	}
+	if len(groups) == 0 {
+		return &compactResult{}, nil
+	}
+	frags := packGroups(groups, targetGroups(workers, 0, 0))
+	w, endpoints, err := p.compactFragments(tgt, spec, frags, workers)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.runWrite(ctx, tgt, w, endpoints)
+	if err != nil {
+		return nil, err
+	}
+	out := &compactResult{addedFiles: int64(len(res.added))}
+	var old []iceberg.DataFile
+	var tasks []table.FileScanTask
+	for _, g := range groups {
+		for _, f := range g {
+			old = append(old, f.file)
+			tasks = append(tasks, f.tasks...)
+			out.rewrittenBytes += f.file.FileSizeBytes()
+		}
+	}
+	out.rewrittenFiles = int64(len(old))
+	for _, df := range res.added {
+		out.addedBytes += df.FileSizeBytes()
+	}
+	if testHookBeforeRewriteCommit != nil {
+		testHookBeforeRewriteCommit()
+	}
+	removed, err := p.commitRewrite(ctx, tgt, snap.SnapshotID, old, tasks, res.added)
+	if err := p.keepOrRemove(tgt, err, res.added); err != nil {
+		return nil, err
+	}
+	out.removedDeleteFiles = removed
+	return out, nil
+}
+
+// candidateFiles are the data files a compaction's where predicate may
+// match (by partition values and column metrics); nil means every file.
+func (p *Planner) candidateFiles(ctx context.Context, sess Session, tgt *writeTarget, where string) (map[string]bool, error) {
+	if where == "" {
+		return nil, nil
+	}
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	name := engine.Quote(tgt.ref.Catalog) + "." + engine.Quote(tgt.ref.Schema) + "." + engine.Quote(tgt.ref.Table)
+	b, err := p.bind(ctx, conn, sess, "SELECT count(*) FROM "+name+" WHERE "+where, true)
+	if err != nil {
+		return nil, err
+	}
+	root, _ := b.ast.root["node"].(node)
+	if len(b.inputs) != 1 || b.inputs[0].ref != tgt.ref || str(root, "type") != "SELECT_NODE" {
+		return nil, fmt.Errorf("%w: where: a predicate over the table's columns", ErrInvalid)
+	}
+	f := b.inputs[0].filter
+	if f == nil {
+		return nil, fmt.Errorf("%w: where %q: no part of it selects files (compare columns with constants)", ErrInvalid, where)
+	}
+	tasks, err := b.inputs[0].pinned.Table.Scan(table.WithRowFilter(f)).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
+	}
+	out := map[string]bool{}
+	for _, t := range tasks {
+		out[t.File.FilePath()] = true
+	}
+	return out, nil
+}
+
+// filesOf groups tasks by data file, keeping files in candidates (all
+// when nil), in planning order, and indexes them by path.
+func filesOf(tasks []table.FileScanTask, candidates map[string]bool) ([]*dataFileTasks, map[string]*dataFileTasks) {
+	var files []*dataFileTasks
+	byPath := map[string]*dataFileTasks{}
+	for _, t := range tasks {
+		path := t.File.FilePath()
+		if candidates != nil && !candidates[path] {
+			continue
+		}
+		f, ok := byPath[path]
+		if !ok {
+			f = &dataFileTasks{file: t.File}
+			byPath[path] = f
+			files = append(files, f)
+		}
+		f.tasks = append(f.tasks, t)
+		f.bytes += t.Length
+	}
+	return files, byPath
+}
+
+// groups picks and bin-packs the files to rewrite: iceberg-go's planner
+// chooses the candidates (small files, files with many deletes) and packs
+// them per partition toward the target size; a group is rewritten when it
+// has at least minInputFiles files, more than a target's worth of bytes,
+// or a file with too many deletes (Spark's rule). rewriteAll packs every
+// file.
+func (s compactSpec) groups(files []*dataFileTasks) ([][]*dataFileTasks, error) {
+	byPath := map[string]*dataFileTasks{}
+	reps := make([]table.FileScanTask, len(files))
+	for i, f := range files {
+		byPath[f.file.FilePath()] = f
+		reps[i] = f.tasks[0]
+	}
+	if s.rewriteAll {
+		return packByPartition(files, s.cfg.TargetFileSizeBytes), nil
+	}
+	cfg := s.cfg
+	cfg.MinInputFiles = 1
+	plan, err := cfg.PlanCompaction(reps)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	var out [][]*dataFileTasks
+	for _, g := range plan.Groups {
+		keep := len(g.Tasks) >= s.minInputFiles || g.TotalSizeBytes > cfg.TargetFileSizeBytes
+		var group []*dataFileTasks
+		for _, t := range g.Tasks {
+			keep = keep || s.deleteHeavy(t)
+			group = append(group, byPath[t.File.FilePath()])
+		}
+		if keep {
+			out = append(out, group)
+		}
+	}
+	return out, nil
+}
+
+// deleteHeavy tells a file rewritten for its deletes: at least the
+// delete-file threshold of delete files, or deletes that hide at least
+// the delete-ratio threshold of its rows.
+func (s compactSpec) deleteHeavy(t table.FileScanTask) bool {
+	n := len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
+	if n == 0 {
+		return false
+	}
+	if n >= s.cfg.DeleteFileThreshold {
+		return true
+	}
+	var deleted int64
+	for _, d := range slices.Concat(t.DeleteFiles, t.DeletionVectorFiles) {
+		if ref := d.ReferencedDataFile(); ref != nil && *ref == t.File.FilePath() {
+			deleted += d.Count()
+		}
+	}
+	rows := t.File.Count()
+	return s.cfg.DeleteRatioThreshold > 0 && rows > 0 && float64(min(deleted, rows))/float64(rows) >= s.cfg.DeleteRatioThreshold
+}
+
+// packByPartition packs every file into groups of one partition (and
+// spec) each, of about target bytes.
+func packByPartition(files []*dataFileTasks, target int64) [][]*dataFileTasks {
+	parts := map[string][]*dataFileTasks{}
+	var keys []string
+	for _, f := range files {
+		p := f.file.Partition()
+		k := fmt.Sprint(f.file.SpecID())
+		for _, id := range slices.Sorted(maps.Keys(p)) {
+			k += fmt.Sprintf("|%d=%v", id, p[id])
+		}
+		if _, ok := parts[k]; !ok {
+			keys = append(keys, k)
+		}
+		parts[k] = append(parts[k], f)
+	}
+	var out [][]*dataFileTasks
+	for _, k := range keys {
+		var cur []*dataFileTasks
+		var size int64
+		for _, f := range parts[k] {
+			if len(cur) > 0 && size+f.file.FileSizeBytes() > target {
+				out = append(out, cur)
+				cur, size = nil, 0
+			}
+			cur = append(cur, f)
+			size += f.file.FileSizeBytes()
+		}
+		out = append(out, cur)
+	}
+	return out
+}
+
+// packGroups spreads whole groups over at most n fragments, largest
+// first onto the lightest.
+func packGroups(groups [][]*dataFileTasks, n int) [][]*dataFileTasks {
+	size := func(g []*dataFileTasks) (s int64) {
+		for _, f := range g {
+			s += f.file.FileSizeBytes()
+		}
+		return s
+	}
+	order := slices.Clone(groups)
+	slices.SortStableFunc(order, func(a, b []*dataFileTasks) int { return cmp.Compare(size(b), size(a)) })
+	n = max(1, min(n, len(order)))
+	frags := make([][]*dataFileTasks, n)
+	sizes := make([]int64, n)
+	for _, g := range order {
+		j := lightest(sizes)
+		frags[j] = append(frags[j], g...)
+		sizes[j] += size(g)
+	}
+	return frags
+}
+
+// lightest is the index of the smallest size (the first of equals).
+func lightest(sizes []int64) int {
+	j := 0
+	for k := 1; k < len(sizes); k++ {
+		if sizes[k] < sizes[j] {
+			j = k
+		}
+	}
+	return j
+}
+
+// compactFragments builds the write of a compaction and one endpoint per
+// fragment: the fragment reads its files whole, with deletes applied
+// (and the row-lineage columns on a v3 table), and writes their rows
+// sorted as the spec says.
+func (p *Planner) compactFragments(tgt *writeTarget, spec compactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
+	tbl := tgt.pinned.Table
+	lineage := hasLineage(&input{pinned: tgt.pinned})
+	var cols, sel, project []string
+	for i, f := range tbl.Schema().Fields() {
+		typ, err := DuckTypeOf(f.Type)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: column %q: %v", ErrUnsupported, f.Name, err)
+		}
+		cols = append(cols, f.Name)
+		sel = append(sel, engine.Quote(f.Name))
+		project = append(project, fmt.Sprintf("CAST(__q.__c%d AS %s) AS %s", i, typ, engine.Quote(f.Name)))
+	}
+	if lineage {
+		for _, name := range []string{iceberg.RowIDColumnName, iceberg.LastUpdatedSequenceNumberColumnName} {
+			project = append(project, fmt.Sprintf("CAST(__q.__c%d AS BIGINT) AS %s", len(cols), engine.Quote(name)))
+			cols = append(cols, name)
+			sel = append(sel, engine.Quote(name))
+		}
+	}
+	schema, err := catalog.ScanSchema(tbl, 0, cols)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := &input{ref: tgt.ref, pinned: tgt.pinned, view: "__icefloe_t0", cols: cols}
+	sql := "SELECT " + strings.Join(sel, ", ") + " FROM " + in.view
+	queryID, expires := newQueryID(), time.Now().Add(p.opts.TicketTTL)
+	var endpoints []Endpoint
+	for i, frag := range frags {
+		var tasks []table.FileScanTask
+		for _, f := range frag {
+			tasks = append(tasks, f.tasks...)
+		}
+		scan, err := encodeScan(in, tasks)
+		if err != nil {
+			return nil, nil, err
+		}
+		scan.RowFilter = ""
+		sealed, err := p.opts.Key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: sql, Schema: resultSchemaBytes(schema)})
+		if err != nil {
+			return nil, nil, err
+		}
+		endpoints = append(endpoints, Endpoint{Ticket: sealed, Locations: []string{workers[i%len(workers)].Location}})
+	}
+	w := p.newWrite(tgt)
+	w.Project, w.InputColumns, w.Lineage = strings.Join(project, ", "), len(cols), lineage
+	w.OrderBy = partitionOrder(tbl)
+	if spec.sort != nil {
+		w.OrderBy = sortOrderBy(tbl, spec.sort)
+	}
+	w.TargetFileSize = spec.cfg.TargetFileSizeBytes
+	return w, endpoints, nil
+}
+
+// sortOrderBy is the ORDER BY of a sort-strategy compaction: the
+// partition columns, then the given sort keys (nulls first ascending and
+// last descending unless given, as in a table's sort order).
+func sortOrderBy(tbl *table.Table, items []ddlSortItem) string {
+	keys := partitionKeys(tbl)
+	for _, it := range items {
+		k, nulls := engine.Quote(it.column)+" ASC", " NULLS FIRST"
+		if it.desc {
+			k, nulls = engine.Quote(it.column)+" DESC", " NULLS LAST"
+		}
+		if it.nullsFirst != nil {
+			nulls = map[bool]string{true: " NULLS FIRST", false: " NULLS LAST"}[*it.nullsFirst]
+		}
+		keys = append(keys, k+nulls)
+	}
+	return strings.Join(keys, ", ")
+}
+
+// commitRewrite commits one rewrite snapshot: old replaced by added, with
+// the delete files that apply to nothing afterwards removed (position
+// deletes of rewritten files only, their deletion vectors, equality
+// deletes no surviving file can see). tasks are the rewritten files'
+// tasks as planned from snapshot base. It returns how many delete files
+// it removed.
+//
+// A commit that removes delete files cannot be replayed by iceberg-go on
+// a lost race; if only appends landed since base (they cannot touch the
+// rewritten files nor make a removed delete apply again), the same
+// rewrite is committed again on the refreshed table.
+func (p *Planner) commitRewrite(ctx context.Context, tgt *writeTarget, base int64, old []iceberg.DataFile, tasks []table.FileScanTask, added []iceberg.DataFile) (int64, error) {
+	tbl := tgt.pinned.Table
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return 0, err
+	}
+	rewritten := map[string]struct{}{}
+	for _, df := range old {
+		rewritten[df.FilePath()] = struct{}{}
+	}
+	snap := tbl.SnapshotByID(base)
+	deadPos, err := table.CollectDeadPositionDeletes(ctx, fsys, snap, rewritten)
+	if err != nil {
+		return 0, fmt.Errorf("delete files of %s: %w", tgt.ref, err)
+	}
+	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fsys, tbl.Metadata(), snap, rewritten)
+	if err != nil {
+		return 0, fmt.Errorf("delete files of %s: %w", tgt.ref, err)
+	}
+	gr := table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: added,
+		SafePosDeletes: deadPos, SafeDeletionVectors: table.CollectSafeDeletionVectors(tasks)}
+	change := func(tx *table.Transaction, _ table.Metadata) error {
+		rw := tx.NewRewrite(nil).ApplyResult(gr)
+		for _, df := range deadEq {
+			rw.DeleteFile(df)
+		}
+		return rw.Commit(ctx)
+	}
+	removed := int64(len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq))
+	for attempt := 0; ; attempt++ {
+		err = p.commitWith(ctx, tgt, true, change)
+		if err == nil || !errors.Is(err, ErrConflict) || attempt >= appendAttempts {
+			return removed, err
+		}
+		fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+		if lerr != nil || !onlyAppendsSince(fresh.Table, base) {
+			return 0, err
+		}
+		if serr := sleepCtx(ctx, retryWait(attempt+1)); serr != nil {
+			return 0, err
+		}
+		tgt.pinned = fresh
+	}
+}
+
+// onlyAppendsSince reports whether every snapshot of tbl's main branch
+// after base is an append.
+func onlyAppendsSince(tbl *table.Table, base int64) bool {
+	md := tbl.Metadata()
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		if s.SnapshotID == base {
+			return true
+		}
+		if s.Summary == nil || s.Summary.Operation != table.OpAppend || s.ParentSnapshotID == nil {
+			return false
+		}
+		s = md.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return false
+}

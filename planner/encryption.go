@@ -1,0 +1,58 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/tablecrypt"
+)
+
+// Encrypted tables (internal/tablecrypt): CREATE TABLE … WITH
+// ('encryption.key-id' = 'k') gets a fresh table key wrapped by the
+// catalog's KMS; catalog.Mounts.LoadTable unwraps it whenever the table
+// is read or written.
+
+// encryptionProps completes a new table's properties: with
+// encryption.key-id set, the table key the catalog's KMS wraps under it.
+func encryptionProps(ctx context.Context, mt *catalog.Mount, props iceberg.Properties) error {
+	if _, ok := props[tablecrypt.WrappedKeyProp]; ok {
+		return fmt.Errorf("%w: %s is set by icefloe, not by CREATE TABLE", ErrInvalid, tablecrypt.WrappedKeyProp)
+	}
+	keyID := props[tablecrypt.KeyIDProp]
+	if keyID == "" {
+		return nil
+	}
+	if mt.KMS == nil {
+		return fmt.Errorf("%w: %s %q: catalog %s has no KMS (set kms-type in its properties)", ErrInvalid, tablecrypt.KeyIDProp, keyID, mt.Name)
+	}
+	wrapped, err := tablecrypt.NewTableKey(ctx, mt.KMS, keyID)
+	if err != nil {
+		return fmt.Errorf("%w: %s %q: %v", ErrInvalid, tablecrypt.KeyIDProp, keyID, err)
+	}
+	props[tablecrypt.WrappedKeyProp] = wrapped
+	return nil
+}
+
+// fixedEncryption refuses to change a table's encryption properties
+// after CREATE TABLE: files written before and after would not agree.
+// keys is a property map or a list of keys.
+func fixedEncryption[K iceberg.Properties | []string](keys K) error {
+	var names []string
+	switch k := any(keys).(type) {
+	case iceberg.Properties:
+		names = slices.Collect(maps.Keys(k))
+	case []string:
+		names = k
+	}
+	for _, n := range names {
+		if n == tablecrypt.KeyIDProp || n == tablecrypt.WrappedKeyProp {
+			return fmt.Errorf("%w: %s is fixed when the table is created", ErrInvalid, n)
+		}
+	}
+	return nil
+}

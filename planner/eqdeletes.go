@@ -1,0 +1,292 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Equality deletes written by DELETE, and the identifier fields they key
+// on (Spark's ALTER TABLE … SET|DROP IDENTIFIER FIELDS).
+
+// DeleteKindKey is the table property that asks DELETE for equality
+// deletes ('equality') instead of positional ones, on a merge-on-read
+// table with identifier fields.
+const DeleteKindKey = "icefloe.delete-kind"
+
+// identifierStatement reports whether the ALTER TABLE action at ps sets
+// or drops the identifier fields.
+func identifierStatement(ps *ddlParser) bool {
+	return ps.at("SET", "IDENTIFIER", "FIELDS") || ps.at("DROP", "IDENTIFIER", "FIELDS")
+}
+
+// alterIdentifierFields runs SET IDENTIFIER FIELDS a, b and DROP
+// IDENTIFIER FIELDS [a, b] (dropping the named ones, or all).
+func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *writeTarget, ps *ddlParser) error {
+	set := ps.accept("SET", "IDENTIFIER", "FIELDS")
+	if !set && !ps.accept("DROP", "IDENTIFIER", "FIELDS") {
+		return ps.unexpected()
+	}
+	var names []string
+	for ps.i < len(ps.toks) {
+		n, err := ps.name(16)
+		if err != nil {
+			return err
+		}
+		names = append(names, strings.Join(n, "."))
+		if !ps.acceptPunct(",") {
+			break
+		}
+	}
+	if err := ps.end(); err != nil {
+		return err
+	}
+	if set && len(names) == 0 {
+		return ps.unexpected()
+	}
+	schema := tgt.pinned.Table.Schema()
+	current := map[string]bool{}
+	for _, id := range schema.IdentifierFieldIDs {
+		if n, ok := schema.FindColumnName(id); ok {
+			current[n] = true
+		}
+	}
+	var keep [][]string
+	for _, n := range names {
+		f, ok := schema.FindFieldByName(n)
+		if !ok {
+			return fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, n)
+		}
+		if !set && !slices.Contains(schema.IdentifierFieldIDs, f.ID) {
+			return fmt.Errorf("%w: %q is not an identifier field of %s", ErrInvalid, n, tgt.ref)
+		}
+	}
+	if set {
+		for _, n := range names {
+			keep = append(keep, strings.Split(n, "."))
+		}
+	} else {
+		for n := range current {
+			if len(names) > 0 && !slices.Contains(names, n) {
+				keep = append(keep, strings.Split(n, "."))
+			}
+		}
+	}
+	err := p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
+		return tx.UpdateSchema(true, false).SetIdentifierField(keep).Commit()
+	})
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrCommitUnknown) {
+		return fmt.Errorf("%w: alter table %s: %v", ErrInvalid, tgt.ref, err)
+	}
+	return err
+}
+
+// deleteEquality runs a DELETE as equality deletes on the identifier
+// fields when the table asks for them (DeleteKindKey) and the WHERE
+// clause converts exactly to an Iceberg filter: the coordinator reads the
+// keys (and partition columns) of the matching rows with iceberg-go and
+// writes them with iceberg-go's equality delete writer, in one row-delta
+// commit. An equality delete removes every older row with a deleted key,
+// so it is used only when the keys select exactly the matching rows (no
+// other row shares one of them); ok is false otherwise, and the caller
+// deletes another way.
+func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *writeTarget, match string) (n int64, ok bool, err error) {
+	tbl := tgt.pinned.Table
+	if tbl.Properties().Get(DeleteKindKey, "") != "equality" {
+		return 0, false, nil
+	}
+	keyIDs := tbl.Schema().IdentifierFieldIDs
+	if len(keyIDs) == 0 {
+		return 0, false, fmt.Errorf("%w: %s asks for equality deletes ('%s' = 'equality') but has no identifier fields (ALTER TABLE … SET IDENTIFIER FIELDS)", ErrInvalid, tgt.ref, DeleteKindKey)
+	}
+	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match)
+	if err != nil || !exact {
+		return 0, false, err
+	}
+	if tgt.branch == "" {
+		tgt.pinned = in.pinned
+	}
+	read := in.pinned.Table
+	if read.CurrentSnapshot() == nil {
+		return 0, true, nil
+	}
+	keys, cols, ok := equalityColumns(read, keyIDs)
+	if !ok {
+		return 0, false, nil
+	}
+	recs, n, err := scanRecords(ctx, read, expr, cols)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	if err != nil || n == 0 {
+		return 0, err == nil, nil
+	}
+	if unique, err := keysSelectOnly(ctx, read, recs, keys, n); err != nil || !unique {
+		return 0, false, nil
+	}
+	var files []iceberg.DataFile
+	err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
+		seq := func(yield func(arrow.RecordBatch, error) bool) {
+			for _, r := range recs {
+				r.Retain()
+				if !yield(r, nil) {
+					return
+				}
+			}
+		}
+		var werr error
+		if files, werr = tx.WriteEqualityDeletes(ctx, keyIDs, seq); werr != nil {
+			return werr
+		}
+		return tx.NewRowDelta(nil).AddDeletes(files...).Commit(ctx)
+	})
+	if err := p.keepOrRemove(tgt, err, files); err != nil {
+		return 0, true, err
+	}
+	return n, true, nil
+}
+
+// equalityColumns are the names of the key columns and of the columns an
+// equality delete file of tbl holds (keys, then partition source
+// columns), when every key is a top-level int, long or string.
+func equalityColumns(tbl *table.Table, keyIDs []int) (keys, cols []string, ok bool) {
+	schema := tbl.Schema()
+	for _, id := range keyIDs {
+		f, found := schema.FindFieldByID(id)
+		name, _ := schema.FindColumnName(id)
+		if !found || strings.Contains(name, ".") {
+			return nil, nil, false
+		}
+		switch f.Type.(type) {
+		case iceberg.Int32Type, iceberg.Int64Type, iceberg.StringType:
+		default:
+			return nil, nil, false
+		}
+		keys = append(keys, name)
+	}
+	cols = slices.Clone(keys)
+	spec := tbl.Spec()
+	for _, pf := range spec.Fields() {
+		if name, ok := schema.FindColumnName(pf.SourceID()); ok && !slices.Contains(cols, name) {
+			cols = append(cols, name)
+		}
+	}
+	return keys, cols, true
+}
+
+// scanRecords reads cols of the rows of tbl that match expr; the caller
+// releases the batches.
+func scanRecords(ctx context.Context, tbl *table.Table, expr iceberg.BooleanExpression, cols []string) ([]arrow.RecordBatch, int64, error) {
+	_, it, err := tbl.Scan(table.WithRowFilter(expr), table.WithSelectedFields(cols...)).ToArrowRecords(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []arrow.RecordBatch
+	var n int64
+	for rec, err := range it {
+		if err != nil {
+			return out, 0, err
+		}
+		out = append(out, rec)
+		n += rec.NumRows()
+	}
+	return out, n, nil
+}
+
+// keysSelectOnly reports whether the rows of tbl whose keys are among the
+// keys in recs are exactly the n rows recs came from.
+func keysSelectOnly(ctx context.Context, tbl *table.Table, recs []arrow.RecordBatch, keys []string, n int64) (bool, error) {
+	tuples := map[string]bool{}
+	vals := make([][]any, len(keys))
+	for tup := range keyTuples(recs, keys) {
+		k := fmt.Sprint(tup...)
+		if tuples[k] {
+			return false, nil // two matching rows share a key
+		}
+		tuples[k] = true
+		for i, v := range tup {
+			vals[i] = append(vals[i], v)
+		}
+	}
+	var filter iceberg.BooleanExpression = iceberg.AlwaysTrue{}
+	for i, name := range keys {
+		filter = iceberg.NewAnd(filter, inFilter(name, vals[i]))
+	}
+	all, _, err := scanRecords(ctx, tbl, filter, keys)
+	defer func() {
+		for _, r := range all {
+			r.Release()
+		}
+	}()
+	if err != nil {
+		return false, err
+	}
+	var hits int64
+	for tup := range keyTuples(all, keys) {
+		if tuples[fmt.Sprint(tup...)] {
+			hits++
+		}
+	}
+	return hits == n, nil
+}
+
+// keyTuples yields the key values of every row of recs.
+func keyTuples(recs []arrow.RecordBatch, keys []string) iter.Seq[[]any] {
+	return func(yield func([]any) bool) {
+		for _, rec := range recs {
+			cols := make([]arrow.Array, len(keys))
+			for i, k := range keys {
+				cols[i] = rec.Column(rec.Schema().FieldIndices(k)[0])
+			}
+			for r := 0; r < int(rec.NumRows()); r++ {
+				tup := make([]any, len(keys))
+				for i, c := range cols {
+					switch a := c.(type) {
+					case *array.Int32:
+						tup[i] = a.Value(r)
+					case *array.Int64:
+						tup[i] = a.Value(r)
+					case *array.String:
+						tup[i] = a.Value(r)
+					case *array.LargeString:
+						tup[i] = a.Value(r)
+					}
+				}
+				if !yield(tup) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// inFilter is name IN (vals), for the key types equalityColumns allows.
+func inFilter(name string, vals []any) iceberg.BooleanExpression {
+	ref := iceberg.Reference(name)
+	switch vals[0].(type) {
+	case int32:
+		return iceberg.IsIn(ref, typed[int32](vals)...)
+	case int64:
+		return iceberg.IsIn(ref, typed[int64](vals)...)
+	default:
+		return iceberg.IsIn(ref, typed[string](vals)...)
+	}
+}
+
+func typed[T any](vals []any) []T {
+	out := make([]T, len(vals))
+	for i, v := range vals {
+		out[i] = v.(T)
+	}
+	return out
+}

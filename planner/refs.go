@@ -1,0 +1,582 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/sqltok"
+)
+
+// Branches, tags and the procedures that move refs: Spark's ALTER TABLE
+// … CREATE/REPLACE/DROP BRANCH|TAG, rollback_to_snapshot,
+// rollback_to_timestamp, set_current_snapshot, cherrypick_snapshot and
+// fast_forward. Each is one metadata commit with the refs it reads
+// asserted, retried against the refreshed table when another commit won.
+
+func init() {
+	before := []procColumn{{"previous_snapshot_id", "BIGINT"}, {"current_snapshot_id", "BIGINT"}}
+	registerProcedure(&procedure{
+		name:    "rollback_to_snapshot",
+		params:  []procParam{{name: "table", kind: argString, required: true}, {name: "snapshot_id", kind: argInt, required: true}},
+		columns: before,
+		run:     runRollback,
+	})
+	registerProcedure(&procedure{
+		name:    "rollback_to_timestamp",
+		params:  []procParam{{name: "table", kind: argString, required: true}, {name: "timestamp", kind: argTimestamp, required: true}},
+		columns: before,
+		run:     runRollback,
+	})
+	registerProcedure(&procedure{
+		name:    "set_current_snapshot",
+		params:  []procParam{{name: "table", kind: argString, required: true}, {name: "snapshot_id", kind: argInt}, {name: "ref", kind: argString}},
+		columns: before,
+		run:     runSetCurrentSnapshot,
+	})
+	registerProcedure(&procedure{
+		name:    "cherrypick_snapshot",
+		params:  []procParam{{name: "table", kind: argString, required: true}, {name: "snapshot_id", kind: argInt, required: true}},
+		columns: []procColumn{{"source_snapshot_id", "BIGINT"}, {"current_snapshot_id", "BIGINT"}},
+		run:     runCherrypick,
+	})
+	registerProcedure(&procedure{
+		name: "fast_forward",
+		params: []procParam{{name: "table", kind: argString, required: true}, {name: "branch", kind: argString, required: true},
+			{name: "to", kind: argString, required: true}},
+		columns: []procColumn{{"branch_updated", "VARCHAR"}, {"previous_ref", "BIGINT"}, {"updated_ref", "BIGINT"}},
+		run:     runFastForward,
+	})
+}
+
+// metaChange computes a metadata commit from the current table: its
+// requirements (the table UUID is added) and updates.
+type metaChange func(tbl *table.Table) ([]table.Requirement, []table.Update, error)
+
+// commitMeta commits change to tgt's table, recomputing it from the
+// refreshed table when a concurrent commit broke a requirement.
+// tgt.pinned is the table committed against last.
+func (p *Planner) commitMeta(ctx context.Context, tgt *writeTarget, change metaChange) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("commit to %s: nothing was committed: %w", tgt.ref, context.Cause(ctx))
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	cat := ddlConflictCatalog{tgt.mount.Catalog}
+	for attempt := 0; ; attempt++ {
+		tbl := tgt.pinned.Table
+		reqs, updates, err := change(tbl)
+		if err != nil || len(updates) == 0 {
+			return err
+		}
+		reqs = append(reqs, table.AssertTableUUID(tbl.Metadata().TableUUID()))
+		_, _, err = cat.CommitTable(ctx, tgt.ref.Ident(), reqs, updates)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, table.ErrCommitFailed):
+			return fmt.Errorf("%w on %s: the commit may or may not have been applied: %v", ErrCommitUnknown, tgt.ref, err)
+		case attempt >= DefaultCommitRetries:
+			return fmt.Errorf("%w on %s: nothing was committed: %v", ErrConflict, tgt.ref, err)
+		}
+		if err := sleepCtx(ctx, retryWait(attempt+1)); err != nil {
+			return err
+		}
+		fresh, err := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+		if err != nil {
+			return err
+		}
+		tgt.pinned = fresh
+	}
+}
+
+// refHead is the snapshot id ref points at and the requirement that it
+// still does (or that ref still does not exist).
+func refHead(tbl *table.Table, name string) (*int64, table.Requirement) {
+	for n, r := range tbl.Metadata().Refs() {
+		if n == name {
+			id := r.SnapshotID
+			return &id, table.AssertRefSnapshotID(name, &id)
+		}
+	}
+	return nil, table.AssertRefSnapshotID(name, nil)
+}
+
+// findRef returns the ref called name.
+func findRef(tbl *table.Table, name string) (table.SnapshotRef, bool) {
+	for n, r := range tbl.Metadata().Refs() {
+		if n == name {
+			return r, true
+		}
+	}
+	return table.SnapshotRef{}, false
+}
+
+// setRef is the update pointing ref name at id, keeping its retention.
+func setRef(name string, id int64, r table.SnapshotRef) table.Update {
+	var maxRef, maxSnap int64
+	var minSnaps int
+	if r.MaxRefAgeMs != nil {
+		maxRef = *r.MaxRefAgeMs
+	}
+	if r.MaxSnapshotAgeMs != nil {
+		maxSnap = *r.MaxSnapshotAgeMs
+	}
+	if r.MinSnapshotsToKeep != nil {
+		minSnaps = *r.MinSnapshotsToKeep
+	}
+	typ := r.SnapshotRefType
+	if typ == "" {
+		typ = table.BranchRef
+	}
+	return table.NewSetSnapshotRefUpdate(name, id, typ, maxRef, maxSnap, minSnaps)
+}
+
+func idOrNil(id *int64) any {
+	if id == nil {
+		return nil
+	}
+	return *id
+}
+
+func runRollback(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
+	tgt, err := c.target(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	prev, _ := refHead(tgt.pinned.Table, table.MainBranch)
+	id, hasID := c.int("snapshot_id")
+	if !hasID {
+		ts, _ := c.time("timestamp")
+		snap, err := lastBefore(tgt.pinned.Table, ts)
+		if err != nil {
+			return nil, err
+		}
+		id = snap
+	}
+	if tgt.pinned.Table.SnapshotByID(id) == nil {
+		return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.ref)
+	}
+	err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) })
+	if err != nil {
+		return nil, refError(err)
+	}
+	return [][]any{{idOrNil(prev), id}}, nil
+}
+
+// lastBefore is the newest ancestor of main committed before ts.
+func lastBefore(tbl *table.Table, ts time.Time) (int64, error) {
+	md := tbl.Metadata()
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		if s.TimestampMs < ts.UnixMilli() {
+			return s.SnapshotID, nil
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = md.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return 0, fmt.Errorf("%w: main has no snapshot before %s", ErrNotFound, ts.UTC().Format(time.RFC3339Nano))
+}
+
+// refError keeps the planner's sentinels and makes iceberg-go's refusals
+// (not an ancestor, unknown snapshot) the client's error.
+func refError(err error) error {
+	if errors.Is(err, iceberg.ErrInvalidArgument) {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return expireError(err)
+}
+
+func runSetCurrentSnapshot(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
+	id, hasID := c.int("snapshot_id")
+	refName := c.str("ref", "")
+	if hasID == (refName != "") {
+		return nil, fmt.Errorf("%w: set_current_snapshot takes snapshot_id or ref, exactly one", ErrInvalid)
+	}
+	tgt, err := c.target(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	var prev *int64
+	err = p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		var req table.Requirement
+		prev, req = refHead(tbl, table.MainBranch)
+		target := id
+		var reqs []table.Requirement
+		if refName != "" {
+			r, ok := findRef(tbl, refName)
+			if !ok {
+				return nil, nil, fmt.Errorf("%w: no branch or tag %q", ErrNotFound, refName)
+			}
+			target = r.SnapshotID
+			rid := r.SnapshotID
+			reqs = append(reqs, table.AssertRefSnapshotID(refName, &rid))
+		}
+		id = target
+		if tbl.SnapshotByID(target) == nil {
+			return nil, nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, target, tgt.ref)
+		}
+		main, _ := findRef(tbl, table.MainBranch)
+		main.SnapshotRefType = table.BranchRef
+		return append(reqs, req), []table.Update{setRef(table.MainBranch, target, main)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return [][]any{{idOrNil(prev), id}}, nil
+}
+
+func runFastForward(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
+	tgt, err := c.target(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	branch, to := c.str("branch", ""), c.str("to", "")
+	var prev, next int64
+	err = p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		from, ok := findRef(tbl, branch)
+		if !ok || from.SnapshotRefType != table.BranchRef {
+			return nil, nil, fmt.Errorf("%w: no branch %q", ErrNotFound, branch)
+		}
+		dst, ok := findRef(tbl, to)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: no branch or tag %q", ErrNotFound, to)
+		}
+		prev, next = from.SnapshotID, dst.SnapshotID
+		if prev == next {
+			return nil, nil, nil
+		}
+		if !isAncestor(tbl, next, prev) {
+			return nil, nil, fmt.Errorf("%w: cannot fast-forward %s: its head %d is not an ancestor of %s's head %d", ErrInvalid, branch, prev, to, next)
+		}
+		reqs := []table.Requirement{table.AssertRefSnapshotID(branch, &prev), table.AssertRefSnapshotID(to, &next)}
+		return reqs, []table.Update{setRef(branch, next, from)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return [][]any{{branch, prev, next}}, nil
+}
+
+// isAncestor reports whether ancestor is head or one of head's ancestors.
+func isAncestor(tbl *table.Table, head, ancestor int64) bool {
+	md := tbl.Metadata()
+	for s := md.SnapshotByID(head); s != nil; {
+		if s.SnapshotID == ancestor {
+			return true
+		}
+		if s.ParentSnapshotID == nil {
+			return false
+		}
+		s = md.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return false
+}
+
+// sourceSnapshotProp is the summary property a cherry-picked snapshot
+// names its source with (Iceberg's).
+const sourceSnapshotProp = "source-snapshot-id"
+
+func runCherrypick(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
+	tgt, err := c.target(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := c.int("snapshot_id")
+	tbl := tgt.pinned.Table
+	src := tbl.SnapshotByID(id)
+	if src == nil {
+		return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.ref)
+	}
+	cur := tbl.CurrentSnapshot()
+	if cur != nil && isAncestor(tbl, cur.SnapshotID, id) {
+		return nil, fmt.Errorf("%w: snapshot %d is already in main's history", ErrInvalid, id)
+	}
+	for s := cur; s != nil; {
+		if s.Summary != nil && s.Summary.Properties[sourceSnapshotProp] == strconv.FormatInt(id, 10) {
+			return nil, fmt.Errorf("%w: snapshot %d was cherry-picked already (as %d)", ErrInvalid, id, s.SnapshotID)
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	// Fast-forward when the source sits right on main's head.
+	if src.ParentSnapshotID != nil && cur != nil && *src.ParentSnapshotID == cur.SnapshotID || src.ParentSnapshotID == nil && cur == nil {
+		err := p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+			prev, req := refHead(tbl, table.MainBranch)
+			if (prev == nil) != (cur == nil) || prev != nil && *prev != cur.SnapshotID {
+				return nil, nil, fmt.Errorf("%w: main moved while cherry-picking %d; run it again", ErrConflict, id)
+			}
+			main, _ := findRef(tbl, table.MainBranch)
+			main.SnapshotRefType = table.BranchRef
+			return []table.Requirement{req}, []table.Update{setRef(table.MainBranch, id, main)}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return [][]any{{id, id}}, nil
+	}
+	if src.Summary == nil || src.Summary.Operation != table.OpAppend {
+		op := "unknown"
+		if src.Summary != nil {
+			op = string(src.Summary.Operation)
+		}
+		return nil, fmt.Errorf("%w: cherry-picking a %s snapshot onto a moved branch (only appends can be re-applied)", ErrUnsupported, op)
+	}
+	files, err := addedDataFiles(ctx, tbl, src)
+	if err != nil {
+		return nil, err
+	}
+	res := &writeResults{added: files}
+	for _, f := range files {
+		res.rows += f.Count()
+	}
+	props := iceberg.Properties{sourceSnapshotProp: strconv.FormatInt(id, 10)}
+	if err := p.commitWith(ctx, tgt, tbl.Metadata().Version() < 3, func(tx *table.Transaction, base table.Metadata) error {
+		fs, err := withFirstRowIDs(base, files)
+		if err != nil {
+			return err
+		}
+		return tx.AddDataFiles(ctx, fs, props)
+	}); err != nil {
+		return nil, err
+	}
+	after, err := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+	if err != nil {
+		return nil, err
+	}
+	return [][]any{{id, after.Table.CurrentSnapshot().SnapshotID}}, nil
+}
+
+// addedDataFiles are the data files snapshot s added.
+func addedDataFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) ([]iceberg.DataFile, error) {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mans, err := s.Manifests(fsys)
+	if err != nil {
+		return nil, err
+	}
+	var out []iceberg.DataFile
+	for _, m := range mans {
+		if m.ManifestContent() != iceberg.ManifestContentData || m.SnapshotID() != s.SnapshotID {
+			continue
+		}
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				return nil, err
+			}
+			if e.Status() == iceberg.EntryStatusADDED && e.SnapshotID() == s.SnapshotID {
+				out = append(out, e.DataFile())
+			}
+		}
+	}
+	return out, nil
+}
+
+// branchTarget resolves a write target named the Spark way, t.branch_b:
+// the table t, committing to its branch b, which must exist. notFound is
+// the error of the name as a table, returned when it is not that either.
+func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string, notFound error) (*writeTarget, error) {
+	if _, name, ok := sparkRefName(parts, true); ok && !strings.HasPrefix(strings.ToLower(parts[len(parts)-1]), "branch_") {
+		return nil, fmt.Errorf("%w: %s names tag %q; tags are read-only, write to a branch", ErrInvalid, strings.Join(parts, "."), name)
+	}
+	tableParts, name, ok := sparkRefName(parts, false)
+	if !ok {
+		return nil, notFound
+	}
+	ref, err := ddlTableName(sess, tableParts)
+	if err != nil {
+		return nil, notFound
+	}
+	tgt, err := p.loadTargetRef(ctx, ref)
+	if err != nil {
+		return nil, notFound
+	}
+	if r, ok := findRef(tgt.pinned.Table, name); !ok || r.SnapshotRefType != table.BranchRef {
+		return nil, fmt.Errorf("%w: %s has no branch %q (ALTER TABLE %s CREATE BRANCH %s)", ErrNotFound, ref, name, ref, name)
+	}
+	tgt.branch = name
+	return tgt, nil
+}
+
+// ---- branch and tag DDL ----
+
+// refStatement reports whether the ALTER TABLE action at ps is one of the
+// branch and tag statements.
+func refStatement(ps *ddlParser) bool {
+	for _, kind := range []string{"BRANCH", "TAG"} {
+		if ps.at("CREATE", kind) || ps.at("CREATE", "OR", "REPLACE", kind) || ps.at("REPLACE", kind) || ps.at("DROP", kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// refDDL is one parsed branch or tag statement.
+type refDDL struct {
+	kind                  table.RefType
+	name                  string
+	create, replace, drop bool
+	ifNotExists, ifExists bool
+	version               *int64
+	retain                int64 // max-ref-age-ms; 0 unset
+	minSnapshots          int
+	maxSnapshotAge        int64
+}
+
+// alterRefs runs ALTER TABLE t CREATE [OR REPLACE] | REPLACE | DROP
+// BRANCH|TAG (Spark's grammar, docs/sql.md).
+func (p *Planner) alterRefs(ctx context.Context, tgt *writeTarget, ps *ddlParser) error {
+	d, err := ps.refDDL()
+	if err != nil {
+		return err
+	}
+	return p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		return d.change(tbl)
+	})
+}
+
+func (p *ddlParser) refDDL() (*refDDL, error) {
+	d := &refDDL{}
+	switch {
+	case p.accept("CREATE", "OR", "REPLACE"):
+		d.create, d.replace = true, true
+	case p.accept("CREATE"):
+		d.create = true
+	case p.accept("REPLACE"):
+		d.replace = true
+	case p.accept("DROP"):
+		d.drop = true
+	}
+	d.kind = table.TagRef
+	if p.accept("BRANCH") {
+		d.kind = table.BranchRef
+	} else if !p.accept("TAG") {
+		return nil, p.unexpected()
+	}
+	switch {
+	case d.drop && p.accept("IF", "EXISTS"):
+		d.ifExists = true
+	case d.create && !d.replace && p.accept("IF", "NOT", "EXISTS"):
+		d.ifNotExists = true
+	}
+	name, err := p.ident()
+	if err != nil {
+		return nil, err
+	}
+	d.name = name
+	if d.drop {
+		return d, p.end()
+	}
+	if p.accept("AS", "OF", "VERSION") {
+		if p.i >= len(p.toks) || p.toks[p.i].Kind != sqltok.Number {
+			return nil, p.unexpected()
+		}
+		v, err := strconv.ParseInt(p.toks[p.i].Value, 10, 64)
+		if err != nil {
+			return nil, p.unexpected()
+		}
+		p.i++
+		d.version = &v
+	}
+	if p.accept("RETAIN") {
+		if d.retain, err = p.durationMs(); err != nil {
+			return nil, err
+		}
+	}
+	if p.accept("WITH", "SNAPSHOT", "RETENTION") {
+		if d.kind != table.BranchRef {
+			return nil, fmt.Errorf("%w: tags keep one snapshot; WITH SNAPSHOT RETENTION is for branches", ErrInvalid)
+		}
+		if p.i+1 < len(p.toks) && p.toks[p.i].Kind == sqltok.Number && p.toks[p.i+1].Is("SNAPSHOTS") {
+			n, _ := strconv.Atoi(p.toks[p.i].Value)
+			d.minSnapshots = n
+			p.i += 2
+		}
+		if p.i < len(p.toks) {
+			if d.maxSnapshotAge, err = p.durationMs(); err != nil {
+				return nil, err
+			}
+		}
+		if d.minSnapshots <= 0 && d.maxSnapshotAge == 0 {
+			return nil, p.unexpected()
+		}
+	}
+	return d, p.end()
+}
+
+// durationMs reads "N DAYS|HOURS|MINUTES" as milliseconds.
+func (p *ddlParser) durationMs() (int64, error) {
+	if p.i+1 >= len(p.toks) || p.toks[p.i].Kind != sqltok.Number {
+		return 0, p.unexpected()
+	}
+	n, err := strconv.ParseInt(p.toks[p.i].Value, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%w: %s: want a positive whole number", ErrInvalid, p.toks[p.i].Value)
+	}
+	units := map[string]time.Duration{"DAYS": 24 * time.Hour, "DAY": 24 * time.Hour, "HOURS": time.Hour, "HOUR": time.Hour, "MINUTES": time.Minute, "MINUTE": time.Minute}
+	u, ok := units[strings.ToUpper(p.toks[p.i+1].Value)]
+	if !ok || p.toks[p.i+1].Kind != sqltok.Word {
+		p.i++
+		return 0, p.unexpected()
+	}
+	p.i += 2
+	return n * u.Milliseconds(), nil
+}
+
+// change is the metadata commit of the statement against tbl.
+func (d *refDDL) change(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+	cur, exists := findRef(tbl, d.name)
+	_, req := refHead(tbl, d.name)
+	what := string(d.kind)
+	switch {
+	case exists && cur.SnapshotRefType != d.kind:
+		return nil, nil, fmt.Errorf("%w: %q is a %s, not a %s", ErrInvalid, d.name, cur.SnapshotRefType, d.kind)
+	case d.drop && !exists:
+		if d.ifExists {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("%w: no %s %q", ErrNotFound, what, d.name)
+	case d.drop && d.name == table.MainBranch:
+		return nil, nil, fmt.Errorf("%w: the main branch cannot be dropped", ErrInvalid)
+	case d.drop:
+		return []table.Requirement{req}, []table.Update{table.NewRemoveSnapshotRefUpdate(d.name)}, nil
+	case d.create && !d.replace && exists:
+		if d.ifNotExists {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("%w: %s %q", ErrExists, what, d.name)
+	case !d.create && !exists:
+		return nil, nil, fmt.Errorf("%w: no %s %q to replace", ErrNotFound, what, d.name)
+	}
+	var id int64
+	switch {
+	case d.version != nil:
+		if tbl.SnapshotByID(*d.version) == nil {
+			return nil, nil, fmt.Errorf("%w: no snapshot %d", ErrNotFound, *d.version)
+		}
+		id = *d.version
+	case tbl.CurrentSnapshot() != nil:
+		id = tbl.CurrentSnapshot().SnapshotID
+	default:
+		return nil, nil, fmt.Errorf("%w: the table has no snapshot yet to put %s %q on", ErrInvalid, what, d.name)
+	}
+	reqs := []table.Requirement{req}
+	if d.version == nil {
+		main, mreq := refHead(tbl, table.MainBranch)
+		if main != nil {
+			reqs = append(reqs, mreq)
+		}
+	}
+	return reqs, []table.Update{table.NewSetSnapshotRefUpdate(d.name, id, d.kind, d.retain, d.maxSnapshotAge, d.minSnapshots)}, nil
+}
