@@ -59,7 +59,9 @@ type Pinned struct {
 
 // Mount is one mounted catalog.
 type Mount struct {
-	Name    string
+	Name string
+	// Catalog is the catalog as clients may use it: behind the guard, if
+	// the mounts have one (Mounts.SetGuard).
 	Catalog icecat.Catalog
 	// Props are the properties the catalog was opened with; the storage
 	// ones are handed to workers.
@@ -70,13 +72,27 @@ type Mount struct {
 	// KMS wraps the keys of the catalog's encrypted tables (kms-type in
 	// Props); nil when none is configured.
 	KMS encryption.KeyManagementClient
-	// keys caches unwrapped table keys by wrapped key.
-	keys sync.Map
+	// keys caches unwrapped table keys by wrapped key; shared by the
+	// copies SetGuard makes.
+	keys *sync.Map
+
+	// internal is the catalog for steps already authorized as a whole;
+	// raw is the catalog itself.
+	internal, raw icecat.Catalog
 }
+
+// Internal returns the catalog for steps the caller authorized as a whole
+// (a replace's staging table): the guard's privilege checks are left out,
+// what it reports (dropped tables) is kept.
+func (m *Mount) Internal() icecat.Catalog { return m.internal }
+
+// GuardFunc wraps a mounted catalog: guarded is what clients use,
+// internal what already authorized steps use.
+type GuardFunc func(mount string, c icecat.Catalog) (guarded, internal icecat.Catalog)
 
 // String names the mount without its properties.
 func (m *Mount) String() string {
-	return fmt.Sprintf("catalog %s (%s)", m.Name, m.Catalog.CatalogType())
+	return fmt.Sprintf("catalog %s (%s)", m.Name, m.raw.CatalogType())
 }
 
 // Locator is a catalog that can tell a table's current metadata location
@@ -92,6 +108,7 @@ type Mounts struct {
 	mu     sync.RWMutex
 	mounts map[string]*Mount
 	cache  *MetadataCache
+	guard  GuardFunc
 }
 
 // NewMounts returns an empty set of mounts with a metadata cache of the
@@ -135,8 +152,28 @@ func (m *Mounts) Mount(name string, cat icecat.Catalog, props iceberg.Properties
 	if err != nil {
 		return fmt.Errorf("catalog %s: %w", name, err)
 	}
-	m.mounts[name] = &Mount{Name: name, Catalog: cat, Props: props, Locations: locs, KMS: kms}
+	m.mounts[name] = m.newMount(&Mount{Name: name, Props: props, Locations: locs, KMS: kms, keys: &sync.Map{}, raw: cat})
 	return nil
+}
+
+// newMount puts the raw catalog of mt behind the guard, if any.
+func (m *Mounts) newMount(mt *Mount) *Mount {
+	mt.Catalog, mt.internal = mt.raw, mt.raw
+	if m.guard != nil {
+		mt.Catalog, mt.internal = m.guard(mt.Name, mt.raw)
+	}
+	return mt
+}
+
+// SetGuard puts every catalog, mounted already or later, behind guard.
+func (m *Mounts) SetGuard(guard GuardFunc) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.guard = guard
+	for name, mt := range m.mounts {
+		cp := *mt
+		m.mounts[name] = m.newMount(&cp)
+	}
 }
 
 // Names returns the mounted catalog names, sorted.
@@ -163,7 +200,7 @@ func (m *Mounts) Close() error {
 	defer m.mu.Unlock()
 	var errs []error
 	for _, mt := range m.mounts {
-		if c, ok := mt.Catalog.(icecat.Closer); ok {
+		if c, ok := mt.raw.(icecat.Closer); ok {
 			errs = append(errs, c.Close())
 		}
 	}
@@ -195,7 +232,7 @@ func (m *Mounts) LoadTable(ctx context.Context, ref TableRef) (*Pinned, error) {
 	if err := mt.decrypt(ctx, p); err != nil {
 		return nil, err
 	}
-	if v, ok := mt.Catalog.(Vending); ok {
+	if v, ok := mt.raw.(Vending); ok {
 		if props, expires, ok := v.VendedProps(p.MetadataLocation); ok {
 			maps.Copy(p.StorageProps, props)
 			p.CredentialsExpire = expires
@@ -204,10 +241,13 @@ func (m *Mounts) LoadTable(ctx context.Context, ref TableRef) (*Pinned, error) {
 	return p, nil
 }
 
-// load loads the table of ref from mt, through the cache when mt is a
-// Locator.
+// load loads the table of ref from mt, through the cache when mt's
+// catalog is a Locator. The location is asked of the catalog itself (the
+// guard does not forward Locator, and passes loads through unchecked:
+// reads are authorized by the planner before they load); the table
+// commits through mt.Catalog, behind the guard.
 func (m *Mounts) load(ctx context.Context, mt *Mount, ref TableRef) (*table.Table, error) {
-	if l, ok := mt.Catalog.(Locator); ok {
+	if l, ok := mt.raw.(Locator); ok {
 		loc, found, err := l.MetadataLocation(ctx, ref.Ident())
 		if err != nil {
 			return nil, err

@@ -5,11 +5,11 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/colmeta"
 )
 
 // TypeName is the SQL type name of an Iceberg type as DuckDB, icefloe's
@@ -75,30 +75,12 @@ func quoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
-// precisionScale returns the PRECISION and SCALE column metadata of t, for
-// the numeric types that have them, and the byte length of uuid and fixed.
-func precisionScale(t iceberg.Type) (prec, scale int32, ok bool) {
-	switch t := t.(type) {
-	case iceberg.DecimalType:
-		return int32(t.Precision()), int32(t.Scale()), true
-	case iceberg.Int32Type:
-		return 10, 0, true
-	case iceberg.Int64Type:
-		return 19, 0, true
-	case iceberg.UUIDType:
-		return 36, 0, true // characters of the text form queries return
-	case iceberg.FixedType:
-		return int32(t.Len()), 0, true
-	}
-	return 0, 0, false
-}
-
 // TableArrowSchema is the Arrow schema of an Iceberg schema as GetTables
 // returns it with include_schema, typed as queries return the columns
 // (uuid is text, see resultType): each top-level field carries the Flight
-// SQL column metadata (CATALOG_NAME, SCHEMA_NAME, TABLE_NAME, TYPE_NAME,
-// PRECISION and SCALE for numbers, IS_AUTO_INCREMENT, REMARKS from the
-// field's doc) that JDBC's getColumns reads.
+// SQL column metadata (internal/colmeta: CATALOG_NAME, SCHEMA_NAME,
+// TABLE_NAME, TYPE_NAME, PRECISION and SCALE, IS_AUTO_INCREMENT, REMARKS
+// from the field's doc) that JDBC's getColumns reads.
 func TableArrowSchema(ref catalog.TableRef, sc *iceberg.Schema) (*arrow.Schema, error) {
 	as, err := table.SchemaToArrowSchema(sc, nil, false, false)
 	if err != nil {
@@ -112,17 +94,10 @@ func TableArrowSchema(ref catalog.TableRef, sc *iceberg.Schema) (*arrow.Schema, 
 	for i, f := range as.Fields() {
 		nf := ice[i]
 		f.Type = resultType(f.Type)
-		b := flightsql.NewColumnMetadataBuilder()
-		b.CatalogName(ref.Catalog).SchemaName(ref.Schema).TableName(ref.Table).
-			TypeName(TypeName(nf.Type))
-		if p, s, ok := precisionScale(nf.Type); ok {
-			b.Precision(p).Scale(s)
-		}
-		b.IsAutoIncrement(false)
-		if nf.Doc != "" {
-			b.Remarks(nf.Doc)
-		}
-		f.Metadata = b.Metadata()
+		f.Metadata = colmeta.Metadata(colmeta.Column{
+			Catalog: ref.Catalog, Schema: ref.Schema, Table: ref.Table,
+			TypeName: TypeName(nf.Type), Type: f.Type, Remarks: nf.Doc,
+		})
 		fields[i] = f
 	}
 	return arrow.NewSchema(fields, nil), nil

@@ -70,6 +70,7 @@ var codeTable = []struct {
 	{planner.ErrCommitUnknown, codes.Unknown},
 	{planner.ErrUnsupported, codes.Unimplemented},
 	{planner.ErrRefused, codes.PermissionDenied},
+	{planner.ErrDenied, codes.PermissionDenied},
 	{planner.ErrNoWorkers, codes.Unavailable},
 	{ErrDraining, codes.Unavailable},
 	{errDrainCancelled, codes.Unavailable},

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -143,6 +144,20 @@ func (f *fakePlanner) Exec(_ context.Context, s planner.Session, q string, args 
 	return 7, nil
 }
 
+// ExecBatch records one call whose args are the rows; it counts 7 per row.
+func (f *fakePlanner) ExecBatch(_ context.Context, s planner.Session, q string, params []arrow.RecordBatch) (int64, error) {
+	rows, err := planner.ParamRows(params)
+	if err != nil {
+		return 0, err
+	}
+	args := make([]any, len(rows))
+	for i, r := range rows {
+		args[i] = r
+	}
+	f.record("ExecBatch", s, q, args...)
+	return 7 * int64(len(rows)), nil
+}
+
 // fixture mounts two local catalogs: "local" with schemas default, sales
 // and sa_es and tables default.{orders, order_items, orderXitems} and
 // sales.facts; "other" with default.remote.
@@ -220,7 +235,9 @@ func start(t *testing.T) *env {
 	if e.key, err = wire.RandomKey(); err != nil {
 		t.Fatal(err)
 	}
-	e.srv, err = New(Options{Planner: e.planner, Mounts: mounts, Key: e.key, Allocator: srvMem, Version: "test"})
+	pool := flightclient.NewPool(flightclient.Options{}, 0)
+	t.Cleanup(func() { pool.Close() })
+	e.srv, err = New(Options{Planner: e.planner, Mounts: mounts, Key: e.key, Flight: pool, Allocator: srvMem, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

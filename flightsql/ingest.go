@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -50,6 +51,11 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 			in.IfExists = planner.ExistsFail
 		}
 	}
-	n, err := ing.Ingest(ctx, s.sessionOf(ctx), in)
+	var n int64
+	err := s.audited(ctx, kindIngest, "", func(ctx context.Context, _ *audit.Entry) (int64, error) {
+		var err error
+		n, err = ing.Ingest(ctx, s.sessionOf(ctx), in)
+		return n, err
+	})
 	return n, ToStatus(err)
 }

@@ -16,6 +16,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
 )
 
 // TableTypeTable is the only table type icefloe lists.
@@ -48,10 +49,16 @@ func (s *Server) emptyResult(sc *arrow.Schema) (*arrow.Schema, <-chan flight.Str
 	return sc, oneBatch(b.NewRecordBatch()), nil
 }
 
-// catalogNames returns the mounted catalogs the optional exact filter
-// selects; "" selects none, as no table lives outside a catalog.
-func (s *Server) catalogNames(filter *string) []string {
-	names := s.opts.Mounts.Names()
+// catalogNames returns the mounted catalogs the caller may see that the
+// optional exact filter selects; "" selects none, as no table lives
+// outside a catalog.
+func (s *Server) catalogNames(ctx context.Context, filter *string) []string {
+	var names []string
+	for _, name := range s.opts.Mounts.Names() {
+		if s.opts.Policy.CanSee(ctx, authz.Object{name}) {
+			names = append(names, name)
+		}
+	}
 	if filter == nil {
 		return names
 	}
@@ -66,11 +73,11 @@ func (s *Server) GetFlightInfoCatalogs(_ context.Context, desc *flight.FlightDes
 	return s.metaInfo(desc, schema_ref.Catalogs), nil
 }
 
-// DoGetCatalogs lists the mounted catalogs, sorted.
-func (s *Server) DoGetCatalogs(context.Context) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+// DoGetCatalogs lists the mounted catalogs the caller may see, sorted.
+func (s *Server) DoGetCatalogs(ctx context.Context) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	b := array.NewRecordBuilder(s.alloc, schema_ref.Catalogs)
 	defer b.Release()
-	b.Field(0).(*array.StringBuilder).AppendValues(s.opts.Mounts.Names(), nil)
+	b.Field(0).(*array.StringBuilder).AppendValues(s.catalogNames(ctx, nil), nil)
 	return schema_ref.Catalogs, oneBatch(b.NewRecordBatch()), nil
 }
 
@@ -85,7 +92,7 @@ func (s *Server) listSchemas(ctx context.Context, catFilter, pattern *string) ([
 		ns        []string
 	}
 	var rows []row
-	for _, cat := range s.catalogNames(catFilter) {
+	for _, cat := range s.catalogNames(ctx, catFilter) {
 		mt, err := s.opts.Mounts.Get(cat)
 		if err != nil {
 			continue // unmounted since Names

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/icefloe/icefloe/planner"
 )
@@ -24,9 +23,10 @@ import (
 // execution. The coordinator keeps no state, so the bound rows travel in a
 // new sealed handle that DoPut returns (DoPutPreparedStatementResult);
 // GetFlightInfo on that handle plans the query with the values (one row) or
-// runs the update once per row. DoPut(CommandPreparedStatementUpdate) (ADBC's
-// executemany, JDBC's executeUpdate with parameters) carries its rows in
-// the same call and runs the update once per row.
+// runs the update for every row. DoPut(CommandPreparedStatementUpdate)
+// (ADBC's executemany, JDBC's executeUpdate and executeBatch) carries its
+// rows in the same call; an INSERT … VALUES writes them all in one commit
+// (Planner.ExecBatch).
 
 // maxParamBytes bounds the bound rows carried in a handle.
 const maxParamBytes = 4 << 20
@@ -74,25 +74,6 @@ func releaseAll(recs []arrow.RecordBatch) {
 	}
 }
 
-// paramRows turns parameter batches into one []any of Arrow scalars per row.
-func paramRows(recs []arrow.RecordBatch) ([][]any, error) {
-	var rows [][]any
-	for _, rec := range recs {
-		for r := 0; r < int(rec.NumRows()); r++ {
-			row := make([]any, rec.NumCols())
-			for c := range row {
-				sc, err := scalar.GetScalar(rec.Column(c), r)
-				if err != nil {
-					return nil, fmt.Errorf("%w: parameter %d: %v", planner.ErrUnsupported, c+1, err)
-				}
-				row[c] = sc
-			}
-			rows = append(rows, row)
-		}
-	}
-	return rows, nil
-}
-
 // encodeParams writes batches as one Arrow IPC stream.
 func encodeParams(recs []arrow.RecordBatch) ([]byte, error) {
 	if len(recs) == 0 {
@@ -115,8 +96,9 @@ func encodeParams(recs []arrow.RecordBatch) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodeParams reads the rows encodeParams wrote.
-func decodeParams(b []byte, alloc memory.Allocator) ([][]any, error) {
+// decodeParams reads the batches encodeParams wrote; the caller releases
+// them.
+func decodeParams(b []byte, alloc memory.Allocator) ([]arrow.RecordBatch, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
@@ -126,16 +108,16 @@ func decodeParams(b []byte, alloc memory.Allocator) ([][]any, error) {
 	}
 	defer r.Release()
 	var recs []arrow.RecordBatch
-	defer func() { releaseAll(recs) }()
 	for r.Next() {
 		rec := r.RecordBatch()
 		rec.Retain()
 		recs = append(recs, rec)
 	}
 	if err := r.Err(); err != nil {
+		releaseAll(recs)
 		return nil, ErrHandle
 	}
-	return paramRows(recs)
+	return recs, nil
 }
 
 // bindParameters serves DoPut(CommandPreparedStatementQuery): it returns a
@@ -161,7 +143,7 @@ func (s *Server) bindParameters(cmd flightsql.PreparedStatementQuery, rdr flight
 }
 
 // updateWithParameters serves DoPut(CommandPreparedStatementUpdate): the
-// update runs once per row of the stream (or of the rows bound before),
+// update runs for every row of the stream (or of the rows bound before),
 // and the counts add up.
 func (s *Server) updateWithParameters(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
 	h, err := s.prepared(cmd.GetPreparedStatementHandle())
@@ -176,50 +158,42 @@ func (s *Server) updateWithParameters(ctx context.Context, cmd flightsql.Prepare
 	if !h.Update {
 		return 0, ErrNotQuery
 	}
-	rows, err := paramRows(recs)
-	if err != nil {
-		return 0, err
-	}
 	if len(recs) == 0 {
-		if rows, err = decodeParams(h.Params, s.alloc); err != nil {
+		if recs, err = decodeParams(h.Params, s.alloc); err != nil {
 			return 0, err
 		}
+		defer releaseAll(recs)
 	}
-	return s.execRows(ctx, h.session(), h.SQL, rows)
+	return s.execBatch(ctx, h.session(), h.SQL, recs)
 }
 
-// execRows runs an update once, or once per row of parameters.
-func (s *Server) execRows(ctx context.Context, sess planner.Session, query string, rows [][]any) (int64, error) {
-	if len(rows) == 0 {
+// execBatch runs an update once, or for every row of the parameter
+// batches, and returns the total count.
+func (s *Server) execBatch(ctx context.Context, sess planner.Session, query string, recs []arrow.RecordBatch) (int64, error) {
+	if len(recs) == 0 {
 		return s.opts.Planner.Exec(ctx, sess, query)
 	}
-	var total int64
-	for i, row := range rows {
-		n, err := s.opts.Planner.Exec(ctx, sess, query, row...)
-		if err != nil {
-			if len(rows) > 1 {
-				return total, fmt.Errorf("parameter row %d: %w", i+1, err)
-			}
-			return total, err
-		}
-		total += n
-	}
-	return total, nil
+	return s.opts.Planner.ExecBatch(ctx, sess, query, recs)
 }
 
 // preparedInfo is GetFlightInfo of a prepared statement with the rows bound
 // to its handle.
 func (s *Server) preparedInfo(ctx context.Context, h preparedHandle, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	rows, err := decodeParams(h.Params, s.alloc)
+	recs, err := decodeParams(h.Params, s.alloc)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseAll(recs)
 	if h.Update {
-		n, err := s.execRows(ctx, h.session(), h.SQL, rows)
+		n, err := s.execBatch(ctx, h.session(), h.SQL, recs)
 		if err != nil {
 			return nil, err
 		}
 		return s.countInfo(n, desc)
+	}
+	rows, err := planner.ParamRows(recs)
+	if err != nil {
+		return nil, err
 	}
 	switch len(rows) {
 	case 0:

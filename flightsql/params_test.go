@@ -64,7 +64,7 @@ func TestPreparedQueryBindsOneRow(t *testing.T) {
 	prep.SetParameters(nil)
 }
 
-func TestPreparedUpdateRunsOncePerRow(t *testing.T) {
+func TestPreparedUpdateRunsAllRowsInOneCall(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	prep, err := e.client.Prepare(ctx, "INSERT INTO t VALUES (?)")
@@ -75,16 +75,20 @@ func TestPreparedUpdateRunsOncePerRow(t *testing.T) {
 	rec := paramBatch(e.mem, 1, 2, 3)
 	prep.SetParameters(rec)
 	rec.Release()
-	before := e.planner.count("Exec")
+	before := e.planner.count("ExecBatch")
 	n, err := prep.ExecuteUpdate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 21 || e.planner.count("Exec")-before != 3 {
-		t.Fatalf("count %d after %d Exec calls; want 21 after 3", n, e.planner.count("Exec")-before)
+	if n != 21 || e.planner.count("ExecBatch")-before != 1 {
+		t.Fatalf("count %d after %d ExecBatch calls; want 21 after 1", n, e.planner.count("ExecBatch")-before)
 	}
-	if got := argInts(t, e.planner.last(t, "Exec").args); len(got) != 1 || got[0] != 3 {
-		t.Fatalf("last exec args: %v", got)
+	rows := e.planner.last(t, "ExecBatch").args
+	if len(rows) != 3 {
+		t.Fatalf("rows of the batch: %v", rows)
+	}
+	if got := argInts(t, rows[2].([]any)); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("last row: %v", got)
 	}
 
 	// The same through GetFlightInfo (ADBC's execute of a bound update):
@@ -92,13 +96,13 @@ func TestPreparedUpdateRunsOncePerRow(t *testing.T) {
 	rec = paramBatch(e.mem, 9)
 	prep.SetParameters(rec)
 	rec.Release()
-	before = e.planner.count("Exec")
+	before = e.planner.count("ExecBatch")
 	info, err := prep.Execute(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.TotalRecords != 7 || e.planner.count("Exec")-before != 1 {
-		t.Fatalf("records %d after %d Exec calls", info.TotalRecords, e.planner.count("Exec")-before)
+	if info.TotalRecords != 7 || e.planner.count("ExecBatch")-before != 1 {
+		t.Fatalf("records %d after %d ExecBatch calls", info.TotalRecords, e.planner.count("ExecBatch")-before)
 	}
 	prep.SetParameters(nil)
 }

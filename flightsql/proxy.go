@@ -7,18 +7,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/util"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
+
+	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // Single-endpoint (proxy) mode.
@@ -47,7 +50,9 @@ const proxyBuffer = 4
 // proxyTicket is what a single-endpoint ticket carries: the query's schema
 // and its worker endpoints, in order.
 type proxyTicket struct {
-	QueryID   string          `json:"q"`
+	QueryID string `json:"q"`
+	// Principal is who planned the query: only they may pull it.
+	Principal string          `json:"p,omitempty"`
 	Schema    []byte          `json:"s"`
 	Endpoints []proxyEndpoint `json:"e"`
 }
@@ -99,11 +104,11 @@ func validSingleEndpointValue(v *flight.SessionOptionValue) bool {
 
 // singleEndpoint rewrites a query's FlightInfo into one proxied endpoint
 // when the call asks for it, and returns info unchanged otherwise.
-func (s *Server) singleEndpoint(ctx context.Context, info *flight.FlightInfo) (*flight.FlightInfo, error) {
+func (s *Server) singleEndpoint(ctx context.Context, info *flight.FlightInfo, queryID string) (*flight.FlightInfo, error) {
 	if !wantsSingleEndpoint(ctx) {
 		return info, nil
 	}
-	pt := proxyTicket{Schema: info.Schema}
+	pt := proxyTicket{QueryID: queryID, Schema: info.Schema, Principal: auth.Name(ctx)}
 	for _, e := range info.Endpoint {
 		pe := proxyEndpoint{Ticket: e.GetTicket().GetTicket()}
 		for _, l := range e.Location {
@@ -130,9 +135,17 @@ func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schem
 	if err := unseal(s.opts.Key, proxyQueryID, handle, &pt); err != nil {
 		return nil, nil, false, nil
 	}
+	if pt.Principal != auth.Name(ctx) {
+		return nil, nil, true, fmt.Errorf("%w: this ticket was planned for another principal", planner.ErrDenied)
+	}
 	sc, err = flight.DeserializeSchema(pt.Schema, s.alloc)
 	if err != nil {
 		return nil, nil, true, fmt.Errorf("%w: schema: %v", ErrHandle, err)
+	}
+	// The client learns the schema before the workers have computed
+	// anything, so it can cancel while they work.
+	if err := sendSchemaNow(ctx, sc, s.alloc); err != nil {
+		return nil, nil, true, err
 	}
 	out := make(chan flight.StreamChunk)
 	go s.proxyStreams(ctx, pt, out)
@@ -146,10 +159,19 @@ func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schem
 func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- flight.StreamChunk) {
 	defer close(out)
 	parent := ctx
+	start := time.Now()
+	fetch := audit.Entry{Event: audit.EventFetch, QueryID: pt.QueryID}
+	var failed error
 	defer func() {
 		if parent.Err() != nil {
 			s.log.Info("flightsql: proxy stream cancelled", zap.Int("endpoints", len(pt.Endpoints)),
 				zap.Error(context.Cause(parent)))
+			failed = context.Cause(parent)
+		}
+		if s.opts.Audit != nil {
+			s.caller(parent, &fetch)
+			fetch.Duration = audit.Since(start)
+			s.opts.Audit.Write(fetch, ToStatus(failed))
 		}
 	}()
 	ctx, cancel := context.WithCancel(ctx)
@@ -193,9 +215,14 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 	}()
 	for _, c := range chans {
 		for chunk := range c {
+			if chunk.Data != nil {
+				fetch.Rows += chunk.Data.NumRows()
+				fetch.Bytes += int64(util.TotalRecordSize(chunk.Data))
+			}
 			select {
 			case out <- chunk:
 				if chunk.Err != nil {
+					failed = chunk.Err
 					return
 				}
 			case <-ctx.Done():
@@ -211,75 +238,52 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 // pullEndpoint reads one worker endpoint into c, trying its locations in
 // order until one answers.
 func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, c chan<- flight.StreamChunk) error {
-	if len(e.Locations) == 0 {
-		return fmt.Errorf("flightsql: proxy: endpoint has no location")
+	out, err := s.asCaller(ctx)
+	if err != nil {
+		return err
 	}
-	var errs []error
-	for _, loc := range e.Locations {
-		sent, err := s.pullFrom(ctx, loc, e.Ticket, c)
-		if err == nil {
-			return nil
-		}
-		if status.Code(err) == codes.Unavailable && s.opts.Membership != nil {
-			s.opts.Membership.Unreachable(loc)
-		}
-		if sent || ctx.Err() != nil {
-			return err
-		}
-		errs = append(errs, err)
+	err = s.opts.Flight.Pull(out, e.Locations, e.Ticket, s.pullOptions(),
+		func(rec arrow.RecordBatch) error {
+			select {
+			case c <- flight.StreamChunk{Data: rec}:
+				return nil
+			case <-ctx.Done():
+				rec.Release()
+				return context.Cause(ctx)
+			}
+		})
+	var pe *flightclient.PullError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("flightsql: proxy: %w", pe)
 	}
-	return errors.Join(errs...)
+	return err
 }
 
-// pullFrom DoGets ticket at loc and forwards its batches; sent tells
-// whether any batch went out (then no other location may be tried).
-func (s *Server) pullFrom(ctx context.Context, loc string, ticket []byte, c chan<- flight.StreamChunk) (sent bool, err error) {
-	target, creds, err := dialTarget(loc)
+// forwardTTL is how long the token the proxy pulls with stays valid; it
+// is checked when each worker stream starts.
+const forwardTTL = 5 * time.Minute
+
+// asCaller returns ctx for calls to the workers made on behalf of the
+// caller: with authentication on, they carry a short-lived token of the
+// caller's principal, which the workers verify themselves and match
+// against the principal each ticket is bound to.
+func (s *Server) asCaller(ctx context.Context) (context.Context, error) {
+	if s.opts.Auth == nil {
+		return ctx, nil
+	}
+	v, err := s.opts.Auth.Forward(ctx, forwardTTL)
 	if err != nil {
-		return false, err
+		return nil, fmt.Errorf("flightsql: proxy: %w", err)
 	}
-	// Worker batches (64 Ki rows) exceed gRPC's default 4 MiB receive limit.
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
-	if err != nil {
-		return false, fmt.Errorf("flightsql: proxy: dial %s: %w", loc, err)
-	}
-	defer conn.Close()
-	stream, err := flight.NewFlightServiceClient(conn).DoGet(forwardAuth(ctx), &flight.Ticket{Ticket: ticket})
-	if err != nil {
-		return false, fmt.Errorf("flightsql: proxy: DoGet at %s: %w", loc, err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.alloc))
-	if err != nil {
-		return false, fmt.Errorf("flightsql: proxy: stream from %s: %w", loc, err)
-	}
-	defer rdr.Release()
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		select {
-		case c <- flight.StreamChunk{Data: rec}:
-			sent = true
-		case <-ctx.Done():
-			rec.Release()
-			return sent, context.Cause(ctx)
-		}
-	}
-	if err := rdr.Err(); err != nil {
-		return sent, fmt.Errorf("flightsql: proxy: stream from %s: %w", loc, err)
-	}
-	return sent, nil
+	return metadata.AppendToOutgoingContext(ctx, flightclient.AuthorizationHeader, v), nil
 }
 
-// forwardAuth passes the client's authorization header on to the workers,
-// which verify the coordinator's tokens themselves.
-func forwardAuth(ctx context.Context) context.Context {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return ctx
+// pullOptions are the options of the proxy's pulls: a worker that answers
+// Unavailable is reported to membership, which takes it out of planning.
+func (s *Server) pullOptions() flightclient.PullOptions {
+	o := flightclient.PullOptions{Allocator: s.alloc}
+	if s.opts.Membership != nil {
+		o.OnUnavailable = s.opts.Membership.Unreachable
 	}
-	for _, v := range md.Get("authorization") {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", v)
-	}
-	return ctx
+	return o
 }

@@ -16,6 +16,11 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -34,6 +39,10 @@ type Planner interface {
 	Bind(ctx context.Context, s planner.Session, query string, args ...any) (*arrow.Schema, error)
 	// Exec runs a DDL or DML statement and returns its update count.
 	Exec(ctx context.Context, s planner.Session, query string, args ...any) (int64, error)
+	// ExecBatch runs an update for every row of the parameter batches
+	// (ADBC's executemany, JDBC's executeBatch) and returns the total
+	// count; an INSERT … VALUES commits all rows at once.
+	ExecBatch(ctx context.Context, s planner.Session, query string, params []arrow.RecordBatch) (int64, error)
 }
 
 var _ Planner = (*planner.Planner)(nil)
@@ -65,6 +74,18 @@ type Options struct {
 	DefaultSchema  string
 	// Key seals prepared-statement handles and update tickets. Required.
 	Key *wire.Key
+	// Flight dials the workers in single-endpoint mode. Required; the
+	// caller closes it.
+	Flight *flightclient.Pool
+	// Auth, when set, says authentication is on: the single-endpoint
+	// proxy pulls from the workers as the caller (a short-lived token of
+	// the caller's principal).
+	Auth *auth.Authenticator
+	// Policy, when set, limits what browsing shows (GetCatalogs,
+	// GetDbSchemas, GetTables) to what the caller may see.
+	Policy *authz.Policy
+	// Audit, when set, gets one line per statement (audit.go).
+	Audit *audit.Log
 	// PreparedTTL is how long prepared-statement handles stay valid;
 	// 0 means DefaultPreparedTTL.
 	PreparedTTL time.Duration
@@ -100,6 +121,9 @@ func (o Options) Validate() error {
 	}
 	if o.Key == nil {
 		errs = append(errs, errors.New("flightsql: Key is required"))
+	}
+	if o.Flight == nil {
+		errs = append(errs, errors.New("flightsql: Flight is required"))
 	}
 	if o.PreparedTTL < 0 {
 		errs = append(errs, errors.New("flightsql: PreparedTTL must be >= 0"))
@@ -165,7 +189,8 @@ func New(o Options) (*Server, error) {
 // FlightService returns the Flight service to register on a gRPC server.
 // Its calls need the interceptors of ServerOptions for sessions.
 func (s *Server) FlightService() flight.FlightServer {
-	return &flightService{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.alloc), key: s.opts.Key, members: s.opts.Membership}
+	return &flightService{FlightServer: flightsql.NewFlightServerWithAllocator(s, s.alloc), key: s.opts.Key, members: s.opts.Membership,
+		authenticated: s.opts.Auth != nil}
 }
 
 // Register registers the Flight service on g, which must have been created
@@ -191,13 +216,54 @@ type flightService struct {
 	flight.FlightServer
 	key     *wire.Key
 	members Membership
+	// authenticated: the auth interceptors run, and only the cluster
+	// (a worker with the cluster token) may announce.
+	authenticated bool
 }
 
 func (f *flightService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	if _, err := f.key.Open(t.GetTicket(), time.Now()); !errors.Is(err, wire.ErrMalformed) {
 		return ToStatus(ErrWorkerTicket)
 	}
-	return f.FlightServer.DoGet(t, stream)
+	s := &schemaFirstStream{FlightService_DoGetServer: stream}
+	s.ctx = context.WithValue(stream.Context(), schemaFirstKey{}, s)
+	return f.FlightServer.DoGet(t, s)
+}
+
+// schemaFirstStream is a DoGet stream whose handler may send the schema
+// before the first batch (sendSchemaNow): arrow-go's Flight SQL server
+// writes it only with the first batch.
+type schemaFirstStream struct {
+	flight.FlightService_DoGetServer
+	ctx context.Context
+	out flight.DataStreamWriter // set once the schema went out
+}
+
+type schemaFirstKey struct{}
+
+func (s *schemaFirstStream) Context() context.Context { return s.ctx }
+
+func (s *schemaFirstStream) Send(fd *flight.FlightData) error {
+	if s.out != nil {
+		return s.out.Send(fd)
+	}
+	return s.FlightService_DoGetServer.Send(fd)
+}
+
+// sendSchemaNow sends schema on the DoGet stream of ctx now; the stream
+// then leaves out the schema message the server writes with the first
+// batch.
+func sendSchemaNow(ctx context.Context, schema *arrow.Schema, mem memory.Allocator) error {
+	s, ok := ctx.Value(schemaFirstKey{}).(*schemaFirstStream)
+	if !ok || s.out != nil {
+		return nil
+	}
+	out, err := flightio.SendSchema(s.FlightService_DoGetServer, schema, mem)
+	if err != nil {
+		return err
+	}
+	s.out = out
+	return nil
 }
 
 // emptySchema is the dataset schema of updates and the parameter schema of
@@ -222,15 +288,23 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 	return info, ToStatus(err)
 }
 
-func (s *Server) run(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	kind, err := s.opts.Planner.Classify(query)
-	if err != nil {
-		return nil, err
-	}
-	if kind == planner.KindUpdate {
-		return s.updateInfo(ctx, sess, query, desc)
-	}
-	return s.queryInfo(ctx, sess, query, desc)
+func (s *Server) run(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
+	err = s.audited(ctx, kindQuery, query, func(ctx context.Context, e *audit.Entry) (int64, error) {
+		kind, err := s.opts.Planner.Classify(query)
+		if err != nil {
+			return 0, err
+		}
+		if kind == planner.KindUpdate {
+			e.Kind = kindUpdate
+			if info, err = s.updateInfo(ctx, sess, query, desc); err != nil {
+				return 0, err
+			}
+			return info.TotalRecords, nil
+		}
+		info, err = s.queryInfo(ctx, sess, query, desc)
+		return -1, err
+	})
+	return info, err
 }
 
 // queryInfo plans query and answers with its endpoints.
@@ -263,7 +337,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query stri
 		TotalBytes:       -1,
 		Ordered:          plan.Ordered,
 	}
-	return s.singleEndpoint(ctx, info)
+	return s.singleEndpoint(ctx, info, plan.QueryID)
 }
 
 // updateInfo runs an update that arrived as a query (Python ADBC sends
@@ -337,7 +411,12 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 	if err := noTransaction(cmd.GetTransactionId()); err != nil {
 		return 0, ToStatus(err)
 	}
-	n, err := s.exec(ctx, s.sessionOf(ctx), cmd.GetQuery())
+	var n int64
+	err := s.audited(ctx, kindUpdate, cmd.GetQuery(), func(ctx context.Context, _ *audit.Entry) (int64, error) {
+		var err error
+		n, err = s.exec(ctx, s.sessionOf(ctx), cmd.GetQuery())
+		return n, err
+	})
 	return n, ToStatus(err)
 }
 
@@ -360,26 +439,36 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	if err := noTransaction(req.GetTransactionId()); err != nil {
 		return res, ToStatus(err)
 	}
-	sess := s.sessionOf(ctx)
 	query := req.GetQuery()
+	err := s.audited(ctx, kindPrepare, query, func(ctx context.Context, _ *audit.Entry) (int64, error) {
+		var err error
+		res, err = s.prepare(ctx, query)
+		return 0, err
+	})
+	return res, ToStatus(err)
+}
+
+func (s *Server) prepare(ctx context.Context, query string) (flightsql.ActionCreatePreparedStatementResult, error) {
+	var res flightsql.ActionCreatePreparedStatementResult
+	sess := s.sessionOf(ctx)
 	kind, err := s.opts.Planner.Classify(query)
 	if err != nil {
-		return res, ToStatus(err)
+		return res, err
 	}
 	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, WAPBranch: sess.WAPBranch, Update: kind == planner.KindUpdate}
 	dataset := emptySchema
 	if !h.Update {
 		if dataset, err = s.opts.Planner.Bind(ctx, sess, query); err != nil {
-			return res, ToStatus(err)
+			return res, err
 		}
 	}
 	params, err := s.parameterSchema(ctx, sess, query)
 	if err != nil {
-		return res, ToStatus(err)
+		return res, err
 	}
 	handle, err := seal(s.opts.Key, preparedQueryID, h, s.opts.PreparedTTL)
 	if err != nil {
-		return res, ToStatus(err)
+		return res, err
 	}
 	isUpdate := h.Update
 	return flightsql.ActionCreatePreparedStatementResult{
@@ -408,7 +497,18 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, ToStatus(err)
 	}
-	info, err := s.preparedInfo(ctx, h, desc)
+	var info *flight.FlightInfo
+	kind := kindQuery
+	if h.Update {
+		kind = kindUpdate
+	}
+	err = s.audited(ctx, kind, h.SQL, func(ctx context.Context, _ *audit.Entry) (int64, error) {
+		var err error
+		if info, err = s.preparedInfo(ctx, h, desc); err != nil || !h.Update {
+			return -1, err
+		}
+		return info.TotalRecords, nil
+	})
 	return info, ToStatus(err)
 }
 
@@ -437,7 +537,16 @@ func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.Pr
 // DoPutPreparedStatementUpdate runs a prepared update, once per row of
 // parameters, and returns the total count.
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	n, err := s.updateWithParameters(ctx, cmd, rdr)
+	var sql string
+	if h, err := s.prepared(cmd.GetPreparedStatementHandle()); err == nil {
+		sql = h.SQL
+	}
+	var n int64
+	err := s.audited(ctx, kindUpdate, sql, func(ctx context.Context, _ *audit.Entry) (int64, error) {
+		var err error
+		n, err = s.updateWithParameters(ctx, cmd, rdr)
+		return n, err
+	})
 	return n, ToStatus(err)
 }
 
@@ -446,6 +555,9 @@ func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql
 func (f *flightService) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
 	if a.GetType() != membership.AnnounceAction {
 		return f.FlightServer.DoAction(a, stream)
+	}
+	if f.authenticated && !auth.FromContext(stream.Context()).Cluster() {
+		return ToStatus(fmt.Errorf("%w: only the cluster may announce a worker", planner.ErrDenied))
 	}
 	if f.members == nil {
 		return ToStatus(fmt.Errorf("%w: this coordinator's workers are fixed; it takes no announcements", planner.ErrUnsupported))

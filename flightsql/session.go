@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	"google.golang.org/grpc"
 
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -143,7 +144,7 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 			continue
 		}
 		if name == OptionCatalog {
-			if _, err := s.opts.Mounts.Get(str); err != nil {
+			if _, err := s.opts.Mounts.Get(str); err != nil || !s.opts.Policy.CanSee(ctx, authz.Object{str}) {
 				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
 				continue
 			}

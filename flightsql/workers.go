@@ -2,10 +2,8 @@ package flightsql
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -15,11 +13,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -64,8 +61,12 @@ func WithHealthTimeout(d time.Duration) PoolOption { return func(p *WorkerPool) 
 // WithSlots sets the slots each live worker reports.
 func WithSlots(n int) PoolOption { return func(p *WorkerPool) { p.slots = n } }
 
-// WithDialOptions adds gRPC dial options for the health connections, e.g.
-// transport credentials with a private CA for grpc+tls workers.
+// WithClient sets how the workers are dialed for their health and key
+// checks: the TLS roots of grpc+tls workers, and the cluster token the
+// key check (a Flight action, behind the workers' authentication) carries.
+func WithClient(o flightclient.Options) PoolOption { return func(p *WorkerPool) { p.client = o } }
+
+// WithDialOptions adds gRPC dial options for the health connections.
 func WithDialOptions(opts ...grpc.DialOption) PoolOption {
 	return func(p *WorkerPool) { p.dialOpts = append(p.dialOpts, opts...) }
 }
@@ -114,6 +115,7 @@ type WorkerPool struct {
 	interval  time.Duration
 	timeout   time.Duration
 	slots     int
+	client    flightclient.Options
 	dialOpts  []grpc.DialOption
 	log       *zap.Logger
 
@@ -168,8 +170,8 @@ func NewWorkerPool(key *wire.Key, locations []string, opts ...PoolOption) (*Work
 			errs = append(errs, fmt.Errorf("flightsql: worker %s listed twice", l))
 		}
 		seen[l] = true
-		if _, _, err := dialTarget(l); err != nil {
-			errs = append(errs, err)
+		if _, _, err := flightclient.Parse(l); err != nil {
+			errs = append(errs, fmt.Errorf("flightsql: worker: %w", err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -178,35 +180,10 @@ func NewWorkerPool(key *wire.Key, locations []string, opts ...PoolOption) (*Work
 	return p, nil
 }
 
-// dialTarget turns a Flight location into a gRPC target and its default
-// transport credentials.
-func dialTarget(loc string) (string, credentials.TransportCredentials, error) {
-	u, err := url.Parse(loc)
-	if err != nil || u.Host == "" {
-		return "", nil, fmt.Errorf("flightsql: invalid worker location %q", loc)
-	}
-	switch u.Scheme {
-	case "grpc", "grpc+tcp":
-		return u.Host, insecure.NewCredentials(), nil
-	case "grpc+tls":
-		return u.Host, credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12}), nil
-	default:
-		return "", nil, fmt.Errorf("flightsql: worker location %q: scheme must be grpc, grpc+tcp or grpc+tls", loc)
-	}
-}
-
-// Dial opens a gRPC connection to a Flight location with the transport
-// its scheme names; opts come after (and so override) the defaults.
-func Dial(loc string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
-	target, creds, err := dialTarget(loc)
-	if err != nil {
-		return nil, err
-	}
-	return grpc.NewClient(target, append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, opts...)...)
-}
-
+// dial opens the health and key-check connection of a worker through
+// internal/flightclient, with the pool's TLS and cluster token.
 func (p *WorkerPool) dial(loc string) (*grpc.ClientConn, error) {
-	return Dial(loc, append([]grpc.DialOption{
+	return flightclient.Conn(loc, p.client, append([]grpc.DialOption{
 		// Reconnect within about one interval of a worker coming back,
 		// instead of gRPC's default backoff of up to two minutes.
 		grpc.WithConnectParams(grpc.ConnectParams{
@@ -262,7 +239,7 @@ func (p *WorkerPool) setDNS(locs []string) {
 	}
 	var added []string
 	for _, l := range locs {
-		if _, _, err := dialTarget(l); err != nil {
+		if _, _, err := flightclient.Parse(l); err != nil {
 			continue
 		}
 		if _, ok := p.members[l]; !ok {
@@ -292,7 +269,7 @@ func (p *WorkerPool) Announce(ctx context.Context, body []byte, from string) ([]
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := dialTarget(a.Location); err != nil {
+	if _, _, err := flightclient.Parse(a.Location); err != nil {
 		return nil, fmt.Errorf("%w: %w", membership.ErrMalformed, err)
 	}
 	p.mu.Lock()
@@ -427,6 +404,13 @@ func (p *WorkerPool) checkOne(ctx context.Context, loc string) {
 			m.refused = true
 			p.log.Error("refused worker: its ticket key differs from this coordinator's; set the same ticket_key (ICEFLOE_TICKET_KEY) on both",
 				zap.String("worker", loc))
+		}
+		m.keyOK = false
+	case status.Code(keyErr) == codes.Unauthenticated:
+		if !m.refused {
+			m.refused = true
+			p.log.Error("worker refused this coordinator's cluster token: configure auth (and the same ticket_key) alike on coordinators and workers",
+				zap.String("worker", loc), zap.Error(keyErr))
 		}
 		m.keyOK = false
 	case keyErr != nil:

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/internal/engine"
 )
 
 // result is a query result reduced to comparable text.
@@ -73,7 +74,7 @@ func reference(t testing.TB, s *cluster.Standalone, query string, tables ...stri
 	t.Helper()
 	ctx := context.Background()
 	conn := referenceConn(t, s.Mounts, tables)
-	rdr, err := conn.Query(ctx, query)
+	rdr, err := conn.Query(ctx, query, engine.QueryOptions{})
 	if err != nil {
 		t.Fatalf("reference query %q: %v", query, err)
 	}

@@ -368,7 +368,7 @@ func runCluster(cnxn adbc.Connection, q string) (typedResult, error) {
 func runReference(ref *engine.Conn, q string) (typedResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdr, err := ref.Query(ctx, q)
+	rdr, err := ref.Query(ctx, q, engine.QueryOptions{})
 	if err != nil {
 		return typedResult{}, err
 	}

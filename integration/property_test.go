@@ -177,7 +177,7 @@ func (pe *propEnv) ingest(tbl *propTable, name string) error {
 	ctx := context.Background()
 	for _, chunk := range splitRows(tbl.rows, tbl.commits) {
 		q := fmt.Sprintf("SELECT * FROM %s WHERE id BETWEEN %s AND %s ORDER BY id", name, chunk[0][0].text, chunk[len(chunk)-1][0].text)
-		rdr, err := pe.ref.Query(ctx, q)
+		rdr, err := pe.ref.Query(ctx, q, engine.QueryOptions{})
 		if err != nil {
 			return fmt.Errorf("reference: %s: %v", q, err)
 		}

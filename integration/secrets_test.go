@@ -27,6 +27,8 @@ var planted = map[string]string{
 	"ticket key (config)":       "plantedTicketKeyCfg9",
 	"signature query parameter": "plantedSignature10",
 	"REST URL password":         "plantedRestUrlPass11",
+	"user password (env)":       "plantedUserPassword12",
+	"JWKS URL ?token=":          "plantedJwksToken13",
 }
 
 // scan fails the test if out holds a planted secret, as is or escaped.
@@ -118,6 +120,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		"ICEFLOE_TOKEN=" + planted["bearer token (env)"],
 		"PLANTED_TICKET_CFG=" + planted["ticket key (config)"],
 		"PLANTED_PG_PASS=" + planted["PostgreSQL URL password"],
+		"ICEFLOE_PASSWORD=" + planted["user password (env)"],
 	}
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
@@ -148,17 +151,18 @@ func TestSecretsNeverPrinted(t *testing.T) {
       uri: "host=127.0.0.1 port=%d user=u password=%s dbname=d sslmode=disable"
       sql.dialect: postgres
 `, dead, planted["PostgreSQL key=value"])
-	all := write("all.yaml", "ticket_key: ${PLANTED_TICKET_CFG}\ncatalogs:\n"+rest+pgURL+pgKV)
+	auth := fmt.Sprintf("auth:\n  jwt:\n    jwks_url: https://idp.example.com/keys?token=%s\n    issuer: https://idp.example.com/\n    audience: icefloe\n", planted["JWKS URL ?token="])
+	all := write("all.yaml", "ticket_key: ${PLANTED_TICKET_CFG}\n"+auth+"catalogs:\n"+rest+pgURL+pgKV)
 
 	// Help of every command, with the secrets in the environment.
-	for _, args := range [][]string{{"-h"}, {"serve", "-h"}, {"coordinator", "-h"}, {"worker", "-h"}, {"sql", "-h"}, {"config"}} {
+	for _, args := range [][]string{{"-h"}, {"serve", "-h"}, {"coordinator", "-h"}, {"worker", "-h"}, {"sql", "-h"}, {"config"}, {"passwd", "-h"}, {"token", "-h"}} {
 		scan(t, "icefloe "+strings.Join(args, " "), runBin(t, bin, env, args...))
 	}
 	// config check: the effective config, redacted, and a bad config's
 	// errors.
 	out := runBin(t, bin, env, "config", "check", all)
 	scan(t, "config check", out)
-	for _, want := range []string{"name: rest1", "header.X-Api-Key: <redacted>", "name: pgkv", "password=<redacted>"} {
+	for _, want := range []string{"name: rest1", "header.X-Api-Key: <redacted>", "name: pgkv", "password=<redacted>", "jwks_url: https://idp.example.com/keys"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("config check lacks %q:\n%s", want, out)
 		}

@@ -438,7 +438,7 @@ func newRefTable(t testing.TB, s *cluster.Standalone, tables ...string) *refTabl
 	conn := writeRefConn(t, s, tables...)
 	return &refTable{
 		res: func(t testing.TB, q string) []string {
-			rdr, err := conn.Query(context.Background(), q)
+			rdr, err := conn.Query(context.Background(), q, engine.QueryOptions{})
 			if err != nil {
 				t.Fatalf("reference %s: %v", q, err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
@@ -27,7 +28,7 @@ func (p *Planner) ddlAlter(ctx context.Context, sess Session, ps *ddlParser) err
 	if err != nil {
 		return err
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts)
+	tgt, err := p.loadTarget(ctx, sess, parts, authz.Alter)
 	if err != nil {
 		if ifExists && errors.Is(err, ErrNotFound) {
 			return nil

@@ -8,7 +8,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -31,11 +33,17 @@ var (
 	ErrRefused = errors.New("planner: refused")
 	// ErrNoWorkers: no live worker to plan over (Unavailable).
 	ErrNoWorkers = errors.New("planner: no live worker")
+	// ErrDenied: the caller lacks a privilege on an object, or presents a
+	// ticket planned for another principal (PermissionDenied).
+	ErrDenied = authz.ErrDenied
 )
 
 // Defaults for Options.
 const (
-	DefaultTicketTTL        = time.Hour
+	// DefaultTicketTTL is how long a planned ticket stays valid: long
+	// enough to start pulling every endpoint, short because a ticket is a
+	// capability (RenewFlightEndpoint extends it).
+	DefaultTicketTTL        = 5 * time.Minute
 	DefaultTargetGroupBytes = 64 << 20
 	DefaultSlotsPerWorker   = 2
 	// DefaultBroadcastBytes is the largest table a join reads in full in
@@ -85,7 +93,13 @@ type Options struct {
 	Engine  *engine.Engine
 	Key     *wire.Key
 	Workers Workers
-	// TicketTTL is how long tickets stay valid.
+	// Policy decides what each principal may do; nil allows everything
+	// (authentication is off).
+	Policy *authz.Policy
+	// Flight dials the workers for write fragments and ingest, with the
+	// cluster's TLS roots and credentials. Required; the caller closes it.
+	Flight *flightclient.Pool
+	// TicketTTL is how long tickets stay valid; 0 means DefaultTicketTTL.
 	TicketTTL time.Duration
 	// TargetGroupBytes is the size a task group aims for.
 	TargetGroupBytes int64

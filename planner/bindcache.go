@@ -44,11 +44,16 @@ type bindResult struct {
 	duckTypes []string
 }
 
-// bindKey names a bind: the rewritten AST and, per input, the table
-// version and projection its stand-in is built from.
-func bindKey(doc string, inputs []*input) string {
+// bindKey names a bind: the principal it was bound for, the rewritten AST
+// and, per input, the table version and projection its stand-in is built
+// from. The memo is consulted only after resolution, which authorizes
+// every table read for the caller, and the principal in the key keeps
+// one principal's binds from ever answering another's.
+func bindKey(principal, doc string, inputs []*input) string {
 	var b strings.Builder
 	b.WriteString("bind\x00")
+	b.WriteString(principal)
+	b.WriteString("\x00")
 	b.WriteString(doc)
 	for _, in := range inputs {
 		cols := "*"

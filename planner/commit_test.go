@@ -73,7 +73,7 @@ func TestCommitOutcome(t *testing.T) {
 	}
 	t.Cleanup(func() { eng.Close() })
 	key, _ := wire.RandomKey()
-	p, err := New(Options{Mounts: m, Engine: eng, Key: key, Workers: twoWorkers})
+	p, err := New(Options{Mounts: m, Engine: eng, Key: key, Workers: twoWorkers, Flight: testPool(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,13 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 )
 
 // insertQuery runs INSERT INTO parts [(cols)] query.
 func (p *Planner) insertQuery(ctx context.Context, sess Session, parts, cols []string, query string, args ...any) (int64, error) {
-	tgt, err := p.loadTarget(ctx, sess, parts)
+	tgt, err := p.loadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return 0, err
 	}
@@ -93,6 +94,9 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 	if err != nil {
 		return 0, true, err
 	}
+	if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+		return 0, true, err
+	}
 	mt, err := p.ddlMount(ref.Catalog)
 	if err != nil {
 		return 0, true, err
@@ -143,11 +147,13 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 	}
 	tgt, err := p.loadTargetRef(ctx, ref)
 	if err == nil {
+		tgt.made = true
 		n, err = p.insertSelect(ctx, sess, tgt, nil, query)
 	}
 	if err != nil && !errors.Is(err, ErrCommitUnknown) {
-		// The table was made for this statement: it goes with it.
-		if derr := cat.DropTable(context.WithoutCancel(ctx), ref.Ident()); derr != nil {
+		// The table was made for this statement: it goes with it (the
+		// creator needs no DROP privilege for that).
+		if derr := mt.Internal().DropTable(context.WithoutCancel(ctx), ref.Ident()); derr != nil {
 			return 0, true, fmt.Errorf("%w (and dropping the new table %s failed: %v)", err, ref, derr)
 		}
 	}

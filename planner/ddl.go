@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -18,6 +20,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/sqltok"
@@ -33,29 +36,86 @@ const DefaultCommitRetries = 4
 var ddlAlloc memory.Allocator = memory.DefaultAllocator
 
 // Exec runs one statement that returns no rows and returns its update
-// count: the rows an INSERT added, 0 for DDL. It runs CREATE SCHEMA, DROP
-// SCHEMA, CREATE TABLE (with Iceberg's PARTITIONED BY and WITH properties),
-// DROP TABLE and INSERT INTO … VALUES against the mounted catalogs; the
-// grammar is in docs/sql.md. Anything else returns an error wrapping
-// ErrUnsupported. Unqualified names take sess.Catalog and sess.Schema.
-// args bind the parameters of an INSERT … VALUES (see params.go).
+// count: the rows an INSERT added, updated or deleted, 0 for DDL. It runs
+// CREATE SCHEMA, DROP SCHEMA, CREATE TABLE (with Iceberg's PARTITIONED BY
+// and WITH properties, or AS a query), DROP TABLE, ALTER TABLE, INSERT,
+// UPDATE and DELETE against the mounted catalogs; the grammar is in
+// docs/sql.md. Anything else returns an error wrapping ErrUnsupported.
+// Unqualified names take sess.Catalog and sess.Schema. args bind the
+// parameters of an INSERT, UPDATE or DELETE (see params.go).
 func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...any) (int64, error) {
-	toks, err := ddlTokens(query)
+	var b paramBatch
+	if len(args) > 0 {
+		b.rows = [][]any{args}
+	}
+	return p.execBatch(ctx, sess, query, &b)
+}
+
+// ExecBatch runs an update for every row of the parameter batches (one
+// column per placeholder; no batch runs it once without values) and
+// returns the total count. An INSERT … VALUES writes the rows of every
+// parameter row in one commit, or none of them; other statements run once
+// per row, in order, each with its own commit, and stop at the first
+// error. An error names its parameter row when there are several. The
+// caller keeps its batches.
+func (p *Planner) ExecBatch(ctx context.Context, sess Session, query string, params []arrow.RecordBatch) (int64, error) {
+	return p.execBatch(ctx, sess, query, &paramBatch{recs: params})
+}
+
+func (p *Planner) execBatch(ctx context.Context, sess Session, query string, b *paramBatch) (int64, error) {
+	ps, err := updateTokens(query)
 	if err != nil {
 		return 0, err
 	}
+	dml := ps.at("INSERT") || ps.at("UPDATE") || ps.at("DELETE")
+	if b.len() > 0 && !dml {
+		return 0, fmt.Errorf("%w: parameters outside INSERT, UPDATE and DELETE", ErrUnsupported)
+	}
+	if ps.at("INSERT") {
+		return p.ddlInsert(ctx, sess, ps, b)
+	}
+	rows, err := b.values()
+	if err != nil {
+		return 0, err
+	}
+	if len(rows) <= 1 {
+		var args []any
+		if len(rows) == 1 {
+			args = rows[0]
+		}
+		return p.exec(ctx, sess, ps, args)
+	}
+	var total int64
+	for i, row := range rows {
+		n, err := p.exec(ctx, sess, &ddlParser{src: ps.src, toks: ps.toks}, row)
+		if err != nil {
+			return total, rowError(i, len(rows), err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// updateTokens tokenizes one update statement.
+func updateTokens(query string) (*ddlParser, error) {
+	toks, err := ddlTokens(query)
+	if err != nil {
+		return nil, err
+	}
 	if len(toks) == 0 {
-		return 0, fmt.Errorf("%w: empty statement", ErrSyntax)
+		return nil, fmt.Errorf("%w: empty statement", ErrSyntax)
 	}
 	for _, t := range toks {
 		if t.IsOp(";") {
-			return 0, fmt.Errorf("%w: one statement at a time", ErrSyntax)
+			return nil, fmt.Errorf("%w: one statement at a time", ErrSyntax)
 		}
 	}
-	ps := &ddlParser{src: query, toks: toks}
-	if len(args) > 0 && !ps.at("INSERT") {
-		return 0, fmt.Errorf("%w: parameters outside INSERT … VALUES", ErrUnsupported)
-	}
+	return &ddlParser{src: query, toks: toks}, nil
+}
+
+// exec runs one statement other than INSERT with one set of parameter
+// values.
+func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []any) (int64, error) {
 	switch {
 	case ps.at("CREATE", "SCHEMA"):
 		return 0, p.ddlCreateSchema(ctx, sess, ps)
@@ -69,16 +129,14 @@ func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...
 	case ps.at("DROP", "TABLE"):
 		return 0, p.ddlDropTable(ctx, sess, ps)
 	case ps.at("DELETE"):
-		return p.dmlDelete(ctx, sess, ps)
+		return p.dmlDelete(ctx, sess, ps, args)
 	case ps.at("UPDATE"):
-		return p.dmlUpdate(ctx, sess, ps)
+		return p.dmlUpdate(ctx, sess, ps, args)
 	case ps.at("ALTER"):
 		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
 			return n, err
 		}
 		return 0, p.ddlAlter(ctx, sess, ps)
-	case ps.at("INSERT"):
-		return p.ddlInsert(ctx, sess, ps, args...)
 	}
 	return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, ps.kind())
 }
@@ -605,11 +663,10 @@ func ddlDecimalFields(spec *iceberg.PartitionSpec, added *iceberg.PartitionField
 	return nil
 }
 
-func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, args ...any) (int64, error) {
-	dargs, err := driverArgs(args)
-	if err != nil {
-		return 0, err
-	}
+// ddlInsert runs an INSERT, once per parameter row (none: once without
+// values). INSERT … VALUES writes all rows in one commit; INSERT … SELECT
+// commits once per row.
+func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, b *paramBatch) (int64, error) {
 	ps.i = 1
 	if ps.at("OR") {
 		return 0, fmt.Errorf("%w: INSERT OR …", ErrUnsupported)
@@ -630,7 +687,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 		}
 		inner := &ddlParser{src: ps.src, toks: ps.toks[open+1 : closing]}
 		if inner.atQuery() {
-			return p.insertQuery(ctx, sess, parts, nil, ps.text(open, len(ps.toks)-1), args...)
+			return p.insertQueryRows(ctx, sess, parts, nil, ps.text(open, len(ps.toks)-1), b)
 		}
 		if colNames, err = inner.columnNames(); err != nil {
 			return 0, err
@@ -639,7 +696,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 	}
 	switch {
 	case ps.atQuery():
-		return p.insertQuery(ctx, sess, parts, colNames, ps.text(ps.i, len(ps.toks)-1), args...)
+		return p.insertQueryRows(ctx, sess, parts, colNames, ps.text(ps.i, len(ps.toks)-1), b)
 	case ps.at("DEFAULT", "VALUES"):
 		return 0, fmt.Errorf("%w: INSERT … DEFAULT VALUES", ErrUnsupported)
 	case ps.at("BY"):
@@ -647,7 +704,6 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 	case !ps.at("VALUES"):
 		return 0, ps.unexpected()
 	}
-	values := ps.text(ps.i, len(ps.toks)-1)
 	for i, depth := ps.i, 0; i < len(ps.toks); i++ {
 		t := ps.toks[i]
 		switch {
@@ -661,78 +717,300 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, ar
 			return 0, fmt.Errorf("%w: INSERT … ON CONFLICT", ErrUnsupported)
 		}
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts)
+	return p.insertValues(ctx, sess, parts, columns, ps.text(ps.i, len(ps.toks)-1), b)
+}
+
+// insertQueryRows runs INSERT … SELECT once per parameter row.
+func (p *Planner) insertQueryRows(ctx context.Context, sess Session, parts, cols []string, query string, b *paramBatch) (int64, error) {
+	rows, err := b.values()
+	if err != nil {
+		return 0, err
+	}
+	if len(rows) == 0 {
+		return p.insertQuery(ctx, sess, parts, cols, query)
+	}
+	var total int64
+	for i, row := range rows {
+		n, err := p.insertQuery(ctx, sess, parts, cols, query, row...)
+		if err != nil {
+			return total, rowError(i, len(rows), err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// rowError names the parameter row an error came from, when there are
+// several.
+func rowError(i, n int, err error) error {
+	if n > 1 {
+		return fmt.Errorf("parameter row %d: %w", i+1, err)
+	}
+	return err
+}
+
+// insertValues runs INSERT INTO parts columns values into a stand-in of
+// the table in the coordinator's DuckDB, for every parameter row, and then
+// writes and commits the stand-in's rows once. DuckDB casts the values to
+// the columns' types and enforces NOT NULL; an error names the parameter
+// row.
+func (p *Planner) insertValues(ctx context.Context, sess Session, parts []string, columns, values string, b *paramBatch) (int64, error) {
+	// loadTarget resolves t.branch_b and the session's WAP branch, so the
+	// rows commit to the branch the statement names; a caller without
+	// INSERT is denied before any parameter row is read.
+	tgt, err := p.loadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return 0, err
 	}
 	ref := tgt.ref
-	schema := tgt.pinned.Table.Schema()
-	target, err := table.SchemaToArrowSchema(schema, nil, true, false)
+	tbl := tgt.pinned.Table
+	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		return 0, fmt.Errorf("arrow schema of %s: %w", ref, err)
 	}
-	defs := make([]string, len(schema.Fields()))
-	for i, f := range schema.Fields() {
-		typ, err := DuckTypeOf(f.Type)
-		if err != nil {
-			return 0, fmt.Errorf("insert into %s: column %q: %w", ref, f.Name, err)
-		}
-		defs[i] = engine.Quote(f.Name) + " " + typ
-		if f.Required {
-			defs[i] += " NOT NULL"
-		}
-	}
-
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	// The stand-in carries the table's own name so DuckDB's messages
-	// (e.g. "NOT NULL constraint failed: orders.id") name it.
-	standIn := engine.Quote(ref.Table)
-	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
-		return 0, fmt.Errorf("insert into %s: stand-in: %w", ref, err)
+	standIn, err := createStandIn(ctx, conn, ref, tbl.Schema(), true)
+	if err != nil {
+		return 0, err
 	}
 	// DuckDB checks that the client's text is one VALUES list, and then
 	// that the INSERT it ends is one INSERT statement.
 	if err := checkValues(ctx, conn, values); err != nil {
 		return 0, err
 	}
-	if err := conn.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO "+standIn+" "+columns+" "+values, dargs...); err != nil {
-		return 0, ddlDuckError(ctx, err)
+	if err := fillStandIn(ctx, conn, "INSERT INTO "+standIn+" "+columns, values, b); err != nil {
+		return 0, err
 	}
-	rdr, err := conn.Query(ctx, "SELECT * FROM "+standIn)
+	read := "SELECT * FROM " + standIn
+	if order := partitionOrder(tbl); order != "" && b.len() > 1 {
+		read += " ORDER BY " + order
+	}
+	recs, n, err := readStandIn(ctx, conn, ref, read, target)
+	defer releaseBatches(recs)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	// Written here, committed as INSERT … SELECT commits: one snapshot,
+	// retried against the refreshed table on conflict.
+	return p.commitValues(ctx, tgt, target, recs, n)
+}
+
+// createStandIn creates a temp table with the table's columns and types,
+// and with notNull their NOT NULL constraints. It carries the table's own
+// name so DuckDB's messages (e.g. "NOT NULL constraint failed: orders.id")
+// name it; the quoted name is returned.
+func createStandIn(ctx context.Context, conn *engine.Conn, ref catalog.TableRef, schema *iceberg.Schema, notNull bool) (string, error) {
+	defs := make([]string, len(schema.Fields()))
+	for i, f := range schema.Fields() {
+		typ, err := DuckTypeOf(f.Type)
+		if err != nil {
+			return "", fmt.Errorf("%s: column %q: %w", ref, f.Name, err)
+		}
+		defs[i] = engine.Quote(f.Name) + " " + typ
+		if f.Required && notNull {
+			defs[i] += " NOT NULL"
+		}
+	}
+	standIn := engine.Quote(ref.Table)
+	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
+		return "", fmt.Errorf("%s: stand-in: %w", ref, err)
+	}
+	return standIn, nil
+}
+
+// fillStandIn runs into (INSERT INTO stand-in [(columns)]) with values,
+// the checked VALUES clause, once without parameters, or for every
+// parameter row: in one statement over a table of the client's parameter
+// batches when the clause is one row (valuesSelect), and otherwise, or
+// when that fails, once per row through one prepared statement, which
+// finds the row an error is in.
+func fillStandIn(ctx context.Context, conn *engine.Conn, into, values string, b *paramBatch) error {
+	insert := into + " " + values
+	if b.len() == 0 {
+		if err := conn.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, insert); err != nil {
+			return ddlDuckError(ctx, err)
+		}
+		return nil
+	}
+	if len(b.recs) > 0 && b.len() > 1 {
+		if ok, err := insertAll(ctx, conn, into, values, b.recs); ok || err != nil {
+			return err
+		}
+	}
+	rows, err := b.values()
 	if err != nil {
-		return 0, fmt.Errorf("insert into %s: read stand-in: %w", ref, err)
+		return err
+	}
+	return conn.Prepared(ctx, duckdb.STATEMENT_TYPE_INSERT, insert, func(st *duckdb.Stmt) error {
+		for i, row := range rows {
+			dargs, err := driverArgs(row)
+			if err != nil {
+				return rowError(i, len(rows), err)
+			}
+			named := make([]driver.NamedValue, len(dargs))
+			for j, a := range dargs {
+				named[j] = driver.NamedValue{Ordinal: j + 1, Value: a}
+			}
+			if _, err := st.ExecContext(ctx, named); err != nil {
+				return rowError(i, len(rows), ddlDuckError(ctx, err))
+			}
+		}
+		return nil
+	})
+}
+
+// readStandIn reads the stand-in's rows as batches of the table's Arrow
+// schema; the caller releases them (also on error).
+func readStandIn(ctx context.Context, conn *engine.Conn, ref catalog.TableRef, query string, target *arrow.Schema) ([]arrow.RecordBatch, int64, error) {
+	rdr, err := conn.Query(ctx, query, engine.QueryOptions{BatchRows: 64 << 10, Allocator: ddlAlloc})
+	if err != nil {
+		return nil, 0, fmt.Errorf("insert into %s: read stand-in: %w", ref, err)
 	}
 	defer rdr.Release()
 	var (
 		recs []arrow.RecordBatch
 		rows int64
 	)
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
 	for rdr.Next() {
 		rec, err := ddlConformRecord(rdr.RecordBatch(), target, rows)
 		if err != nil {
-			return 0, fmt.Errorf("insert into %s: %w", ref, err)
+			return recs, 0, fmt.Errorf("insert into %s: %w", ref, err)
 		}
 		recs = append(recs, rec)
 		rows += rec.NumRows()
 	}
 	if err := rdr.Err(); err != nil {
-		return 0, fmt.Errorf("insert into %s: read stand-in: %w", ref, err)
+		return recs, 0, fmt.Errorf("insert into %s: read stand-in: %w", ref, err)
 	}
-	if rows == 0 {
-		return 0, nil
+	return recs, rows, nil
+}
+
+// paramsTable is the temp table insertAll loads the parameter rows into;
+// its columns are named $1, $2, ….
+const paramsTable = "__icefloe_params"
+
+// insertAll inserts every parameter row with one INSERT … SELECT over a
+// table of the batches: the VALUES row's expressions as DuckDB parsed
+// them, each placeholder $n read from the column $n (valuesSelect). ok is
+// false (and nothing was inserted) when the clause is not one row with
+// placeholders, the batches hold a type DuckDB would not read as the
+// row-by-row binding does, or the statement fails; the caller then inserts
+// row by row.
+func insertAll(ctx context.Context, conn *engine.Conn, into, values string, recs []arrow.RecordBatch) (ok bool, err error) {
+	schema := recs[0].Schema()
+	fields := make([]arrow.Field, schema.NumFields())
+	for i, f := range schema.Fields() {
+		if !bulkParamTypes[f.Type.ID()] {
+			return false, nil
+		}
+		fields[i] = arrow.Field{Name: fmt.Sprintf("$%d", i+1), Type: f.Type, Nullable: true}
 	}
-	// Written here, committed as INSERT … SELECT commits: one snapshot,
-	// retried against the refreshed table on conflict.
-	return p.commitValues(ctx, tgt, target, recs, rows)
+	sel, n, err := valuesSelect(ctx, conn, values, len(fields))
+	if err != nil || sel == "" {
+		return false, err
+	}
+	if n != len(fields) {
+		return false, fmt.Errorf("%w: the statement has %d parameters, %d values were bound", ErrInvalid, n, len(fields))
+	}
+	named := arrow.NewSchema(fields, nil)
+	batches := make([]arrow.RecordBatch, 0, len(recs))
+	defer func() { releaseBatches(batches) }()
+	for _, r := range recs {
+		if !r.Schema().Equal(schema) {
+			return false, nil
+		}
+		batches = append(batches, array.NewRecordBatch(named, r.Columns(), r.NumRows()))
+	}
+	rdr, err := array.NewRecordReader(named, batches)
+	if err != nil {
+		return false, err
+	}
+	defer rdr.Release()
+	if err := conn.LoadTable(ctx, paramsTable, rdr); err != nil {
+		return false, nil
+	}
+	defer conn.Exec(ctx, "DROP TABLE IF EXISTS "+paramsTable)
+	err = conn.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, into+" "+sel)
+	if err != nil && ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	return err == nil, nil
+}
+
+func releaseBatches(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// bulkParamTypes are the parameter types insertAll loads into DuckDB:
+// those DuckDB reads from Arrow as the values the row-by-row binding
+// (toParam) gives it.
+var bulkParamTypes = map[arrow.Type]bool{
+	arrow.NULL: true, arrow.BOOL: true,
+	arrow.INT8: true, arrow.INT16: true, arrow.INT32: true, arrow.INT64: true,
+	arrow.UINT8: true, arrow.UINT16: true, arrow.UINT32: true, arrow.UINT64: true,
+	arrow.FLOAT32: true, arrow.FLOAT64: true, arrow.DECIMAL128: true,
+	arrow.STRING: true, arrow.LARGE_STRING: true, arrow.BINARY: true, arrow.LARGE_BINARY: true,
+	arrow.DATE32: true, arrow.TIME32: true, arrow.TIME64: true, arrow.TIMESTAMP: true,
+}
+
+// valuesSelect returns, for a VALUES clause of exactly one row, the SELECT
+// of that row's expressions over paramsTable with each placeholder $k
+// read from its column $k, printed through DuckDB's AST (template), and
+// the highest placeholder; "" when the clause has other rows or no
+// placeholder. cols is the number of parameter columns.
+func valuesSelect(ctx context.Context, conn *engine.Conn, values string, cols int) (string, int, error) {
+	root, err := parseNode(ctx, conn, values)
+	if err != nil {
+		return "", 0, err
+	}
+	from, _ := root["from_table"].(node)
+	rows, _ := from["values"].([]any)
+	if len(rows) != 1 {
+		return "", 0, nil
+	}
+	exprs, _ := rows[0].([]any)
+	refs := make([]string, cols)
+	for i := range refs {
+		refs[i] = engine.Quote(fmt.Sprintf("$%d", i+1))
+	}
+	refRoot, err := parseNode(ctx, conn, "SELECT "+strings.Join(refs, ", ")+" FROM "+paramsTable)
+	if err != nil {
+		return "", 0, err
+	}
+	colRefs, _ := refRoot["select_list"].([]any)
+	holes := make([]node, len(exprs))
+	n, bad := 0, false
+	for i, e := range exprs {
+		en, _ := e.(node)
+		holes[i] = replace(clone(en), func(x node) (node, bool) {
+			if str(x, "class") != "PARAMETER" {
+				return nil, false
+			}
+			k, err := strconv.Atoi(str(x, "identifier"))
+			if err != nil || k < 1 || k > cols {
+				bad = true
+				return x, true
+			}
+			n = max(n, k)
+			c, _ := colRefs[k-1].(node)
+			return clone(c), true
+		}).(node)
+	}
+	if bad || n == 0 {
+		return "", 0, nil
+	}
+	list := make([]string, len(exprs))
+	for i := range list {
+		list[i] = hole(i)
+	}
+	sel, err := template(ctx, conn, "SELECT "+strings.Join(list, ", ")+" FROM "+paramsTable, holes)
+	return sel, n, err
 }
 
 // ddlConformRecord turns a batch read from the stand-in into a batch of

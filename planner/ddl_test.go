@@ -54,7 +54,7 @@ func newDDLEnv(t *testing.T) *ddlEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(Options{Mounts: mounts, Engine: eng, Key: key, Workers: ddlTestWorkers{}})
+	p, err := New(Options{Mounts: mounts, Engine: eng, Key: key, Workers: ddlTestWorkers{}, Flight: testPool(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

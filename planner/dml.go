@@ -9,67 +9,97 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
 
 // dmlDelete runs DELETE FROM name [WHERE pred] copy-on-write: every data
 // file with a matching row is rewritten without those rows (a file whose
-// rows all match is dropped without a replacement), in one commit.
-func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
-	ps.i = 1
-	if !ps.accept("FROM") {
-		return 0, ps.unexpected()
-	}
-	parts, err := ps.name(3)
+// rows all match is dropped without a replacement), in one commit. args
+// bind the WHERE clause's parameters.
+func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser, args []any) (int64, error) {
+	parts, pred, err := ps.deleteParts()
 	if err != nil {
 		return 0, err
 	}
-	pred, err := ps.where("DELETE")
+	tgt, conn, err := p.targetConn(ctx, sess, parts, authz.Delete)
 	if err != nil {
 		return 0, err
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts)
+	defer conn.Close()
+	keep, match, err := deleteSQL(ctx, conn, tgt, quotedName(parts), pred)
 	if err != nil {
 		return 0, err
-	}
-	sel, err := castColumns(tgt.pinned.Table.Schema(), nil, false)
-	if err != nil {
-		return 0, err
-	}
-	sel += lineageSelect(tgt, "")
-	name := quotedName(parts)
-	keep := "SELECT " + sel + " FROM " + name + " WHERE false"
-	match := "SELECT count(*) FROM " + name
-	if pred != "" {
-		conn, err := p.opts.Engine.Conn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		defer conn.Close()
-		_, where, err := dmlParts(ctx, conn, name, nil, pred)
-		if err != nil {
-			return 0, err
-		}
-		holes := []node{where}
-		if keep, err = template(ctx, conn, "SELECT "+sel+" FROM "+name+" WHERE NOT coalesce(("+hole(0)+"), false)", holes); err != nil {
-			return 0, err
-		}
-		if match, err = template(ctx, conn, match+" WHERE "+hole(0), holes); err != nil {
-			return 0, err
-		}
 	}
 	md := tgt.pinned.Table.Metadata()
 	if pred != "" && md.Version() >= 2 && md.Properties().Get(table.WriteDeleteModeKey, "") == table.WriteModeMergeOnRead {
-		if n, ok, err := p.deleteEquality(ctx, sess, tgt, match); ok || err != nil {
+		if n, ok, err := p.deleteEquality(ctx, sess, tgt, match, args); ok || err != nil {
 			return n, err
 		}
-		n, ok, err := p.deleteMergeOnRead(ctx, sess, tgt, match)
+		n, ok, err := p.deleteMergeOnRead(ctx, sess, tgt, match, args)
 		if ok || err != nil {
 			return n, err
 		}
 	}
-	return p.rewrite(ctx, sess, tgt, keep, match)
+	return p.rewrite(ctx, sess, tgt, rewriteSQL{out: keep, match: match, outArgs: args, matchArgs: args})
+}
+
+// targetConn loads the target table of a DELETE or UPDATE once the caller
+// holds each of privs on it, and opens a connection to print its
+// statements on; the caller closes it.
+func (p *Planner) targetConn(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*writeTarget, *engine.Conn, error) {
+	tgt, err := p.loadTarget(ctx, sess, parts, privs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tgt, conn, nil
+}
+
+// deleteParts reads DELETE FROM name [WHERE pred].
+func (ps *ddlParser) deleteParts() (parts []string, pred string, err error) {
+	ps.i = 1
+	if !ps.accept("FROM") {
+		return nil, "", ps.unexpected()
+	}
+	if parts, err = ps.name(3); err != nil {
+		return nil, "", err
+	}
+	pred, err = ps.where("DELETE")
+	return parts, pred, err
+}
+
+// deleteSQL prints a DELETE's statements over name: keep yields the rows
+// of a file that stay, match counts those that go. The client's WHERE
+// clause goes in as DuckDB parsed it (template).
+func deleteSQL(ctx context.Context, conn *engine.Conn, tgt *writeTarget, name, pred string) (keep, match string, err error) {
+	sel, err := castColumns(tgt.pinned.Table.Schema(), nil, false)
+	if err != nil {
+		return "", "", err
+	}
+	sel += lineageSelect(tgt, "")
+	keep = "SELECT " + sel + " FROM " + name + " WHERE false"
+	match = "SELECT count(*) FROM " + name
+	if pred == "" {
+		return keep, match, nil
+	}
+	_, where, err := dmlParts(ctx, conn, name, nil, pred)
+	if err != nil {
+		return "", "", err
+	}
+	holes := []node{where}
+	if keep, err = template(ctx, conn, "SELECT "+sel+" FROM "+name+" WHERE NOT coalesce(("+hole(0)+"), false)", holes); err != nil {
+		return "", "", err
+	}
+	if match, err = template(ctx, conn, match+" WHERE "+hole(0), holes); err != nil {
+		return "", "", err
+	}
+	return keep, match, nil
 }
 
 // deleteMergeOnRead runs a DELETE on a table whose write.delete.mode is
@@ -79,8 +109,8 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser) (i
 // converts exactly to an Iceberg filter; ok is false otherwise and the
 // caller rewrites the files instead. The matching rows are counted on the
 // coordinator with the same filter.
-func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writeTarget, match string) (n int64, ok bool, err error) {
-	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match)
+func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writeTarget, match string, args []any) (n int64, ok bool, err error) {
+	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match, args)
 	if err != nil || !exact {
 		return 0, false, err
 	}
@@ -117,16 +147,17 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 	return n, true, nil
 }
 
-// exactFilter binds match (SELECT count(*) FROM target WHERE pred) and
-// converts its whole WHERE clause to an Iceberg filter; exact is false
-// when some of it does not convert exactly.
-func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *writeTarget, match string) (in *input, expr iceberg.BooleanExpression, exact bool, err error) {
+// exactFilter binds match (SELECT count(*) FROM target WHERE pred) with
+// args, the WHERE clause's parameters, and converts its whole WHERE clause
+// to an Iceberg filter; exact is false when some of it does not convert
+// exactly.
+func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *writeTarget, match string, args []any) (in *input, expr iceberg.BooleanExpression, exact bool, err error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	defer conn.Close()
-	mb, err := p.bind(ctx, conn, sess, match, true)
+	mb, err := p.bind(ctx, conn, sess, match, true, args...)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -147,25 +178,63 @@ func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *writeTarge
 
 // dmlUpdate runs UPDATE name SET col = expr, … [WHERE pred]
 // copy-on-write: every data file with a matching row is rewritten with the
-// new values, in one commit.
-func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
-	ps.i = 1
-	parts, err := ps.name(3)
+// new values, in one commit. args bind the parameters of SET and WHERE.
+func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser, args []any) (int64, error) {
+	u, err := ps.updateParts()
 	if err != nil {
 		return 0, err
 	}
-	if !ps.accept("SET") {
-		return 0, ps.unexpected()
+	tgt, conn, err := p.targetConn(ctx, sess, u.parts, authz.Update)
+	if err != nil {
+		return 0, err
 	}
-	set := map[string]int{} // column → index of its expression
-	var order, exprs []string
+	defer conn.Close()
+	out, match, where, err := updateSQL(ctx, conn, tgt, quotedName(u.parts), u)
+	if err != nil {
+		return 0, err
+	}
+	matchArgs := args
+	if _, n, _ := paramNodes(where); n == 0 {
+		matchArgs = nil // the placeholders are all in SET
+	}
+	return p.rewrite(ctx, sess, tgt, rewriteSQL{out: out, match: match, outArgs: args, matchArgs: matchArgs})
+}
+
+// rewriteSQL are the statements of a copy-on-write rewrite and the
+// values of their placeholders.
+type rewriteSQL struct {
+	out, match         string
+	outArgs, matchArgs []any
+}
+
+// updateText is an UPDATE as read: its table, its SET columns (in order,
+// and by lower-case name the index of their expression) and expressions,
+// and its WHERE clause ("" without one).
+type updateText struct {
+	parts, order []string
+	set          map[string]int
+	exprs        []string
+	pred         string
+}
+
+// updateParts reads UPDATE name SET col = expr, … [WHERE pred].
+func (ps *ddlParser) updateParts() (updateText, error) {
+	u := updateText{set: map[string]int{}}
+	ps.i = 1
+	var err error
+	if u.parts, err = ps.name(3); err != nil {
+		return u, err
+	}
+	if !ps.accept("SET") {
+		return u, ps.unexpected()
+	}
 	for {
 		col, err := ps.ident()
 		if err != nil {
-			return 0, err
+			return u, err
 		}
 		if !ps.acceptPunct("=") {
-			return 0, ps.unexpected()
+			return u, ps.unexpected()
 		}
 		from, depth := ps.i, 0
 		for ps.i < len(ps.toks) {
@@ -182,71 +251,62 @@ func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser) (i
 			ps.i++
 		}
 		if ps.i == from {
-			return 0, ps.unexpected()
+			return u, ps.unexpected()
 		}
 		key := strings.ToLower(col)
-		if _, dup := set[key]; dup {
-			return 0, fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
+		if _, dup := u.set[key]; dup {
+			return u, fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
 		}
-		set[key] = len(exprs)
-		exprs = append(exprs, ps.text(from, ps.i-1))
-		order = append(order, col)
+		u.set[key] = len(u.exprs)
+		u.exprs = append(u.exprs, ps.text(from, ps.i-1))
+		u.order = append(u.order, col)
 		if !ps.acceptPunct(",") {
 			break
 		}
 	}
 	if ps.at("FROM") {
-		return 0, fmt.Errorf("%w: UPDATE … FROM", ErrUnsupported)
+		return u, fmt.Errorf("%w: UPDATE … FROM", ErrUnsupported)
 	}
-	pred, err := ps.where("UPDATE")
-	if err != nil {
-		return 0, err
-	}
-	tgt, err := p.loadTarget(ctx, sess, parts)
-	if err != nil {
-		return 0, err
-	}
+	u.pred, err = ps.where("UPDATE")
+	return u, err
+}
+
+// updateSQL prints an UPDATE's statements over name: out yields a file's
+// rows with the new values, match counts the rows it changes. The client's
+// expressions go in as DuckDB parsed them (template); where is the parsed
+// WHERE clause (nil without one).
+func updateSQL(ctx context.Context, conn *engine.Conn, tgt *writeTarget, name string, u updateText) (out, match string, where node, err error) {
 	schema := tgt.pinned.Table.Schema()
-	for _, c := range order {
+	for _, c := range u.order {
 		if _, ok := schema.FindFieldByNameCaseInsensitive(c); !ok {
-			return 0, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, c)
+			return "", "", nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, c)
 		}
 	}
-	conn, err := p.opts.Engine.Conn(ctx)
+	holes, where, err := dmlParts(ctx, conn, name, u.exprs, u.pred)
 	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	name := quotedName(parts)
-	holes, where, err := dmlParts(ctx, conn, name, exprs, pred)
-	if err != nil {
-		return 0, err
+		return "", "", nil, err
 	}
 	// Hole i is SET expression i; hole len(exprs) the WHERE clause.
-	predHole := ""
-	if where != nil {
-		predHole = hole(len(holes))
-		holes = append(holes, where)
-	}
-	sel, err := castColumns(schema, set, where != nil)
-	if err != nil {
-		return 0, err
-	}
 	updated := "true"
 	if where != nil {
-		updated = predHole
+		updated = hole(len(holes))
+		holes = append(holes, where)
 	}
-	out, match := "SELECT "+sel+lineageSelect(tgt, updated)+" FROM "+name, "SELECT count(*) FROM "+name
+	sel, err := castColumns(schema, u.set, where != nil)
+	if err != nil {
+		return "", "", nil, err
+	}
+	out, match = "SELECT "+sel+lineageSelect(tgt, updated)+" FROM "+name, "SELECT count(*) FROM "+name
 	if where != nil {
-		match += " WHERE " + predHole
+		match += " WHERE " + updated
 	}
 	if out, err = template(ctx, conn, out, holes); err != nil {
-		return 0, err
+		return "", "", nil, err
 	}
 	if match, err = template(ctx, conn, match, holes); err != nil {
-		return 0, err
+		return "", "", nil, err
 	}
-	return p.rewrite(ctx, sess, tgt, out, match)
+	return out, match, where, nil
 }
 
 // where reads an optional trailing "WHERE pred" and returns pred's text.
@@ -326,11 +386,11 @@ type dataFileTasks struct {
 	bytes int64
 }
 
-// rewrite runs a copy-on-write rewrite: out yields the new rows of a data
-// file, match counts the rows the statement affects in it. Files go to
+// rewrite runs a copy-on-write rewrite: q.out yields the new rows of a
+// data file, q.match counts the rows the statement affects in it. Files go to
 // the workers whole; each rewrites the files with a match and reports them
 // replaced. One commit replaces them all.
-func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, out, match string) (int64, error) {
+func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q rewriteSQL) (int64, error) {
 	workers := p.opts.Workers.Live()
 	if len(workers) == 0 {
 		return 0, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
@@ -340,7 +400,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		return 0, err
 	}
 	defer conn.Close()
-	ob, err := p.bind(ctx, conn, sess, out, true)
+	ob, err := p.bind(ctx, conn, sess, q.out, true, q.outArgs...)
 	if err != nil {
 		return 0, err
 	}
@@ -349,7 +409,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		return 0, err
 	}
 	defer mconn.Close()
-	mb, err := p.bind(ctx, mconn, sess, match, true)
+	mb, err := p.bind(ctx, mconn, sess, q.match, true, q.matchArgs...)
 	if err != nil {
 		return 0, err
 	}
@@ -418,7 +478,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, o
 		if lineage {
 			scan.Columns = in.cols
 		}
-		sealed, err := p.opts.Key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
+		sealed, err := p.seal(auth.Name(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
 		if err != nil {
 			return 0, err
 		}

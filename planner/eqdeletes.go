@@ -97,8 +97,8 @@ func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *writeTarget, p
 // commit. An equality delete removes every older row with a deleted key,
 // so it is used only when the keys select exactly the matching rows (no
 // other row shares one of them); ok is false otherwise, and the caller
-// deletes another way.
-func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *writeTarget, match string) (n int64, ok bool, err error) {
+// deletes another way. args bind the WHERE clause's parameters.
+func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *writeTarget, match string, args []any) (n int64, ok bool, err error) {
 	tbl := tgt.pinned.Table
 	if tbl.Properties().Get(DeleteKindKey, "") != "equality" {
 		return 0, false, nil
@@ -107,7 +107,7 @@ func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *writeTa
 	if len(keyIDs) == 0 {
 		return 0, false, fmt.Errorf("%w: %s asks for equality deletes ('%s' = 'equality') but has no identifier fields (ALTER TABLE … SET IDENTIFIER FIELDS)", ErrInvalid, tgt.ref, DeleteKindKey)
 	}
-	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match)
+	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match, args)
 	if err != nil || !exact {
 		return 0, false, err
 	}

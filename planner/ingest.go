@@ -23,6 +23,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/wire"
@@ -104,9 +106,12 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 		return 0, fmt.Errorf("%w: table %s (ingest mode create needs a new table)", ErrExists, ref)
 	case in.IfExists == ExistsReplace:
 		// Never a drop first: see replace.go.
-		return p.ingestReplace(ctx, cat, ref, in)
+		return p.replace(ctx, mt, ref, in)
 	}
 	if create {
+		if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+			return 0, err
+		}
 		schema, err := ingestSchema(in.Rows.Schema())
 		if err != nil {
 			return 0, err
@@ -116,28 +121,38 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 			case errors.Is(err, ErrExists) && in.IfExists == ExistsReplace:
 				// Made meanwhile by someone else: replace it as any
 				// existing table.
-				return p.ingestReplace(ctx, cat, ref, in)
+				return p.replace(ctx, mt, ref, in)
 			case errors.Is(err, ErrExists) && in.IfExists == ExistsAppend:
 				create = false
+				if err := p.authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
+					return 0, err
+				}
 			default:
 				return 0, err
 			}
 		}
 	}
-	tgt, err := p.loadTargetRef(ctx, ref)
+	// A table this ingest made needs no INSERT privilege of its own, and
+	// it goes with a failed ingest without the DROP privilege.
+	var privs []authz.Privilege
+	if !create {
+		privs = append(privs, authz.Insert)
+	}
+	tgt, err := p.loadTargetRef(ctx, ref, privs...)
 	if err != nil {
 		return 0, err
 	}
+	tgt.made = create
 	res, err := p.ingestWrite(ctx, tgt, in.Rows)
 	if err != nil {
 		if create {
-			_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
+			_ = mt.Internal().DropTable(context.WithoutCancel(ctx), ref.Ident())
 		}
 		return 0, err
 	}
 	n, err := p.commitAppend(ctx, tgt, res)
 	if err != nil && create && !errors.Is(err, ErrCommitUnknown) {
-		_ = cat.DropTable(context.WithoutCancel(ctx), ref.Ident())
+		_ = mt.Internal().DropTable(context.WithoutCancel(ctx), ref.Ident())
 	}
 	return n, err
 }
@@ -315,7 +330,6 @@ func ingestLocal(ctx context.Context, tgt *writeTarget, id uuid.UUID, target *ar
 // ingestShare is one worker's DoPut of an ingest.
 type ingestShare struct {
 	loc    string
-	client flight.Client
 	stream flight.FlightService_DoPutClient
 	wr     *flight.Writer
 }
@@ -328,26 +342,22 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *writeTarget, w *wire
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var shares []*ingestShare
-	defer func() {
-		for _, sh := range shares {
-			sh.client.Close()
-		}
-	}()
 	expires := time.Now().Add(p.opts.TicketTTL)
 	queryID := newQueryID()
 	for i, wk := range workers {
-		c, err := dialWorker(wk.Location)
+		c, release, err := p.opts.Flight.Hold(wk.Location)
 		if err != nil {
 			return nil, err
 		}
-		sh := &ingestShare{loc: wk.Location, client: c}
+		defer release() // after every share's stream has ended, below
+		sh := &ingestShare{loc: wk.Location}
 		shares = append(shares, sh)
 		if sh.stream, err = c.DoPut(ctx); err != nil {
 			return nil, fragmentError(wk.Location, err)
 		}
 		fw := *w
 		fw.WriteUUID = fragmentUUID(w.WriteUUID, i)
-		sealed, err := p.opts.Key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
+		sealed, err := p.seal(auth.Name(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
 		if err != nil {
 			return nil, err
 		}

@@ -13,8 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
+	"github.com/apache/iceberg-go"
 	"github.com/duckdb/duckdb-go/v2"
 
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 )
 
@@ -34,7 +36,7 @@ import (
 // are passed to DuckDB's own prepared-statement binding.
 
 // paramKinds are DuckDB's types of a statement's parameters, in order.
-type paramKinds = []duckdb.Type
+type paramKinds = []engine.ParamType
 
 // paramValue is one bound value, normalised.
 type paramValue struct {
@@ -269,7 +271,8 @@ func nullType(t arrow.DataType) (node, error) {
 	return nil, fmt.Errorf("%w: NULL parameter of Arrow type %s", ErrUnsupported, t)
 }
 
-// constantNode is the AST expression for p: CAST(constant AS type).
+// constantNode is the AST expression for p: CAST(constant AS type), or
+// the bare constant for NULL and text.
 func (p paramValue) constantNode() node {
 	const noLocation = uint64(math.MaxUint64)
 	var value node
@@ -279,7 +282,12 @@ func (p paramValue) constantNode() node {
 		value = p.child
 	}
 	constant := node{"class": "CONSTANT", "type": "VALUE_CONSTANT", "alias": "", "query_location": noLocation, "value": value}
-	if id, _ := p.duck["id"].(string); id == "NULL" {
+	// An untyped NULL stays so, and text stays a string literal, which DuckDB
+	// casts to whatever the parameter's place needs (UUID, a list, a
+	// struct, a map: the types whose parameters bind as text), as it does
+	// for a prepared statement's VARCHAR value; CAST(… AS VARCHAR) would
+	// make BETWEEN and IN refuse to compare them.
+	if id, _ := p.duck["id"].(string); id == "NULL" || id == "VARCHAR" && !p.null {
 		return constant
 	}
 	return node{
@@ -366,79 +374,105 @@ func driverArgs(args []any) ([]any, error) {
 	return out, nil
 }
 
-// paramTypes prepares query, one statement of the given kind, on conn and
-// returns the DuckDB type DuckDB expects for each parameter (TYPE_INVALID
-// where the context does not say).
-func paramTypes(ctx context.Context, conn *engine.Conn, kind duckdb.StmtType, query string) ([]duckdb.Type, error) {
-	var types []duckdb.Type
-	err := conn.Prepared(ctx, kind, query, func(ds *duckdb.Stmt) error {
-		for i := 1; i <= ds.NumInput(); i++ {
-			t, err := ds.ParamType(i)
-			if err != nil {
-				return err
-			}
-			types = append(types, t)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, bindError(err)
+// paramArrowType is the Arrow type clients bind a parameter of DuckDB
+// type p as: what they send is what the server then reads (flightsql
+// turns each value into a scalar and toParam converts any Arrow type).
+//
+// Temporal types are typed the way the JDBC driver (arrow-java 18.3)
+// fills them: it writes a java.sql Timestamp's epoch milliseconds and a
+// Time's milliseconds of the day into the vector unscaled, whatever its
+// unit (apache/arrow-java#838), so timestamps are timestamp[ms] (with a
+// zone for TIMESTAMP WITH TIME ZONE, none for TIMESTAMP) and times
+// time32[ms]. Decimals keep the precision and scale DuckDB infers (the
+// column's, or the CAST's). Types without an Arrow counterpart here
+// (UUID, nested types, parameters DuckDB cannot type) are strings, which
+// DuckDB casts.
+func paramArrowType(p engine.ParamType) arrow.DataType {
+	if p.Type == duckdb.TYPE_DECIMAL {
+		return &arrow.Decimal128Type{Precision: int32(p.Width), Scale: int32(p.Scale)}
 	}
-	return types, nil
+	if t, ok := paramArrowTypes[p.Type]; ok {
+		return t
+	}
+	return arrow.BinaryTypes.String
 }
 
-// paramArrowTypes maps DuckDB parameter types to the Arrow types clients
-// bind them as. Unknown or complex types are strings, which DuckDB casts.
 var paramArrowTypes = map[duckdb.Type]arrow.DataType{
-	duckdb.TYPE_BOOLEAN:      arrow.FixedWidthTypes.Boolean,
-	duckdb.TYPE_TINYINT:      arrow.PrimitiveTypes.Int8,
-	duckdb.TYPE_SMALLINT:     arrow.PrimitiveTypes.Int16,
-	duckdb.TYPE_INTEGER:      arrow.PrimitiveTypes.Int32,
-	duckdb.TYPE_BIGINT:       arrow.PrimitiveTypes.Int64,
-	duckdb.TYPE_UTINYINT:     arrow.PrimitiveTypes.Uint8,
-	duckdb.TYPE_USMALLINT:    arrow.PrimitiveTypes.Uint16,
-	duckdb.TYPE_UINTEGER:     arrow.PrimitiveTypes.Uint32,
-	duckdb.TYPE_UBIGINT:      arrow.PrimitiveTypes.Uint64,
-	duckdb.TYPE_FLOAT:        arrow.PrimitiveTypes.Float32,
-	duckdb.TYPE_DOUBLE:       arrow.PrimitiveTypes.Float64,
-	duckdb.TYPE_VARCHAR:      arrow.BinaryTypes.String,
-	duckdb.TYPE_BLOB:         arrow.BinaryTypes.Binary,
-	duckdb.TYPE_DATE:         arrow.FixedWidthTypes.Date32,
-	duckdb.TYPE_TIME:         arrow.FixedWidthTypes.Time64us,
-	duckdb.TYPE_TIMESTAMP:    arrow.FixedWidthTypes.Timestamp_us,
-	duckdb.TYPE_TIMESTAMP_TZ: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
+	duckdb.TYPE_BOOLEAN:   arrow.FixedWidthTypes.Boolean,
+	duckdb.TYPE_TINYINT:   arrow.PrimitiveTypes.Int8,
+	duckdb.TYPE_SMALLINT:  arrow.PrimitiveTypes.Int16,
+	duckdb.TYPE_INTEGER:   arrow.PrimitiveTypes.Int32,
+	duckdb.TYPE_BIGINT:    arrow.PrimitiveTypes.Int64,
+	duckdb.TYPE_HUGEINT:   arrow.PrimitiveTypes.Int64,
+	duckdb.TYPE_UTINYINT:  arrow.PrimitiveTypes.Uint8,
+	duckdb.TYPE_USMALLINT: arrow.PrimitiveTypes.Uint16,
+	duckdb.TYPE_UINTEGER:  arrow.PrimitiveTypes.Uint32,
+	duckdb.TYPE_UBIGINT:   arrow.PrimitiveTypes.Uint64,
+	duckdb.TYPE_UHUGEINT:  arrow.PrimitiveTypes.Uint64,
+	duckdb.TYPE_FLOAT:     arrow.PrimitiveTypes.Float32,
+	duckdb.TYPE_DOUBLE:    arrow.PrimitiveTypes.Float64,
+	duckdb.TYPE_BLOB:      arrow.BinaryTypes.Binary,
+	duckdb.TYPE_DATE:      arrow.FixedWidthTypes.Date32,
+	duckdb.TYPE_TIME:      arrow.FixedWidthTypes.Time32ms,
+	// Not arrow.FixedWidthTypes' timestamps: those have a UTC zone.
+	duckdb.TYPE_TIMESTAMP:    &arrow.TimestampType{Unit: arrow.Millisecond},
+	duckdb.TYPE_TIMESTAMP_S:  &arrow.TimestampType{Unit: arrow.Millisecond},
+	duckdb.TYPE_TIMESTAMP_MS: &arrow.TimestampType{Unit: arrow.Millisecond},
+	duckdb.TYPE_TIMESTAMP_NS: &arrow.TimestampType{Unit: arrow.Millisecond},
+	duckdb.TYPE_TIMESTAMP_TZ: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"},
+}
+
+// paramNullType is the DuckDB type a parameter bound without a value is
+// a NULL of, or nil where DuckDB's inferred type has no name here (the
+// NULL then stays untyped).
+func paramNullType(p engine.ParamType) node {
+	if p.Type == duckdb.TYPE_DECIMAL {
+		return decimalType(int32(p.Width), int32(p.Scale))
+	}
+	if name, ok := paramNullTypes[p.Type]; ok {
+		return duckType(name)
+	}
+	return nil
 }
 
 var paramNullTypes = map[duckdb.Type]string{
 	duckdb.TYPE_BOOLEAN: "BOOLEAN", duckdb.TYPE_TINYINT: "TINYINT", duckdb.TYPE_SMALLINT: "SMALLINT",
 	duckdb.TYPE_INTEGER: "INTEGER", duckdb.TYPE_BIGINT: "BIGINT", duckdb.TYPE_UTINYINT: "UTINYINT",
 	duckdb.TYPE_USMALLINT: "USMALLINT", duckdb.TYPE_UINTEGER: "UINTEGER", duckdb.TYPE_UBIGINT: "UBIGINT",
+	duckdb.TYPE_HUGEINT: "HUGEINT", duckdb.TYPE_UHUGEINT: "UHUGEINT",
 	duckdb.TYPE_FLOAT: "FLOAT", duckdb.TYPE_DOUBLE: "DOUBLE", duckdb.TYPE_VARCHAR: "VARCHAR",
 	duckdb.TYPE_BLOB: "BLOB", duckdb.TYPE_DATE: "DATE", duckdb.TYPE_TIME: "TIME",
 	duckdb.TYPE_TIMESTAMP: "TIMESTAMP", duckdb.TYPE_TIMESTAMP_TZ: "TIMESTAMP WITH TIME ZONE",
-	duckdb.TYPE_UUID: "UUID",
+	duckdb.TYPE_TIMESTAMP_S: "TIMESTAMP_S", duckdb.TYPE_TIMESTAMP_MS: "TIMESTAMP_MS",
+	duckdb.TYPE_TIMESTAMP_NS: "TIMESTAMP_NS", duckdb.TYPE_UUID: "UUID",
 }
 
 var emptyParamSchema = arrow.NewSchema(nil, nil)
 
 // paramSchema is the parameter schema clients bind against.
-func paramSchema(types []duckdb.Type) *arrow.Schema {
+func paramSchema(types []engine.ParamType) *arrow.Schema {
 	fields := make([]arrow.Field, len(types))
 	for i, t := range types {
-		at, ok := paramArrowTypes[t]
-		if !ok {
-			at = arrow.BinaryTypes.String
-		}
-		fields[i] = arrow.Field{Name: fmt.Sprintf("$%d", i+1), Type: at, Nullable: true}
+		fields[i] = arrow.Field{Name: fmt.Sprintf("$%d", i+1), Type: paramArrowType(t), Nullable: true}
 	}
 	return arrow.NewSchema(fields, nil)
+}
+
+// paramTypes prepares query, one statement of the given kind, on conn and
+// returns the type DuckDB infers for each parameter.
+func paramTypes(ctx context.Context, conn *engine.Conn, kind duckdb.StmtType, query string) ([]engine.ParamType, error) {
+	types, err := conn.ParamTypes(ctx, kind, query)
+	if err != nil {
+		return nil, bindError(err)
+	}
+	return types, nil
 }
 
 // bindTypedNulls binds a query with parameters but no values (a prepared
 // statement's schema): each parameter becomes a NULL of the type DuckDB
 // expects there, and b.sql is printed again. It returns the parameter
 // types.
-func (b *bound) bindTypedNulls(ctx context.Context, conn *engine.Conn) ([]duckdb.Type, error) {
+func (b *bound) bindTypedNulls(ctx context.Context, conn *engine.Conn) ([]engine.ParamType, error) {
 	types, err := paramTypes(ctx, conn, duckdb.STATEMENT_TYPE_SELECT, b.sql)
 	if err != nil {
 		return nil, err
@@ -449,8 +483,8 @@ func (b *bound) bindTypedNulls(ctx context.Context, conn *engine.Conn) ([]duckdb
 	}
 	for i, t := range types {
 		p := paramValue{null: true, duck: duckType("NULL")}
-		if name, ok := paramNullTypes[t]; ok {
-			p.duck = duckType(name)
+		if nt := paramNullType(t); nt != nil {
+			p.duck = nt
 		}
 		for _, x := range nodes[i+1] {
 			replaceNode(x, p.constantNode())
@@ -478,10 +512,11 @@ func (p *Planner) Parameters(ctx context.Context, s Session, query string) (*arr
 		return emptyParamSchema, nil // no placeholder can hide elsewhere
 	}
 	if kind == KindUpdate {
-		// Only INSERT … VALUES is described; other updates (and one that
-		// cannot be prepared here, e.g. INSERT … SELECT) report no
-		// parameters, and their statement still runs or fails as usual.
-		types, err := p.insertParamTypes(ctx, s, query)
+		// INSERT … VALUES, UPDATE and DELETE are described; other updates
+		// (and one that cannot be prepared here, e.g. INSERT … SELECT)
+		// report no parameters, and their statement still runs or fails as
+		// usual.
+		types, err := p.dmlParamTypes(ctx, s, query)
 		if err != nil {
 			return emptyParamSchema, nil
 		}
@@ -504,15 +539,8 @@ func (p *Planner) Parameters(ctx context.Context, s Session, query string) (*arr
 
 // insertParamTypes prepares an INSERT … VALUES against a stand-in of its
 // target table and returns DuckDB's parameter types.
-func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query string) ([]duckdb.Type, error) {
-	toks, err := ddlTokens(query)
-	if err != nil {
-		return nil, err
-	}
-	ps := &ddlParser{src: query, toks: toks}
-	if !ps.at("INSERT", "INTO") {
-		return nil, nil // DDL takes no parameters
-	}
+func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *ddlParser) ([]engine.ParamType, error) {
+	toks := ps.toks
 	ps.i = 2
 	parts, err := ps.name(3)
 	if err != nil {
@@ -534,15 +562,14 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query stri
 		return nil, nil // INSERT … SELECT: no parameters described
 	}
 	values := ps.text(ps.i, len(toks)-1)
-	ref, err := ddlTableName(sess, parts)
+	// The target as INSERT loads it, so t.branch_b is described too; its
+	// column types are no one's business without INSERT.
+	tgt, err := p.loadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return nil, err
 	}
-	pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
-	}
-	schema := pinned.Table.Schema()
+	ref := tgt.ref
+	schema := tgt.pinned.Table.Schema()
 	defs := make([]string, len(schema.Fields()))
 	for i, f := range schema.Fields() {
 		typ, err := DuckTypeOf(f.Type)
@@ -564,4 +591,116 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, query stri
 		return nil, err
 	}
 	return paramTypes(ctx, conn, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO "+standIn+" "+columns+" "+values)
+}
+
+// dmlParamTypes returns DuckDB's parameter types of an INSERT … VALUES,
+// UPDATE or DELETE, prepared against a stand-in of its target table (the
+// statements icefloe runs for an UPDATE or DELETE, as they are printed).
+func (p *Planner) dmlParamTypes(ctx context.Context, sess Session, query string) ([]engine.ParamType, error) {
+	ps, err := updateTokens(query)
+	if err != nil {
+		return nil, err
+	}
+	var parts []string
+	var u updateText
+	var pred string
+	update := ps.at("UPDATE")
+	switch {
+	case ps.at("INSERT", "INTO"):
+		return p.insertParamTypes(ctx, sess, ps)
+	case ps.at("UPDATE"):
+		if u, err = ps.updateParts(); err != nil {
+			return nil, err
+		}
+		parts = u.parts
+	case ps.at("DELETE"):
+		if parts, pred, err = ps.deleteParts(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, nil // DDL takes no parameters
+	}
+	// Describing a statement's parameters needs what running it does.
+	priv := authz.Delete
+	if update {
+		priv = authz.Update
+	}
+	tgt, conn, err := p.targetConn(ctx, sess, parts, priv)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	standIn, err := createStandIn(ctx, conn, tgt.ref, tgt.pinned.Table.Schema(), false)
+	if err != nil {
+		return nil, err
+	}
+	if hasLineage(&input{pinned: tgt.pinned}) {
+		for _, c := range []string{iceberg.RowIDColumnName, iceberg.LastUpdatedSequenceNumberColumnName} {
+			if err := conn.Exec(ctx, "ALTER TABLE "+standIn+" ADD COLUMN "+engine.Quote(c)+" BIGINT"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var sql string
+	if update {
+		sql, _, _, err = updateSQL(ctx, conn, tgt, standIn, u)
+	} else {
+		_, sql, err = deleteSQL(ctx, conn, tgt, standIn, pred)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return paramTypes(ctx, conn, duckdb.STATEMENT_TYPE_SELECT, sql)
+}
+
+// ParamRows turns parameter batches (one column per placeholder, one row
+// per execution) into one []any of Arrow scalars per row, the args of
+// Plan, Bind and Exec.
+func ParamRows(recs []arrow.RecordBatch) ([][]any, error) {
+	var rows [][]any
+	for _, rec := range recs {
+		for r := 0; r < int(rec.NumRows()); r++ {
+			row := make([]any, rec.NumCols())
+			for c := range row {
+				sc, err := scalar.GetScalar(rec.Column(c), r)
+				if err != nil {
+					return nil, fmt.Errorf("%w: parameter %d: %v", ErrUnsupported, c+1, err)
+				}
+				row[c] = sc
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// paramBatch is the parameter rows of one update: a client's Arrow
+// batches (recs), or Go values (rows, Exec's args), or none.
+type paramBatch struct {
+	recs []arrow.RecordBatch
+	rows [][]any
+}
+
+// len is the number of parameter rows.
+func (b *paramBatch) len() int {
+	if b.rows != nil {
+		return len(b.rows)
+	}
+	n := 0
+	for _, r := range b.recs {
+		n += int(r.NumRows())
+	}
+	return n
+}
+
+// values returns the rows as Go values (ParamRows of the batches).
+func (b *paramBatch) values() ([][]any, error) {
+	if b.rows == nil && len(b.recs) > 0 {
+		rows, err := ParamRows(b.recs)
+		if err != nil {
+			return nil, err
+		}
+		b.rows = rows
+	}
+	return b.rows, nil
 }

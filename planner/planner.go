@@ -15,7 +15,7 @@ type Planner struct {
 	stats      statsCache
 }
 
-// New returns a planner; Mounts, Engine, Key and Workers are required.
+// New returns a planner; Mounts, Engine, Key, Workers and Flight are required.
 func New(o Options) (*Planner, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -50,6 +50,9 @@ func (o Options) Validate() error {
 	}
 	if o.Workers == nil {
 		errs = append(errs, errors.New("planner: Workers is required"))
+	}
+	if o.Flight == nil {
+		errs = append(errs, errors.New("planner: Flight is required"))
 	}
 	if o.TicketTTL < 0 {
 		errs = append(errs, errors.New("planner: TicketTTL must be >= 0"))

@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"math/big"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -419,7 +420,7 @@ func literalFor(t iceberg.Type, n node) (iceberg.Literal, bool) {
 		}
 		return nil, false
 	}
-	id, scale, v, ok := constant(n)
+	id, scale, v, ok := constant(boundParam(n))
 	if !ok {
 		return nil, false
 	}
@@ -428,12 +429,8 @@ func literalFor(t iceberg.Type, n node) (iceberg.Literal, bool) {
 		if !intTypes[id] {
 			return nil, false
 		}
-		num, ok := v.(json.Number)
+		i, ok := intValue(v)
 		if !ok {
-			return nil, false
-		}
-		i, err := num.Int64()
-		if err != nil {
 			return nil, false
 		}
 		if _, is32 := t.(iceberg.Int32Type); is32 {
@@ -484,6 +481,53 @@ func literalFor(t iceberg.Type, n node) (iceberg.Literal, bool) {
 		return iceberg.NewLiteral(b), ok
 	}
 	return nil, false
+}
+
+// boundParam returns the constant of a bound parameter, which
+// substituteParams prints as CAST(constant AS T) with the constant already
+// of type T (constantNode); any other node is returned as it is.
+func boundParam(n node) node {
+	if str(n, "class") != "CAST" || n["try_cast"] == true {
+		return n
+	}
+	child, _ := n["child"].(node)
+	if str(child, "class") != "CONSTANT" {
+		return n
+	}
+	v, _ := child["value"].(node)
+	vt, _ := v["type"].(node)
+	ct, _ := n["cast_type"].(node)
+	if vt == nil || ct == nil || !reflect.DeepEqual(vt, ct) {
+		return n
+	}
+	return child
+}
+
+// intValue is an integer constant's value: a json.Number as DuckDB prints
+// it, or the Go integer a bound parameter carries.
+func intValue(v any) (int64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		i, err := x.Int64()
+		return i, err == nil
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	}
+	return 0, false
 }
 
 // parseTimestamp reads the timestamp literals DuckDB accepts that are

@@ -19,6 +19,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
@@ -59,7 +63,8 @@ type bound struct {
 	sql     string // the query rewritten over the inputs' views
 	schema  *arrow.Schema
 	// duckTypes are DuckDB's type names of the result columns, when DuckDB
-	// could name them (it cannot for duplicate column names).
+	// could name them and the names are unique (the rewrites that cast to
+	// them name the columns).
 	duckTypes []string
 	// ambiguous: one alias names different tables in different scopes.
 	ambiguous bool
@@ -127,10 +132,11 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		}
 		in.groups, in.places = assignGroups(in.tasks, workers, p.opts.TargetGroupBytes)
 	}
-	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers,
+	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, principal: auth.Name(ctx),
 		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
+	audit.From(ctx).QueryID(pb.plan.QueryID)
 	root, _ := b.ast.root["node"].(node)
 	if order, _, _, _ := modifiersOf(root); order != nil && str(root, "type") == "SELECT_NODE" {
 		pb.plan.Ordered = true
@@ -143,16 +149,18 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 
 // planBuilder collects one plan's tickets.
 type planBuilder struct {
-	p       *Planner
-	b       *bound
-	conn    *engine.Conn
-	workers []Worker
-	plan    *Plan
-	expires time.Time
-	explain []string // lines "key\tvalue"
-	tickets []*wire.Ticket
-	places  []place
-	next    int
+	p *Planner
+	// principal is who plans: every ticket is bound to them.
+	principal string
+	b         *bound
+	conn      *engine.Conn
+	workers   []Worker
+	plan      *Plan
+	expires   time.Time
+	explain   []string // lines "key\tvalue"
+	tickets   []*wire.Ticket
+	places    []place
+	next      int
 }
 
 func (pb *planBuilder) note(key, format string, args ...any) {
@@ -195,7 +203,7 @@ func (pb *planBuilder) endpointAt(t *wire.Ticket, pl place) {
 
 // child seals t as a child fragment run at pl.
 func (pb *planBuilder) child(view string, t *wire.Ticket, pl place) (wire.Child, error) {
-	sealed, err := pb.p.opts.Key.Seal(t)
+	sealed, err := pb.p.seal(pb.principal, t)
 	if err != nil {
 		return wire.Child{}, err
 	}
@@ -204,7 +212,7 @@ func (pb *planBuilder) child(view string, t *wire.Ticket, pl place) (wire.Child,
 
 func (pb *planBuilder) finish() (*Plan, error) {
 	for i, t := range pb.tickets {
-		sealed, err := pb.p.opts.Key.Seal(t)
+		sealed, err := pb.p.seal(pb.principal, t)
 		if err != nil {
 			return nil, err
 		}
@@ -467,7 +475,7 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (b
 	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
 		return false, err
 	}
-	rdr, err := pb.conn.Query(ctx, partialSQL)
+	rdr, err := pb.conn.Query(ctx, partialSQL, engine.QueryOptions{})
 	if err != nil {
 		return false, nil
 	}
@@ -498,7 +506,7 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (b
 	if err != nil {
 		return false, nil
 	}
-	frdr, err := pb.conn.Query(ctx, final)
+	frdr, err := pb.conn.Query(ctx, final, engine.QueryOptions{})
 	if err != nil {
 		return false, nil
 	}
@@ -559,7 +567,7 @@ func (pb *planBuilder) gather(reason string) error {
 		return err
 	}
 	for _, in := range pb.b.inputs {
-		rdr, err := pb.conn.Query(context.Background(), "SELECT * FROM "+engine.Quote(in.view))
+		rdr, err := pb.conn.Query(context.Background(), "SELECT * FROM "+engine.Quote(in.view), engine.QueryOptions{})
 		if err != nil {
 			return err
 		}
@@ -688,6 +696,17 @@ func snapshotID(in *input) int64 {
 	return 0
 }
 
+// seal stamps a ticket with the principal it is bound to and the time it
+// was planned, and seals it: every ticket the planner makes goes through
+// here.
+func (p *Planner) seal(principal string, t *wire.Ticket) ([]byte, error) {
+	t.Principal = principal
+	if t.IssuedAt.IsZero() {
+		t.IssuedAt = time.Now()
+	}
+	return p.opts.Key.Seal(t)
+}
+
 func newQueryID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -735,7 +754,7 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err != nil {
 		return nil, err
 	}
-	key := bindKey(doc, b.inputs)
+	key := bindKey(auth.Name(ctx), doc, b.inputs)
 	if !unbound && p.recallBind(key, b) {
 		if standIns {
 			return b, b.loadStandIns(ctx, conn)
@@ -753,13 +772,9 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 			return nil, err
 		}
 	}
-	rdr, err := conn.Query(ctx, b.sql)
-	if err != nil {
-		return nil, bindError(err)
+	if err := b.resultSchema(ctx, conn); err != nil {
+		return nil, err
 	}
-	b.schema = rdr.Schema()
-	rdr.Release()
-	b.duckTypes = duckTypes(ctx, conn, b.sql, b.schema.NumFields())
 	if !unbound {
 		p.rememberBind(key, b)
 	}
@@ -792,10 +807,46 @@ func (b *bound) loadStandIns(ctx context.Context, conn *engine.Conn) error {
 	return nil
 }
 
-// duckTypes names the result's DuckDB types, or nil when DuckDB cannot
-// materialise the shape (duplicate names).
-func duckTypes(ctx context.Context, conn *engine.Conn, sql string, n int) []string {
-	if err := conn.Exec(ctx, "CREATE TEMP TABLE __icefloe_shape AS SELECT * FROM ("+sql+") AS __q LIMIT 0"); err != nil {
+// resultSchema sets b.schema, the bound query's result schema, and
+// b.duckTypes, DuckDB's type names of its columns.
+func (b *bound) resultSchema(ctx context.Context, conn *engine.Conn) error {
+	rdr, err := conn.Query(ctx, b.sql, engine.QueryOptions{})
+	if err != nil {
+		return bindError(err)
+	}
+	schema := rdr.Schema()
+	rdr.Release()
+	names := typeNames(ctx, conn, b.sql, schema.NumFields())
+	// Every stream, the FlightInfo and the prepared statement's dataset
+	// schema carry the same Flight SQL column metadata (JDBC's
+	// ResultSetMetaData reads precision and scale there).
+	b.schema = colmeta.Schema(schema, names)
+	if !duplicateNames(schema) {
+		b.duckTypes = names
+	}
+	return nil
+}
+
+func duplicateNames(s *arrow.Schema) bool {
+	seen := map[string]bool{}
+	for _, f := range s.Fields() {
+		if seen[f.Name] {
+			return true
+		}
+		seen[f.Name] = true
+	}
+	return false
+}
+
+// typeNames names the result's DuckDB types, or nil when DuckDB cannot
+// say.
+func typeNames(ctx context.Context, conn *engine.Conn, sql string, n int) []string {
+	cols := make([]string, n)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("__c%d", i)
+	}
+	// The columns are renamed so that duplicate names can be materialised.
+	if err := conn.Exec(ctx, "CREATE TEMP TABLE __icefloe_shape AS SELECT * FROM ("+sql+") AS __q("+strings.Join(cols, ", ")+") LIMIT 0"); err != nil {
 		return nil
 	}
 	defer conn.Exec(ctx, "DROP TABLE IF EXISTS __icefloe_shape")
@@ -954,6 +1005,14 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	if ref.Schema == "" {
 		ref.Schema = r.s.Schema
 	}
+	// Every table read needs SELECT, checked before it is loaded: a
+	// metadata table (t$snapshots) or an older version is still t.
+	base := ref
+	base.Table, _ = splitMetaTable(ref.Table)
+	if err := r.p.authorize(ctx, authz.TableObject(base), authz.Select); err != nil {
+		r.err = err
+		return
+	}
 	key := inputKey(ref, at)
 	in, ok := r.byRef[key]
 	if !ok {
@@ -966,6 +1025,11 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 			in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
 			r.byRef[inputKey(ref, at)] = in
 			b.inputs = append(b.inputs, in)
+			snap := in.snapshot
+			if snap == 0 {
+				snap = snapshotID(in)
+			}
+			audit.From(ctx).Read(ref.String(), snap)
 		}
 		r.byRef[key] = in
 	}
@@ -991,6 +1055,7 @@ func encodeScan(in *input, tasks []table.FileScanTask) (wire.Scan, error) {
 	scan := wire.Scan{
 		View:             in.view,
 		Table:            in.ref.String(),
+		TableUUID:        md.TableUUID().String(),
 		MetadataLocation: in.pinned.MetadataLocation,
 		SnapshotID:       in.snapshot,
 		MetadataTable:    in.meta,

@@ -70,7 +70,7 @@ func testPlanner(t *testing.T, workers fixedWorkers, files int) (*Planner, *wire
 		}
 	}
 	key, _ := wire.RandomKey()
-	p, err := New(Options{Mounts: m, Engine: eng, Key: key, Workers: workers})
+	p, err := New(Options{Mounts: m, Engine: eng, Key: key, Workers: workers, Flight: testPool(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +281,34 @@ func TestClassify(t *testing.T) {
 	} {
 		if _, err := p.Classify(q); !errors.Is(err, want) {
 			t.Errorf("%q: got %v, want %v", q, err, want)
+		}
+	}
+}
+
+// The bound schema carries Flight SQL column metadata: DuckDB's type name
+// and, where they apply, precision and scale; the plan's tickets carry the
+// same schema, so every stream agrees with it.
+func TestBindColumnMetadata(t *testing.T) {
+	e := newDDLEnv(t)
+	ctx := context.Background()
+	e.exec(t, `CREATE TABLE m (id BIGINT NOT NULL, amount DECIMAL(12,2), u UUID, tz TIMESTAMPTZ, s VARCHAR)`)
+	sc, err := e.p.Bind(ctx, e.sess, "SELECT amount, id, u, tz, s, sum(id) OVER () AS total, amount AS amount FROM m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][3]string{
+		{"DECIMAL(12,2)", "12", "2"}, {"BIGINT", "19", "0"}, {"UUID", "36", "0"},
+		{"TIMESTAMP WITH TIME ZONE", "", ""}, {"VARCHAR", "", ""}, {"HUGEINT", "38", "0"}, {"DECIMAL(12,2)", "12", "2"},
+	}
+	for i, w := range want {
+		md := sc.Field(i).Metadata
+		get := func(k string) string {
+			v, _ := md.GetValue(k)
+			return v
+		}
+		got := [3]string{get("ARROW:FLIGHT:SQL:TYPE_NAME"), get("ARROW:FLIGHT:SQL:PRECISION"), get("ARROW:FLIGHT:SQL:SCALE")}
+		if got != w {
+			t.Errorf("column %d (%s): metadata %v, want %v", i, sc.Field(i).Name, got, w)
 		}
 	}
 }

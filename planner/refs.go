@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
@@ -386,7 +387,7 @@ func addedDataFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) ([
 // branchTarget resolves a write target named the Spark way, t.branch_b:
 // the table t, committing to its branch b, which must exist. notFound is
 // the error of the name as a table, returned when it is not that either.
-func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string, notFound error) (*writeTarget, error) {
+func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string, notFound error, privs ...authz.Privilege) (*writeTarget, error) {
 	if _, name, ok := sparkRefName(parts, true); ok && !strings.HasPrefix(strings.ToLower(parts[len(parts)-1]), "branch_") {
 		return nil, fmt.Errorf("%w: %s names tag %q; tags are read-only, write to a branch", ErrInvalid, strings.Join(parts, "."), name)
 	}
@@ -398,7 +399,11 @@ func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string
 	if err != nil {
 		return nil, notFound
 	}
-	tgt, err := p.loadTargetRef(ctx, ref)
+	tgt, err := p.loadTargetRef(ctx, ref, privs...)
+	if errors.Is(err, ErrDenied) {
+		// The caller may not write the table the branch is of.
+		return nil, err
+	}
 	if err != nil {
 		return nil, notFound
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
 )
 
 // Bulk ingest mode replace (ADBC "replace") on an existing table.
@@ -45,6 +46,17 @@ import (
 // files and commits, each time from a freshly loaded table, when a
 // concurrent commit got in between (as patient as an append).
 const replaceAttempts = appendAttempts
+
+// replace runs bulk ingest mode replace once the caller holds INSERT and
+// DELETE on ref (replacing every row deletes them all); its steps then
+// run on the mount's internal catalog, which leaves the privilege checks
+// to what was authorized here and in replaceStaged.
+func (p *Planner) replace(ctx context.Context, mt *catalog.Mount, ref catalog.TableRef, in Ingest) (int64, error) {
+	if err := p.authorize(ctx, authz.TableObject(ref), authz.Insert, authz.Delete); err != nil {
+		return 0, err
+	}
+	return p.ingestReplace(ctx, mt.Internal(), ref, in)
+}
 
 // ingestReplace runs bulk ingest mode replace on the existing table ref.
 func (p *Planner) ingestReplace(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, in Ingest) (int64, error) {
@@ -226,6 +238,10 @@ func liveFiles(meta table.Metadata, fsys iceio.IO) (data, deletes []iceberg.Data
 // replaceStaged replaces ref by a new table of schema holding the stream:
 // written and committed into a staging table first, then swapped in.
 func (p *Planner) replaceStaged(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, schema *iceberg.Schema, in Ingest) (int64, error) {
+	// A new shape drops the table and makes another in its place.
+	if err := p.authorize(ctx, authz.TableObject(ref), authz.Drop, authz.Create); err != nil {
+		return 0, err
+	}
 	staging := ref
 	staging.Table = ref.Table + "__replace_" + uuid.NewString()[:8]
 	if err := createIngestTable(ctx, cat, staging, schema); err != nil {
@@ -243,6 +259,7 @@ func (p *Planner) replaceStaged(ctx context.Context, cat icecat.Catalog, ref cat
 	if err != nil {
 		return dropStaging(err)
 	}
+	tgt.made = true
 	res, err := p.ingestWrite(ctx, tgt, in.Rows)
 	if err != nil {
 		return dropStaging(err)

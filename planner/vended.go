@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
 )
 
 // ticketExpiry is when a plan's tickets expire: at end (now + TicketTTL),
@@ -28,11 +30,16 @@ func ticketExpiry(end time.Time, inputs []*input) time.Time {
 // with them and a new expiry: now + TicketTTL, or the new credentials'
 // expiry when sooner. The pinned metadata locations do not change, so the
 // query still reads the same table versions. Child fragments are renewed
-// the same way.
+// the same way. Only the principal the ticket was planned for may renew
+// it, and not once a table it reads was dropped (or dropped and made
+// again under its name: the UUID differs).
 func (p *Planner) Renew(ctx context.Context, sealed []byte) ([]byte, time.Time, error) {
 	t, err := p.opts.Key.Open(sealed, time.Now())
 	if err != nil {
 		return nil, time.Time{}, err
+	}
+	if t.Principal != auth.Name(ctx) {
+		return nil, time.Time{}, fmt.Errorf("%w: this ticket was planned for another principal", ErrDenied)
 	}
 	expires := time.Now().Add(p.opts.TicketTTL)
 	for i := range t.Scans {
@@ -41,12 +48,18 @@ func (p *Planner) Renew(ctx context.Context, sealed []byte) ([]byte, time.Time, 
 		if err != nil {
 			return nil, time.Time{}, err
 		}
+		if err := p.authorize(ctx, authz.TableObject(ref), authz.Select); err != nil {
+			return nil, time.Time{}, err
+		}
 		pinned, err := p.opts.Mounts.LoadTable(ctx, ref)
 		if err != nil {
 			if errors.Is(err, catalog.ErrTableNotFound) || errors.Is(err, catalog.ErrCatalogNotFound) {
 				return nil, time.Time{}, fmt.Errorf("%w: renew: %w", ErrNotFound, err)
 			}
 			return nil, time.Time{}, fmt.Errorf("renew: %w", err)
+		}
+		if sc.TableUUID != "" && pinned.Table.Metadata().TableUUID().String() != sc.TableUUID {
+			return nil, time.Time{}, fmt.Errorf("%w: renew: table %s was dropped since the query was planned", ErrNotFound, ref)
 		}
 		sc.Props = pinned.StorageProps
 		if exp := pinned.CredentialsExpire; !exp.IsZero() && exp.Before(expires) {

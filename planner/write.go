@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,14 +19,14 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/orphans"
 	"github.com/icefloe/icefloe/wire"
@@ -54,18 +53,26 @@ type writeTarget struct {
 	ref    catalog.TableRef
 	mount  *catalog.Mount
 	pinned *catalog.Pinned
+	// made says the statement made the table itself (CTAS, an ingest
+	// that creates, a replace's staging table): it was authorized as a
+	// whole, so commits go through the mount's internal catalog rather
+	// than needing a write privilege on the new table.
+	made bool
 	// branch is the branch the statement commits to; "" is main.
 	branch string
 }
 
-func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string) (*writeTarget, error) {
+func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*writeTarget, error) {
 	ref, err := ddlTableName(sess, parts)
 	if err != nil {
 		return nil, err
 	}
-	tgt, err := p.loadTargetRef(ctx, ref)
-	if errors.Is(err, ErrNotFound) {
-		return p.branchTarget(ctx, sess, parts, err)
+	tgt, err := p.loadTargetRef(ctx, ref, privs...)
+	// A Spark branch name (db.t.branch_x) is no table of its own: without
+	// a grant on that name the check denies it before the lookup, so a
+	// denial too may be a branch of the table it names.
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrDenied) {
+		return p.branchTarget(ctx, sess, parts, err, privs...)
 	}
 	if err == nil {
 		tgt.branch = sessionBranch(sess, tgt.pinned.Table)
@@ -73,7 +80,13 @@ func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string) 
 	return tgt, err
 }
 
-func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef) (*writeTarget, error) {
+// loadTargetRef pins the target of a write once the caller holds each of
+// privs on it (checked before the table is loaded, so a denied caller
+// learns nothing about it).
+func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*writeTarget, error) {
+	if err := p.authorize(ctx, authz.TableObject(ref), privs...); err != nil {
+		return nil, err
+	}
 	mt, err := p.ddlMount(ref.Catalog)
 	if err != nil {
 		return nil, err
@@ -264,7 +277,7 @@ func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write,
 			return nil, err
 		}
 	}
-	raw, err := pullWrites(ctx, endpoints, tickets, p.unreachable)
+	raw, err := p.pullWrites(ctx, endpoints, tickets)
 	res, derr := decodeResults(tgt.pinned.Table, raw)
 	if err == nil {
 		err = derr
@@ -324,34 +337,15 @@ func (p *Planner) removeFiles(tgt *writeTarget, stmtUUID string, files []iceberg
 // pullWrites DoGets every write ticket at its endpoint's first location,
 // all at once, and returns every result that came back, also when one
 // failed (so their files can be deleted).
-func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte, unreachable func(string)) ([]wire.WriteResult, error) {
+func (p *Planner) pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]wire.WriteResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu      sync.Mutex
-		clients = map[string]flight.Client{}
-		out     []wire.WriteResult
-		errs    []error
-		wg      sync.WaitGroup
+		mu   sync.Mutex
+		out  []wire.WriteResult
+		errs []error
+		wg   sync.WaitGroup
 	)
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	client := func(loc string) (flight.Client, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if c, ok := clients[loc]; ok {
-			return c, nil
-		}
-		c, err := dialWorker(loc)
-		if err != nil {
-			return nil, err
-		}
-		clients[loc] = c
-		return c, nil
-	}
 	for i, e := range endpoints {
 		if len(e.Locations) == 0 {
 			return nil, fmt.Errorf("%w: write fragment %d has no location", ErrNoWorkers, i)
@@ -360,16 +354,7 @@ func pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte, unr
 		go func() {
 			defer wg.Done()
 			loc := e.Locations[0]
-			res, err := func() ([]wire.WriteResult, error) {
-				c, err := client(loc)
-				if err != nil {
-					return nil, err
-				}
-				return pullWrite(ctx, c, tickets[i])
-			}()
-			if status.Code(err) == codes.Unavailable {
-				unreachable(loc)
-			}
+			res, err := p.pullWrite(ctx, loc, tickets[i])
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, res...)
@@ -412,50 +397,28 @@ func fragmentError(loc string, err error) error {
 	return fmt.Errorf("%w: worker %s: %v", ErrWriteFailed, loc, err)
 }
 
-func pullWrite(ctx context.Context, c flight.Client, ticket []byte) ([]wire.WriteResult, error) {
-	stream, err := c.DoGet(ctx, &flight.Ticket{Ticket: ticket})
-	if err != nil {
-		return nil, err
-	}
-	rdr, err := flight.NewRecordReader(stream)
-	if err != nil {
-		return nil, err
-	}
-	defer rdr.Release()
+// pullWrite runs one write fragment at loc and decodes the results it
+// streams back.
+func (p *Planner) pullWrite(ctx context.Context, loc string, ticket []byte) ([]wire.WriteResult, error) {
 	var out []wire.WriteResult
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
+	// A worker that answers Unavailable leaves planning (main's pool).
+	o := flightclient.PullOptions{OnUnavailable: p.unreachable}
+	err := p.opts.Flight.Pull(ctx, []string{loc}, ticket, o, func(rec arrow.RecordBatch) error {
+		defer rec.Release()
 		col, ok := rec.Column(0).(*array.Binary)
 		if !ok || rec.NumCols() != 1 {
-			return out, fmt.Errorf("write fragment answered %s, not one binary column", rec.Schema())
+			return fmt.Errorf("write fragment answered %s, not one binary column", rec.Schema())
 		}
 		for i := 0; i < col.Len(); i++ {
 			var r wire.WriteResult
 			if err := json.Unmarshal(col.Value(i), &r); err != nil {
-				return out, fmt.Errorf("decode write result: %w", err)
+				return fmt.Errorf("decode write result: %w", err)
 			}
 			out = append(out, r)
 		}
-	}
-	return out, rdr.Err()
-}
-
-// dialWorker makes a Flight client of a worker location.
-func dialWorker(loc string) (flight.Client, error) {
-	var creds credentials.TransportCredentials
-	addr, ok := strings.CutPrefix(loc, "grpc+tls://")
-	if ok {
-		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
-	} else {
-		if addr, ok = strings.CutPrefix(loc, "grpc://"); !ok {
-			if addr, ok = strings.CutPrefix(loc, "grpc+tcp://"); !ok {
-				return nil, fmt.Errorf("%w: worker location %q", ErrWriteFailed, loc)
-			}
-		}
-		creds = insecure.NewCredentials()
-	}
-	return flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+		return nil
+	})
+	return out, err
 }
 
 // appendAttempts is how many times an append statement starts its commit
@@ -529,7 +492,7 @@ const commitTimeout = 2 * time.Minute
 // therefore aborted rather than replayed.
 func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, added []iceberg.DataFile) error {
 	v3 := tgt.pinned.Table.Metadata().Version() >= 3
-	return p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
+	err := p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
 		files, err := withFirstRowIDs(base, added)
 		if err != nil {
 			return err
@@ -539,6 +502,10 @@ func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, ad
 		}
 		return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, files, nil)
 	})
+	if err == nil {
+		audit.From(ctx).AddBytes(fileBytes(added))
+	}
+	return err
 }
 
 // commit applies change to a transaction on the target and commits it
@@ -547,6 +514,9 @@ func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, ad
 // its outcome is unknown they are kept.
 func (p *Planner) commit(ctx context.Context, tgt *writeTarget, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
 	err := p.commitOnce(ctx, tgt, change)
+	if err == nil {
+		audit.From(ctx).AddBytes(fileBytes(files))
+	}
 	return p.keepOrRemove(tgt, err, files)
 }
 
@@ -577,7 +547,11 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	tbl, err := ddlWithRetries(tgt.pinned.Table, tgt.mount.Catalog, replay)
+	cat := tgt.mount.Catalog
+	if tgt.made {
+		cat = tgt.mount.Internal()
+	}
+	tbl, err := ddlWithRetries(tgt.pinned.Table, cat, replay)
 	if err != nil {
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
@@ -598,8 +572,22 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 		}
 		return fmt.Errorf("%w on %s: the commit may or may not have been applied; its files were kept: %v", ErrCommitUnknown, tgt.ref, err)
 	}
+	var snap int64
+	if s := committed.CurrentSnapshot(); s != nil {
+		snap = s.SnapshotID
+	}
+	audit.From(ctx).Wrote(tgt.ref.String(), snap)
 	p.afterCommit(ctx, tgt, tbl.Metadata(), committed)
 	return nil
+}
+
+// fileBytes is the size of data files, for the audit log.
+func fileBytes(files []iceberg.DataFile) int64 {
+	var n int64
+	for _, f := range files {
+		n += f.FileSizeBytes()
+	}
+	return n
 }
 
 func (p *Planner) removeOnly(tgt *writeTarget, files []iceberg.DataFile) {
@@ -619,6 +607,9 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 // commitValues writes the rows of INSERT … VALUES on the coordinator and
 // commits them as commitAppend does. recs stay owned by the caller.
 func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
+	if err := p.authorize(ctx, authz.TableObject(tgt.ref), authz.Insert); err != nil {
+		return 0, err
+	}
 	w := p.newWrite(tgt)
 	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 0))
 	seq := func(yield func(arrow.RecordBatch, error) bool) {

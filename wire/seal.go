@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
@@ -40,7 +41,8 @@ var (
 // Key is the cluster key that seals and opens tickets. Its String and
 // GoString never show the key.
 type Key struct {
-	aead cipher.AEAD
+	aead   cipher.AEAD
+	secret []byte
 }
 
 // NewKey returns a key from 32 bytes of secret material.
@@ -56,7 +58,19 @@ func NewKey(secret []byte) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: cluster key: %w", err)
 	}
-	return &Key{aead: aead}, nil
+	return &Key{aead: aead, secret: bytes.Clone(secret)}, nil
+}
+
+// Derive returns n bytes of key material for purpose, derived from the
+// cluster key with HKDF-SHA256, so other secrets of the cluster (the
+// signing key of its tokens) need no key of their own and reveal nothing
+// about the ticket key. Different purposes give unrelated keys.
+func (k *Key) Derive(purpose string, n int) ([]byte, error) {
+	out, err := hkdf.Key(sha256.New, k.secret, nil, "icefloe "+purpose, n)
+	if err != nil {
+		return nil, fmt.Errorf("wire: derive key: %w", err)
+	}
+	return out, nil
 }
 
 // KeyFromPassphrase derives a key from a passphrase of any length with

@@ -105,9 +105,9 @@ func FuzzOpen(f *testing.F) {
 	k, _ := KeyFromPassphrase("fuzz")
 	sealed, _ := k.Seal(testTicket())
 	f.Add(sealed)
-	f.Add([]byte("IFT\x01"))
+	f.Add([]byte("IFT\x02"))
 	f.Add([]byte{})
-	f.Add(append([]byte("IFT\x01"), make([]byte, 40)...))
+	f.Add(append([]byte("IFT\x02"), make([]byte, 40)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tk, err := k.Open(data, time.Now())
 		if err == nil && tk == nil {
@@ -135,4 +135,23 @@ func FuzzOpenPlaintext(f *testing.F) {
 			t.Fatal("nil ticket without error")
 		}
 	})
+}
+
+func TestDerive(t *testing.T) {
+	a, _ := KeyFromPassphrase("one")
+	b, _ := KeyFromPassphrase("one")
+	c, _ := KeyFromPassphrase("two")
+	x, err := a.Derive("tokens", 32)
+	if err != nil || len(x) != 32 {
+		t.Fatalf("derive: %d bytes, %v", len(x), err)
+	}
+	y, _ := b.Derive("tokens", 32)
+	z, _ := a.Derive("cluster", 32)
+	w, _ := c.Derive("tokens", 32)
+	if !bytes.Equal(x, y) {
+		t.Error("the same key and purpose derived different bytes")
+	}
+	if bytes.Equal(x, z) || bytes.Equal(x, w) {
+		t.Error("another purpose or key derived the same bytes")
+	}
 }

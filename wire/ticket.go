@@ -7,7 +7,9 @@ import (
 )
 
 // FormatVersion is the ticket format this build writes and accepts.
-const FormatVersion = 1
+// Version 2 added the principal a ticket is bound to: a worker of an
+// older build must refuse such a ticket rather than serve it unbound.
+const FormatVersion = 2
 
 // Ticket is what one Flight endpoint asks a worker to do: read the listed
 // scans, run the fragment SQL over them and stream the result with Schema.
@@ -18,6 +20,14 @@ type Ticket struct {
 	QueryID string `json:"q"`
 	// ExpiresAt is when a worker stops accepting the ticket.
 	ExpiresAt time.Time `json:"e"`
+	// IssuedAt is when the coordinator planned the ticket; a worker
+	// refuses tickets issued before it started (it cannot know which
+	// tables were dropped meanwhile).
+	IssuedAt time.Time `json:"i,omitempty"`
+	// Principal is who planned the statement, when authentication is on:
+	// a worker serves the ticket only to a caller authenticated as that
+	// principal (or to the cluster itself, for child and write fragments).
+	Principal string `json:"pr,omitempty"`
 	// Scans are the inputs of the fragment, each exposed to SQL as a table
 	// named Scan.View.
 	Scans []Scan `json:"s,omitempty"`
@@ -48,6 +58,9 @@ type Scan struct {
 	View string `json:"view"`
 	// Table is the table's display name (catalog.schema.table) for errors.
 	Table string `json:"t"`
+	// TableUUID is the table's Iceberg UUID: workers refuse scans of a
+	// table the coordinator told them was dropped.
+	TableUUID string `json:"id,omitempty"`
 	// MetadataLocation pins the table version.
 	MetadataLocation string `json:"m"`
 	// SnapshotID is 0 for a live read of the pinned metadata (current schema
@@ -92,6 +105,9 @@ type Task struct {
 func (t *Ticket) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ticket v%d query=%s expires=%s", t.Version, t.QueryID, t.ExpiresAt.UTC().Format(time.RFC3339))
+	if t.Principal != "" {
+		fmt.Fprintf(&b, " principal=%s", t.Principal)
+	}
 	for _, s := range t.Scans {
 		fmt.Fprintf(&b, " scan(%s as %s, %d tasks)", s.Table, s.View, len(s.Tasks))
 	}

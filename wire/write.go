@@ -64,8 +64,9 @@ type WriteResult struct {
 	// the row only reports a replaced file.
 	SpecID   int    `json:"spec"`
 	DataFile []byte `json:"df,omitempty"`
-	// Rows is the number of rows the data file holds.
-	Rows int64 `json:"n"`
+	// Rows is the number of rows the data file holds, Bytes its size.
+	Rows  int64 `json:"n"`
+	Bytes int64 `json:"b,omitempty"`
 	// Replaced is the path of an input data file this fragment rewrote
 	// (Rewrite only); Affected is how many of its rows the statement
 	// deleted or updated.

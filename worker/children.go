@@ -4,28 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	lru "github.com/hashicorp/golang-lru/v2"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/wire"
 )
 
 // Defaults of pulling children from peers.
 const (
 	// DefaultPeerClients bounds the pooled Flight clients, one per peer.
-	DefaultPeerClients = 64
+	DefaultPeerClients = flightclient.DefaultPoolSize
 	// DefaultChildParallelism is how many children of one view are pulled
 	// at once.
 	DefaultChildParallelism = 8
@@ -44,45 +40,6 @@ type childError struct {
 
 func (e *childError) Error() string {
 	return fmt.Sprintf("child fragment at %s: %s", e.location, e.msg)
-}
-
-// peers is the pool of Flight clients of the other workers.
-type peers struct {
-	mu      sync.Mutex
-	clients *lru.Cache[string, flight.Client]
-}
-
-func newPeers(size int) *peers {
-	c, _ := lru.NewWithEvict[string, flight.Client](size, func(_ string, cl flight.Client) { cl.Close() })
-	return &peers{clients: c}
-}
-
-func (p *peers) client(location string) (flight.Client, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if cl, ok := p.clients.Get(location); ok {
-		return cl, nil
-	}
-	addr, ok := strings.CutPrefix(location, "grpc://")
-	if !ok {
-		if addr, ok = strings.CutPrefix(location, "grpc+tcp://"); !ok {
-			return nil, fmt.Errorf("%w: peer location %q is not grpc://", errInternal, location)
-		}
-	}
-	cl, err := flight.NewClientWithMiddleware(addr, nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
-	if err != nil {
-		return nil, fmt.Errorf("dial peer %s: %w", location, err)
-	}
-	p.clients.Add(location, cl)
-	return cl, nil
-}
-
-func (p *peers) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.clients.Purge()
 }
 
 type childLimitKey struct{}
@@ -124,7 +81,10 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 	if err != nil {
 		return fmt.Errorf("%w: child schema: %v", errInternal, err)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	// The pulls end on the first failure; DuckDB's load then ends with the
+	// stream (the reader reports why), never by interrupting it mid-scan:
+	// an interrupted scan may still ask a released stream for its error.
+	pulls, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	out := make(chan arrow.RecordBatch, childBuffer)
 	sem := make(chan struct{}, DefaultChildParallelism)
@@ -135,17 +95,17 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
-			case <-ctx.Done():
+			case <-pulls.Done():
 				return
 			}
 			defer func() { <-sem }()
-			if err := s.pullChild(ctx, c, schema, out); err != nil {
+			if err := s.pullChild(pulls, c, schema, out); err != nil {
 				cancel(err)
 			}
 		}()
 	}
 	go func() { wg.Wait(); close(out) }()
-	rdr := &chanReader{schema: schema, ch: out, ctx: ctx, limit: s.childLimit(ctx)}
+	rdr := &chanReader{schema: schema, ch: out, ctx: pulls, limit: s.childLimit(ctx)}
 	rdr.refs.Store(1)
 	loadErr := conn.LoadTable(ctx, view, rdr)
 	// Drain what is left so no producer blocks and every batch is freed.
@@ -153,11 +113,11 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 	for b := range out {
 		b.Release()
 	}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+	if cause := context.Cause(pulls); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
 	if loadErr != nil {
-		if err := ctx.Err(); err != nil && errors.Is(context.Cause(ctx), context.Canceled) && rdr.err == nil {
+		if err := ctx.Err(); err != nil && rdr.err == nil {
 			return loadErr
 		}
 		return fmt.Errorf("%w: load children into %s: %v", errInternal, view, loadErr)
@@ -166,64 +126,43 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 }
 
 // pullChild streams one child, trying its locations in order until one
-// answers; once rows have arrived there is no fallback.
+// answers; once rows have arrived there is no fallback. A failure is the
+// child's own status, with the location it came from.
 func (s *Server) pullChild(ctx context.Context, c wire.Child, schema *arrow.Schema, out chan<- arrow.RecordBatch) error {
-	var lastErr error
-	for _, loc := range c.Locations {
-		started, err := s.pullFrom(ctx, loc, c.Ticket, schema, out)
-		if err == nil {
+	if len(c.Locations) == 0 {
+		return fmt.Errorf("%w: child without locations", errInternal)
+	}
+	err := s.peers.Pull(ctx, c.Locations, c.Ticket, flightclient.PullOptions{
+		Allocator: s.opts.Allocator,
+		CheckSchema: func(got *arrow.Schema) error {
+			if !got.Equal(schema) {
+				return errors.New("child schema differs from the planned one")
+			}
 			return nil
-		}
-		lastErr = err
-		if started || ctx.Err() != nil {
-			return err
-		}
-	}
-	if lastErr == nil {
-		lastErr = fmt.Errorf("%w: child without locations", errInternal)
-	}
-	return lastErr
-}
-
-func (s *Server) pullFrom(ctx context.Context, loc string, ticket []byte, schema *arrow.Schema, out chan<- arrow.RecordBatch) (started bool, err error) {
-	wrap := func(err error) error {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		st, _ := status.FromError(err)
-		return &childError{location: loc, code: st.Code(), msg: st.Message()}
-	}
-	cl, err := s.peers.client(loc)
-	if err != nil {
-		return false, err
-	}
-	stream, err := cl.DoGet(ctx, &flight.Ticket{Ticket: ticket})
-	if err != nil {
-		return false, wrap(err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.opts.Allocator))
-	if err != nil {
-		return false, wrap(err)
-	}
-	defer rdr.Release()
-	if !rdr.Schema().Equal(schema) {
-		return false, &childError{location: loc, code: codes.Internal, msg: "child schema differs from the planned one"}
-	}
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
+		},
+	}, func(rec arrow.RecordBatch) error {
 		select {
 		case out <- rec:
-			started = true
+			return nil
 		case <-ctx.Done():
 			rec.Release()
-			return started, context.Cause(ctx)
+			return context.Cause(ctx)
 		}
+	})
+	var pe *flightclient.PullError
+	if err == nil || !errors.As(err, &pe) {
+		return err
 	}
-	if err := rdr.Err(); err != nil {
-		return started, wrap(err)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
-	return started, nil
+	last := pe.Last()
+	st, ok := status.FromError(last.Err)
+	if !ok {
+		// Not a status from the peer: the schema check or dialing.
+		return &childError{location: last.Location, code: codes.Internal, msg: last.Err.Error()}
+	}
+	return &childError{location: last.Location, code: st.Code(), msg: st.Message()}
 }
 
 // chanReader is an array.RecordReader over batches arriving on a channel.

@@ -75,6 +75,14 @@ func statusOf(ctx context.Context, err error) error {
 		return status.Error(codes.InvalidArgument, wire.ErrVersion.Error())
 	case errors.Is(err, wire.ErrMalformed):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, errUnauthenticated):
+		return status.Error(codes.Unauthenticated, err.Error())
+	case errors.Is(err, errNotYours), errors.Is(err, errUnbound), errors.Is(err, errClusterOnly):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, errPlannedBefore):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, errDropped):
+		return status.Error(codes.NotFound, err.Error())
 	}
 	var ce *childError
 	if errors.As(err, &ce) {

@@ -30,7 +30,12 @@ import (
 // the files it wrote. Nothing is committed here; on failure the files are
 // deleted.
 func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
-	ctx, end, err := s.begin(stream.Context())
+	start := time.Now()
+	ctx, entry := s.auditEntry(stream.Context())
+	if s.opts.Audit != nil {
+		defer func() { s.finish(entry, start, err) }()
+	}
+	ctx, end, err := s.begin(ctx)
 	if err != nil {
 		return toStatus(stream.Context(), err)
 	}
@@ -53,6 +58,10 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	}
 	t, err := s.opts.Key.Open(desc.GetCmd(), time.Now())
 	if err != nil {
+		return err
+	}
+	noteTicket(ctx, t)
+	if err := s.admit(ctx, t); err != nil {
 		return err
 	}
 	w := t.Write
@@ -120,6 +129,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		}
 		results = append(results, r)
 	}
+	noteWritten(ctx, results)
 	meta, err := json.Marshal(results)
 	if err != nil {
 		s.removeWritten(tbl, written, w.WriteUUID)

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
+	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -27,7 +28,10 @@ func (s *Server) passthrough(ctx context.Context, sc wire.Scan, schema *arrow.Sc
 		return err
 	}
 	defer done()
-	_, _, err = s.send(ctx, schema, rdr, stream)
+	rdr.Retain() // one reference for the merger, one for done
+	merged := engine.Merge(rdr, s.sendOptions())
+	defer merged.Release()
+	_, _, err = s.send(ctx, schema, merged, stream)
 	var qe *queryError
 	if errors.As(err, &qe) {
 		// A read error, not a query error: keep its code and file name.

@@ -10,7 +10,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/wire"
 )
 
 // DoAction answers the session actions that clients following endpoint
@@ -18,8 +20,10 @@ import (
 // client per worker with the connection's properties, so a URL with
 // `catalog=` calls SetSessionOptions on the worker first and CloseSession
 // when it closes. A worker runs sealed tickets whose names are already
-// resolved, so it accepts the options and ignores them. Every other action
-// is Unimplemented, but for the coordinators' key check (keyCheck).
+// resolved, so it accepts the options and ignores them. It also takes the
+// coordinator's wire.ActionRevokeTables (admit.go) and the coordinators'
+// key check (keyCheck), both only from the cluster when authentication is
+// on. Every other action is Unimplemented.
 func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
 	var res proto.Message
 	switch a.GetType() {
@@ -35,6 +39,11 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 		res = &flight.GetSessionOptionsResult{}
 	case flight.CloseSessionActionType:
 		res = &flight.CloseSessionResult{Status: flight.CloseSessionResultClosed}
+	case wire.ActionRevokeTables:
+		if err := s.revoke(stream.Context(), a.GetBody()); err != nil {
+			return toStatus(stream.Context(), err)
+		}
+		return stream.Send(&flight.Result{})
 	default:
 		return status.Errorf(codes.Unimplemented, "worker: action %q is served by the coordinator", a.GetType())
 	}
@@ -49,6 +58,9 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 // that this worker holds its ticket key. A challenge sealed with another
 // key is refused with PermissionDenied and logged here too.
 func (s *Server) keyCheck(challenge []byte, stream flight.FlightService_DoActionServer) error {
+	if s.opts.Authenticated && !auth.FromContext(stream.Context()).Cluster() {
+		return toStatus(stream.Context(), errClusterOnly)
+	}
 	answer, err := membership.Answer(s.opts.Key, challenge)
 	if errors.Is(err, membership.ErrKeyMismatch) {
 		from := "unknown"

@@ -21,8 +21,11 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/inflight"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -30,6 +33,14 @@ import (
 // DefaultBatchRows is the row count a worker merges DuckDB's small result
 // chunks toward before sending a batch.
 const DefaultBatchRows = 64 * 1024
+
+// DefaultBatchBytes bounds the bytes of one batch a worker sends: half
+// the 16 MiB clients accept in one message by default (ADBC, gRPC).
+const DefaultBatchBytes = 8 << 20
+
+// DefaultFlushAfter is how long a worker lets merged rows wait for more
+// before it sends them in a smaller batch.
+const DefaultFlushAfter = 100 * time.Millisecond
 
 // FlightServiceName is the gRPC service name of Flight, under which the
 // health service reports the worker's status (as well as under "").
@@ -63,6 +74,22 @@ type Options struct {
 	// BatchRows is the row count small result chunks are merged toward;
 	// 0 means DefaultBatchRows.
 	BatchRows int
+	// BatchBytes cuts a batch short of BatchRows where its rows would pass
+	// this many bytes; 0 means DefaultBatchBytes.
+	BatchBytes int64
+	// FlushAfter is how long merged rows may wait for more before they
+	// are sent short of BatchRows, so a slow fragment's first rows leave
+	// early; 0 means DefaultFlushAfter.
+	FlushAfter time.Duration
+	// Peers says how the worker dials the peers it pulls child fragments
+	// from (TLS roots, the cluster credentials calls carry).
+	Peers flightclient.Options
+	// Authenticated says every call was authenticated (auth's
+	// interceptors are installed): tickets are then served only to the
+	// principal they were planned for, or to the cluster.
+	Authenticated bool
+	// Audit, when set, gets one line per ticket served (audit.go).
+	Audit *audit.Log
 }
 
 // Validate reports every problem with o at once.
@@ -80,12 +107,18 @@ func (o Options) Validate() error {
 	if o.BatchRows < 0 {
 		errs = append(errs, fmt.Errorf("worker: BatchRows must be >= 0, got %d", o.BatchRows))
 	}
+	if o.BatchBytes < 0 {
+		errs = append(errs, fmt.Errorf("worker: BatchBytes must be >= 0, got %d", o.BatchBytes))
+	}
+	if o.FlushAfter < 0 {
+		errs = append(errs, fmt.Errorf("worker: FlushAfter must be >= 0, got %s", o.FlushAfter))
+	}
 	return errors.Join(errs...)
 }
 
 // String describes the options without the key.
 func (o Options) String() string {
-	return fmt.Sprintf("worker.Options{Key: %v, BatchRows: %d}", o.Key, o.BatchRows)
+	return fmt.Sprintf("worker.Options{Key: %v, BatchRows: %d, BatchBytes: %d, FlushAfter: %s}", o.Key, o.BatchRows, o.BatchBytes, o.FlushAfter)
 }
 
 // Server is a worker's Flight service. It serves DoGet only; every other
@@ -97,13 +130,18 @@ type Server struct {
 	log    *zap.Logger
 	health *health.Server
 	// peers are pooled Flight clients of the workers children are pulled
-	// from.
-	peers *peers
+	// from; Close closes them.
+	peers *flightclient.Pool
 
 	// footers caches the field ids of local Parquet files (direct.go);
 	// directScans counts scans that took the direct path.
 	footers     *lru.Cache[string, map[int]string]
 	directScans atomic.Int64
+
+	// started is when the server was made; revoked are the dropped tables
+	// (admit.go).
+	started time.Time
+	revoked revocations
 
 	mu      sync.Mutex
 	closing bool
@@ -136,12 +174,20 @@ func New(o Options) (*Server, error) {
 	if o.BatchRows == 0 {
 		o.BatchRows = DefaultBatchRows
 	}
+	if o.FlushAfter == 0 {
+		o.FlushAfter = DefaultFlushAfter
+	}
+	if o.BatchBytes == 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
 	s := &Server{
 		opts:   o,
 		log:    o.Logger,
 		health: health.NewServer(),
 		calls:  inflight.New(),
-		peers:  newPeers(DefaultPeerClients),
+		peers:  flightclient.NewPool(o.Peers, DefaultPeerClients),
+
+		started: time.Now(),
 	}
 	s.footers, _ = lru.New[string, map[int]string](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -185,6 +231,10 @@ func (s *Server) Shutdown() {
 	s.calls.CancelAll(errShuttingDown)
 }
 
+// Close releases what the server holds after its gRPC server stopped: the
+// clients of its peers.
+func (s *Server) Close() error { return s.peers.Close() }
+
 // begin registers a DoGet so Shutdown can cancel it. The caller calls end.
 func (s *Server) begin(parent context.Context) (ctx context.Context, end func(), err error) {
 	s.mu.Lock()
@@ -199,7 +249,15 @@ func (s *Server) begin(parent context.Context) (ctx context.Context, end func(),
 // DoGet opens the sealed ticket, loads its scans, runs its SQL and streams
 // the result with the ticket's schema.
 func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) (err error) {
-	ctx, end, err := s.begin(stream.Context())
+	start := time.Now()
+	ctx, entry := s.auditEntry(stream.Context())
+	if s.opts.Audit != nil {
+		// Under everything serve sends: the schema sent first
+		// (flightio.SendSchema) and the merged, streamed batches after it.
+		stream = &countingStream{FlightService_DoGetServer: stream, e: entry}
+		defer func() { s.finish(entry, start, err) }()
+	}
+	ctx, end, err := s.begin(ctx)
 	if err != nil {
 		return toStatus(stream.Context(), err)
 	}
@@ -225,6 +283,10 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err != nil {
 		return err
 	}
+	noteTicket(ctx, t)
+	if err := s.admit(ctx, t); err != nil {
+		return err
+	}
 	if len(t.Schema) == 0 {
 		return fmt.Errorf("%w: ticket has no result schema", wire.ErrMalformed)
 	}
@@ -240,6 +302,12 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if t.Write != nil {
 		return s.write(ctx, conn, t, stream)
 	}
+	// The schema goes out before any input is read: clients (and the
+	// workers pulling this fragment) learn it at once and can cancel while
+	// the work runs.
+	if stream, err = flightio.SendSchema(stream, schema, s.opts.Allocator); err != nil {
+		return err
+	}
 	if t.Passthrough && len(t.Scans) == 1 && len(t.Children) == 0 && t.Scans[0].MetadataTable == "" {
 		return s.passthrough(ctx, t.Scans[0], schema, stream)
 	}
@@ -251,7 +319,7 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err := s.loadChildren(ctx, conn, t); err != nil {
 		return err
 	}
-	rdr, err := conn.Query(ctx, t.SQL)
+	rdr, err := conn.Query(ctx, t.SQL, s.sendOptions())
 	if err != nil {
 		return &queryError{err: err}
 	}

@@ -337,6 +337,34 @@ func TestDoGetClientCancel(t *testing.T) {
 	wantCode(t, f.lastHandled(), codes.Canceled)
 }
 
+// The schema leaves before the fragment has produced a row, and a cancel
+// then interrupts DuckDB: a blocking aggregate that would run for minutes
+// ends with Canceled. (With a materialised result the client would get
+// nothing, not even the schema, until the aggregate was done.)
+func TestDoGetSchemaFirstThenCancel(t *testing.T) {
+	f := newFixture(t)
+	tk := f.ticket("SELECT sum(hash(a.range * b.range)) AS h FROM range(1000000) a, range(1000000) b")
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	stream, err := f.client.DoGet(ctx, &flight.Ticket{Ticket: f.seal(tk)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := flight.NewRecordReader(stream, ipcAlloc(f.cliMem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rdr.Schema().Field(0).Name != "h" {
+		t.Fatalf("schema %s", rdr.Schema())
+	}
+	cancel()
+	if rdr.Next() {
+		t.Fatal("a row from the cancelled aggregate")
+	}
+	rdr.Release()
+	wantCode(t, f.lastHandled(), codes.Canceled)
+}
+
 func TestShutdownEndsStreams(t *testing.T) {
 	f := newFixture(t)
 	sc := f.scanOf(f.tbl, "t0", []string{"id"}, nil, false)

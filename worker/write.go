@@ -136,57 +136,40 @@ func (s *Server) write(ctx context.Context, conn *engine.Conn, t *wire.Ticket, s
 // named with id. The query's columns are the target's, in order, with the
 // DuckDB types of the target's types.
 func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.Table, target *arrow.Schema, query string, w *wire.Write, id uuid.UUID) ([]iceberg.DataFile, error) {
-	rdr, err := conn.Query(ctx, query)
+	// DuckDB hands out chunks of 2048 rows; a partitioned writer splits
+	// every batch by partition, so the stream merges them to BatchRows
+	// rows (into Go memory) first.
+	rdr, err := conn.Query(ctx, query, engine.QueryOptions{BatchRows: s.opts.BatchRows, Allocator: s.opts.Allocator})
 	if err != nil {
 		return nil, &queryError{err: err}
 	}
 	defer rdr.Release()
 	copyCols := partitionStringColumns(tbl, target)
 	var convErr error
-	// DuckDB hands out chunks of 2048 rows; a partitioned writer splits
-	// every batch by partition, so batches are merged to BatchRows rows
-	// (into Go memory) first.
-	m := &merger{schema: target, mem: s.opts.Allocator}
-	defer m.release()
 	records := func(yield func(arrow.RecordBatch, error) bool) {
 		fail := func(err error) {
 			convErr = err
 			yield(nil, err)
 		}
-		emit := func() bool {
-			out, err := m.flush()
-			if err == nil && out != nil && len(copyCols) > 0 {
+		var seen int64
+		for rdr.Next() {
+			rec := rdr.RecordBatch()
+			out, err := conform.Record(s.opts.Allocator, rec, target, seen)
+			seen += rec.NumRows()
+			if err == nil && len(copyCols) > 0 {
 				out, err = copyColumns(out, copyCols)
 			}
 			if err != nil {
 				fail(err)
-				return false
-			}
-			return out == nil || yield(out, nil)
-		}
-		var seen int64
-		for rdr.Next() {
-			rec := rdr.RecordBatch()
-			if rec.NumRows() == 0 {
-				continue
-			}
-			out, err := conform.Record(s.opts.Allocator, rec, target, seen)
-			if err != nil {
-				fail(err)
 				return
 			}
-			seen += rec.NumRows()
-			m.add(out)
-			out.Release()
-			if m.rows >= int64(s.opts.BatchRows) && !emit() {
+			if !yield(out, nil) {
 				return
 			}
 		}
 		if err := rdr.Err(); err != nil {
 			fail(err)
-			return
 		}
-		emit()
 	}
 	opts := []table.WriteRecordOption{table.WithWriteUUID(id)}
 	if w.Lineage {
@@ -267,10 +250,11 @@ func encodeResult(tbl *table.Table, df iceberg.DataFile) (wire.WriteResult, erro
 	if err != nil {
 		return wire.WriteResult{}, fmt.Errorf("%w: encode data file: %v", errInternal, err)
 	}
-	return wire.WriteResult{SpecID: int(df.SpecID()), DataFile: data, Rows: df.Count()}, nil
+	return wire.WriteResult{SpecID: int(df.SpecID()), DataFile: data, Rows: df.Count(), Bytes: df.FileSizeBytes()}, nil
 }
 
 func sendResults(ctx context.Context, s *Server, results []wire.WriteResult, stream flight.DataStreamWriter) (err error) {
+	noteWritten(ctx, results)
 	wr := flight.NewRecordWriter(stream, ipc.WithSchema(writeResultSchema), ipc.WithAllocator(s.opts.Allocator))
 	defer func() {
 		if cerr := wr.Close(); err == nil && cerr != nil {

@@ -57,6 +57,79 @@ type Config struct {
 	// Catalogs are mounted besides the embedded "local" one, each under
 	// its name: a type (rest, glue, sql) and iceberg-go's properties.
 	Catalogs []catalog.Config `yaml:"catalogs"`
+	// TicketTTL is how long a planned ticket stays valid (e.g. 5m); 0
+	// means the planner's default.
+	TicketTTL time.Duration `yaml:"ticket_ttl,omitempty"`
+	// Auth turns authentication (and authorization) on.
+	Auth *AuthConfig `yaml:"auth,omitempty"`
+	// TLS turns TLS on for every listener.
+	TLS *TLSConfig `yaml:"tls,omitempty"`
+	// Audit writes one JSON line per statement and per login failure.
+	Audit *AuditConfig `yaml:"audit,omitempty"`
+}
+
+// AuthConfig lists who may log in and what they may do.
+type AuthConfig struct {
+	Users []UserConfig `yaml:"users,omitempty"`
+	Roles []RoleConfig `yaml:"roles,omitempty"`
+	// TokenTTL is the lifetime of the bearer tokens issued at login.
+	TokenTTL time.Duration `yaml:"token_ttl,omitempty"`
+	// JWT accepts external tokens a JWKS verifies.
+	JWT *JWTConfig `yaml:"jwt,omitempty"`
+}
+
+// UserConfig is one user who logs in with a password.
+type UserConfig struct {
+	Name string `yaml:"name"`
+	// PasswordHash is a bcrypt hash: `icefloe passwd` makes one.
+	PasswordHash string   `yaml:"password_hash"`
+	Roles        []string `yaml:"roles,omitempty"`
+}
+
+// RoleConfig is a role and its grants; the role admin is built in.
+type RoleConfig struct {
+	Name   string        `yaml:"name"`
+	Grants []GrantConfig `yaml:"grants,omitempty"`
+}
+
+// GrantConfig grants privileges on the objects a pattern names.
+type GrantConfig struct {
+	Privileges []string `yaml:"privileges"`
+	// On is catalog, catalog.schema or catalog.schema.table; each part
+	// may be a glob (*, ?, [...]).
+	On string `yaml:"on"`
+}
+
+// JWTConfig accepts external JWTs.
+type JWTConfig struct {
+	JWKSFile       string   `yaml:"jwks_file,omitempty"`
+	JWKSURL        string   `yaml:"jwks_url,omitempty"`
+	Issuer         string   `yaml:"issuer"`
+	Audience       string   `yaml:"audience"`
+	PrincipalClaim string   `yaml:"principal_claim,omitempty"`
+	RolesClaim     string   `yaml:"roles_claim,omitempty"`
+	DefaultRoles   []string `yaml:"default_roles,omitempty"`
+}
+
+// TLSConfig secures every listener of the cluster.
+type TLSConfig struct {
+	CertFile string `yaml:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file,omitempty"`
+	// CAFile signs the servers' certificates: what coordinator and
+	// workers verify each other against (default: the system's roots).
+	CAFile string `yaml:"ca_file,omitempty"`
+	// Dev makes a throwaway CA and certificate in the data dir (as
+	// serve --tls does) instead of the files.
+	Dev bool `yaml:"dev,omitempty"`
+}
+
+// AuditConfig says where the audit log goes.
+type AuditConfig struct {
+	// File receives one JSON line per statement and per failed login;
+	// every line also goes to the server log at info.
+	File string `yaml:"file,omitempty"`
+	// RedactLiterals replaces the literals of logged SQL with ?.
+	RedactLiterals bool `yaml:"redact_literals,omitempty"`
 }
 
 // TicketKeyEnv is the environment variable holding the cluster key.
@@ -133,6 +206,10 @@ func (c Config) Validate() error {
 	if c.DataCacheBytes != nil && *c.DataCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("config: data_cache_bytes: must be >= 0 (0 turns the cache off), got %d", *c.DataCacheBytes))
 	}
+	if c.TicketTTL < 0 {
+		errs = append(errs, fmt.Errorf("config: ticket_ttl: must be >= 0, got %s", c.TicketTTL))
+	}
+	errs = append(errs, c.Auth.validate(), c.TLS.validate())
 	seen := map[string]int{catalog.LocalCatalogName: -1}
 	for i, cat := range c.Catalogs {
 		key := fmt.Sprintf("catalogs[%d]", i)
@@ -167,6 +244,7 @@ func (c Config) String() string {
 		cat.Properties = catalog.Redacted(cat.Properties)
 		r.Catalogs[i] = cat
 	}
+	r.Auth = c.Auth.redacted()
 	out, _ := yaml.Marshal(r)
 	return string(out)
 }

@@ -23,6 +23,8 @@ commands:
   worker       one Flight worker
   sql          run SQL against a coordinator and print the result
   config       config check FILE: print the effective config, secrets redacted
+  passwd       print the bcrypt hash of a password for auth.users
+  token        issue a bearer token for a configured user
 
 Run 'icefloe <command> -h' for a command's flags.
 `
@@ -55,6 +57,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSQL(ctx, args[1:], stdin, stdout, stderr)
 	case "config":
 		return runConfig(args[1:], stdout)
+	case "passwd":
+		return runPasswd(args[1:], stdin, stdout, stderr)
+	case "token":
+		return runToken(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

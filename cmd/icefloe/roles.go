@@ -81,12 +81,13 @@ func scrubFields(fields []zapcore.Field) []zapcore.Field {
 
 // common flags of the server roles.
 type roleFlags struct {
-	fs      *flag.FlagSet
-	config  *string
-	listen  *string
-	dataDir *string
-	drain   *time.Duration
-	cfg     Config
+	fs       *flag.FlagSet
+	config   *string
+	listen   *string
+	dataDir  *string
+	drain    *time.Duration
+	insecure *bool
+	cfg      Config
 }
 
 func newRoleFlags(name string, stderr io.Writer) *roleFlags {
@@ -98,6 +99,8 @@ func newRoleFlags(name string, stderr io.Writer) *roleFlags {
 		listen:  fs.String("listen", defaultListen, "host:port to listen on"),
 		dataDir: fs.String("data-dir", defaultDataDir, "folder for the embedded catalog, warehouse and spill files"),
 		drain:   fs.Duration("drain-timeout", flightsql.DefaultDrainGrace, "on SIGTERM, how long work in flight may finish before it ends with UNAVAILABLE"),
+
+		insecure: fs.Bool("insecure-no-auth", false, insecureUsage),
 	}
 }
 
@@ -196,6 +199,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	advertise := r.fs.String("advertise-host", "", "host clients reach the workers at (default: the listen host, or 127.0.0.1 when it is unspecified)")
 	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
 	dcFlags := r.dataCacheFlags()
+	devTLS := r.fs.Bool("tls", false, "TLS on every listener with a throwaway CA and certificate made in <data-dir>/tls (clients trust tls/ca.pem)")
 	if err := r.parse(args); err != nil {
 		return err
 	}
@@ -224,6 +228,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			*advertise = "127.0.0.1"
 		}
 	}
+	sec, err := r.security(key, log, *devTLS, []string{*advertise})
+	if err != nil {
+		return err
+	}
+	defer sec.Audit.Close()
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
 		Listen:        *r.listen,
 		WorkerHost:    host,
@@ -241,6 +250,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		NoDataCache:    cacheDir == "",
 		DataCacheDir:   cacheDir,
 		DataCacheBytes: cacheBytes,
+		Security:       sec,
+		TicketTTL:      r.cfg.TicketTTL,
 	})
 	if err != nil {
 		return err
@@ -250,7 +261,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		locs = append(locs, w.Location())
 	}
 	log.Info("icefloe ready",
-		zap.String("coordinator", "grpc://"+s.Addr()),
+		zap.String("coordinator", s.Coordinator.Scheme+s.Addr()),
+		zap.Bool("auth", sec.Auth != nil),
 		zap.Strings("workers", locs),
 		zap.Strings("catalogs", s.Mounts.Names()),
 		zap.String("data_dir", *r.dataDir))
@@ -283,6 +295,11 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	}
 	log := newLogger(stderr)
 	defer log.Sync()
+	sec, err := r.security(key, log, false, nil)
+	if err != nil {
+		return err
+	}
+	defer sec.Audit.Close()
 	cat, props, err := catalog.OpenLocal(ctx, *r.dataDir)
 	if err != nil {
 		return err
@@ -295,7 +312,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err := cluster.MountCatalogs(ctx, mounts, r.cfg.Catalogs); err != nil {
 		return err
 	}
-	pool, err := r.workerPool(key, workerAddrs, *workerDNS, log)
+	pool, err := r.workerPool(key, workerAddrs, *workerDNS, sec, log)
 	if err != nil {
 		return err
 	}
@@ -315,12 +332,14 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		Logger:         log,
 		DirectDirs:     directDirs,
 		DataCache:      *workerCache,
+		Security:       sec,
+		TicketTTL:      r.cfg.TicketTTL,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("icefloe coordinator ready", zap.String("coordinator", "grpc://"+c.Addr),
-		zap.Strings("workers", pool.Known()), zap.String("worker_dns", *workerDNS))
+	log.Info("icefloe coordinator ready", zap.String("coordinator", c.Scheme+c.Addr),
+		zap.Strings("workers", pool.Known()), zap.String("worker_dns", *workerDNS), zap.Bool("auth", sec.Auth != nil))
 	<-ctx.Done()
 	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
 	if n := c.Drain(*r.drain, flightsql.DefaultDrainQuiet); n > 0 {
@@ -332,20 +351,24 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 
 // workerPool is the coordinator's pool: listed workers, a DNS name, and
 // workers that announce themselves.
-func (r *roleFlags) workerPool(key *wire.Key, addrs []string, dnsName string, log *zap.Logger) (*flightsql.WorkerPool, error) {
+//
+// The pool dials the workers through internal/flightclient with sec's
+// client: the workers' CA and the cluster token the key check carries.
+func (r *roleFlags) workerPool(key *wire.Key, addrs []string, dnsName string, sec cluster.Security, log *zap.Logger) (*flightsql.WorkerPool, error) {
 	var locs []string
 	for _, a := range addrs {
 		if !strings.Contains(a, "://") {
-			a = "grpc://" + a
+			// With TLS on, the workers run it too.
+			a = sec.Scheme() + a
 		}
 		locs = append(locs, a)
 	}
-	opts := []flightsql.PoolOption{flightsql.WithPoolLogger(log), flightsql.WithAnnouncements()}
+	opts := []flightsql.PoolOption{flightsql.WithPoolLogger(log), flightsql.WithAnnouncements(), flightsql.WithClient(sec.Client())}
 	if r.cfg.HealthInterval > 0 {
 		opts = append(opts, flightsql.WithHealthInterval(r.cfg.HealthInterval))
 	}
 	if dnsName != "" {
-		d, err := membership.NewDNS(membership.DNSOptions{Target: dnsName, Logger: log})
+		d, err := membership.NewDNS(membership.DNSOptions{Target: dnsName, Scheme: sec.Scheme(), Logger: log})
 		if err != nil {
 			return nil, err
 		}
@@ -374,11 +397,6 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if *advertise == "" {
 		*advertise = r.cfg.AdvertiseHost
 	}
-	for i, a := range announce {
-		if !strings.Contains(a, "://") {
-			announce[i] = "grpc://" + a
-		}
-	}
 	eo := r.engineOptions()
 	if *direct {
 		abs, err := filepath.Abs(*r.dataDir)
@@ -393,6 +411,17 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := newLogger(stderr)
 	defer log.Sync()
+	sec, err := r.security(key, log, false, nil)
+	if err != nil {
+		return err
+	}
+	defer sec.Audit.Close()
+	for i, a := range announce {
+		if !strings.Contains(a, "://") {
+			// With TLS on, the coordinators run it too.
+			announce[i] = sec.Scheme() + a
+		}
+	}
 	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
 		Listen:        *r.listen,
 		AdvertiseHost: *advertise,
@@ -400,6 +429,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		Engine:        eo,
 		Logger:        log,
 		Announce:      announce,
+		Security:      sec,
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
 		DataCache:          datacache.Options{Dir: cacheDir, MaxBytes: cacheBytes},

@@ -13,7 +13,6 @@ import (
 	"io"
 	"math"
 	"math/big"
-	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -26,15 +25,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
@@ -76,8 +73,9 @@ type sqlFlags struct {
 	catalog string
 	schema  string
 	timeout time.Duration
-	token   string
-	tlsCA   string
+	// Credentials (sqlauth.go).
+	token, user, password string
+	tlsCA                 string
 }
 
 // runSQL is the `icefloe sql` command. Results go to stdout. A failed
@@ -102,6 +100,9 @@ func runSQLAlloc(ctx context.Context, alloc memory.Allocator, args []string, std
 		return err
 	}
 	defer c.close()
+	if err := c.login(ctx, opts); err != nil {
+		return err
+	}
 
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
@@ -140,8 +141,7 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	fs.StringVar(&o.catalog, "catalog", "", "session catalog (Flight SQL session option)")
 	fs.StringVar(&o.schema, "schema", "", "session schema (Flight SQL session option)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "time limit of each statement, e.g. 30s (0: none)")
-	fs.StringVar(&o.token, "token", "", "bearer token sent to the coordinator and workers (default $ICEFLOE_TOKEN)")
-	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM file of the CAs that sign the servers' certificates (grpc+tls), instead of the system's")
+	addAuthFlags(fs, &o)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), sqlUsage)
 		fs.PrintDefaults()
@@ -159,10 +159,6 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 		args = fs.Args()[1:]
 	}
 
-	if o.token == "" {
-		// Read after the flags so that -h never prints it as a default.
-		o.token = os.Getenv("ICEFLOE_TOKEN")
-	}
 	switch o.format {
 	case "table", "csv", "json":
 	default:
@@ -170,6 +166,9 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	}
 	if o.timeout < 0 {
 		return o, nil, fmt.Errorf("negative --timeout %s", o.timeout)
+	}
+	if err := o.credentials(terminalPrompt(stderr)); err != nil {
+		return o, nil, err
 	}
 
 	var script string
@@ -194,18 +193,16 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 // sqlClient is one connection to a coordinator plus the worker connections
 // its endpoints lead to.
 type sqlClient struct {
-	alloc    memory.Allocator
-	cl       *flightsql.Client
-	cookies  flight.CookieMiddleware
-	creds    credentials.TransportCredentials // for grpc+tls locations
-	workerMW []flight.ClientMiddleware
-
-	mu      sync.Mutex
-	workers map[string]flight.Client // by location URI
+	alloc   memory.Allocator
+	cl      *flightsql.Client
+	cookies flight.CookieMiddleware
+	auth    *bearer
+	// workers are the clients of the locations endpoints lead to.
+	workers *flightclient.Pool
 }
 
 func dialSQL(ctx context.Context, alloc memory.Allocator, o sqlFlags) (*sqlClient, error) {
-	tlsCreds, err := tlsCredentials(o.tlsCA)
+	tlsCfg, err := clientTLS(o.tlsCA)
 	if err != nil {
 		return nil, err
 	}
@@ -213,69 +210,50 @@ func dialSQL(ctx context.Context, alloc memory.Allocator, o sqlFlags) (*sqlClien
 	if err != nil {
 		return nil, err
 	}
-	creds := insecure.NewCredentials()
-	if useTLS {
-		creds = tlsCreds
-	}
-
-	var mw []flight.ClientMiddleware
+	auth := &bearer{}
 	if o.token != "" {
-		mw = append(mw, flight.CreateClientMiddleware(bearerToken(o.token)))
+		auth.set(o.token)
 	}
+	opts := flightclient.Options{TLS: tlsCfg, MaxRecvBytes: maxRecvBytes, Authorization: auth.authorization}
 	// The coordinator keeps session options under a cookie.
 	cookies := flight.NewCookieMiddleware()
-	coordMW := append(append([]flight.ClientMiddleware{}, mw...), flight.CreateClientMiddleware(cookies))
-
-	cl, err := flightsql.NewClientCtx(ctx, target, nil, coordMW,
-		grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes)))
+	coordOpts := opts
+	coordOpts.Middleware = []flight.ClientMiddleware{flight.CreateClientMiddleware(cookies)}
+	fc, err := flightclient.DialTarget(target, useTLS, coordOpts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", o.addr, err)
 	}
-	cl.Alloc = alloc
+	cl := &flightsql.Client{Client: fc, Alloc: alloc}
 	return &sqlClient{
-		alloc:    alloc,
-		cl:       cl,
-		cookies:  cookies,
-		creds:    tlsCreds,
-		workerMW: mw,
-		workers:  map[string]flight.Client{},
+		alloc:   alloc,
+		cl:      cl,
+		cookies: cookies,
+		auth:    auth,
+		workers: flightclient.NewPool(opts, 0),
 	}, nil
 }
 
 func (c *sqlClient) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, w := range c.workers {
-		_ = w.Close()
-	}
-	c.workers = nil
+	_ = c.workers.Close()
 	_ = c.cl.Close()
 }
 
-// parseAddr turns --addr into a gRPC target and whether it uses TLS.
+// parseAddr turns --addr into a gRPC target and whether it uses TLS:
+// host:port is plaintext, a URL names its scheme.
 func parseAddr(addr string) (target string, useTLS bool, err error) {
 	if !strings.Contains(addr, "://") {
 		return addr, false, nil
 	}
-	u, err := url.Parse(addr)
+	target, useTLS, err = flightclient.Parse(addr)
 	if err != nil {
-		return "", false, fmt.Errorf("bad --addr %q: %w", addr, err)
+		return "", false, fmt.Errorf("bad --addr: %w", err)
 	}
-	if u.Host == "" {
-		return "", false, fmt.Errorf("bad --addr %q: no host", addr)
-	}
-	switch u.Scheme {
-	case "grpc", "grpc+tcp":
-		return u.Host, false, nil
-	case "grpc+tls":
-		return u.Host, true, nil
-	default:
-		return "", false, fmt.Errorf("bad --addr %q: scheme %q is not grpc, grpc+tcp or grpc+tls", addr, u.Scheme)
-	}
+	return target, useTLS, nil
 }
 
-func tlsCredentials(caFile string) (credentials.TransportCredentials, error) {
+// clientTLS is the TLS configuration of grpc+tls servers: the system's
+// roots, or the CAs of --tls-ca.
+func clientTLS(caFile string) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
@@ -288,14 +266,7 @@ func tlsCredentials(caFile string) (credentials.TransportCredentials, error) {
 		}
 		cfg.RootCAs = pool
 	}
-	return credentials.NewTLS(cfg), nil
-}
-
-// bearerToken adds `authorization: Bearer <token>` to every call.
-type bearerToken string
-
-func (t bearerToken) StartCall(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+string(t))
+	return cfg, nil
 }
 
 // setSession sets the catalog and schema session options.
@@ -465,10 +436,10 @@ func (c *sqlClient) fetch(ctx context.Context, eps []*flight.FlightEndpoint, sch
 	return w.end()
 }
 
-// pull streams one endpoint into out. It tries the endpoint's locations in
-// order, moving to the next one only while no row has arrived; an endpoint
-// without locations (or with the reuse-connection location) is read from
-// the coordinator.
+// pull streams one endpoint into out (the receiver releases the batches).
+// It tries the endpoint's locations in order, moving to the next one only
+// while no row has arrived; an endpoint without locations (or with the
+// reuse-connection location) is read from the coordinator.
 func (c *sqlClient) pull(ctx context.Context, idx int, ep *flight.FlightEndpoint, schema *arrow.Schema, out chan<- arrow.RecordBatch) error {
 	if ep.GetTicket() == nil {
 		return fmt.Errorf("endpoint %d: no ticket", idx)
@@ -485,97 +456,43 @@ func (c *sqlClient) pull(ctx context.Context, idx int, ep *flight.FlightEndpoint
 	if len(locs) == 0 {
 		locs = []string{""}
 	}
-
-	var failed []string
-	for _, loc := range locs {
-		name := loc
+	err := c.workers.Pull(ctx, locs, ep.GetTicket().GetTicket(), flightclient.PullOptions{
+		Allocator: c.alloc,
+		Client: func(loc string) (flight.Client, bool) {
+			return c.cl.Client, loc == ""
+		},
+		CheckSchema: func(got *arrow.Schema) error {
+			if !sameSchema(schema, got) {
+				return fmt.Errorf("%w: result has %s, stream has %s", errSchemaMismatch, schemaText(schema), schemaText(got))
+			}
+			return nil
+		},
+	}, func(rec arrow.RecordBatch) error {
+		select {
+		case out <- rec:
+			return nil
+		case <-ctx.Done():
+			rec.Release()
+			return ctx.Err()
+		}
+	})
+	var pe *flightclient.PullError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	var b strings.Builder
+	for i, a := range pe.Attempts {
+		name := a.Location
 		if name == "" {
 			name = "coordinator"
 		}
-		cl, err := c.client(loc)
-		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
-			continue
+		if i == len(pe.Attempts)-1 {
+			// The last attempt decided: its error is the one wrapped.
+			return fmt.Errorf("endpoint %d: %s%s: %w", idx, b.String(), name, rpcErr(a.Err))
 		}
-		rows, err := c.stream(ctx, cl, ep.GetTicket(), schema, out)
-		if err == nil {
-			return nil
-		}
-		err = rpcErr(err)
-		if rows > 0 || ctx.Err() != nil || errors.Is(err, errSchemaMismatch) {
-			return fmt.Errorf("endpoint %d: %s: %w", idx, name, err)
-		}
-		failed = append(failed, fmt.Sprintf("%s: %v", name, err))
+		fmt.Fprintf(&b, "%s: %v; ", name, rpcErr(a.Err))
 	}
-	return fmt.Errorf("endpoint %d: %s", idx, strings.Join(failed, "; "))
-}
-
-// client returns the connection for a location URI; "" is the coordinator.
-func (c *sqlClient) client(loc string) (flight.Client, error) {
-	if loc == "" {
-		return c.cl.Client, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.workers[loc]; ok {
-		return cl, nil
-	}
-	u, err := url.Parse(loc)
-	if err != nil {
-		return nil, fmt.Errorf("bad location: %w", err)
-	}
-	var creds credentials.TransportCredentials
-	switch u.Scheme {
-	case "grpc", "grpc+tcp":
-		creds = insecure.NewCredentials()
-	case "grpc+tls":
-		creds = c.creds
-	default:
-		return nil, fmt.Errorf("unsupported location scheme %q", u.Scheme)
-	}
-	if u.Host == "" {
-		return nil, errors.New("location has no host")
-	}
-	cl, err := flight.NewClientWithMiddleware(u.Host, nil, c.workerMW,
-		grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes)))
-	if err != nil {
-		return nil, err
-	}
-	c.workers[loc] = cl
-	return cl, nil
-}
-
-// stream runs one DoGet and sends its batches to out (the receiver releases
-// them). It returns how many rows it sent.
-func (c *sqlClient) stream(ctx context.Context, cl flight.Client, t *flight.Ticket, schema *arrow.Schema, out chan<- arrow.RecordBatch) (int64, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s, err := cl.DoGet(ctx, t)
-	if err != nil {
-		return 0, err
-	}
-	rdr, err := flight.NewRecordReader(s, ipc.WithAllocator(c.alloc))
-	if err != nil {
-		return 0, err
-	}
-	defer rdr.Release()
-	if !sameSchema(schema, rdr.Schema()) {
-		return 0, fmt.Errorf("%w: result has %s, stream has %s", errSchemaMismatch, schemaText(schema), schemaText(rdr.Schema()))
-	}
-	var rows int64
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		select {
-		case out <- rec:
-			rows += rec.NumRows()
-		case <-ctx.Done():
-			rec.Release()
-			return rows, ctx.Err()
-		}
-	}
-	return rows, rdr.Err()
+	return fmt.Errorf("endpoint %d: %w", idx, err)
 }
 
 // sameSchema compares names, types and nullability, ignoring metadata, as

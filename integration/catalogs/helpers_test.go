@@ -33,11 +33,12 @@ import (
 // startCluster starts a coordinator and two workers with cats mounted.
 func startCluster(t testing.TB, cats ...catalog.Config) *cluster.Standalone {
 	t.Helper()
-	return startClusterKey(t, nil, cats...)
+	return startClusterKey(t, nil, 0, cats...)
 }
 
-// startClusterKey is startCluster with a known ticket key (nil: random).
-func startClusterKey(t testing.TB, key *wire.Key, cats ...catalog.Config) *cluster.Standalone {
+// startClusterKey is startCluster with a known ticket key (nil: random)
+// and ticket lifetime (0: the default).
+func startClusterKey(t testing.TB, key *wire.Key, ticketTTL time.Duration, cats ...catalog.Config) *cluster.Standalone {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -49,6 +50,7 @@ func startClusterKey(t testing.TB, key *wire.Key, cats ...catalog.Config) *clust
 		WorkerEngine: engine.Options{Threads: 1, MemoryLimit: "512MB"},
 		Catalogs:     cats,
 		Key:          key,
+		TicketTTL:    ticketTTL,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)

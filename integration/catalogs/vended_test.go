@@ -23,13 +23,15 @@ import (
 func TestRESTVendedCredentials(t *testing.T) {
 	uri, _ := startREST(t)
 	gw := startGateway(t, uri, "icefloe", "pw", time.Hour)
-	const vendTTL = 20 * time.Minute // under the 1 h ticket TTL, over iceberg-go's 5 min refresh buffer
+	// Under the ticket lifetime (an hour here, so that the credentials
+	// decide the expiry), over iceberg-go's 5 min refresh buffer.
+	const vendTTL = 20 * time.Minute
 	cfg := catalog.Config{Name: "rest", Type: "rest", Properties: map[string]string{"uri": gw.srv.URL, "credential": "icefloe:pw"}}
 	key, err := wire.RandomKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startClusterKey(t, key, cfg)
+	s := startClusterKey(t, key, time.Hour, cfg)
 	cnxn := connect(t, s.Addr())
 	run(t, cnxn, "CREATE SCHEMA rest.v")
 	run(t, cnxn, "CREATE TABLE rest.v.t (id INTEGER)")

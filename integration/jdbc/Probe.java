@@ -1,9 +1,11 @@
 // Probe replays what DBeaver does with the Arrow Flight SQL JDBC driver
 // against a running icefloe, then exercises queries, updates, prepared
-// statements, early close and every Iceberg type. Run it with the driver
-// jar on the class path (JDK 17, source-file mode):
+// statements, early close and every Iceberg type.
 //
-//   java --add-opens=java.base/java.nio=ALL-UNNAMED -cp flight-sql-jdbc-driver.jar Probe.java HOST PORT
+// The run script compiles the suite's programs with Checks.java (javac -cp
+// flight-sql-jdbc-driver.jar -d CLASSES *.java) and runs them on JDK 17:
+//
+//   java --add-opens=java.base/java.nio=ALL-UNNAMED -cp flight-sql-jdbc-driver.jar:CLASSES Probe HOST PORT
 //
 // It prints one line per check and ends with "N passed, M failed"; the exit
 // code is non-zero when any check failed.
@@ -32,36 +34,6 @@ import java.util.Set;
 import java.util.TimeZone;
 
 public class Probe {
-  static int passed = 0;
-  static int failed = 0;
-
-  interface Check {
-    void run() throws Exception;
-  }
-
-  static void check(String name, Check c) {
-    try {
-      c.run();
-      passed++;
-      System.out.println("PASS " + name);
-    } catch (Throwable t) {
-      failed++;
-      System.out.println("FAIL " + name + ": " + t);
-      t.printStackTrace(System.out);
-    }
-  }
-
-  static void expect(boolean ok, String what) {
-    if (!ok) {
-      throw new AssertionError(what);
-    }
-  }
-
-  static void eq(Object got, Object want, String what) {
-    if (want == null ? got != null : !want.equals(got)) {
-      throw new AssertionError(what + ": got " + got + ", want " + want);
-    }
-  }
 
   static List<String> column(ResultSet rs, String col) throws Exception {
     List<String> out = new ArrayList<>();
@@ -91,16 +63,16 @@ public class Probe {
     run(conn);
     closeWithCatalog(conn);
     // A second connection: the catalog comes from Connection.setCatalog.
-    check("setCatalog then unqualified names", () -> {
+    Checks.check("setCatalog then unqualified names", () -> {
       String plain = "jdbc:arrow-flight-sql://" + host + ":" + port + "/?useEncryption=false";
       Connection c = DriverManager.getConnection(plain, new Properties());
       {
         c.setCatalog("local");
-        eq(c.getCatalog(), "local", "getCatalog");
+        Checks.eq(c.getCatalog(), "local", "getCatalog");
         try (Statement st = c.createStatement();
             ResultSet rs = st.executeQuery("SELECT count(*) AS n FROM customers")) {
-          expect(rs.next(), "a row");
-          eq(rs.getLong(1), 2000L, "customers");
+          Checks.expect(rs.next(), "a row");
+          Checks.eq(rs.getLong(1), 2000L, "customers");
         }
         // An unknown catalog is refused per option (INVALID_VALUE in the
         // SetSessionOptions result, which driver 18.3 does not surface):
@@ -112,13 +84,13 @@ public class Probe {
         }
         try (Statement st = c.createStatement();
             ResultSet rs = st.executeQuery("SELECT count(*) AS n FROM orders")) {
-          expect(rs.next(), "a row");
-          eq(rs.getLong(1), 50000L, "orders after a refused catalog");
+          Checks.expect(rs.next(), "a row");
+          Checks.eq(rs.getLong(1), 50000L, "orders after a refused catalog");
         }
       }
       closeWithCatalog(c);
     });
-    check("single-endpoint mode through a URL header", () -> {
+    Checks.check("single-endpoint mode through a URL header", () -> {
       // Unknown URL parameters become call headers: the coordinator then
       // answers one endpoint and proxies the workers' streams.
       String proxied = "jdbc:arrow-flight-sql://" + host + ":" + port
@@ -132,12 +104,11 @@ public class Probe {
           n++;
           sum += rs.getLong(1);
         }
-        eq(n, 50000L, "rows");
-        eq(sum, 50000L * 50001L / 2, "sum of ids");
+        Checks.eq(n, 50000L, "rows");
+        Checks.eq(sum, 50000L * 50001L / 2, "sum of ids");
       }
     });
-    System.out.println(passed + " passed, " + failed + " failed");
-    System.exit(failed == 0 ? 0 : 1);
+    Checks.exit();
   }
 
   // closeWithCatalog closes a connection that set a catalog. Driver 18.3
@@ -159,39 +130,39 @@ public class Probe {
 
     // DBeaver on connect: all-keys GetSqlInfo (through these getters) and
     // getTableTypes.
-    check("GetSqlInfo through DatabaseMetaData", () -> {
-      eq(md.getDatabaseProductName(), "icefloe", "product name");
-      expect(!md.getDatabaseProductVersion().isEmpty(), "product version");
-      eq(md.getIdentifierQuoteString(), "\"", "identifier quote");
-      eq(md.getSearchStringEscape(), "\\", "search string escape");
-      expect(!md.isReadOnly(), "not read-only");
-      expect(!md.supportsTransactions(), "no transactions");
-      eq(md.getDefaultTransactionIsolation(), Connection.TRANSACTION_NONE, "isolation");
+    Checks.check("GetSqlInfo through DatabaseMetaData", () -> {
+      Checks.eq(md.getDatabaseProductName(), "icefloe", "product name");
+      Checks.expect(!md.getDatabaseProductVersion().isEmpty(), "product version");
+      Checks.eq(md.getIdentifierQuoteString(), "\"", "identifier quote");
+      Checks.eq(md.getSearchStringEscape(), "\\", "search string escape");
+      Checks.expect(!md.isReadOnly(), "not read-only");
+      Checks.expect(!md.supportsTransactions(), "no transactions");
+      Checks.eq(md.getDefaultTransactionIsolation(), Connection.TRANSACTION_NONE, "isolation");
       Set<String> kw = csv(md.getSQLKeywords());
-      expect(kw.contains("QUALIFY") && kw.contains("PIVOT"), "DuckDB keywords: " + kw);
-      expect(csv(md.getNumericFunctions()).contains("ABS"), "numeric functions");
-      expect(csv(md.getStringFunctions()).contains("UPPER"), "string functions");
-      expect(csv(md.getSystemFunctions()).contains("COALESCE"), "system functions");
-      expect(csv(md.getTimeDateFunctions()).contains("DATE_TRUNC"), "time/date functions");
-      expect(md.supportsConvert(Types.INTEGER, Types.VARCHAR), "INTEGER → VARCHAR");
-      expect(md.supportsLikeEscapeClause(), "LIKE … ESCAPE");
+      Checks.expect(kw.contains("QUALIFY") && kw.contains("PIVOT"), "DuckDB keywords: " + kw);
+      Checks.expect(csv(md.getNumericFunctions()).contains("ABS"), "numeric functions");
+      Checks.expect(csv(md.getStringFunctions()).contains("UPPER"), "string functions");
+      Checks.expect(csv(md.getSystemFunctions()).contains("COALESCE"), "system functions");
+      Checks.expect(csv(md.getTimeDateFunctions()).contains("DATE_TRUNC"), "time/date functions");
+      Checks.expect(md.supportsConvert(Types.INTEGER, Types.VARCHAR), "INTEGER → VARCHAR");
+      Checks.expect(md.supportsLikeEscapeClause(), "LIKE … ESCAPE");
     });
-    check("getTableTypes", () -> expect(column(md.getTableTypes(), "TABLE_TYPE").contains("TABLE"), "TABLE"));
-    check("getCatalogs", () -> expect(column(md.getCatalogs(), "TABLE_CAT").contains("local"), "local"));
-    check("getSchemas(cat, %)", () -> {
+    Checks.check("getTableTypes", () -> Checks.expect(column(md.getTableTypes(), "TABLE_TYPE").contains("TABLE"), "TABLE"));
+    Checks.check("getCatalogs", () -> Checks.expect(column(md.getCatalogs(), "TABLE_CAT").contains("local"), "local"));
+    Checks.check("getSchemas(cat, %)", () -> {
       List<String> s = column(md.getSchemas("local", "%"), "TABLE_SCHEM");
-      expect(s.contains("default"), "default in " + s);
+      Checks.expect(s.contains("default"), "default in " + s);
     });
-    check("getTables(cat, schema, %, null)", () -> {
+    Checks.check("getTables(cat, schema, %, null)", () -> {
       List<String> t = column(md.getTables("local", "default", "%", null), "TABLE_NAME");
-      expect(t.containsAll(List.of("orders", "customers", "events")), "demo tables in " + t);
+      Checks.expect(t.containsAll(List.of("orders", "customers", "events")), "demo tables in " + t);
     });
-    check("getTables with an escaped _ pattern", () -> {
+    Checks.check("getTables with an escaped _ pattern", () -> {
       // DBeaver escapes _ with the search string escape.
       List<String> t = column(md.getTables("local", "default", "order\\_s", null), "TABLE_NAME");
-      eq(t, List.of(), "order_s must not match orders");
+      Checks.eq(t, List.of(), "order_s must not match orders");
     });
-    check("getColumns(cat, schema, %, %)", () -> {
+    Checks.check("getColumns(cat, schema, %, %)", () -> {
       Map<String, Integer> cols = new LinkedHashMap<>();
       try (ResultSet rs = md.getColumns("local", "default", "%", "%")) {
         while (rs.next()) {
@@ -200,20 +171,20 @@ public class Probe {
           }
         }
       }
-      eq(new ArrayList<>(cols.keySet()),
+      Checks.eq(new ArrayList<>(cols.keySet()),
           List.of("id", "customer_id", "status", "amount", "ordered_at", "ordered_on"), "orders columns");
-      eq(cols.get("id"), Types.BIGINT, "id type");
-      eq(cols.get("amount"), Types.DECIMAL, "amount type");
+      Checks.eq(cols.get("id"), Types.BIGINT, "id type");
+      Checks.eq(cols.get("amount"), Types.DECIMAL, "amount type");
     });
-    check("getPrimaryKeys(cat, schema, %)", () -> eq(column(md.getPrimaryKeys("local", "default", "%"), "COLUMN_NAME"), List.of(), "no keys"));
-    check("getImportedKeys(cat, schema, %)", () -> eq(column(md.getImportedKeys("local", "default", "%"), "FKCOLUMN_NAME"), List.of(), "no keys"));
+    Checks.check("getPrimaryKeys(cat, schema, %)", () -> Checks.eq(column(md.getPrimaryKeys("local", "default", "%"), "COLUMN_NAME"), List.of(), "no keys"));
+    Checks.check("getImportedKeys(cat, schema, %)", () -> Checks.eq(column(md.getImportedKeys("local", "default", "%"), "FKCOLUMN_NAME"), List.of(), "no keys"));
 
-    check("executeQuery of a multi-endpoint SELECT", () -> {
+    Checks.check("executeQuery of a multi-endpoint SELECT", () -> {
       try (Statement st = conn.createStatement();
           ResultSet rs = st.executeQuery("SELECT id, customer_id, status FROM orders")) {
         ResultSetMetaData rmd = rs.getMetaData();
-        eq(rmd.getColumnCount(), 3, "columns");
-        eq(rmd.getColumnType(1), Types.BIGINT, "id type");
+        Checks.eq(rmd.getColumnCount(), 3, "columns");
+        Checks.eq(rmd.getColumnType(1), Types.BIGINT, "id type");
         long n = 0;
         long sum = 0;
         Set<Long> seen = new HashSet<>();
@@ -222,26 +193,26 @@ public class Probe {
           sum += rs.getLong(1);
           seen.add(rs.getLong(1));
         }
-        eq(n, 50000L, "rows");
-        eq(seen.size(), 50000, "distinct ids");
-        eq(sum, 50000L * 50001L / 2, "sum of ids");
+        Checks.eq(n, 50000L, "rows");
+        Checks.eq(seen.size(), 50000, "distinct ids");
+        Checks.eq(sum, 50000L * 50001L / 2, "sum of ids");
       }
     });
 
-    check("executeUpdate of DDL and INSERT", () -> {
+    Checks.check("executeUpdate of DDL and INSERT", () -> {
       try (Statement st = conn.createStatement()) {
         st.executeUpdate("DROP SCHEMA IF EXISTS jdbc_probe CASCADE");
-        eq(st.executeUpdate("CREATE SCHEMA jdbc_probe"), 0, "create schema count");
+        Checks.eq(st.executeUpdate("CREATE SCHEMA jdbc_probe"), 0, "create schema count");
         st.executeUpdate("CREATE TABLE jdbc_probe.t (id BIGINT NOT NULL, s VARCHAR)");
-        eq(st.executeUpdate("INSERT INTO jdbc_probe.t VALUES (1, 'a'), (2, 'b'), (3, NULL)"), 3, "insert count");
+        Checks.eq(st.executeUpdate("INSERT INTO jdbc_probe.t VALUES (1, 'a'), (2, 'b'), (3, NULL)"), 3, "insert count");
         try (ResultSet rs = st.executeQuery("SELECT count(*) FROM jdbc_probe.t")) {
           rs.next();
-          eq(rs.getLong(1), 3L, "rows after insert");
+          Checks.eq(rs.getLong(1), 3L, "rows after insert");
         }
       }
     });
 
-    check("PreparedStatement with parameters", () -> {
+    Checks.check("PreparedStatement with parameters", () -> {
       long want;
       try (Statement st = conn.createStatement();
           ResultSet rs = st.executeQuery("SELECT count(*) FROM orders WHERE customer_id = 42 AND status = 'shipped'")) {
@@ -249,33 +220,33 @@ public class Probe {
         want = rs.getLong(1);
       }
       try (PreparedStatement ps = conn.prepareStatement("SELECT count(*) AS n FROM orders WHERE customer_id = ? AND status = ?")) {
-        eq(ps.getParameterMetaData().getParameterCount(), 2, "parameter count");
+        Checks.eq(ps.getParameterMetaData().getParameterCount(), 2, "parameter count");
         ps.setLong(1, 42);
         ps.setString(2, "shipped");
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
-          eq(rs.getLong(1), want, "count with parameters");
+          Checks.eq(rs.getLong(1), want, "count with parameters");
         }
         ps.setLong(1, 43);
         ps.setString(2, "it's");
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
-          eq(rs.getLong(1), 0L, "no status it's");
+          Checks.eq(rs.getLong(1), 0L, "no status it's");
         }
       }
       try (PreparedStatement ps = conn.prepareStatement("INSERT INTO jdbc_probe.t VALUES (?, ?)")) {
         ps.setLong(1, 10);
         ps.setString(2, "ten");
-        eq(ps.executeUpdate(), 1, "insert with parameters");
+        Checks.eq(ps.executeUpdate(), 1, "insert with parameters");
       }
       try (Statement st = conn.createStatement();
           ResultSet rs = st.executeQuery("SELECT s FROM jdbc_probe.t WHERE id = 10")) {
-        expect(rs.next(), "inserted row");
-        eq(rs.getString(1), "ten", "inserted value");
+        Checks.expect(rs.next(), "inserted row");
+        Checks.eq(rs.getString(1), "ten", "inserted value");
       }
     });
 
-    check("setMaxRows(10) with early close", () -> {
+    Checks.check("setMaxRows(10) with early close", () -> {
       try (Statement st = conn.createStatement()) {
         st.setMaxRows(10);
         int n = 0;
@@ -284,14 +255,14 @@ public class Probe {
             n++;
           }
         }
-        eq(n, 10, "rows with setMaxRows(10)");
+        Checks.eq(n, 10, "rows with setMaxRows(10)");
       }
       // And a result set closed after one row of a large result.
       try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT * FROM orders, customers LIMIT 200000")) {
-        expect(rs.next(), "first row");
+        Checks.expect(rs.next(), "first row");
       }
       try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery("SELECT 1")) {
-        expect(rs.next(), "the connection still works");
+        Checks.expect(rs.next(), "the connection still works");
       }
     });
 
@@ -325,7 +296,7 @@ public class Probe {
   }
 
   static void allTypes(Connection conn, DatabaseMetaData md) throws Exception {
-    check("CREATE TABLE with every Iceberg type and INSERT a row", () -> {
+    Checks.check("CREATE TABLE with every Iceberg type and INSERT a row", () -> {
       StringBuilder ddl = new StringBuilder("CREATE TABLE jdbc_probe.all_types (");
       StringBuilder vals = new StringBuilder("INSERT INTO jdbc_probe.all_types VALUES (");
       for (int i = 0; i < TYPES.length; i++) {
@@ -334,10 +305,10 @@ public class Probe {
       }
       try (Statement st = conn.createStatement()) {
         st.executeUpdate(ddl.append(")").toString());
-        eq(st.executeUpdate(vals.append(")").toString()), 1, "insert");
+        Checks.eq(st.executeUpdate(vals.append(")").toString()), 1, "insert");
       }
     });
-    check("getColumns types, precision and scale for every Iceberg type", () -> {
+    Checks.check("getColumns types, precision and scale for every Iceberg type", () -> {
       Map<String, String[]> got = new LinkedHashMap<>();
       try (ResultSet rs = md.getColumns("local", "jdbc_probe", "all\\_types", "%")) {
         while (rs.next()) {
@@ -355,62 +326,62 @@ public class Probe {
           problems.add(t[0] + ": got " + (g == null ? "nothing" : Arrays.toString(g)) + ", want " + Arrays.toString(want));
         }
       }
-      expect(problems.isEmpty(), String.join("; ", problems));
+      Checks.expect(problems.isEmpty(), String.join("; ", problems));
     });
-    check("ResultSet getters for every Iceberg type", () -> {
+    Checks.check("ResultSet getters for every Iceberg type", () -> {
       try (Statement st = conn.createStatement();
           ResultSet rs = st.executeQuery("SELECT * FROM jdbc_probe.all_types")) {
-        expect(rs.next(), "one row");
-        eq(rs.getBoolean("c_boolean"), true, "boolean");
-        eq(rs.getInt("c_int"), -7, "int");
-        eq(rs.getLong("c_long"), 9007199254740993L, "long");
-        eq(rs.getFloat("c_float"), 1.5f, "float");
-        eq(rs.getDouble("c_double"), 2.25, "double");
-        eq(rs.getBigDecimal("c_decimal"), new BigDecimal("123456789.012"), "decimal");
-        eq(rs.getDate("c_date"), Date.valueOf("2024-02-29"), "date");
-        eq(rs.getTime("c_time").getTime(), (13 * 3600 + 14 * 60 + 15) * 1000L + 123, "time (ms)");
-        eq(rs.getTimestamp("c_timestamp"), Timestamp.valueOf("2024-03-01 10:11:12.345678"), "timestamp");
-        eq(rs.getTimestamp("c_timestamptz").toInstant().toString(), "2024-03-01T10:11:12.345678Z", "timestamptz");
-        eq(rs.getString("c_string"), "héllo", "string");
-        eq(rs.getString("c_uuid"), "0193c1b4-7e25-7c4f-9a52-000000000001", "uuid");
-        eq(rs.getMetaData().getColumnType(rs.findColumn("c_uuid")), Types.VARCHAR, "uuid result type");
-        eq(Arrays.toString(rs.getBytes("c_binary")), Arrays.toString(new byte[] {0, -1, 'a', 'b'}), "binary");
+        Checks.expect(rs.next(), "one row");
+        Checks.eq(rs.getBoolean("c_boolean"), true, "boolean");
+        Checks.eq(rs.getInt("c_int"), -7, "int");
+        Checks.eq(rs.getLong("c_long"), 9007199254740993L, "long");
+        Checks.eq(rs.getFloat("c_float"), 1.5f, "float");
+        Checks.eq(rs.getDouble("c_double"), 2.25, "double");
+        Checks.eq(rs.getBigDecimal("c_decimal"), new BigDecimal("123456789.012"), "decimal");
+        Checks.eq(rs.getDate("c_date"), Date.valueOf("2024-02-29"), "date");
+        Checks.eq(rs.getTime("c_time").getTime(), (13 * 3600 + 14 * 60 + 15) * 1000L + 123, "time (ms)");
+        Checks.eq(rs.getTimestamp("c_timestamp"), Timestamp.valueOf("2024-03-01 10:11:12.345678"), "timestamp");
+        Checks.eq(rs.getTimestamp("c_timestamptz").toInstant().toString(), "2024-03-01T10:11:12.345678Z", "timestamptz");
+        Checks.eq(rs.getString("c_string"), "héllo", "string");
+        Checks.eq(rs.getString("c_uuid"), "0193c1b4-7e25-7c4f-9a52-000000000001", "uuid");
+        Checks.eq(rs.getMetaData().getColumnType(rs.findColumn("c_uuid")), Types.VARCHAR, "uuid result type");
+        Checks.eq(Arrays.toString(rs.getBytes("c_binary")), Arrays.toString(new byte[] {0, -1, 'a', 'b'}), "binary");
         Array arr = rs.getArray("c_list");
-        eq(Arrays.toString((Object[]) arr.getArray()), "[1, 2, null]", "list");
+        Checks.eq(Arrays.toString((Object[]) arr.getArray()), "[1, 2, null]", "list");
         Object m = rs.getObject("c_map");
-        expect(m instanceof Map, "map is a java.util.Map: " + m.getClass());
-        eq(((Map<?, ?>) m).size(), 2, "map entries");
-        eq(String.valueOf(m), "{\"a\":1,\"b\":2}", "map");
+        Checks.expect(m instanceof Map, "map is a java.util.Map: " + m.getClass());
+        Checks.eq(((Map<?, ?>) m).size(), 2, "map entries");
+        Checks.eq(String.valueOf(m), "{\"a\":1,\"b\":2}", "map");
         Object s = rs.getObject("c_struct");
-        expect(s instanceof Map, "struct is a java.util.Map: " + s.getClass());
-        eq(String.valueOf(s), "{\"a\":5,\"b\":\"x\"}", "struct");
-        expect(!rs.next(), "only one row");
+        Checks.expect(s instanceof Map, "struct is a java.util.Map: " + s.getClass());
+        Checks.eq(String.valueOf(s), "{\"a\":5,\"b\":\"x\"}", "struct");
+        Checks.expect(!rs.next(), "only one row");
       }
     });
-    // fixed[L]: SQL cannot create it; the run script made jdbc_types.fixed_t.
-    check("fixed[4]: INSERT, getColumns and getBytes", () -> {
+    // fixed[L]: SQL cannot create it; the run script made fixture.fixed_t.
+    Checks.check("fixed[4]: INSERT, getColumns and getBytes", () -> {
       try (Statement st = conn.createStatement()) {
-        eq(st.executeUpdate("INSERT INTO jdbc_types.fixed_t VALUES (1, '\\x01\\x02\\x03\\x04'::BLOB)"), 1, "insert");
+        Checks.eq(st.executeUpdate("INSERT INTO fixture.fixed_t VALUES (1, '\\x01\\x02\\x03\\x04'::BLOB)"), 1, "insert");
         boolean refused = false;
         try {
-          st.executeUpdate("INSERT INTO jdbc_types.fixed_t VALUES (2, 'abc'::BLOB)");
+          st.executeUpdate("INSERT INTO fixture.fixed_t VALUES (2, 'abc'::BLOB)");
         } catch (Exception e) {
           refused = true;
         }
-        expect(refused, "a value of the wrong length is refused");
+        Checks.expect(refused, "a value of the wrong length is refused");
       }
-      try (ResultSet rs = md.getColumns("local", "jdbc_types", "fixed\\_t", "%")) {
-        expect(rs.next() && rs.next(), "id and c_fixed columns");
-        eq(rs.getString("COLUMN_NAME"), "c_fixed", "second column");
-        eq(rs.getInt("DATA_TYPE"), Types.BINARY, "DATA_TYPE");
-        eq(rs.getString("TYPE_NAME"), "BLOB", "TYPE_NAME");
-        eq(rs.getInt("COLUMN_SIZE"), 4, "COLUMN_SIZE");
+      try (ResultSet rs = md.getColumns("local", "fixture", "fixed\\_t", "%")) {
+        Checks.expect(rs.next() && rs.next(), "id and c_fixed columns");
+        Checks.eq(rs.getString("COLUMN_NAME"), "c_fixed", "second column");
+        Checks.eq(rs.getInt("DATA_TYPE"), Types.BINARY, "DATA_TYPE");
+        Checks.eq(rs.getString("TYPE_NAME"), "BLOB", "TYPE_NAME");
+        Checks.eq(rs.getInt("COLUMN_SIZE"), 4, "COLUMN_SIZE");
       }
       try (Statement st = conn.createStatement();
-          ResultSet rs = st.executeQuery("SELECT c_fixed FROM jdbc_types.fixed_t")) {
-        expect(rs.next(), "a row");
-        eq(Arrays.toString(rs.getBytes(1)), "[1, 2, 3, 4]", "fixed bytes");
-        eq(rs.getMetaData().getColumnType(1), Types.VARBINARY, "result column type (DuckDB BLOB)");
+          ResultSet rs = st.executeQuery("SELECT c_fixed FROM fixture.fixed_t")) {
+        Checks.expect(rs.next(), "a row");
+        Checks.eq(Arrays.toString(rs.getBytes(1)), "[1, 2, 3, 4]", "fixed bytes");
+        Checks.eq(rs.getMetaData().getColumnType(1), Types.VARBINARY, "result column type (DuckDB BLOB)");
       }
     });
   }

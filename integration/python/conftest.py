@@ -23,9 +23,9 @@ class Server:
         self.proc = proc
         self.fields = fields
         self._log = log_lines
-        self.coordinator = fields["coordinator"]  # grpc://127.0.0.1:PORT
+        self.coordinator = fields["coordinator"]  # grpc://127.0.0.1:PORT (grpc+tls:// with TLS)
         self.workers = fields["workers"]
-        self.host_port = self.coordinator[len("grpc://"):]
+        self.host_port = self.coordinator.split("://", 1)[1]
 
     def log(self):
         return "\n".join(self._log)
@@ -50,13 +50,17 @@ class Server:
         return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _start(data_dir, workers=2):
-    binary = os.environ.get("ICEFLOE_BIN")
-    if not binary:
+def binary():
+    b = os.environ.get("ICEFLOE_BIN")
+    if not b:
         raise RuntimeError("ICEFLOE_BIN is not set: run this suite through ./run or make test")
+    return b
+
+
+def _start(data_dir, workers=2, extra=()):
     proc = subprocess.Popen(
-        [binary, "serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir", data_dir,
-         "--workers", str(workers)],
+        [binary(), "serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir", data_dir,
+         "--workers", str(workers), *extra],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     lines = []
     ready = {}
@@ -82,19 +86,64 @@ def _start(data_dir, workers=2):
     return Server(proc, ready, lines)
 
 
+def _fixture_tables(data_dir):
+    """Writes the tables SQL cannot create (fixture.fixed_t: fixed[4],
+    fixture.ns_t: timestamp_ns) into data_dir's catalog (integration/fixture)."""
+    root = os.environ.get("REPO_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    subprocess.run(["go", "run", "-tags", os.environ.get("GO_TAGS", "duckdb_arrow"), "./integration/fixture", data_dir],
+                   cwd=root, check=True)
+
+
+def _stop(srv):
+    srv.proc.send_signal(signal.SIGINT)
+    try:
+        srv.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        srv.proc.kill()
+        srv.proc.wait()
+
+
 @pytest.fixture(scope="session")
 def server():
     with tempfile.TemporaryDirectory(prefix="icefloe-py-") as d:
+        _fixture_tables(d)
         srv = _start(d)
         try:
             yield srv
         finally:
-            srv.proc.send_signal(signal.SIGINT)
-            try:
-                srv.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                srv.proc.kill()
-                srv.proc.wait()
+            _stop(srv)
+
+
+# Users of the secure server: name -> (password, roles).
+SECURE_USERS = {"alice": ("alice-pw", ["reader"]), "bob": ("bob-pw", ["reader"]), "root": ("root-pw", ["admin"])}
+
+
+def _hash(password):
+    out = subprocess.run([binary(), "passwd"], input=password + "\n", capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def secure_server():
+    """`icefloe serve --tls` with users and grants in its config: TLS on
+    every listener with a throwaway CA (data dir tls/ca.pem)."""
+    with tempfile.TemporaryDirectory(prefix="icefloe-py-secure-") as d:
+        cfg = os.path.join(d, "icefloe.yaml")
+        users = "".join(
+            f"    - name: {name}\n      password_hash: \"{_hash(pw)}\"\n      roles: [{', '.join(roles)}]\n"
+            for name, (pw, roles) in SECURE_USERS.items())
+        with open(cfg, "w") as f:
+            f.write("ticket_key: python-secure-suite\nauth:\n  users:\n" + users +
+                    "  roles:\n    - name: reader\n      grants:\n        - privileges: [SELECT]\n          on: local.default\n")
+        data = os.path.join(d, "data")
+        srv = _start(data, extra=("--tls", "--config", cfg))
+        srv.config = cfg
+        with open(os.path.join(data, "tls", "ca.pem")) as f:
+            srv.ca_pem = f.read()
+        try:
+            yield srv
+        finally:
+            _stop(srv)
 
 
 @pytest.fixture(scope="session")

@@ -173,9 +173,15 @@ def test_session_options(uri):
         assert "py_sess" in opts and "local" in opts
 
 
-def _long_query_cancel(c, server, needle):
-    # A cross join of 50k × 50k with a hash per pair: minutes of work.
-    q = "SELECT sum(hash(a.id * b.customer_id)) AS h FROM orders a, orders b"
+# A cross join of 50k × 50k with a hash per pair: minutes of work.
+CROSS_JOIN = "SELECT sum(hash(a.id * b.customer_id)) AS h FROM orders a, orders b"
+
+
+def _count(server, needle, after):
+    return sum(needle in line for line in server._log[after:])
+
+
+def _long_query_cancel(c, server, needle, q=CROSS_JOIN, cancelled=1):
     mark = server.log_mark()
     cur = c.cursor()
     outcome = {}
@@ -207,6 +213,11 @@ def _long_query_cancel(c, server, needle):
     assert "cancel" in str(outcome["error"]).lower()
     for n in needle:
         assert server.wait_log(n, after=mark, timeout=20), f"no {n!r} in the server log:\n{server.log()[-4000:]}"
+    # Every fragment that was running logs its cancelled DoGet.
+    deadline = time.monotonic() + 20
+    while _count(server, "worker: DoGet cancelled", mark) < cancelled and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _count(server, "worker: DoGet cancelled", mark) >= cancelled, server.log()[-4000:]
     assert time.monotonic() - started < 25
     # And the work really stopped: the server goes (nearly) idle.
     time.sleep(0.5)
@@ -227,6 +238,64 @@ def test_cancel_stops_the_workers(conn, server):
 
 def test_cancel_stops_the_coordinator_proxy(proxy_conn, server):
     _long_query_cancel(proxy_conn, server, ["flightsql: proxy stream cancelled", "worker: DoGet cancelled"])
+
+
+def _heavy(depth):
+    e = "status || id"
+    for _ in range(depth):
+        e = f"md5(repeat({e}, 200))"
+    return e
+
+
+def _plan(cur, q):
+    """The strategy, endpoints and child fragments EXPLAIN gives for q."""
+    cur.execute("EXPLAIN " + q)
+    rows = cur.fetchall()
+    strategy = next((v for k, v in rows if k == "strategy"), "")
+    eps = [v for k, v in rows if k.startswith("endpoint ")]
+    children = sum(int(v.rsplit(", ", 1)[1].split()[0]) for v in eps)
+    return strategy, len(eps), children
+
+
+def test_cancel_stops_two_phase_partials(conn, server):
+    # Partial aggregates that each compute for seconds: adbc_cancel before
+    # any batch stops the final fragment and every partial it pulls.
+    q = f"SELECT status, count(*) AS n FROM orders WHERE {_heavy(16)} LIKE 'zz%' GROUP BY status"
+    with conn.cursor() as cur:
+        strategy, endpoints, children = _plan(cur, q)
+    assert strategy.startswith("two-phase") and endpoints == 1 and children >= 2, (strategy, endpoints, children)
+    _long_query_cancel(conn, server, ["worker: DoGet cancelled"], q=q, cancelled=1 + children)
+
+
+def test_early_close_stops_every_endpoint(conn, server):
+    # 100 million joined rows over several endpoints: read one batch, close
+    # the reader, and every worker stream stops (their first batches come
+    # as DuckDB computes them, not after the whole result).
+    q = "SELECT a.id, b.id AS c, md5(a.status || b.id) AS h FROM orders a, customers b"
+    with conn.cursor() as cur:
+        strategy, endpoints, _ = _plan(cur, q)
+        assert strategy.startswith("scatter") and endpoints >= 2, (strategy, endpoints)
+        # What a tenth of the whole join costs the server, measured here.
+        cpu0 = server.cpu_seconds()
+        cur.execute("SELECT count(*), max(md5(a.status || b.id)) FROM orders a, customers b WHERE a.id <= 5000")
+        assert cur.fetchall()[0][0] == 5000 * 2000
+        tenth = server.cpu_seconds() - cpu0
+        mark = server.log_mark()
+        cpu0 = server.cpu_seconds()
+        cur.execute(q)
+        rdr = cur.fetch_record_batch()
+        assert rdr.read_next_batch().num_rows > 0
+        rdr.close()
+    deadline = time.monotonic() + 20
+    while _count(server, "worker: DoGet cancelled", mark) < endpoints and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _count(server, "worker: DoGet cancelled", mark) >= endpoints, server.log()[-4000:]
+    time.sleep(0.5)
+    c1 = server.cpu_seconds()
+    time.sleep(2.0)
+    assert server.cpu_seconds() - c1 < 0.5, "the server still works after the close"
+    used = server.cpu_seconds() - cpu0
+    assert used < tenth, f"one batch cost {used:.2f} CPU s, a tenth of the join {tenth:.2f}"
 
 
 def test_single_endpoint_mode(proxy_conn, conn):

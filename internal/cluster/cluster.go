@@ -24,6 +24,7 @@ import (
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -56,6 +57,8 @@ type WorkerOptions struct {
 	// Parquet directly (Engine.ReadDirs set), the cache's directory is
 	// added to ReadDirs so DuckDB reads the copies the same way.
 	DataCache datacache.Options
+	// Security secures the worker's listener and its pulls from peers.
+	Security Security
 	// Announce are coordinator locations the worker announces itself to
 	// (and tells when it drains); AnnounceInterval is how often (0 means
 	// membership.DefaultAnnounceInterval).
@@ -66,6 +69,7 @@ type WorkerOptions struct {
 // Worker is a running worker.
 type Worker struct {
 	Addr   string // host:port clients reach it at
+	scheme string
 	srv    *worker.Server
 	grpc   *grpc.Server
 	engine *engine.Engine
@@ -87,8 +91,8 @@ type Worker struct {
 // reader (see worker/direct.go).
 func (w *Worker) DirectScans() int64 { return w.srv.DirectScans() }
 
-// Location is the worker's Flight location URI.
-func (w *Worker) Location() string { return "grpc://" + w.Addr }
+// Location is the worker's Flight location URI (grpc+tls:// with TLS).
+func (w *Worker) Location() string { return w.scheme + w.Addr }
 
 // StartWorker starts a worker and returns once it listens.
 func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
@@ -98,10 +102,19 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 	if o.Engine.MemoryLimit == "" {
 		o.Engine.MemoryLimit = DefaultWorkerMemory
 	}
+	lis, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("worker listen %s: %w", o.Listen, err)
+	}
+	addr := lis.Addr().String()
+	if o.AdvertiseHost != "" {
+		_, port, _ := net.SplitHostPort(addr)
+		addr = net.JoinHostPort(o.AdvertiseHost, port)
+	}
 	var data *datacache.Cache
 	if o.DataCache.Dir != "" {
-		var err error
 		if data, err = datacache.Open(o.DataCache); err != nil {
+			lis.Close()
 			return nil, err
 		}
 		if len(o.Engine.ReadDirs) > 0 {
@@ -110,6 +123,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 	}
 	eng, err := engine.Open(ctx, o.Engine)
 	if err != nil {
+		lis.Close()
 		return nil, err
 	}
 	cache := catalog.NewMetadataCache(o.MetadataCacheBytes)
@@ -120,30 +134,29 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		DataCache: data,
 		Logger:    o.Logger,
 		Allocator: memory.DefaultAllocator,
+		Peers:     o.Security.Client(),
+		Audit:     o.Security.Audit.WithNode("worker " + addr),
+
+		Authenticated: o.Security.Auth != nil,
 	})
 	if err != nil {
+		lis.Close()
 		eng.Close()
 		return nil, err
 	}
-	lis, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		eng.Close()
-		return nil, fmt.Errorf("worker listen %s: %w", o.Listen, err)
-	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(DefaultMaxMessageSize))
+	g := grpc.NewServer(o.Security.serverOptions()...)
 	srv.Register(g)
-	addr := lis.Addr().String()
-	if o.AdvertiseHost != "" {
-		_, port, _ := net.SplitHostPort(addr)
-		addr = net.JoinHostPort(o.AdvertiseHost, port)
-	}
-	w := &Worker{Addr: addr, srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, data: data, log: o.Logger, stop: make(chan struct{})}
+	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, data: data, log: o.Logger, stop: make(chan struct{})}
 	go w.logCachesEvery(CacheLogInterval)
 	go func() { w.done <- g.Serve(lis) }()
 	if len(o.Announce) > 0 {
 		w.announcer, err = membership.NewAnnouncer(membership.AnnouncerOptions{
 			Key: o.Key, Location: w.Location(), Coordinators: o.Announce, Interval: o.AnnounceInterval,
-			Dial: func(loc string) (*grpc.ClientConn, error) { return flightsql.Dial(loc) }, Logger: o.Logger,
+			// Through internal/flightclient: the coordinators' TLS roots,
+			// and the cluster token their authentication asks of the
+			// announcement.
+			Dial:   func(loc string) (*grpc.ClientConn, error) { return flightclient.Conn(loc, o.Security.Client()) },
+			Logger: o.Logger,
 		})
 		if err != nil {
 			w.Close()
@@ -187,7 +200,7 @@ func (w *Worker) close() error {
 	if errors.Is(err, grpc.ErrServerStopped) {
 		err = nil
 	}
-	return errors.Join(err, w.engine.Close())
+	return errors.Join(err, w.srv.Close(), w.engine.Close())
 }
 
 // CoordinatorOptions configure a coordinator.
@@ -209,6 +222,11 @@ type CoordinatorOptions struct {
 	// DataCache is planner.Options.DataCache: the workers cache
 	// object-store data files and read them with DuckDB.
 	DataCache bool
+	// Security secures the coordinator's listener, its calls to the
+	// workers and its catalogs.
+	Security Security
+	// TicketTTL is planner.Options.TicketTTL.
+	TicketTTL time.Duration
 	// Membership is flightsql.Options.Membership: the worker pool, when
 	// Workers is one that takes announcements.
 	Membership flightsql.Membership
@@ -216,12 +234,15 @@ type CoordinatorOptions struct {
 
 // Coordinator is a running coordinator.
 type Coordinator struct {
-	Addr    string
+	Addr string
+	// Scheme is grpc:// or grpc+tls://.
+	Scheme  string
 	Planner *planner.Planner
 	srv     *flightsql.Server
 	health  *health.Server
 	grpc    *grpc.Server
 	engine  *engine.Engine
+	flight  *flightclient.Pool
 	done    chan error
 }
 
@@ -237,20 +258,29 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	if err != nil {
 		return nil, err
 	}
+	pool := flightclient.NewPool(o.Security.Client(), 0)
+	fail := func(err error) (*Coordinator, error) {
+		pool.Close()
+		eng.Close()
+		return nil, err
+	}
 	pl, err := planner.New(planner.Options{
 		Mounts:  o.Mounts,
 		Engine:  eng,
 		Key:     o.Key,
 		Workers: o.Workers,
+		Flight:  pool,
+		Policy:  o.Security.policy(),
 		Logger:  o.Logger,
+
+		TicketTTL: o.TicketTTL,
 
 		TargetGroupBytes: o.TargetGroupBytes,
 		DirectDirs:       o.DirectDirs,
 		DataCache:        o.DataCache,
 	})
 	if err != nil {
-		eng.Close()
-		return nil, err
+		return fail(err)
 	}
 	srv, err := flightsql.New(flightsql.Options{
 		Planner:        pl,
@@ -260,26 +290,28 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Logger:         o.Logger,
 		Allocator:      memory.DefaultAllocator,
 		Key:            o.Key,
+		Flight:         pool,
+		Auth:           o.Security.Auth,
+		Policy:         o.Security.policy(),
+		Audit:          o.Security.Audit.WithNode("coordinator"),
 		Membership:     o.Membership,
 	})
 	if err != nil {
-		eng.Close()
-		return nil, err
+		return fail(err)
 	}
+	o.Security.guard(o.Mounts, pl, o.Logger)
 	lis, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		eng.Close()
-		return nil, fmt.Errorf("coordinator listen %s: %w", o.Listen, err)
+		return fail(fmt.Errorf("coordinator listen %s: %w", o.Listen, err))
 	}
-	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(DefaultMaxMessageSize)}, srv.ServerOptions()...)
-	g := grpc.NewServer(opts...)
+	g := grpc.NewServer(o.Security.serverOptions(srv.ServerOptions()...)...)
 	srv.Register(g)
 	hs := health.NewServer()
 	for _, name := range []string{"", flightServiceName, worker.LivenessService} {
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(g, hs)
-	c := &Coordinator{Addr: lis.Addr().String(), Planner: pl, srv: srv, health: hs, grpc: g, engine: eng, done: make(chan error, 1)}
+	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1)}
 	go func() { c.done <- g.Serve(lis) }()
 	return c, nil
 }
@@ -306,7 +338,7 @@ func (c *Coordinator) Close() error {
 	if errors.Is(err, grpc.ErrServerStopped) {
 		err = nil
 	}
-	return errors.Join(err, c.engine.Close())
+	return errors.Join(err, c.flight.Close(), c.engine.Close())
 }
 
 func stopGracefully(g *grpc.Server, grace time.Duration) {
@@ -352,6 +384,10 @@ type StandaloneOptions struct {
 	NoDataCache    bool
 	DataCacheBytes int64
 	DataCacheDir   string
+	// Security secures the coordinator and every worker alike.
+	Security Security
+	// TicketTTL is planner.Options.TicketTTL.
+	TicketTTL time.Duration
 }
 
 // Standalone is a running single-process cluster.
@@ -428,6 +464,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 			Key:           o.Key,
 			Engine:        eo,
 			Logger:        o.Logger.With(zap.Int("worker", i)),
+			Security:      o.Security,
 
 			MetadataCacheBytes: o.WorkerCache,
 			DataCache:          o.dataCache(i),
@@ -452,6 +489,8 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		DefaultSchema:  catalog.DefaultSchema,
 		Engine:         engine.Options{TempDir: filepath.Join(o.DataDir, "spill", "coordinator")},
 		Logger:         o.Logger,
+		Security:       o.Security,
+		TicketTTL:      o.TicketTTL,
 
 		TargetGroupBytes: o.TargetGroupBytes,
 		DirectDirs:       directDirs,

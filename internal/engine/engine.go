@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	bindings "github.com/duckdb/duckdb-go-bindings"
 	"github.com/duckdb/duckdb-go/v2"
 )
 
@@ -184,6 +184,7 @@ type Conn struct {
 	c     *sql.Conn
 	arrow *duckdb.Arrow
 	held  []func()
+	raw   bindings.Connection // the C connection (raw.go)
 }
 
 // Conn returns a new connection; the caller closes it.
@@ -192,17 +193,20 @@ func (e *Engine) Conn(ctx context.Context) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: connection: %w", err)
 	}
-	var ar *duckdb.Arrow
+	conn := &Conn{e: e, c: c}
 	err = c.Raw(func(dc any) error {
 		var err error
-		ar, err = duckdb.NewArrowFromConn(dc.(driver.Conn))
+		if conn.arrow, err = duckdb.NewArrowFromConn(dc.(driver.Conn)); err != nil {
+			return err
+		}
+		conn.raw, err = rawConn(dc)
 		return err
 	})
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("engine: arrow interface: %w", err)
 	}
-	return &Conn{e: e, c: c, arrow: ar}, nil
+	return conn, nil
 }
 
 // Close returns the connection; its temp tables are dropped.
@@ -245,33 +249,12 @@ func (c *Conn) ExecChecked(ctx context.Context, kind duckdb.StmtType, query stri
 	})
 }
 
-// Query runs one query and returns its result as Arrow; text that is not
-// exactly one statement is refused (ErrStatement) before anything runs.
-// The caller releases the reader before running anything else on c.
-func (c *Conn) Query(ctx context.Context, query string, args ...any) (array.RecordReader, error) {
-	if err := oneStatement(query); err != nil {
-		return nil, err
-	}
-	return c.arrow.QueryContext(ctx, query, args...)
-}
-
 func namedArgs(args []any) []driver.NamedValue {
 	out := make([]driver.NamedValue, len(args))
 	for i, a := range args {
 		out[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
 	return out
-}
-
-// QuerySchema returns the Arrow schema of a query's result without
-// producing rows from the inputs.
-func (c *Conn) QuerySchema(ctx context.Context, query string) (*arrow.Schema, error) {
-	rdr, err := c.Query(ctx, "SELECT * FROM ("+query+") AS __icefloe_bind LIMIT 0")
-	if err != nil {
-		return nil, err
-	}
-	defer rdr.Release()
-	return rdr.Schema(), nil
 }
 
 // LoadTable reads rdr to its end into a new temp table called name (a

@@ -122,7 +122,7 @@ func TestOneStatement(t *testing.T) {
 		if err := c.ExecChecked(ctx, duckdb.STATEMENT_TYPE_INSERT, q); !errors.Is(err, ErrStatement) {
 			t.Errorf("ExecChecked(%q): got %v, want ErrStatement", q, err)
 		}
-		if rdr, err := c.Query(ctx, q); !errors.Is(err, ErrStatement) {
+		if rdr, err := c.Query(ctx, q, QueryOptions{}); !errors.Is(err, ErrStatement) {
 			if rdr != nil {
 				rdr.Release()
 			}
@@ -191,13 +191,17 @@ func BenchmarkStatementChecks(b *testing.B) {
 		drain(b, func() (interface {
 			Next() bool
 			Release()
-		}, error) { return c.Query(ctx, q) })
+		}, error) {
+			return c.Query(ctx, q, QueryOptions{})
+		})
 	})
 	b.Run("query/reference", func(b *testing.B) {
 		drain(b, func() (interface {
 			Next() bool
 			Release()
-		}, error) { return c.arrow.QueryContext(ctx, q) })
+		}, error) {
+			return c.arrow.QueryContext(ctx, q)
+		})
 	})
 	if err := c.Exec(ctx, "CREATE TEMP TABLE u (a BIGINT, s VARCHAR)"); err != nil {
 		b.Fatal(err)

@@ -27,13 +27,8 @@ const AnyStatement = duckdb.STATEMENT_TYPE_INVALID
 // and those need not read the text the way the lexer (and internal/sqltok)
 // does.
 func (c *Conn) Prepared(ctx context.Context, kind duckdb.StmtType, query string, fn func(*duckdb.Stmt) error) error {
-	if err := oneStatement(query); err != nil {
+	if err := c.checkText(ctx, kind, query); err != nil {
 		return err
-	}
-	if kind != AnyStatement {
-		if err := c.parses(ctx, query); err != nil {
-			return err
-		}
 	}
 	return c.c.Raw(func(dc any) error {
 		conn, ok := dc.(*duckdb.Conn)
@@ -56,12 +51,33 @@ func (c *Conn) Prepared(ctx context.Context, kind duckdb.StmtType, query string,
 			if err != nil {
 				return err
 			}
-			if got != kind {
-				return fmt.Errorf("%w: a %s statement where %s was expected", ErrStatement, stmtName(got), stmtName(kind))
+			if err := checkKind(kind, got); err != nil {
+				return err
 			}
 		}
 		return fn(st)
 	})
+}
+
+// checkText is what Prepared checks before preparing: exactly one
+// statement, which DuckDB's parser proper accepts unless kind is
+// AnyStatement.
+func (c *Conn) checkText(ctx context.Context, kind duckdb.StmtType, query string) error {
+	if err := oneStatement(query); err != nil {
+		return err
+	}
+	if kind != AnyStatement {
+		return c.parses(ctx, query)
+	}
+	return nil
+}
+
+// checkKind refuses a prepared statement of another kind than asked for.
+func checkKind(kind, got duckdb.StmtType) error {
+	if kind != AnyStatement && got != kind {
+		return fmt.Errorf("%w: a %s statement where %s was expected", ErrStatement, stmtName(got), stmtName(kind))
+	}
+	return nil
 }
 
 // parses checks that DuckDB's parser proper accepts query: json_serialize_sql

@@ -127,7 +127,7 @@ func (f *fixture) rows(tbl *table.Table, queries ...string) iter.Seq2[arrow.Reco
 	}
 	var batches []arrow.RecordBatch
 	for _, q := range queries {
-		rdr, err := f.conn.Query(f.ctx, q)
+		rdr, err := f.conn.Query(f.ctx, q, engine.QueryOptions{})
 		if err != nil {
 			f.t.Fatalf("%s: %v", q, err)
 		}

@@ -1,0 +1,50 @@
+package flightsql
+
+import (
+	"context"
+	"time"
+
+	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/auth"
+)
+
+// Statement kinds in the audit log.
+const (
+	kindQuery   = "query"
+	kindUpdate  = "update"
+	kindIngest  = "ingest"
+	kindPrepare = "prepare"
+)
+
+// audited runs one statement and writes its audit line: who, from where,
+// the SQL, what the planner noted it read and wrote (the Record in run's
+// context), the rows run returns (-1 for a query, whose rows the workers
+// stream), how long and how it ended. run may set the entry's kind. A
+// failed prepare is a line of its own; a prepare that succeeds is not
+// (its execution is). Without an audit log it only runs.
+func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) error {
+	if s.opts.Audit == nil {
+		_, err := run(ctx, &audit.Entry{})
+		return err
+	}
+	start := time.Now()
+	ctx, rec := audit.WithRecord(ctx)
+	e := audit.Entry{Event: audit.EventStatement, Kind: kind, Statement: audit.Statement(sql), SQL: s.opts.Audit.SQL(sql)}
+	rows, err := run(ctx, &e)
+	if err == nil && e.Kind == kindPrepare {
+		return nil
+	}
+	e.Rows, e.Duration = rows, audit.Since(start)
+	s.caller(ctx, &e)
+	rec.Fill(&e)
+	s.opts.Audit.Write(e, ToStatus(err))
+	return err
+}
+
+// caller fills in who made the call and from where.
+func (s *Server) caller(ctx context.Context, e *audit.Entry) {
+	if p := auth.FromContext(ctx); p != nil {
+		e.Principal, e.Method = p.Name, p.Method
+	}
+	e.Client = auth.ClientAddr(ctx)
+}

@@ -1,0 +1,282 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+
+	"github.com/icefloe/icefloe/internal/audit"
+)
+
+// denied runs q as a query (Python ADBC sends every statement that way)
+// and wants PermissionDenied naming the privilege and the object.
+func denied(t *testing.T, cnxn adbc.Connection, q, priv, object string) {
+	t.Helper()
+	stmt := newStatement(t, cnxn, q)
+	defer stmt.Close()
+	rdr, _, err := stmt.ExecuteQuery(context.Background())
+	if err == nil {
+		rdr.Release()
+	}
+	wantADBC(t, q, err, adbc.StatusUnauthorized, "permission denied", priv, object)
+}
+
+// allowed runs q as a query and wants no error.
+func allowed(t *testing.T, cnxn adbc.Connection, q string) {
+	t.Helper()
+	stmt := newStatement(t, cnxn, q)
+	defer stmt.Close()
+	rdr, _, err := stmt.ExecuteQuery(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	for rdr.Next() {
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	rdr.Release()
+}
+
+func TestSecurityGrants(t *testing.T) {
+	e := startSecure(t)
+	root := e.login(t, "root")
+	for _, q := range []string{
+		"CREATE SCHEMA sales",
+		"CREATE SCHEMA sandbox",
+		"CREATE TABLE sales.orders AS SELECT id, customer_id, status, amount FROM orders LIMIT 2000",
+		"CREATE TABLE sales.refunds (id BIGINT, amount DOUBLE)",
+		"INSERT INTO sales.refunds VALUES (1, 2.5)",
+	} {
+		execUpdate(t, root, q)
+	}
+	snap := mustQuery(t, root, "SELECT snapshot_id FROM sales.orders$snapshots").rows[0]
+	demoSnap := mustQuery(t, root, "SELECT snapshot_id FROM orders$snapshots LIMIT 1").rows[0]
+	alice := e.login(t, "alice")
+	const own, other = "local.sales.orders", "local.default.orders"
+
+	t.Run("query shapes", func(t *testing.T) {
+		for _, q := range []string{
+			"SELECT count(*) FROM sales.orders",
+			"SELECT a.id FROM sales.orders a JOIN sales.orders b ON a.id = b.id",
+			"SELECT id FROM sales.orders UNION ALL SELECT id FROM sales.orders",
+			"SELECT id FROM sales.orders WHERE id IN (SELECT id FROM sales.refunds)",
+			"WITH o AS (SELECT * FROM sales.orders) SELECT count(*) FROM o",
+			"SELECT count(*) FROM sales.\"orders$snapshots\"",
+			"SELECT count(*) FROM sales.orders AT (VERSION => " + snap + ")",
+			"SELECT status, count(*) FROM sales.orders GROUP BY status ORDER BY 2 DESC LIMIT 3",
+			"EXPLAIN SELECT * FROM sales.orders",
+			// A CTE named like a table alice may not read is the CTE.
+			"WITH orders AS (SELECT * FROM sales.orders) SELECT count(*) FROM orders",
+			"SELECT count(*) FROM sales.orders o WHERE EXISTS (SELECT 1 FROM sales.refunds r WHERE r.id = o.id)",
+		} {
+			allowed(t, alice, q)
+		}
+		for _, q := range []string{
+			"SELECT count(*) FROM orders",
+			"SELECT * FROM local.default.orders",
+			"SELECT id FROM sales.orders UNION ALL SELECT id FROM local.default.orders",
+			"SELECT a.id FROM sales.orders a JOIN local.default.orders b ON a.id = b.id",
+			"SELECT id FROM sales.orders WHERE id IN (SELECT id FROM local.default.orders)",
+			"SELECT (SELECT max(id) FROM local.default.orders) AS m",
+			"WITH o AS (SELECT * FROM local.default.orders) SELECT count(*) FROM o",
+			"WITH sales AS (SELECT 1) SELECT * FROM local.default.orders",
+			"SELECT count(*) FROM local.default.\"orders$snapshots\"",
+			"SELECT count(*) FROM local.default.orders AT (VERSION => " + demoSnap + ")",
+			"EXPLAIN SELECT * FROM local.default.orders",
+			// A CTE's name is seen only in its own scope.
+			"SELECT * FROM (WITH o AS (SELECT * FROM sales.orders) SELECT * FROM o) s, orders",
+			"SELECT count(*) FROM sales.orders o WHERE EXISTS (SELECT 1 FROM local.default.orders d WHERE d.id = o.id)",
+			"SELECT * FROM sales.orders s JOIN LATERAL (SELECT * FROM local.default.orders d WHERE d.id = s.id) x ON true",
+		} {
+			denied(t, alice, q, "SELECT", other)
+		}
+		// Preparing is checked as well (DBeaver prepares everything).
+		stmt := newStatement(t, alice, "SELECT * FROM local.default.orders")
+		defer stmt.Close()
+		err := stmt.Prepare(context.Background())
+		wantADBC(t, "prepare", err, adbc.StatusUnauthorized, "SELECT", other)
+	})
+
+	t.Run("statement kinds", func(t *testing.T) {
+		allowed(t, alice, "INSERT INTO sales.refunds VALUES (2, 1.5)")
+		allowed(t, alice, "INSERT INTO sales.refunds SELECT id, amount FROM sales.orders LIMIT 10")
+		allowed(t, alice, "CREATE TABLE sandbox.copy AS SELECT * FROM sales.orders WHERE id < 100")
+		allowed(t, alice, "ALTER TABLE sandbox.copy ADD COLUMN note VARCHAR")
+		allowed(t, alice, "DELETE FROM sandbox.copy WHERE id < 10")
+		allowed(t, alice, "UPDATE sandbox.copy SET note = 'x' WHERE id < 20")
+		allowed(t, alice, "ALTER TABLE sandbox.copy RENAME TO copy2")
+		allowed(t, alice, "DROP TABLE sandbox.copy2")
+		for _, c := range []struct{ q, priv, object string }{
+			{"INSERT INTO sales.orders VALUES (1, 1, 'x', 1.0)", "INSERT", own},
+			{"INSERT INTO sales.orders SELECT * FROM sales.orders", "INSERT", own},
+			{"INSERT INTO sales.refunds SELECT id, amount FROM local.default.orders", "SELECT", other},
+			{"CREATE TABLE sandbox.leak AS SELECT * FROM local.default.orders", "SELECT", other},
+			{"CREATE TABLE sales.mine AS SELECT * FROM sales.orders", "CREATE", "local.sales.mine"},
+			{"CREATE TABLE sales.mine (a INT)", "CREATE", "local.sales.mine"},
+			{"DELETE FROM sales.refunds WHERE id = 1", "DELETE", "local.sales.refunds"},
+			{"UPDATE sales.refunds SET amount = 0", "UPDATE", "local.sales.refunds"},
+			{"ALTER TABLE sales.refunds ADD COLUMN x INT", "ALTER", "local.sales.refunds"},
+			{"ALTER TABLE sales.refunds RENAME TO x", "ALTER", "local.sales.refunds"},
+			{"DROP TABLE sales.refunds", "DROP", "local.sales.refunds"},
+			{"DROP TABLE local.default.orders", "DROP", other},
+			{"CREATE SCHEMA elsewhere", "CREATE", "local.elsewhere"},
+			{"DROP SCHEMA sales CASCADE", "DROP", "local.sales"},
+		} {
+			denied(t, alice, c.q, c.priv, c.object)
+		}
+		// The denied statements changed nothing.
+		if got := mustQuery(t, root, "SELECT count(*) FROM sales.refunds").rows[0]; got != "12" {
+			t.Fatalf("sales.refunds holds %s rows, want 12", got)
+		}
+	})
+
+	t.Run("ingest", func(t *testing.T) {
+		ing := func(table, mode string) error {
+			_, err := ingest(t, alice, table, mode, ingestRows(t, 0, 1, 10), adbc.OptionValueIngestTargetDBSchema, "sales")
+			return err
+		}
+		wantADBC(t, "append into a table without INSERT", ing("orders", adbc.OptionValueIngestModeAppend), adbc.StatusUnauthorized, "INSERT", own)
+		wantADBC(t, "create without CREATE", ing("fresh", adbc.OptionValueIngestModeCreate), adbc.StatusUnauthorized, "CREATE", "local.sales.fresh")
+		wantADBC(t, "replace without DELETE", ing("refunds", adbc.OptionValueIngestModeReplace), adbc.StatusUnauthorized, "DELETE", "local.sales.refunds")
+		_, err := ingest(t, alice, "loaded", adbc.OptionValueIngestModeCreate, ingestRows(t, 0, 2, 10), adbc.OptionValueIngestTargetDBSchema, "sandbox")
+		if err != nil {
+			t.Fatalf("ingest into sandbox: %v", err)
+		}
+		if got := mustQuery(t, alice, "SELECT count(*) FROM sandbox.loaded").rows[0]; got != "20" {
+			t.Fatalf("sandbox.loaded holds %s rows", got)
+		}
+	})
+
+	t.Run("browsing", func(t *testing.T) {
+		cl := e.flightSQL(t, "alice")
+		schemas := metaColumn(t, cl, func(ctx context.Context) (*flight.FlightInfo, error) {
+			return cl.GetDBSchemas(ctx, &flightsql.GetDBSchemasOpts{})
+		}, 1)
+		if !slices.Equal(schemas, []string{"sales", "sandbox"}) {
+			t.Fatalf("alice sees schemas %v, want sales and sandbox", schemas)
+		}
+		tables := metaColumn(t, cl, func(ctx context.Context) (*flight.FlightInfo, error) {
+			return cl.GetTables(ctx, &flightsql.GetTablesOpts{})
+		}, 2)
+		// sales.orders and sales.refunds, sandbox.loaded: never a demo table
+		// of the default schema (whose orders would be a second "orders").
+		slices.Sort(tables)
+		if !slices.Equal(tables, []string{"loaded", "orders", "refunds"}) {
+			t.Fatalf("alice sees tables %v", tables)
+		}
+		cats := metaColumn(t, cl, func(ctx context.Context) (*flight.FlightInfo, error) { return cl.GetCatalogs(ctx) }, 0)
+		if !slices.Equal(cats, []string{"local"}) {
+			t.Fatalf("catalogs %v", cats)
+		}
+		rootSchemas := metaColumn(t, e.flightSQL(t, "root"), func(ctx context.Context) (*flight.FlightInfo, error) {
+			return e.flightSQL(t, "root").GetDBSchemas(ctx, &flightsql.GetDBSchemasOpts{})
+		}, 1)
+		if !slices.Contains(rootSchemas, "default") {
+			t.Fatalf("the admin sees schemas %v", rootSchemas)
+		}
+	})
+
+	t.Run("audit log", func(t *testing.T) {
+		if _, err := e.open(t, map[string]string{adbc.OptionKeyUsername: "alice", adbc.OptionKeyPassword: "guess-1"}); err == nil {
+			t.Fatal("a wrong password logged in")
+		}
+		lines := auditLines(t, e.audit)
+		var sawRead, sawDenied, sawWrite, sawFailedLogin, sawFetch bool
+		for _, l := range lines {
+			switch {
+			case l.Event == audit.EventStatement && l.Principal == "alice" && l.Outcome == audit.OutcomeOK && l.SQL == "SELECT count(*) FROM sales.orders":
+				sawRead = len(l.Read) == 1 && l.Read[0].Table == own && l.Read[0].Snapshot != 0 && l.Client != "" && l.QueryID != ""
+			case l.Event == audit.EventStatement && l.Principal == "alice" && l.Code == "PermissionDenied" && strings.Contains(l.SQL, "default.orders"):
+				sawDenied = true
+			case l.Event == audit.EventStatement && l.Principal == "alice" && l.Kind == "update" && strings.HasPrefix(l.SQL, "INSERT INTO sales.refunds SELECT"):
+				sawWrite = len(l.Written) == 1 && l.Written[0].Snapshot != 0 && l.Rows > 0 && l.Bytes > 0 && len(l.Read) == 1
+			case l.Event == audit.EventLogin && l.Principal == "alice" && l.Code == "Unauthenticated":
+				sawFailedLogin = true
+			case l.Event == audit.EventFetch && l.Principal == "alice" && l.Rows > 0 && l.Bytes > 0 && strings.HasPrefix(l.Node, "worker "):
+				sawFetch = true
+			}
+		}
+		for what, ok := range map[string]bool{"a read with its snapshot": sawRead, "a denial": sawDenied, "a write with rows, bytes and the new snapshot": sawWrite, "a failed login": sawFailedLogin, "a worker's fetch": sawFetch} {
+			if !ok {
+				t.Errorf("the audit log has no line for %s (%d lines)", what, len(lines))
+			}
+		}
+		raw, _ := os.ReadFile(e.audit)
+		for _, pw := range []string{"guess-1", "alice-pw", "bob-pw", "root-pw"} {
+			if strings.Contains(string(raw), pw) {
+				t.Errorf("the audit log holds the password %q", pw)
+			}
+		}
+	})
+
+	// A Spark branch name is checked against the table it names: alice
+	// writes the branch of the table she may insert into, not another's.
+	t.Run("branches", func(t *testing.T) {
+		execUpdate(t, root, "ALTER TABLE sales.refunds CREATE BRANCH dev")
+		execUpdate(t, root, "ALTER TABLE sales.orders CREATE BRANCH dev")
+		allowed(t, alice, "INSERT INTO sales.refunds.branch_dev VALUES (-9, 9.5)")
+		denied(t, alice, "INSERT INTO sales.orders.branch_dev VALUES (1, 1, 'x', 1.0)", "INSERT", own)
+		if got := mustQuery(t, root, "SELECT count(*) FROM sales.refunds.branch_dev WHERE id = -9").rows[0]; got != "1" {
+			t.Fatalf("branch dev of sales.refunds holds %s rows with id -9, want 1", got)
+		}
+		if got := mustQuery(t, root, "SELECT count(*) FROM sales.refunds WHERE id = -9").rows[0]; got != "0" {
+			t.Fatalf("main of sales.refunds holds %s rows with id -9, want 0", got)
+		}
+	})
+}
+
+// metaColumn runs a metadata command and returns column col of its rows.
+func metaColumn(t *testing.T, cl *flightsql.Client, cmd func(context.Context) (*flight.FlightInfo, error), col int) []string {
+	t.Helper()
+	ctx := context.Background()
+	info, err := cmd(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := cl.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	var out []string
+	for rdr.Next() {
+		c := rdr.RecordBatch().Column(col).(*array.String)
+		for i := 0; i < c.Len(); i++ {
+			out = append(out, c.Value(i))
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func auditLines(t *testing.T, path string) []audit.Entry {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []audit.Entry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e audit.Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/icefloe/icefloe/wire"
+)
+
+// revokeTimeout bounds telling one worker about a drop.
+const revokeTimeout = 5 * time.Second
+
+// TablesDropped tells every live worker that the tables with these
+// Iceberg UUIDs were dropped, so they refuse the scans of tickets planned
+// before: the rows of a dropped table stop being served at once, not when
+// its last ticket expires. A worker that cannot be told (down, or
+// unreachable) refuses tickets planned before it starts again, or serves
+// them until they expire (TicketTTL) if it never stopped. Errors name the
+// workers that were not told; the drop itself stands.
+func (p *Planner) TablesDropped(ctx context.Context, uuids ...string) error {
+	if len(uuids) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(wire.Revocation{TableUUIDs: uuids, Until: time.Now().Add(p.opts.TicketTTL + 2*time.Minute)})
+	if err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, w := range p.opts.Workers.Live() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.revokeAt(ctx, w.Location, body); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("worker %s: %w", w.Location, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (p *Planner) revokeAt(ctx context.Context, loc string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, revokeTimeout)
+	defer cancel()
+	cl, release, err := p.opts.Flight.Hold(loc)
+	if err != nil {
+		return err
+	}
+	defer release()
+	stream, err := cl.DoAction(ctx, &flight.Action{Type: wire.ActionRevokeTables, Body: body})
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
