@@ -8,6 +8,8 @@
 #   make fuzz              short fuzz runs of every Fuzz target (FUZZTIME=20s each)
 #   make bench             benchmarks of the packages that have any (BENCH=., BENCH_COUNT=1)
 #   make bench-tpch        TPC-H vs DuckDB, pyiceberg and Spark (SF=1); rewrites docs/benchmarks.md's TPC-H sections
+#   make bench-tpch-s3     TPC-H with the tables on S3 (versitygw), cold and warm data caches, vs DuckDB (SF=1)
+#   make bench-latency     tiny queries through Python ADBC vs DuckDB in-process: p50/p99
 #   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
 #   make image             the same image without a daemon or registry: buildah, FROM scratch
 #   make clean             remove build output; distclean also removes installed test tools
@@ -39,7 +41,7 @@ SHELL := /bin/bash
 go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
 
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
-	test-integration-suites fuzz bench bench-tpch docker image clean distclean
+	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency docker image clean distclean
 
 # VERSION is what icefloe --version prints (the commit when no tag).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
@@ -132,6 +134,22 @@ bench-tpch: build
 	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-bench/bin/python bench/tpch/bench.py --sf $(SF)
 	integration/.venv-bench/bin/python bench/tpch/report.py bench/tpch/out/results-sf$(SF).json
 
+# The same TPC-H queries with every table on S3 (a versitygw gateway on this
+# machine, installed by scripts/ensure-versitygw): each query cold on a
+# fresh server with empty caches, then warm; prints the table of
+# docs/benchmarks.md's "TPC-H on S3" and writes
+# bench/tpch/out/results-sf$(SF)-s3.json.
+bench-tpch-s3: build
+	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
+	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-tpch/bin/python bench/tpch/bench.py --sf $(SF) --s3
+
+# Per-query latency floor (bench/latency.py): p50/p99 of SELECT 1, count(*),
+# a point filter and a one-file aggregate through Python ADBC, next to
+# DuckDB in-process on the same Parquet file.
+bench-latency: build
+	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
+	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-tpch/bin/python bench/latency.py
+
 # ---- packaging ----------------------------------------------------------------
 
 docker:
@@ -149,4 +167,4 @@ clean:
 
 # Also the test tools the integration suites installed.
 distclean: clean
-	rm -rf integration/.venv integration/.venv-catalogs integration/.venv-tpch integration/.venv-bench integration/.tpch-data integration/.m2 integration/java/target
+	rm -rf integration/.venv integration/.venv-catalogs integration/.venv-tpch integration/.venv-bench integration/.tpch-data integration/.m2 integration/java/target integration/.tools

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -19,23 +20,26 @@ import (
 // size.
 const DefaultMetadataCacheBytes = 256 << 20
 
-// MetadataCache is the LRU of parsed table metadata that workers reopen
-// pinned tables through, bounded by bytes. It is keyed by metadata location
-// only: a metadata file is immutable once written, so one location always
-// parses to the same metadata whoever asks, and rotating (vended) storage
-// credentials do not thrash it. Storage properties are not part of the key;
-// each Open returns a table that reads files with the caller's own
-// properties.
+// MetadataCache is the LRU of what Iceberg never rewrites in place, keyed
+// by location and bounded by bytes: parsed table metadata (workers reopen
+// pinned tables through it, the coordinator loads tables of SQL catalogs
+// through it), the bytes of manifest lists and manifests (read through
+// FS), and values derived from one metadata version only (Memo: the
+// planner's file plans). A metadata file, manifest list or manifest is
+// immutable once written, so one location always reads the same whoever
+// asks, and rotating (vended) storage credentials do not thrash the cache.
+// Storage properties are not part of any key; each Open returns a table
+// that reads files with the caller's own properties.
 //
-// An entry's size is the length of its metadata as JSON, a proxy for the
-// parsed size that grows with the same things (snapshots, schemas, specs).
-// An entry larger than the whole bound is served but not kept. It is safe
-// for concurrent use.
+// Metadata is counted by the length of its JSON, a proxy for the parsed
+// size that grows with the same things (snapshots, schemas, specs); files
+// by their length; memos by the size their loader states. An entry larger
+// than the whole bound is served but not kept. It is safe for concurrent
+// use.
 type MetadataCache struct {
 	max    int64
 	flight singleflight.Group
-	hits   atomic.Uint64
-	misses atomic.Uint64
+	kinds  [numKinds]kindCounters
 
 	mu      sync.Mutex
 	order   *list.List // front = most recently used; values are *cacheEntry
@@ -44,14 +48,28 @@ type MetadataCache struct {
 	evicted uint64
 }
 
+// kind is what an entry holds; its key starts with the kind's prefix.
+type kind int
+
+const (
+	kindMetadata kind = iota
+	kindFile
+	kindMemo
+	numKinds
+)
+
+var kindPrefix = [numKinds]string{"meta\x00", "file\x00", "memo\x00"}
+
+type kindCounters struct{ hits, misses atomic.Uint64 }
+
 type cacheEntry struct {
-	location string
-	meta     table.Metadata
-	size     int64
+	key   string
+	value any
+	size  int64
 }
 
-// NewMetadataCache returns a cache holding up to maxBytes of metadata;
-// maxBytes <= 0 means DefaultMetadataCacheBytes.
+// NewMetadataCache returns a cache holding up to maxBytes; maxBytes <= 0
+// means DefaultMetadataCacheBytes.
 func NewMetadataCache(maxBytes int64) *MetadataCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMetadataCacheBytes
@@ -64,8 +82,13 @@ func NewMetadataCache(maxBytes int64) *MetadataCache {
 // it is not cached; concurrent Opens of one uncached location read it once.
 // A load is not cancelled when one waiting caller gives up, so the others
 // still get it; each caller stops waiting when its own ctx ends. Errors are
-// not cached.
+// not cached. The table cannot commit; Load gives one that can.
 func (c *MetadataCache) Open(ctx context.Context, ident table.Identifier, location string, props map[string]string) (*table.Table, error) {
+	return c.Load(ctx, ident, location, props, nil)
+}
+
+// Load is Open for a table that commits through cat.
+func (c *MetadataCache) Load(ctx context.Context, ident table.Identifier, location string, props map[string]string, cat table.CatalogIO) (*table.Table, error) {
 	fsF := io.LoadFSFunc(props, location)
 	// An encrypted table's files (not its metadata JSON) are read through
 	// its key, which the planner put in props.
@@ -80,28 +103,70 @@ func (c *MetadataCache) Open(ctx context.Context, ident table.Identifier, locati
 		}
 		return tablecrypt.WrapFunc(fsF, meta.Location(), key), nil
 	}
-	open := func(meta table.Metadata) (*table.Table, error) {
-		f, err := tableFS(meta)
+	v, err := c.get(ctx, kindMetadata, location, func(ctx context.Context) (any, int64, error) {
+		tbl, err := table.NewFromLocation(ctx, ident, location, fsF, nil)
+		if err != nil {
+			return nil, 0, fmt.Errorf("catalog: open metadata %s: %w", location, err)
+		}
+		meta := tbl.Metadata()
+		return meta, metadataSize(meta), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	meta := v.(table.Metadata)
+	f, err := tableFS(meta)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(ident, meta, location, f, cat), nil
+}
+
+// Memo returns the value cached under key, or loads, caches and returns
+// it. key must name everything the value derives from, by immutable
+// locations and values only (e.g. a metadata location and the options of
+// a scan, or a query's text). load states
+// the value's size in bytes; its errors are not cached. Concurrent Memos
+// of one key load once, as Open does.
+func (c *MetadataCache) Memo(ctx context.Context, key string, load func(ctx context.Context) (value any, size int64, err error)) (any, error) {
+	return c.get(ctx, kindMemo, key, load)
+}
+
+// Recall returns the value Remember put under key, counting a memo hit or
+// miss: for values only their caller can compute (on its own connection,
+// say), where Memo's shared load does not fit.
+func (c *MetadataCache) Recall(key string) (any, bool) {
+	v, ok := c.lookup(kindPrefix[kindMemo] + key)
+	if ok {
+		c.kinds[kindMemo].hits.Add(1)
+	} else {
+		c.kinds[kindMemo].misses.Add(1)
+	}
+	return v, ok
+}
+
+// Remember caches value of size bytes under key, as Memo would.
+func (c *MetadataCache) Remember(key string, value any, size int64) {
+	c.add(kindPrefix[kindMemo]+key, value, size)
+}
+
+// get returns the entry of key of kind k, loading it on a miss.
+func (c *MetadataCache) get(ctx context.Context, k kind, key string, load func(context.Context) (any, int64, error)) (any, error) {
+	key = kindPrefix[k] + key
+	if v, ok := c.lookup(key); ok {
+		c.kinds[k].hits.Add(1)
+		return v, nil
+	}
+	loaded := false
+	ch := c.flight.DoChan(key, func() (any, error) {
+		loaded = true
+		c.kinds[k].misses.Add(1)
+		v, size, err := load(context.WithoutCancel(ctx))
 		if err != nil {
 			return nil, err
 		}
-		return table.New(ident, meta, location, f, nil), nil
-	}
-	if meta, ok := c.get(location); ok {
-		c.hits.Add(1)
-		return open(meta)
-	}
-	loaded := false
-	ch := c.flight.DoChan(location, func() (any, error) {
-		loaded = true
-		c.misses.Add(1)
-		tbl, err := table.NewFromLocation(context.WithoutCancel(ctx), ident, location, fsF, nil)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: open metadata %s: %w", location, err)
-		}
-		meta := tbl.Metadata()
-		c.add(location, meta)
-		return meta, nil
+		c.add(key, v, size)
+		return v, nil
 	})
 	select {
 	case <-ctx.Done():
@@ -111,21 +176,21 @@ func (c *MetadataCache) Open(ctx context.Context, ident table.Identifier, locati
 			return nil, res.Err
 		}
 		if !loaded {
-			c.hits.Add(1)
+			c.kinds[k].hits.Add(1)
 		}
-		return open(res.Val.(table.Metadata))
+		return res.Val, nil
 	}
 }
 
-func (c *MetadataCache) get(location string) (table.Metadata, bool) {
+func (c *MetadataCache) lookup(key string) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.entries[location]
+	el, ok := c.entries[key]
 	if !ok {
 		return nil, false
 	}
 	c.order.MoveToFront(el)
-	return el.Value.(*cacheEntry).meta, true
+	return el.Value.(*cacheEntry).value, true
 }
 
 // metadataSize is the JSON length of meta.
@@ -137,34 +202,40 @@ func metadataSize(meta table.Metadata) int64 {
 	return int64(len(b))
 }
 
-func (c *MetadataCache) add(location string, meta table.Metadata) {
-	size := metadataSize(meta)
+func (c *MetadataCache) add(key string, value any, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if size > c.max {
 		return
 	}
-	if el, ok := c.entries[location]; ok {
+	if el, ok := c.entries[key]; ok {
 		c.order.MoveToFront(el)
 		return
 	}
-	c.entries[location] = c.order.PushFront(&cacheEntry{location: location, meta: meta, size: size})
+	c.entries[key] = c.order.PushFront(&cacheEntry{key: key, value: value, size: size})
 	c.bytes += size
 	for c.bytes > c.max {
 		el := c.order.Back()
 		e := el.Value.(*cacheEntry)
 		c.order.Remove(el)
-		delete(c.entries, e.location)
+		delete(c.entries, e.key)
 		c.bytes -= e.size
 		c.evicted++
 	}
 }
 
+// KindStats are the counters of one kind of entry: Hits are lookups
+// served without reading storage (or loading), including those that
+// waited for another caller's load; Misses are loads.
+type KindStats struct{ Hits, Misses uint64 }
+
 // CacheStats are a MetadataCache's counters.
 type CacheStats struct {
-	// Hits are Opens served without reading storage, including those that
-	// waited for another caller's load; Misses are metadata reads.
+	// Hits and Misses count table metadata (Open, Load).
 	Hits, Misses uint64
+	// Files counts manifest lists and manifests read through FS; Memos
+	// counts Memo.
+	Files, Memos KindStats
 	// Entries and Bytes are what is cached now; MaxBytes is the bound.
 	Entries         int
 	Bytes, MaxBytes int64
@@ -172,24 +243,28 @@ type CacheStats struct {
 	Evictions uint64
 }
 
-// Stats returns how many Opens were served without reading storage (hits,
-// including those that waited for another caller's load) and how many
-// metadata reads were made (misses).
+// Stats returns how many metadata Opens were served without reading
+// storage (hits, including those that waited for another caller's load)
+// and how many metadata reads were made (misses).
 func (c *MetadataCache) Stats() (hits, misses uint64) {
-	return c.hits.Load(), c.misses.Load()
+	return c.kinds[kindMetadata].hits.Load(), c.kinds[kindMetadata].misses.Load()
 }
 
 // Snapshot returns all the counters at once.
 func (c *MetadataCache) Snapshot() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ks := func(k kind) KindStats {
+		return KindStats{Hits: c.kinds[k].hits.Load(), Misses: c.kinds[k].misses.Load()}
+	}
+	meta := ks(kindMetadata)
 	return CacheStats{
-		Hits: c.hits.Load(), Misses: c.misses.Load(),
+		Hits: meta.Hits, Misses: meta.Misses, Files: ks(kindFile), Memos: ks(kindMemo),
 		Entries: len(c.entries), Bytes: c.bytes, MaxBytes: c.max, Evictions: c.evicted,
 	}
 }
 
-// Len returns how many metadata versions are cached.
+// Len returns how many entries are cached.
 func (c *MetadataCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -201,4 +276,11 @@ func (c *MetadataCache) Bytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.bytes
+}
+
+// immutableFile tells whether a location is a manifest list or manifest:
+// an Avro file of a table's metadata folder, which Iceberg writers never
+// rewrite (their names carry a UUID or a snapshot id).
+func immutableFile(location string) bool {
+	return strings.HasSuffix(location, ".avro") && strings.Contains(location, "/metadata/")
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
 
 // twoVersions returns two metadata locations of one table: before and
@@ -167,4 +169,128 @@ func countRows(t *testing.T, tbl *table.Table) int64 {
 	t.Helper()
 	_, _, rows := readSchemas(t, tbl, 0, nil)
 	return rows
+}
+
+// TestMountsLoadThroughCache: a table of the embedded SQL catalog is
+// loaded by looking its metadata location up and reading the metadata
+// through the cache; a commit moves the location, so the next load sees
+// it; a table loaded so commits.
+func TestMountsLoadThroughCache(t *testing.T) {
+	ctx := context.Background()
+	cat, tbl := newLocalTable(t, "typed", typedSchema)
+	m := NewMounts()
+	if err := m.Mount("local", cat, nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := TableRef{Catalog: "local", Schema: DefaultSchema, Table: "typed"}
+	load := func() *Pinned {
+		t.Helper()
+		p, err := m.LoadTable(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := load()
+	if first.MetadataLocation != tbl.MetadataLocation() {
+		t.Fatalf("pinned %s, catalog says %s", first.MetadataLocation, tbl.MetadataLocation())
+	}
+	load()
+	if s := m.Cache().Snapshot(); s.Misses != 1 || s.Hits != 1 {
+		t.Fatalf("two loads of one version: %+v", s)
+	}
+	// Commit through the loaded table, then load again.
+	next := appendJSON(t, first.Table, typedBatches[0])
+	p := load()
+	if p.MetadataLocation != next.MetadataLocation() || p.Table.CurrentSnapshot() == nil {
+		t.Fatalf("after a commit: pinned %s, want %s", p.MetadataLocation, next.MetadataLocation())
+	}
+	if s := m.Cache().Snapshot(); s.Misses != 2 {
+		t.Fatalf("a new version was not read: %+v", s)
+	}
+	// Manifests are read through the cache when planning.
+	plan := func() int {
+		tasks, err := m.Cache().PlanningTable(p.Table).Scan().PlanFiles(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(tasks)
+	}
+	if n := plan(); n != 1 || plan() != 1 {
+		t.Fatalf("%d tasks", n)
+	}
+	if s := m.Cache().Snapshot(); s.Files.Misses != 2 || s.Files.Hits != 2 {
+		t.Fatalf("manifest list and manifest, twice: %+v", s.Files)
+	}
+	// A missing table is the catalog's own error.
+	if _, err := m.LoadTable(ctx, TableRef{Catalog: "local", Schema: DefaultSchema, Table: "nope"}); !errors.Is(err, ErrTableNotFound) {
+		t.Fatalf("missing table: %v", err)
+	}
+}
+
+// TestMemo: a value is loaded once per key and errors are not kept.
+func TestMemo(t *testing.T) {
+	c := NewMetadataCache(1 << 20)
+	ctx := context.Background()
+	calls := 0
+	load := func(context.Context) (any, int64, error) { calls++; return calls, 10, nil }
+	for i := 0; i < 3; i++ {
+		if v, err := c.Memo(ctx, "k", load); err != nil || v.(int) != 1 {
+			t.Fatalf("memo: %v %v", v, err)
+		}
+	}
+	boom := errors.New("boom")
+	if _, err := c.Memo(ctx, "e", func(context.Context) (any, int64, error) { return nil, 0, boom }); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if v, err := c.Memo(ctx, "e", load); err != nil || v.(int) != 2 {
+		t.Fatalf("after an error: %v %v", v, err)
+	}
+	if s := c.Snapshot(); s.Memos.Hits != 2 || s.Memos.Misses != 3 || s.Hits != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestMetadataCacheEncryptedIO: a table key in props wraps the IO of the
+// tables Open and Load return, on a miss and on a hit alike; without one
+// the IO is the store's own.
+func TestMetadataCacheEncryptedIO(t *testing.T) {
+	ctx := context.Background()
+	first, _ := twoVersions(t)
+	c := NewMetadataCache(0)
+	ident := table.Identifier{"default", "typed"}
+	key := tablecrypt.EncodeKey(make([]byte, 32))
+	props := map[string]string{tablecrypt.TableKeyProp: key}
+	isCrypt := func(tbl *table.Table) bool {
+		t.Helper()
+		fsys, err := tbl.FS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := fsys.(*tablecrypt.FS)
+		return ok
+	}
+	for i, open := range []func() (*table.Table, error){
+		func() (*table.Table, error) { return c.Open(ctx, ident, first, props) }, // miss
+		func() (*table.Table, error) { return c.Load(ctx, ident, first, props, nil) },
+	} {
+		tbl, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !isCrypt(tbl) {
+			t.Fatalf("open %d: the table key did not wrap the IO", i)
+		}
+	}
+	wantStats(t, c, 1, 1)
+	plain, err := c.Open(ctx, ident, first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if isCrypt(plain) {
+		t.Fatal("no table key, yet the IO is wrapped")
+	}
+	if _, err := c.Open(ctx, ident, first, map[string]string{tablecrypt.TableKeyProp: "not base64!"}); err == nil {
+		t.Fatal("a bad table key opened")
+	}
 }

@@ -7,6 +7,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -58,13 +62,18 @@ func OpenLocal(ctx context.Context, dataDir string) (icecat.Catalog, iceberg.Pro
 			return nil, nil, fmt.Errorf("catalog: create default schema: %w", err)
 		}
 	}
-	return &closingCatalog{Catalog: cat, db: db}, props, nil
+	return &closingCatalog{Catalog: cat, db: db, dialect: sqlcat.SQLite}, props, nil
 }
 
-// closingCatalog closes the SQLite handle it owns along with the catalog.
+// closingCatalog is an iceberg-go SQL catalog over a database handle it
+// owns and closes along with the catalog.
 type closingCatalog struct {
 	*sqlcat.Catalog
-	db *sql.DB
+	db      *sql.DB
+	dialect sqlcat.SupportedDialect
+	// noLocate is set once the catalog's tables lack the iceberg_type
+	// column (schema v0): MetadataLocation then always declines.
+	noLocate atomic.Bool
 }
 
 func (c *closingCatalog) Close() error {
@@ -89,4 +98,36 @@ func LocalPath(loc string) (path string, ok bool) {
 		return "", false
 	}
 	return filepath.Clean(u.Path), true
+}
+
+var _ Locator = (*closingCatalog)(nil)
+
+// MetadataLocation reads the table's current metadata location from the
+// catalog's database: the row iceberg-go's LoadTable reads, without
+// reading and parsing the metadata file behind it. It declines (ok false)
+// whenever it is not sure to answer as LoadTable would: namespaces of
+// more than one level or with dots (iceberg-go encodes those), a missing
+// row (LoadTable says why), an older schema of the catalog tables.
+func (c *closingCatalog) MetadataLocation(ctx context.Context, ident table.Identifier) (location string, ok bool, err error) {
+	if len(ident) != 2 || strings.Contains(ident[0], ".") || strings.HasPrefix(ident[0], "__iceberg_namespace") || c.noLocate.Load() {
+		return "", false, nil
+	}
+	q := "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)"
+	if c.dialect == sqlcat.Postgres {
+		q = "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3 AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)"
+	}
+	var loc sql.NullString
+	err = c.db.QueryRowContext(ctx, q, c.Name(), ident[0], ident[1]).Scan(&loc)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return "", false, context.Cause(ctx)
+	case err != nil:
+		if strings.Contains(err.Error(), "iceberg_type") {
+			c.noLocate.Store(true)
+		}
+		return "", false, nil // LoadTable reports what is wrong
+	case !loc.Valid:
+		return "", false, nil
+	}
+	return loc.String, true, nil
 }

@@ -95,15 +95,42 @@ func (m *Mount) String() string {
 	return fmt.Sprintf("catalog %s (%s)", m.Name, m.raw.CatalogType())
 }
 
-// Mounts holds the mounted catalogs by name. It is safe for concurrent use.
+// Locator is a catalog that can tell a table's current metadata location
+// without loading the table (the SQL catalogs icefloe opens). ok false
+// means it cannot say, and the table is loaded the usual way.
+type Locator interface {
+	MetadataLocation(ctx context.Context, ident table.Identifier) (location string, ok bool, err error)
+}
+
+// Mounts holds the mounted catalogs by name, and the cache their tables'
+// metadata is read through. It is safe for concurrent use.
 type Mounts struct {
 	mu     sync.RWMutex
 	mounts map[string]*Mount
+	cache  *MetadataCache
 	guard  GuardFunc
 }
 
-// NewMounts returns an empty set of mounts.
-func NewMounts() *Mounts { return &Mounts{mounts: map[string]*Mount{}} }
+// NewMounts returns an empty set of mounts with a metadata cache of the
+// default size.
+func NewMounts() *Mounts {
+	return &Mounts{mounts: map[string]*Mount{}, cache: NewMetadataCache(0)}
+}
+
+// SetCache replaces the metadata cache; call it before the first load.
+func (m *Mounts) SetCache(c *MetadataCache) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cache = c
+}
+
+// Cache is the cache tables are loaded through: the planner reads
+// manifests and memoises file plans through it too.
+func (m *Mounts) Cache() *MetadataCache {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.cache
+}
 
 // Mount adds a catalog under name. Locations chosen in SQL must be under
 // its warehouse (props["warehouse"], when that is a location) or one of
@@ -180,13 +207,16 @@ func (m *Mounts) Close() error {
 	return errors.Join(errs...)
 }
 
-// LoadTable loads ref's current metadata and pins it.
+// LoadTable loads ref's current metadata and pins it. A catalog that is a
+// Locator is asked only for the metadata location, and the metadata comes
+// from the cache: a warm load costs one catalog lookup, however large the
+// metadata file.
 func (m *Mounts) LoadTable(ctx context.Context, ref TableRef) (*Pinned, error) {
 	mt, err := m.Get(ref.Catalog)
 	if err != nil {
 		return nil, err
 	}
-	tbl, err := mt.Catalog.LoadTable(ctx, ref.Ident())
+	tbl, err := m.load(ctx, mt, ref)
 	if err != nil {
 		if errors.Is(err, icecat.ErrNoSuchTable) || errors.Is(err, icecat.ErrNoSuchNamespace) {
 			return nil, fmt.Errorf("%w: %s", ErrTableNotFound, ref)
@@ -209,6 +239,24 @@ func (m *Mounts) LoadTable(ctx context.Context, ref TableRef) (*Pinned, error) {
 		}
 	}
 	return p, nil
+}
+
+// load loads the table of ref from mt, through the cache when mt's
+// catalog is a Locator. The location is asked of the catalog itself (the
+// guard does not forward Locator, and passes loads through unchecked:
+// reads are authorized by the planner before they load); the table
+// commits through mt.Catalog, behind the guard.
+func (m *Mounts) load(ctx context.Context, mt *Mount, ref TableRef) (*table.Table, error) {
+	if l, ok := mt.raw.(Locator); ok {
+		loc, found, err := l.MetadataLocation(ctx, ref.Ident())
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			return m.Cache().Load(ctx, ref.Ident(), loc, mt.Props, mt.Catalog)
+		}
+	}
+	return mt.Catalog.LoadTable(ctx, ref.Ident())
 }
 
 // decrypt makes an encrypted table's files readable: its key, unwrapped

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -140,7 +141,7 @@ func Open(ctx context.Context, c Config) (icecat.Catalog, iceberg.Properties, er
 			props[sqlcat.DriverKey] = map[string]string{string(sqlcat.Postgres): "pg", string(sqlcat.SQLite): sqliteshim.ShimName}[props[sqlcat.DialectKey]]
 		}
 		props["uri"] = strings.TrimPrefix(props["uri"], "sql://")
-		cat, err = icecat.Load(ctx, c.Name, props)
+		cat, err = openSQL(c.Name, props)
 		if err == nil {
 			err = pingSQL(ctx, cat)
 		}
@@ -158,6 +159,23 @@ func Open(ctx context.Context, c Config) (icecat.Catalog, iceberg.Properties, er
 	delete(props, "credential")
 	delete(props, "token")
 	return cat, props, nil
+}
+
+// openSQL opens an SQL catalog over a database handle of its own, as
+// iceberg-go's registry would, but keeping the handle: the catalog then
+// answers metadata locations without loading tables (Locator).
+func openSQL(name string, props iceberg.Properties) (icecat.Catalog, error) {
+	db, err := sql.Open(props[sqlcat.DriverKey], props["uri"])
+	if err != nil {
+		return nil, err
+	}
+	dialect := sqlcat.SupportedDialect(strings.ToLower(props[sqlcat.DialectKey]))
+	cat, err := sqlcat.NewCatalog(name, db, dialect, props)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &closingCatalog{Catalog: cat, db: db, dialect: dialect}, nil
 }
 
 // pingSQL makes an unreachable database fail at mount time rather than at

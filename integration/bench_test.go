@@ -203,6 +203,8 @@ func BenchmarkPlanning(b *testing.B) {
 		b.Run(name+"/cold", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
+				// A fresh coordinator has an empty metadata cache.
+				s.Mounts.SetCache(catalog.NewMetadataCache(0))
 				c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
 					Listen: "127.0.0.1:0", Key: env.key, Mounts: s.Mounts,
 					Workers:        flightsql.NewStaticWorkers(s.Workers[0].Location(), s.Workers[1].Location()),

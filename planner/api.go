@@ -67,6 +67,12 @@ type Worker struct {
 	Location string
 	// Slots is how many groups the worker should get in parallel.
 	Slots int
+	// ID names the worker for affinity (affinity.go): it must stay the
+	// same across restarts, so files keep going to the worker whose data
+	// cache holds them (a configured address, or the worker's index in
+	// one process whose workers listen on any free port). Empty means
+	// Location.
+	ID string
 }
 
 // Workers tells the planner which workers are live now.
@@ -105,6 +111,11 @@ type Options struct {
 	// on all of the worker's threads beats decoding in Go on each worker
 	// and shipping the rows.
 	DirectDirs []string
+	// DataCache says every worker keeps local copies of object-store data
+	// files and reads them with DuckDB's Parquet reader (a data cache with
+	// direct scans): gathers over object-store tables then read in place
+	// too, on the worker the largest input's files hash to.
+	DataCache bool
 	// BroadcastBytes is the size up to which a joined table is read in
 	// full by every fragment of the large side; 0 means the default.
 	BroadcastBytes int64

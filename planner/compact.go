@@ -143,7 +143,7 @@ func (p *Planner) candidateFiles(ctx context.Context, sess Session, tgt *writeTa
 	}
 	defer conn.Close()
 	name := engine.Quote(tgt.ref.Catalog) + "." + engine.Quote(tgt.ref.Schema) + "." + engine.Quote(tgt.ref.Table)
-	b, err := p.bind(ctx, conn, sess, "SELECT count(*) FROM "+name+" WHERE "+where)
+	b, err := p.bind(ctx, conn, sess, "SELECT count(*) FROM "+name+" WHERE "+where, true)
 	if err != nil {
 		return nil, err
 	}

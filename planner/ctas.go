@@ -169,7 +169,7 @@ func (p *Planner) queryColumns(ctx context.Context, sess Session, query string) 
 		return "", err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, sess, query)
+	b, err := p.bind(ctx, conn, sess, query, true)
 	if err != nil {
 		return "", err
 	}

@@ -158,7 +158,7 @@ func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *writeTarge
 		return nil, nil, false, err
 	}
 	defer conn.Close()
-	mb, err := p.bind(ctx, conn, sess, match, args...)
+	mb, err := p.bind(ctx, conn, sess, match, true, args...)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -401,7 +401,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 		return 0, err
 	}
 	defer conn.Close()
-	ob, err := p.bind(ctx, conn, sess, q.out, q.outArgs...)
+	ob, err := p.bind(ctx, conn, sess, q.out, true, q.outArgs...)
 	if err != nil {
 		return 0, err
 	}
@@ -410,7 +410,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 		return 0, err
 	}
 	defer mconn.Close()
-	mb, err := p.bind(ctx, mconn, sess, q.match, q.matchArgs...)
+	mb, err := p.bind(ctx, mconn, sess, q.match, true, q.matchArgs...)
 	if err != nil {
 		return 0, err
 	}

@@ -530,7 +530,7 @@ func (p *Planner) Parameters(ctx context.Context, s Session, query string) (*arr
 		return nil, err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, s, query)
+	b, err := p.bind(ctx, conn, s, query, true)
 	if err != nil {
 		return nil, err
 	}

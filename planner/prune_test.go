@@ -58,7 +58,7 @@ func TestPruningPitfalls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := p.bind(ctx, conn, s, "SELECT * FROM p WHERE "+c.where)
+		b, err := p.bind(ctx, conn, s, "SELECT * FROM p WHERE "+c.where, true)
 		conn.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", c.where, err)
@@ -139,7 +139,7 @@ func TestColumnPruning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := p.bind(ctx, conn, s, c.query)
+		b, err := p.bind(ctx, conn, s, c.query, true)
 		conn.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", c.query, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -44,6 +45,10 @@ type input struct {
 	// filesBefore and bytesBefore describe the snapshot before pruning.
 	filesBefore, bytesBefore int64
 	groups                   [][]table.FileScanTask
+	places                   []place // where each group runs (affinity.go)
+	// encoded are the tasks encoded for tickets, memoised with the plan
+	// (plancache.go); encodeScan encodes the others.
+	encoded map[taskID]wire.Task
 
 	// snapshot (time travel) and meta (metadata table): see pinnedInput.
 	snapshot int64
@@ -71,6 +76,8 @@ type bound struct {
 	// paramTypes are the types of parameters bound without values (a
 	// schema-only bind); see params.go.
 	paramTypes paramKinds
+	// standIns: the inputs' stand-in tables are on the connection.
+	standIns bool
 }
 
 // Bind returns the result schema of a query, as every stream of its plan
@@ -94,7 +101,7 @@ func (p *Planner) Bind(ctx context.Context, s Session, query string, args ...any
 		return nil, err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, s, query, args...)
+	b, err := p.bind(ctx, conn, s, query, false, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +135,8 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		return nil, err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, s, query, args...)
+	// Strategies that bind fragments load the stand-ins they need.
+	b, err := p.bind(ctx, conn, s, query, false, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -136,10 +144,10 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		return nil, fmt.Errorf("%w: the statement has %d parameters, no values were bound", ErrInvalid, len(b.paramTypes))
 	}
 	for _, in := range b.inputs {
-		if err := planFiles(ctx, in); err != nil {
+		if err := p.planFiles(ctx, in); err != nil {
 			return nil, err
 		}
-		in.groups = groupTasks(in.tasks, targetGroups(workers, in.bytes, p.opts.TargetGroupBytes))
+		in.groups, in.places = assignGroups(in.tasks, workers, p.opts.TargetGroupBytes)
 	}
 	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx),
 		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
@@ -170,7 +178,7 @@ type planBuilder struct {
 	expires  time.Time
 	explain  []string // lines "key\tvalue"
 	tickets  []*wire.Ticket
-	owners   []int
+	places   []place
 	next     int
 }
 
@@ -178,17 +186,22 @@ func (pb *planBuilder) note(key, format string, args ...any) {
 	pb.explain = append(pb.explain, key+"\t"+fmt.Sprintf(format, args...))
 }
 
-// owner returns the next worker index, round robin.
-func (pb *planBuilder) owner() int {
+// rotate returns the next worker, round robin, with the one after it as
+// fallback: for tickets that read no files of their own.
+func (pb *planBuilder) rotate() place {
 	i := pb.next % len(pb.workers)
 	pb.next++
-	return i
+	pl := place{owner: i, fallback: -1}
+	if len(pb.workers) > 1 {
+		pl.fallback = (i + 1) % len(pb.workers)
+	}
+	return pl
 }
 
-func (pb *planBuilder) locations(owner int) []string {
-	locs := []string{pb.workers[owner].Location}
-	if len(pb.workers) > 1 {
-		locs = append(locs, pb.workers[(owner+1)%len(pb.workers)].Location)
+func (pb *planBuilder) locations(pl place) []string {
+	locs := []string{pb.workers[pl.owner].Location}
+	if pl.fallback >= 0 && pl.fallback != pl.owner {
+		locs = append(locs, pb.workers[pl.fallback].Location)
 	}
 	return locs
 }
@@ -198,20 +211,23 @@ func (pb *planBuilder) ticket(scans []wire.Scan, sql string, schema *arrow.Schem
 		Schema: flight.SerializeSchema(schema, memory.DefaultAllocator)}
 }
 
-// endpoint adds a ticket as one endpoint of the plan.
-func (pb *planBuilder) endpoint(t *wire.Ticket) {
+// endpoint adds a ticket as one endpoint of the plan, on the next worker.
+func (pb *planBuilder) endpoint(t *wire.Ticket) { pb.endpointAt(t, pb.rotate()) }
+
+// endpointAt adds a ticket as one endpoint of the plan, run at pl.
+func (pb *planBuilder) endpointAt(t *wire.Ticket, pl place) {
 	pb.tickets = append(pb.tickets, t)
-	pb.owners = append(pb.owners, pb.owner())
+	pb.places = append(pb.places, pl)
 }
 
-// child seals t as a child fragment owned by the next worker.
-func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
+// child seals t as a child fragment run at pl.
+func (pb *planBuilder) child(view string, t *wire.Ticket, pl place) (wire.Child, error) {
 	t.Child = true
 	sealed, err := pb.p.seal(pb.principal, pb.deadline, t)
 	if err != nil {
 		return wire.Child{}, err
 	}
-	return wire.Child{View: view, Ticket: sealed, Locations: pb.locations(pb.owner())}, nil
+	return wire.Child{View: view, Ticket: sealed, Locations: pb.locations(pl)}, nil
 }
 
 func (pb *planBuilder) finish() (*Plan, error) {
@@ -220,7 +236,7 @@ func (pb *planBuilder) finish() (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		locs := pb.locations(pb.owners[i])
+		locs := pb.locations(pb.places[i])
 		pb.plan.Endpoints = append(pb.plan.Endpoints, Endpoint{Ticket: sealed, Locations: locs})
 		pb.note("endpoint "+strconv.Itoa(i), "%s (fallback %s), %d scans, %d children", locs[0], strings.Join(locs[1:], ","), len(t.Scans), len(t.Children))
 	}
@@ -266,6 +282,11 @@ func (pb *planBuilder) choose(ctx context.Context, root node) error {
 			return err
 		}
 		reason = strings.ToLower(str(root, "setop_type")) + " (not a scatterable UNION ALL)"
+	}
+	if len(b.inputs) == 1 && len(b.inputs[0].groups) == 1 {
+		// Partials and a final over one group would only add a hop: run
+		// the whole query where the group's files are.
+		return pb.gather("one group")
 	}
 	if len(b.inputs) == 1 && str(root, "type") == "SELECT_NODE" && str(from, "type") == "BASE_TABLE" {
 		var tp *twoPhase
@@ -326,14 +347,14 @@ func (pb *planBuilder) scatter(in *input, small []*input, sql string) error {
 	if passthrough {
 		pb.note("passthrough", "workers stream the scan without DuckDB")
 	}
-	for _, g := range in.groups {
+	for i, g := range in.groups {
 		scan, err := encodeScan(in, g)
 		if err != nil {
 			return err
 		}
 		t := pb.ticket(append([]wire.Scan{scan}, full...), sql, pb.b.schema)
 		t.Passthrough = passthrough
-		pb.endpoint(t)
+		pb.endpointAt(t, in.places[i])
 	}
 	return nil
 }
@@ -444,12 +465,12 @@ func (pb *planBuilder) unionAll(root node, aggs map[string]bool) (error, bool) {
 	pb.note("strategy", "scatter (UNION ALL of %d branches)", len(plans))
 	for i, br := range plans {
 		pb.note("fragment", "branch %d: %s", i, br.sql)
-		for _, g := range br.in.groups {
+		for j, g := range br.in.groups {
 			scan, err := encodeScan(br.in, g)
 			if err != nil {
 				return err, true
 			}
-			pb.endpoint(pb.ticket([]wire.Scan{scan}, br.sql, pb.b.schema))
+			pb.endpointAt(pb.ticket([]wire.Scan{scan}, br.sql, pb.b.schema), br.in.places[j])
 		}
 	}
 	return nil, true
@@ -470,6 +491,9 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (b
 	partialSQL, err := pb.deparse(statement(tp.partial))
 	if err != nil {
 		return false, nil
+	}
+	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
+		return false, err
 	}
 	rdr, err := pb.conn.Query(ctx, partialSQL, engine.QueryOptions{})
 	if err != nil {
@@ -517,12 +541,12 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (b
 	pb.note("fragment", "final: %s", final)
 	final_ := pb.ticket(nil, final, pb.b.schema)
 	final_.ChildLimit = tp.childLimit
-	for _, g := range in.groups {
+	for i, g := range in.groups {
 		scan, err := encodeScan(in, g)
 		if err != nil {
 			return false, err
 		}
-		c, err := pb.child(partialsView, pb.ticket([]wire.Scan{scan}, partialSQL, partialSchema))
+		c, err := pb.child(partialsView, pb.ticket([]wire.Scan{scan}, partialSQL, partialSchema), in.places[i])
 		if err != nil {
 			return false, err
 		}
@@ -556,8 +580,11 @@ func (pb *planBuilder) gather(reason string) error {
 			}
 			t.Scans = append(t.Scans, scan)
 		}
-		pb.endpoint(t)
+		pb.endpointAt(t, pb.gatherPlace())
 		return nil
+	}
+	if err := pb.b.loadStandIns(context.Background(), pb.conn); err != nil {
+		return err
 	}
 	for _, in := range pb.b.inputs {
 		rdr, err := pb.conn.Query(context.Background(), "SELECT * FROM "+engine.Quote(in.view), engine.QueryOptions{})
@@ -571,14 +598,14 @@ func (pb *planBuilder) gather(reason string) error {
 		// scan without the round trip through DuckDB (passthrough).
 		read, err := inputSchema(context.Background(), in)
 		passthrough := err == nil && in.meta == "" && sameSchema(read, viewSchema)
-		for _, g := range in.groups {
+		for i, g := range in.groups {
 			scan, err := encodeScan(in, g)
 			if err != nil {
 				return err
 			}
 			ct := pb.ticket([]wire.Scan{scan}, "SELECT * FROM "+engine.Quote(in.view), viewSchema)
 			ct.Passthrough = passthrough
-			c, err := pb.child(in.view, ct)
+			c, err := pb.child(in.view, ct, in.places[i])
 			if err != nil {
 				return err
 			}
@@ -592,12 +619,32 @@ func (pb *planBuilder) gather(reason string) error {
 	return nil
 }
 
+// gatherPlace is where a gather that reads its inputs itself runs: where
+// its largest input's files are, so that worker's data cache holds them
+// across queries (the group's place when the input is one group, else the
+// rendezvous place of the table's location).
+func (pb *planBuilder) gatherPlace() place {
+	var big *input
+	for _, in := range pb.b.inputs {
+		if big == nil || in.bytes > big.bytes {
+			big = in
+		}
+	}
+	if big == nil {
+		return pb.rotate()
+	}
+	if len(big.places) == 1 {
+		return big.places[0]
+	}
+	return placeKey(pb.workers, big.pinned.Table.Location())
+}
+
 // readsDirect tells whether every input is a scan a worker reads with
-// DuckDB's Parquet reader (Options.DirectDirs and internal/directscan); the
-// worker checks the files' footers as well and falls back to iceberg-go
-// on its own.
+// DuckDB's Parquet reader (Options.DirectDirs and internal/directscan, or
+// object-store files with Options.DataCache); the worker checks the
+// files' footers as well and falls back to iceberg-go on its own.
 func (p *Planner) readsDirect(inputs []*input) bool {
-	if len(p.opts.DirectDirs) == 0 || len(inputs) == 0 {
+	if (len(p.opts.DirectDirs) == 0 && !p.opts.DataCache) || len(inputs) == 0 {
 		return false
 	}
 	canRead := func(path string) bool { return engine.Under(path, p.opts.DirectDirs) }
@@ -620,11 +667,32 @@ func (p *Planner) readsDirect(inputs []*input) bool {
 		if _, ok := directscan.Fields(schema, in.cols); !ok {
 			return false
 		}
-		if _, ok := directscan.Files(in.tasks, canRead); !ok {
+		if _, ok := directscan.Files(in.tasks, canRead); !ok && !(p.opts.DataCache && cachedFiles(in.tasks) && !encryptedInput(in)) {
 			return false
 		}
 	}
 	return true
+}
+
+// cachedFiles tells whether every task is a whole object-store Parquet
+// file without deletes: what a worker's data cache lets DuckDB read.
+func cachedFiles(tasks []table.FileScanTask) bool {
+	if len(tasks) == 0 {
+		return false
+	}
+	for _, t := range tasks {
+		if _, local := catalog.LocalPath(t.File.FilePath()); local || !directscan.Whole(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// encryptedInput tells whether the input's files are encrypted
+// (internal/tablecrypt): the workers' data caches do not keep them, so
+// DuckDB cannot read them from copies.
+func encryptedInput(in *input) bool {
+	return in.pinned.Table.Properties()[tablecrypt.KeyIDProp] != ""
 }
 
 // sameSchema compares names and types; nullability and metadata come from
@@ -668,8 +736,12 @@ func newQueryID() string {
 
 // bind parses, resolves, rewrites and binds a query on conn, leaving the
 // stand-in tables there for the strategies.
-func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, args ...any) (*bound, error) {
-	text, err := conn.SerializeSQL(ctx, temporalClauses(quoteQualifiers(query)))
+//
+// Without standIns (a schema-only bind), a query bound before over the
+// same table versions is answered from the bind memo (bindcache.go)
+// without DuckDB.
+func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, standIns bool, args ...any) (*bound, error) {
+	text, err := p.serialize(ctx, conn, temporalClauses(quoteQualifiers(query)))
 	if err != nil {
 		return nil, err
 	}
@@ -704,10 +776,17 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err != nil {
 		return nil, err
 	}
+	key := bindKey(auth.Name(ctx), doc, b.inputs)
+	if !unbound && p.recallBind(key, b) {
+		if standIns {
+			return b, b.loadStandIns(ctx, conn)
+		}
+		return b, nil
+	}
 	if b.sql, err = conn.DeserializeSQL(ctx, doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if err := loadStandIns(ctx, conn, b.inputs); err != nil {
+	if err := b.loadStandIns(ctx, conn); err != nil {
 		return nil, err
 	}
 	if unbound {
@@ -718,13 +797,21 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err := b.resultSchema(ctx, conn); err != nil {
 		return nil, err
 	}
+	if !unbound {
+		p.rememberBind(key, b)
+	}
 	return b, nil
 }
 
-// loadStandIns makes an empty table of each input's schema under its view
-// name on conn, for DuckDB to bind the query against.
-func loadStandIns(ctx context.Context, conn *engine.Conn, inputs []*input) error {
-	for _, in := range inputs {
+// loadStandIns makes each input's view an empty temp table with the exact
+// Arrow schema the workers will load, once: what queries and fragments
+// bind against on the coordinator.
+func (b *bound) loadStandIns(ctx context.Context, conn *engine.Conn) error {
+	if b.standIns {
+		return nil
+	}
+	b.standIns = true
+	for _, in := range b.inputs {
 		sch, err := inputSchema(ctx, in)
 		if err != nil {
 			return fmt.Errorf("schema of %s: %w", in.ref, err)
@@ -986,40 +1073,6 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	n["catalog_name"], n["schema_name"], n["table_name"] = "", "", in.view
 }
 
-// planFiles plans the input's file tasks once, on the coordinator, with
-// its pruning filter.
-func planFiles(ctx context.Context, in *input) error {
-	tbl := in.pinned.Table
-	snap := tbl.CurrentSnapshot()
-	if snap == nil || in.meta != "" {
-		return nil
-	}
-	if snap.Summary != nil {
-		in.filesBefore, _ = strconv.ParseInt(snap.Summary.Properties["total-data-files"], 10, 64)
-		in.bytesBefore, _ = strconv.ParseInt(snap.Summary.Properties["total-files-size"], 10, 64)
-	}
-	opts := catalog.ScanOptions(0, in.cols)
-	if in.filter != nil {
-		opts = append(opts, table.WithRowFilter(in.filter))
-	}
-	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
-	if err != nil && in.filter != nil {
-		// iceberg-go cannot read the column metrics of files written
-		// before a type widening (ALTER COLUMN … TYPE, e.g. int → long):
-		// pruning only skips files, so plan without it.
-		in.filter, in.filterJSON = nil, ""
-		tasks, err = tbl.Scan(catalog.ScanOptions(0, in.cols)...).PlanFiles(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("plan files of %s: %w", in.ref, err)
-	}
-	in.tasks = tasks
-	for _, t := range tasks {
-		in.bytes += t.Length
-	}
-	return nil
-}
-
 // encodeScan encodes one group of the input's tasks.
 func encodeScan(in *input, tasks []table.FileScanTask) (wire.Scan, error) {
 	md := in.pinned.Table.Metadata()
@@ -1035,6 +1088,10 @@ func encodeScan(in *input, tasks []table.FileScanTask) (wire.Scan, error) {
 	}
 	schema := md.CurrentSchema()
 	for _, t := range tasks {
+		if enc, ok := in.encoded[taskKey(t)]; ok {
+			scan.Tasks = append(scan.Tasks, enc)
+			continue
+		}
 		// The pruning filter only skips files: the full WHERE runs in
 		// DuckDB. Workers get no row filter and every residual is
 		// AlwaysTrue, because iceberg-go v0.7.0's record-level filter fails

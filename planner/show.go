@@ -233,7 +233,7 @@ func (p *Planner) describeQuery(ctx context.Context, s Session, inner string) (s
 		return "", err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, s, inner)
+	b, err := p.bind(ctx, conn, s, inner, false)
 	if err != nil {
 		return "", err
 	}

@@ -130,7 +130,7 @@ func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *writeTarg
 		return 0, err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, sess, query)
+	b, err := p.bind(ctx, conn, sess, query, true)
 	if err != nil {
 		return 0, err
 	}

@@ -141,6 +141,10 @@ func (s *Server) loadDirect(ctx context.Context, conn *engine.Conn, tbl *table.T
 	if len(s.opts.Engine.ReadDirs()) == 0 {
 		return false, nil
 	}
+	tasks, err := s.localize(ctx, conn, tbl, scanName(sc), schema, tasks, sc.Columns) // cached.go
+	if err != nil {
+		return false, err
+	}
 	paths, fields, ok := s.directFiles(schema, tbl.Metadata(), tasks, sc.Columns)
 	if !ok {
 		return false, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -118,6 +119,10 @@ func statusOf(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return status.Error(codes.NotFound, err.Error())
+	}
+	if errors.Is(err, datacache.ErrChanged) {
+		// A data file no longer is what the table's metadata says.
+		return status.Error(codes.DataLoss, err.Error())
 	}
 	return status.Error(codes.Internal, err.Error())
 }

@@ -18,10 +18,7 @@ import (
 // sets it only when the bound schema's types equal the scan's, and send
 // checks every batch against it all the same.
 func (s *Server) passthrough(ctx context.Context, sc wire.Scan, schema *arrow.Schema, stream flight.DataStreamWriter) error {
-	name := sc.Table
-	if name == "" {
-		name = sc.View
-	}
+	name := scanName(sc)
 	tbl, err := s.opts.Cache.Open(ctx, strings.Split(name, "."), sc.MetadataLocation, sc.Props)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", name, err)

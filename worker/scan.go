@@ -28,10 +28,7 @@ import (
 // files becomes a view over them instead (see direct.go); rewrites, which
 // drop and reload the view per file, pass false.
 func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan, direct bool) error {
-	name := sc.Table
-	if name == "" {
-		name = sc.View
-	}
+	name := scanName(sc)
 	tbl, err := s.opts.Cache.Open(ctx, strings.Split(name, "."), sc.MetadataLocation, sc.Props)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", name, err)
@@ -64,6 +61,14 @@ func (s *Server) loadScan(ctx context.Context, conn *engine.Conn, sc wire.Scan, 
 	// DuckDB stops pulling at the end of the stream; an error there ends
 	// the stream too, so it is never taken for the end.
 	return rdr.Err()
+}
+
+// scanName is how errors name the table of a scan.
+func scanName(sc wire.Scan) string {
+	if sc.Table == "" {
+		return sc.View
+	}
+	return sc.Table
 }
 
 // openScan starts reading the tasks of sc with iceberg-go. The caller
@@ -109,7 +114,7 @@ func (s *Server) openTasks(ctx context.Context, tbl *table.Table, name string, s
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errInternal, err)
 	}
-	scan := tbl.Scan(opts...)
+	scan := s.cachedTable(tbl, tasks).Scan(opts...) // cached.go
 	_, seq, err := scan.ReadTasks(ctx, tasks)
 	if err != nil {
 		scan.Close()

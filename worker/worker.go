@@ -23,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
@@ -60,6 +61,11 @@ type Options struct {
 	Engine *engine.Engine
 	// Cache reopens pinned table metadata. Required.
 	Cache *catalog.MetadataCache
+	// DataCache keeps local copies of object-store data files (see
+	// cached.go); nil reads them from the store every time. With the
+	// cache's directory among the engine's ReadDirs, DuckDB reads the
+	// copies of direct scans.
+	DataCache *datacache.Cache
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
 	// Allocator is used for everything the worker allocates in Go: reading

@@ -286,6 +286,96 @@ def profile(srv, pprof_addr, qs, out_dir, binary, expect):
     return {"seconds": secs, "tops": tops}
 
 
+def versitygw():
+    """The versitygw binary: $ICEFLOE_VERSITYGW, or installed now."""
+    if os.environ.get("ICEFLOE_VERSITYGW"):
+        return os.environ["ICEFLOE_VERSITYGW"]
+    root = HERE.parent.parent
+    p = subprocess.run([str(root / "scripts" / "ensure-versitygw"), str(root / "integration" / ".tools")],
+                       check=True, capture_output=True, text=True)
+    return p.stdout.strip().splitlines()[-1]
+
+
+def run_s3(binary, parquet, qs, reps, workers, results):
+    """TPC-H with every table on S3 (versitygw on this machine, an SQL
+    catalog whose warehouse is a bucket): cold — each query alone on a
+    freshly started server with an empty data cache — and warm — the same
+    server after one untimed pass, median of reps. Every answer is checked.
+    Returns notes (load times, cache size)."""
+    root = pathlib.Path(tempfile.mkdtemp(prefix="icefloe-tpch-s3-"))
+    gw = tpch.S3(versitygw(), root)
+    cfg = gw.config()
+    data_dir = root / "icefloe"
+    notes = {}
+
+    def server(cache):
+        return tpch.Server(binary, data_dir, workers=workers, session=("s3", "tpch"),
+                           args=["--config", cfg, "--data-cache-dir", str(root / cache)])
+
+    wrong = []
+    try:
+        with server("cache-load") as srv:
+            srv.session = None
+            c = srv.connect()
+            tpch.update(c, "CREATE SCHEMA IF NOT EXISTS s3.tpch")
+            c.close()
+            srv.session = ("s3", "tpch")
+            notes["load"] = tpch.load(srv, parquet, log=log)
+            c = srv.connect()
+            files = tpch.run_icefloe(c, 'SELECT file_path FROM "lineitem$files"').column(0).to_pylist()
+            c.close()
+            if not files or not all(f.startswith(f"s3://{gw.BUCKET}/") for f in files):
+                raise RuntimeError(f"lineitem is not on S3: {files[:2]}")
+        ref = tpch.duckdb_on_parquet(parquet)
+        for i, (name, sql) in enumerate(qs):
+            with server(f"cache-cold-{i}") as srv:
+                conn = srv.connect()
+                t0 = time.perf_counter()
+                got = tpch.run_icefloe(conn, sql)
+                cold = time.perf_counter() - t0
+                conn.close()
+            d = tpch.diff(got, tpch.run_duckdb(ref, sql))
+            if d:
+                wrong.append(name)
+                log(f"s3 cold {name}: WRONG ANSWER {d}")
+            results[name]["s3_cold"] = {"seconds": cold, "checked": not d}
+            log(f"s3 cold {name}: {cold:.3f} s")
+        with server("cache-warm") as srv:
+            conn = srv.connect()
+            for name, sql in qs:
+                tpch.run_icefloe(conn, sql)
+            for name, sql in qs:
+                med, times, got = timed(lambda: tpch.run_icefloe(conn, sql), reps)
+                d = tpch.diff(got, tpch.run_duckdb(ref, sql))
+                if d:
+                    wrong.append(name)
+                    log(f"s3 warm {name}: WRONG ANSWER {d}")
+                results[name]["s3_warm"] = {"median": med, "times": times, "checked": not d}
+                log(f"s3 warm {name}: {med:.3f} s")
+            conn.close()
+        ref.close()
+        cache = root / "cache-warm"
+        notes["warm_cache_bytes"] = sum(f.stat().st_size for f in cache.rglob("*.data"))
+        notes["object_bytes"] = sum(f.stat().st_size for f in (root / "objects").rglob("*") if f.is_file())
+    finally:
+        gw.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return notes, wrong
+
+
+def s3_markdown(res):
+    """The S3 results as a markdown table (docs/benchmarks.md)."""
+    rows = ["| query | S3 cold | S3 warm | DuckDB on local Parquet | warm vs DuckDB | cold vs DuckDB |",
+            "|---|---|---|---|---|---|"]
+    tc = tw = td = 0.0
+    for name, r in res["queries"].items():
+        c, w, d = r["s3_cold"]["seconds"], r["s3_warm"]["median"], r["duckdb"]["median"]
+        tc, tw, td = tc + c, tw + w, td + d
+        rows.append(f"| {name.upper()} | {c:.3f} | {w:.3f} | {d:.3f} | {w / d:.2f}× | {c / d:.2f}× |")
+    rows.append(f"| **total** | **{tc:.2f}** | **{tw:.2f}** | {td:.2f} | **{tw / td:.2f}×** | **{tc / td:.2f}×** |")
+    return "\n".join(rows)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sf", default="1")
@@ -297,6 +387,8 @@ def main():
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: queries,pyiceberg,spark,scan,writes,profile")
     ap.add_argument("--spark-timeout", type=int, default=3600)
     ap.add_argument("--label", default="", help="suffix of the results file (e.g. before)")
+    ap.add_argument("--s3", action="store_true",
+                    help="only: the tables on S3 (versitygw), cold and warm, next to DuckDB on local Parquet")
     args = ap.parse_args()
     binary = os.environ.get("ICEFLOE_BIN")
     if not binary:
@@ -326,6 +418,18 @@ def main():
 
     def save():
         res_path.write_text(json.dumps(res, indent=1, default=str))
+
+    if args.s3:
+        res_path = out / f"results-sf{args.sf}-s3{suffix}.json"
+        res["s3"], wrong = run_s3(binary, parquet, qs, args.reps, args.workers, results)
+        save()
+        run_duckdb_queries(parquet, qs, args.reps, results)
+        res["wrong"] = wrong
+        res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        save()
+        print(s3_markdown(res))
+        log(f"results in {res_path}")
+        return 1 if wrong else 0
 
     data_dir = pathlib.Path(tempfile.mkdtemp(prefix="icefloe-tpch-bench-"))
     wrong = []

@@ -62,13 +62,15 @@ def parquet_path(data_dir, table):
 
 
 class Server:
-    """`icefloe serve` on a free port, stopped by stop()."""
+    """`icefloe serve` on a free port, stopped by stop(). args are more
+    flags; session=(catalog, schema) is every connection's default."""
 
-    def __init__(self, binary, data_dir, workers=2, env=None):
+    def __init__(self, binary, data_dir, workers=2, env=None, args=(), session=None):
         e = dict(os.environ)
         e.update(env or {})
+        self.session = session
         self.proc = subprocess.Popen(
-            [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), "--workers", str(workers)],
+            [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), "--workers", str(workers), *args],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
         self.log = []
         ready, got = {}, threading.Event()
@@ -95,10 +97,16 @@ class Server:
     def connect(self, single_endpoint=False):
         import adbc_driver_flightsql.dbapi as fsql
 
-        kw = {}
+        db = {}
         if single_endpoint:
-            kw["db_kwargs"] = {"adbc.flight.sql.rpc.call_header.x-icefloe-single-endpoint": "true"}
-        return fsql.connect(self.uri, autocommit=True, **kw)
+            db["adbc.flight.sql.rpc.call_header.x-icefloe-single-endpoint"] = "true"
+        if self.session:
+            # The session (its catalog and schema) lives in a cookie.
+            db["adbc.flight.sql.rpc.with_cookie_middleware"] = "true"
+        conn = fsql.connect(self.uri, autocommit=True, **({"db_kwargs": db} if db else {}))
+        if self.session:
+            conn.adbc_current_catalog, conn.adbc_current_db_schema = self.session
+        return conn
 
     def stop(self):
         if self.proc.poll() is None:
@@ -114,6 +122,51 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class S3:
+    """A versitygw S3 gateway (ICEFLOE_VERSITYGW, see scripts/ensure-versitygw)
+    over a local folder with one bucket, stopped by stop(); config() is an
+    icefloe config mounting an SQL catalog whose warehouse is on it."""
+
+    ACCESS, SECRET, BUCKET = "icefloe-bench", "icefloe-bench-secret", "warehouse"
+
+    def __init__(self, binary, root):
+        import socket
+
+        self.root = pathlib.Path(root)
+        # The posix backend serves each folder of its root as a bucket.
+        (self.root / "objects" / self.BUCKET).mkdir(parents=True, exist_ok=True)
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(
+            [binary, "--access", self.ACCESS, "--secret", self.SECRET, "--port", f"127.0.0.1:{port}", "posix",
+             str(self.root / "objects")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("versitygw did not come up")
+                time.sleep(0.1)
+
+    def config(self, name="s3"):
+        """Writes and returns the path of an icefloe config with the catalog."""
+        path = self.root / "icefloe.yaml"
+        path.write_text(json.dumps({"catalogs": [{"name": name, "type": "sql", "properties": {
+            "uri": f"file:{self.root / 'catalog.db'}?_pragma=busy_timeout(5000)", "sql.dialect": "sqlite",
+            "warehouse": f"s3://{self.BUCKET}/wh", "s3.endpoint": self.endpoint, "s3.region": "us-east-1",
+            "s3.access-key-id": self.ACCESS, "s3.secret-access-key": self.SECRET}}]}))
+        return str(path)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(30)
 
 
 # ---- loading -----------------------------------------------------------------

@@ -50,6 +50,12 @@ type Config struct {
 	// MetadataCacheBytes bounds each worker's table metadata cache; 0
 	// means the default (256 MiB).
 	MetadataCacheBytes int64 `yaml:"metadata_cache_bytes"`
+	// DataCacheDir holds each worker's local copies of object-store data
+	// files; empty means <data_dir>/cache.
+	DataCacheDir string `yaml:"data_cache_dir"`
+	// DataCacheBytes bounds each worker's data cache; unset means the
+	// default (4 GiB), 0 turns the cache off.
+	DataCacheBytes *int64 `yaml:"data_cache_bytes"`
 	// Catalogs are mounted besides the embedded "local" one, each under
 	// its name: a type (rest, glue, sql) and iceberg-go's properties.
 	Catalogs []catalog.Config `yaml:"catalogs"`
@@ -199,6 +205,9 @@ func (c Config) Validate() error {
 	errs = append(errs, emptyItems("announce", c.Announce)...)
 	if c.MetadataCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("config: metadata_cache_bytes: must be >= 0, got %d", c.MetadataCacheBytes))
+	}
+	if c.DataCacheBytes != nil && *c.DataCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("config: data_cache_bytes: must be >= 0 (0 turns the cache off), got %d", *c.DataCacheBytes))
 	}
 	if c.TicketTTL < 0 {
 		errs = append(errs, fmt.Errorf("config: ticket_ttl: must be >= 0, got %s", c.TicketTTL))

@@ -25,6 +25,7 @@ func TestConfigCheckRedactsAndExpands(t *testing.T) {
 listen: 127.0.0.1:0
 ticket_key: key-secret
 metadata_cache_bytes: 1048576
+data_cache_bytes: 0
 catalogs:
   - name: lake
     type: rest
@@ -62,7 +63,7 @@ catalogs:
 			t.Errorf("config check prints %q:\n%s", secret, text)
 		}
 	}
-	for _, want := range []string{"name: lake", "type: rest", "uri: http://127.0.0.1:8181", "glue.region: eu-west-1", "metadata_cache_bytes: 1048576"} {
+	for _, want := range []string{"name: lake", "type: rest", "uri: http://127.0.0.1:8181", "glue.region: eu-west-1", "metadata_cache_bytes: 1048576", "data_cache_bytes: 0"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("config check lacks %q:\n%s", want, text)
 		}
@@ -72,6 +73,7 @@ catalogs:
 func TestConfigValidateNamesEveryKey(t *testing.T) {
 	p := writeConfig(t, `
 workers: -1
+data_cache_bytes: -5
 catalogs:
   - name: local
     type: rest
@@ -87,6 +89,7 @@ catalogs:
 	}
 	for _, want := range []string{
 		"workers: must be >= 0",
+		"data_cache_bytes: must be >= 0",
 		`catalogs[0].name: "local" is the embedded catalog's name`,
 		"catalogs[0].properties.uri: required",
 		`catalogs[1].type: "nope"`,

@@ -18,6 +18,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/wire"
@@ -134,7 +135,45 @@ func (r *roleFlags) parse(args []string) error {
 }
 
 // directParquetUsage describes the workers' --direct-parquet flag.
-const directParquetUsage = "workers read data files in local warehouses (the data dir's and configured catalogs' file:// warehouses) with DuckDB's Parquet reader; false: always with iceberg-go's"
+const directParquetUsage = "workers read data files in local warehouses (the data dir's and configured catalogs' file:// warehouses), and their cached copies of object-store files, with DuckDB's Parquet reader; false: always with iceberg-go's"
+
+// dataCacheFlags are the workers' data cache flags.
+type dataCacheFlags struct {
+	dir   *string
+	bytes *int64
+}
+
+func (r *roleFlags) dataCacheFlags() dataCacheFlags {
+	return dataCacheFlags{
+		dir:   r.fs.String("data-cache-dir", "", "folder of the workers' local copies of object-store data files (default: <data-dir>/cache)"),
+		bytes: r.fs.Int64("data-cache-bytes", datacache.DefaultMaxBytes, "bound of each worker's data cache in bytes; 0 turns it off"),
+	}
+}
+
+// dataCache resolves the data cache flags against the config: the
+// directory (absolute) and bound, or "" when the cache is off.
+func (r *roleFlags) dataCache(f dataCacheFlags) (dir string, bytes int64, err error) {
+	set := map[string]bool{}
+	r.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	dir, bytes = *f.dir, *f.bytes
+	if !set["data-cache-dir"] && r.cfg.DataCacheDir != "" {
+		dir = r.cfg.DataCacheDir
+	}
+	if !set["data-cache-bytes"] && r.cfg.DataCacheBytes != nil {
+		bytes = *r.cfg.DataCacheBytes
+	}
+	if bytes < 0 {
+		return "", 0, fmt.Errorf("--data-cache-bytes: must be >= 0 (0 turns the cache off), got %d", bytes)
+	}
+	if bytes == 0 {
+		return "", 0, nil
+	}
+	if dir == "" {
+		dir = filepath.Join(*r.dataDir, "cache")
+	}
+	dir, err = filepath.Abs(dir)
+	return dir, bytes, err
+}
 
 func (r *roleFlags) engineOptions() engine.Options {
 	return engine.Options{Threads: r.cfg.Threads, MemoryLimit: r.cfg.MemoryLimit}
@@ -162,8 +201,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	demo := r.fs.Bool("demo", false, "seed the demo tables (once)")
 	advertise := r.fs.String("advertise-host", "", "host clients reach the workers at (default: the listen host, or 127.0.0.1 when it is unspecified)")
 	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
+	dcFlags := r.dataCacheFlags()
 	devTLS := r.fs.Bool("tls", false, "TLS on every listener with a throwaway CA and certificate made in <data-dir>/tls (clients trust tls/ca.pem)")
 	if err := r.parse(args); err != nil {
+		return err
+	}
+	cacheDir, cacheBytes, err := r.dataCache(dcFlags)
+	if err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -205,9 +249,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Catalogs:      r.cfg.Catalogs,
 		WorkerCache:   r.cfg.MetadataCacheBytes,
 		NoDirectScan:  !*direct,
-		Security:      sec,
-		TicketTTL:     r.cfg.TicketTTL,
-		Limits:        r.cfg.Limits.limits(),
+
+		NoDataCache:    cacheDir == "",
+		DataCacheDir:   cacheDir,
+		DataCacheBytes: cacheBytes,
+		Security:       sec,
+		TicketTTL:      r.cfg.TicketTTL,
+		Limits:         r.cfg.Limits.limits(),
 	})
 	if err != nil {
 		return err
@@ -236,6 +284,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	r.fs.Var(&workerAddrs, "worker", "a worker's address host:port or grpc://host:port (repeat for each); workers may also announce themselves")
 	workerDNS := r.fs.String("worker-dns", "", "host:port: the workers are every address host resolves to (e.g. a Kubernetes headless service), resolved again every 5s")
 	r.fs.Var(&directDirs, "direct-dir", "a local warehouse directory every worker reads with DuckDB's Parquet reader (same path on every host; repeat for each): gathered queries over it are read in place by one worker")
+	workerCache := r.fs.Bool("worker-data-cache", true, "the workers run with a data cache and direct Parquet scans (their defaults): gathered queries over object-store tables are read in place by one worker, from its copies")
 	if err := r.parse(args); err != nil {
 		return err
 	}
@@ -287,6 +336,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		Engine:         r.engineOptions(),
 		Logger:         log,
 		DirectDirs:     directDirs,
+		DataCache:      *workerCache,
 		Security:       sec,
 		TicketTTL:      r.cfg.TicketTTL,
 		Limits:         r.cfg.Limits.limits(),
@@ -337,10 +387,15 @@ func (r *roleFlags) workerPool(key *wire.Key, addrs []string, dnsName string, se
 func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	r := newRoleFlags("worker", stderr)
 	direct := r.fs.Bool("direct-parquet", true, directParquetUsage)
+	dcFlags := r.dataCacheFlags()
 	var announce stringList
 	r.fs.Var(&announce, "announce", "a coordinator's address host:port or grpc://host:port to join (repeat for each): the worker announces itself every 2s and tells it when it drains")
 	advertise := r.fs.String("advertise-host", "", "host coordinators and clients reach this worker at (default: the listen host)")
 	if err := r.parse(args); err != nil {
+		return err
+	}
+	cacheDir, cacheBytes, err := r.dataCache(dcFlags)
+	if err != nil {
 		return err
 	}
 	if len(announce) == 0 {
@@ -385,6 +440,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		Limits:        r.cfg.Limits.limits(),
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
+		DataCache:          datacache.Options{Dir: cacheDir, MaxBytes: cacheBytes},
 	})
 	if err != nil {
 		return err

@@ -6,16 +6,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/icefloe/icefloe/integration/testproc"
 )
 
 // env names what ./run installed.
@@ -39,51 +39,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return testproc.FreePort(t) }
 
 // waitHTTP polls url until it answers at all.
-func waitHTTP(t testing.TB, url string, proc *exec.Cmd, log *bytes.Buffer) {
+func waitHTTP(t testing.TB, url string, exited <-chan struct{}, log *testproc.Log) {
 	t.Helper()
-	deadline := time.Now().Add(startWait)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
-		if proc.ProcessState != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s did not come up:\n%s", url, log.String())
-}
-
-// startProcess starts cmd, logging to a buffer, and kills it when t ends.
-func startProcess(t testing.TB, cmd *exec.Cmd) *bytes.Buffer {
-	t.Helper()
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	// Killed with the test binary too, even when it dies without cleanup.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
-	return &log
+	testproc.WaitHTTP(t, url, exited, log, startWait)
 }
 
 // startREST runs the Iceberg REST reference server (JDBC catalog on
@@ -98,9 +59,9 @@ func startREST(t testing.TB) (uri, warehouse string) {
 		"CATALOG_WAREHOUSE=file://"+warehouse,
 		"CATALOG_REST_PORT="+strconv.Itoa(port),
 	)
-	log := startProcess(t, cmd)
+	log, exited := testproc.Start(t, cmd)
 	uri = fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitHTTP(t, uri+"/v1/config", cmd, log)
+	waitHTTP(t, uri+"/v1/config", exited, log)
 	return uri, warehouse
 }
 
@@ -110,9 +71,9 @@ func startMoto(t testing.TB, bucket string) string {
 	t.Helper()
 	port := freePort(t)
 	cmd := exec.Command(filepath.Join(venv, "bin", "moto_server"), "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	log := startProcess(t, cmd)
+	log, exited := testproc.Start(t, cmd)
 	uri := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitHTTP(t, uri+"/moto-api/", cmd, log)
+	waitHTTP(t, uri+"/moto-api/", exited, log)
 	req, _ := http.NewRequest(http.MethodPut, uri+"/"+bucket, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

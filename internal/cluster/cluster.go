@@ -22,6 +22,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/flightsql"
+	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/membership"
@@ -51,6 +52,11 @@ type WorkerOptions struct {
 	// MetadataCacheBytes bounds the worker's metadata cache; 0 means
 	// catalog.DefaultMetadataCacheBytes.
 	MetadataCacheBytes int64
+	// DataCache configures the worker's disk cache of object-store data
+	// files; an empty Dir turns it off. When the worker reads local
+	// Parquet directly (Engine.ReadDirs set), the cache's directory is
+	// added to ReadDirs so DuckDB reads the copies the same way.
+	DataCache datacache.Options
 	// Security secures the worker's listener and its pulls from peers.
 	Security Security
 	// Announce are coordinator locations the worker announces itself to
@@ -71,6 +77,7 @@ type Worker struct {
 	engine *engine.Engine
 	done   chan error
 	cache  *catalog.MetadataCache
+	data   *datacache.Cache // nil without a data cache
 	log    *zap.Logger
 	stop   chan struct{} // ends the cache logger
 	// announcer tells the coordinators about the worker; nil without
@@ -110,6 +117,16 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		_, port, _ := net.SplitHostPort(addr)
 		addr = net.JoinHostPort(o.AdvertiseHost, port)
 	}
+	var data *datacache.Cache
+	if o.DataCache.Dir != "" {
+		if data, err = datacache.Open(o.DataCache); err != nil {
+			lis.Close()
+			return nil, err
+		}
+		if len(o.Engine.ReadDirs) > 0 {
+			o.Engine.ReadDirs = append(slices.Clone(o.Engine.ReadDirs), data.Dir())
+		}
+	}
 	eng, err := engine.Open(ctx, o.Engine)
 	if err != nil {
 		lis.Close()
@@ -120,6 +137,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		Key:       o.Key,
 		Engine:    eng,
 		Cache:     cache,
+		DataCache: data,
 		Logger:    o.Logger,
 		Allocator: memory.DefaultAllocator,
 		Peers:     o.Security.Client(),
@@ -135,8 +153,8 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 	}
 	g := grpc.NewServer(o.Security.serverOptions()...)
 	srv.Register(g)
-	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, log: o.Logger, stop: make(chan struct{})}
-	go logCacheEvery(o.Logger, cache, CacheLogInterval, w.stop)
+	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, data: data, log: o.Logger, stop: make(chan struct{})}
+	go w.logCachesEvery(CacheLogInterval)
 	go func() { w.done <- g.Serve(lis) }()
 	if len(o.Announce) > 0 {
 		w.announcer, err = membership.NewAnnouncer(membership.AnnouncerOptions{
@@ -182,7 +200,7 @@ func (w *Worker) close() error {
 		w.announcer.Close()
 	}
 	close(w.stop)
-	logCacheStats(w.log, w.cache)
+	w.logCaches()
 	w.srv.Shutdown()
 	stopGracefully(w.grpc, DefaultShutdownGrace)
 	err := <-w.done
@@ -208,6 +226,9 @@ type CoordinatorOptions struct {
 	// TargetGroupBytes is planner.Options.TargetGroupBytes; 0 is the
 	// planner's default, 1 gives one file task per group.
 	TargetGroupBytes int64
+	// DataCache is planner.Options.DataCache: the workers cache
+	// object-store data files and read them with DuckDB.
+	DataCache bool
 	// Security secures the coordinator's listener, its calls to the
 	// workers and its catalogs.
 	Security Security
@@ -266,6 +287,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 
 		TargetGroupBytes: o.TargetGroupBytes,
 		DirectDirs:       o.DirectDirs,
+		DataCache:        o.DataCache,
 	})
 	if err != nil {
 		return fail(err)
@@ -368,6 +390,13 @@ type StandaloneOptions struct {
 	// WorkerCache bounds each worker's metadata cache in bytes; 0 is the
 	// default.
 	WorkerCache int64
+	// NoDataCache turns the workers' data caches off; DataCacheBytes
+	// bounds each one (0: datacache.DefaultMaxBytes). Worker i keeps its
+	// copies in DataCacheDir/worker-i, DataDir/cache/worker-i when
+	// DataCacheDir is empty.
+	NoDataCache    bool
+	DataCacheBytes int64
+	DataCacheDir   string
 	// Security secures the coordinator and every worker alike.
 	Security Security
 	// TicketTTL is planner.Options.TicketTTL.
@@ -381,6 +410,9 @@ type Standalone struct {
 	Coordinator *Coordinator
 	Workers     []*Worker
 	Mounts      *catalog.Mounts
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Addr is the coordinator's address.
@@ -451,6 +483,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 			Limits:        o.Limits,
 
 			MetadataCacheBytes: o.WorkerCache,
+			DataCache:          o.dataCache(i),
 		})
 		if err != nil {
 			return nil, err
@@ -458,11 +491,16 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		s.Workers = append(s.Workers, w)
 		locations = append(locations, w.Location())
 	}
+	workers := flightsql.NewStaticWorkers(locations...)
+	for i := range workers {
+		// Ports change at every start; affinity must not.
+		workers[i].ID = fmt.Sprintf("worker-%d", i)
+	}
 	s.Coordinator, err = StartCoordinator(ctx, CoordinatorOptions{
 		Listen:         o.Listen,
 		Key:            o.Key,
 		Mounts:         s.Mounts,
-		Workers:        flightsql.NewStaticWorkers(locations...),
+		Workers:        workers,
 		DefaultCatalog: catalog.LocalCatalogName,
 		DefaultSchema:  catalog.DefaultSchema,
 		Engine:         engine.Options{TempDir: filepath.Join(o.DataDir, "spill", "coordinator")},
@@ -473,11 +511,28 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 
 		TargetGroupBytes: o.TargetGroupBytes,
 		DirectDirs:       directDirs,
+		DataCache:        directDirs != nil && !o.NoDataCache,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// dataCache is worker i's data cache configuration.
+func (o StandaloneOptions) dataCache(i int) datacache.Options {
+	if o.NoDataCache {
+		return datacache.Options{}
+	}
+	dir := o.DataCacheDir
+	if dir == "" {
+		dir = filepath.Join(o.DataDir, "cache")
+	}
+	dir, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("worker-%d", i)))
+	if err != nil {
+		dir = filepath.Join(dir, fmt.Sprintf("worker-%d", i)) // Validate reports it
+	}
+	return datacache.Options{Dir: dir, MaxBytes: o.DataCacheBytes}
 }
 
 // Drain drains the coordinator and the workers together (see
@@ -493,8 +548,14 @@ func (s *Standalone) Drain(grace, quiet time.Duration) {
 }
 
 // Close stops workers first, so in-flight streams end with an error, then
-// the coordinator and the catalogs.
+// the coordinator and the catalogs. Closing again does nothing (tests stop
+// a cluster to restart it and their cleanup closes it again).
 func (s *Standalone) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Standalone) close() error {
 	var errs []error
 	for _, w := range s.Workers {
 		errs = append(errs, w.Close())

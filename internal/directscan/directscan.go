@@ -59,6 +59,15 @@ func Fields(schema *iceberg.Schema, columns []string) ([]iceberg.NestedField, bo
 	return fields, true
 }
 
+// Whole tells whether a task reads a whole Parquet file without delete
+// files of any kind: the shape of task a direct scan reads, wherever the
+// file is.
+func Whole(t table.FileScanTask) bool {
+	f := t.File
+	return f.FileFormat() == iceberg.ParquetFile && len(t.DeleteFiles) == 0 && len(t.EqualityDeleteFiles) == 0 &&
+		len(t.DeletionVectorFiles) == 0 && t.Start == 0 && t.Length == f.FileSizeBytes()
+}
+
 // Files returns the local paths of the tasks' files when each task is a
 // whole Parquet file without delete files, readable (canRead) and listed
 // once; ok is false otherwise.
@@ -68,12 +77,10 @@ func Files(tasks []table.FileScanTask, canRead func(path string) bool) (paths []
 	}
 	seen := map[string]bool{}
 	for _, t := range tasks {
-		f := t.File
-		if f.FileFormat() != iceberg.ParquetFile || len(t.DeleteFiles) > 0 || len(t.EqualityDeleteFiles) > 0 ||
-			len(t.DeletionVectorFiles) > 0 || t.Start != 0 || t.Length != f.FileSizeBytes() {
+		if !Whole(t) {
 			return nil, false
 		}
-		p, ok := catalog.LocalPath(f.FilePath())
+		p, ok := catalog.LocalPath(t.File.FilePath())
 		if !ok || seen[p] || strings.ContainsAny(p, "*?[{'") || !canRead(p) {
 			return nil, false
 		}

@@ -118,7 +118,11 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 			e.readDirs = append(e.readDirs, d)
 			quoted[i] = QuoteString(d)
 		}
-		settings = append(settings, "SET allowed_directories = ["+strings.Join(quoted, ", ")+"]")
+		settings = append(settings, "SET allowed_directories = ["+strings.Join(quoted, ", ")+"]",
+			// Footers of the (immutable) files read directly are parsed
+			// once, not at every query; DuckDB checks the file's
+			// modification time before using a cached footer.
+			"SET parquet_metadata_cache = true")
 	}
 	settings = append(settings,
 		"SET enable_external_access = false",
@@ -179,6 +183,7 @@ type Conn struct {
 	e     *Engine
 	c     *sql.Conn
 	arrow *duckdb.Arrow
+	held  []func()
 	raw   bindings.Connection // the C connection (raw.go)
 }
 
@@ -209,8 +214,18 @@ func (c *Conn) Close() error {
 	// Temp tables must not outlive the session that made them: sql.DB pools
 	// connections, so drop them by closing the driver connection for good.
 	_ = c.c.Raw(func(any) error { return driver.ErrBadConn })
-	return c.c.Close()
+	err := c.c.Close()
+	for _, release := range c.held {
+		release()
+	}
+	c.held = nil
+	return err
 }
+
+// Hold has Close call release once the connection is closed: for what the
+// connection's views read lazily, such as the cached data files behind a
+// view over read_parquet, which must outlive every query on them.
+func (c *Conn) Hold(release func()) { c.held = append(c.held, release) }
 
 // DB is the connection for database/sql use.
 func (c *Conn) DB() *sql.Conn { return c.c }
