@@ -124,8 +124,10 @@ func userMessage(err error) string {
 	if errors.As(err, &ue) {
 		return ue.UserMessage()
 	}
-	return packagePrefix.ReplaceAllString(err.Error(), "")
+	return packagePrefix.ReplaceAllString(err.Error(), "${1}")
 }
 
-// packagePrefix matches the prefix icefloe's sentinel errors carry.
-var packagePrefix = regexp.MustCompile(`\b(planner|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)
+// packagePrefix matches the prefix icefloe's sentinel errors carry, at
+// the start of a message or of a wrapped one (after ": " or "; "), never
+// a word inside a sentence ("no live worker: …").
+var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)

@@ -15,7 +15,6 @@ import (
 	"github.com/creack/pty"
 )
 
-
 // terminal is `icefloe sql` on a pseudo-terminal: what it printed and a
 // way to type.
 type terminal struct {

@@ -147,7 +147,9 @@ func TestDuckDBCatalogThroughADBC(t *testing.T) {
 		{"SELECT * FROM pg_settings", adbc.StatusNotFound, "pg_settings"},
 		{"SELECT * FROM duckdb_columns()", adbc.StatusUnauthorized, "duckdb_columns"},
 		{"SELECT * FROM duckdb_settings()", adbc.StatusUnauthorized, "duckdb_settings"},
-		{"SELECT * FROM information_schema.tables", adbc.StatusUnauthorized, "information_schema.tables"},
+		// icefloe answers information_schema.schemata, tables and columns
+		// itself (sqlsurface_test.go); DuckDB's other views stay out of reach.
+		{"SELECT * FROM information_schema.key_column_usage", adbc.StatusUnauthorized, "information_schema.key_column_usage"},
 		{"SELECT * FROM pg_catalog.pg_class", adbc.StatusUnauthorized, "pg_catalog.pg_class"},
 		{"SELECT current_setting('temp_directory')", adbc.StatusUnauthorized, "current_setting"},
 		{"SELECT id FROM t WHERE current_setting('memory_limit') IS NOT NULL", adbc.StatusUnauthorized, "current_setting"},
