@@ -134,8 +134,14 @@ func (f *fakePlanner) Plan(_ context.Context, s planner.Session, q string, args 
 	}, nil
 }
 
-func (f *fakePlanner) Use(_ context.Context, s planner.Session, _ string) (planner.Session, bool, error) {
-	return s, false, nil
+// Use takes "USE cat.schema" (both parts) as the planner does.
+func (f *fakePlanner) Use(_ context.Context, s planner.Session, q string) (planner.Session, bool, error) {
+	name, ok := strings.CutPrefix(q, "USE ")
+	if !ok {
+		return s, false, nil
+	}
+	cat, schema, _ := strings.Cut(name, ".")
+	return planner.Session{Catalog: cat, Schema: schema}, true, nil
 }
 
 func (f *fakePlanner) Bind(_ context.Context, s planner.Session, q string, _ ...any) (*arrow.Schema, error) {

@@ -32,43 +32,74 @@ const flightMethodPrefix = "/arrow.flight.protocol.FlightService/"
 // sessionMiddleware keeps session options in arrow-go's stateless session
 // cookie, so any coordinator can serve any call of a session. The options
 // hold nothing secret (a catalog and a schema name the client chose), and
-// every name is checked again when a statement uses it.
+// every name is checked again when a statement uses it. A call whose
+// cookie is older than the session is served with the newer state
+// (sessionrepair.go).
 type sessionMiddleware struct {
-	mw flight.ServerMiddleware
+	mw     flight.ServerMiddleware
+	recent *recentSessions
 }
 
 func newSessionMiddleware() *sessionMiddleware {
-	mgr := lenientManager{session.NewStatelessServerSessionManager()}
-	return &sessionMiddleware{mw: flight.CreateServerMiddleware(session.NewServerSessionMiddleware(mgr))}
+	recent := newRecentSessions()
+	mgr := sessionManager{stateless: session.NewStatelessServerSessionManager(), recent: recent}
+	return &sessionMiddleware{mw: flight.CreateServerMiddleware(session.NewServerSessionMiddleware(mgr)), recent: recent}
 }
 
 func (m *sessionMiddleware) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if !strings.HasPrefix(info.FullMethod, flightMethodPrefix) {
 		return handler(ctx, req)
 	}
-	return m.mw.Unary(ctx, req, info, handler)
+	return m.mw.Unary(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+		before := optionsOf(ctx)
+		resp, err := handler(ctx, req)
+		m.recent.record(ctx, before)
+		return resp, err
+	})
 }
 
 func (m *sessionMiddleware) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	if !strings.HasPrefix(info.FullMethod, flightMethodPrefix) {
 		return handler(srv, ss)
 	}
-	return m.mw.Stream(srv, ss, info, handler)
+	return m.mw.Stream(srv, ss, info, func(srv any, ss grpc.ServerStream) error {
+		before := optionsOf(ss.Context())
+		err := handler(srv, ss)
+		m.recent.record(ss.Context(), before)
+		return err
+	})
 }
 
-// lenientManager starts a fresh session when the client's cookie cannot be
-// decoded, where arrow-go's middleware would panic and take the process
-// down.
-type lenientManager struct {
-	session.ServerSessionManager
+// sessionManager decodes the session from the call's cookie, served with
+// the newer state this coordinator knows of (sessionrepair.go); a cookie
+// it cannot decode starts a fresh session, where arrow-go's middleware
+// would panic and take the process down. A fresh session has its id.
+type sessionManager struct {
+	stateless session.ServerSessionManager
+	recent    *recentSessions
 }
 
-func (m lenientManager) GetSession(ctx context.Context) (session.ServerSession, error) {
-	s, err := m.ServerSessionManager.GetSession(ctx)
+func (m sessionManager) CreateSession(context.Context) (session.ServerSession, error) {
+	return newSession(), nil
+}
+
+func (m sessionManager) GetSession(ctx context.Context) (session.ServerSession, error) {
+	if s, err := session.GetSessionFromContext(ctx); err == nil {
+		return s, nil // the call's own, as it ends
+	}
+	s, err := m.stateless.GetSession(ctx)
 	if err != nil {
 		return nil, session.ErrNoSession
 	}
+	s, closed := m.recent.repair(s)
+	if closed {
+		return nil, session.ErrNoSession
+	}
 	return s, nil
+}
+
+func (m sessionManager) CloseSession(s session.ServerSession) error {
+	return m.stateless.CloseSession(s)
 }
 
 // sessionOf returns the session defaults of the call: the session's

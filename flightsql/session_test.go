@@ -2,9 +2,12 @@ package flightsql
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/icefloe/icefloe/planner"
@@ -151,5 +154,127 @@ func TestSessionBadCookie(t *testing.T) {
 		if got := e.planner.last(t, "Plan").session; got != (planner.Session{Catalog: "local", Schema: "default"}) {
 			t.Errorf("cookie %q: session = %+v", cookie, got)
 		}
+	}
+}
+
+// staleClient sends the cookie it is given and captures what the server
+// sets, to play a client whose cookie middleware dropped a Set-Cookie.
+type staleClient struct {
+	t  *testing.T
+	cl *flightsql.Client
+}
+
+// call runs f with cookie (none when empty) and returns the cookie the
+// server set, or "" when it set none.
+func (c staleClient) call(cookie string, f func(ctx context.Context, opts ...grpc.CallOption) error) string {
+	c.t.Helper()
+	ctx := context.Background()
+	if cookie != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "cookie", cookie)
+	}
+	var hdr, trl metadata.MD
+	if err := f(ctx, grpc.Header(&hdr), grpc.Trailer(&trl)); err != nil {
+		c.t.Fatal(err)
+	}
+	set := ""
+	for _, v := range append(hdr.Get("set-cookie"), trl.Get("set-cookie")...) {
+		set = strings.SplitN(v, ";", 2)[0]
+	}
+	return set
+}
+
+func (c staleClient) execute(cookie string) string {
+	return c.call(cookie, func(ctx context.Context, opts ...grpc.CallOption) error {
+		_, err := c.cl.Execute(ctx, "SELECT 1", opts...)
+		return err
+	})
+}
+
+// TestSessionStaleCookie: a client that lost the cookie of a session
+// change (arrow-go's cookie middleware can drop a streaming call's
+// Set-Cookie) and sends its older cookie is served with the session as
+// changed, and is sent the newer cookie again; a session closed since
+// starts afresh.
+func TestSessionStaleCookie(t *testing.T) {
+	e := start(t)
+	c := staleClient{t: t, cl: e.dial(t, false)}
+	first := c.execute("")
+	if first == "" {
+		t.Fatal("the first call set no cookie")
+	}
+	set := func(cookie string, opts map[string]any) string {
+		vals, err := flight.NewSessionOptionValues(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.call(cookie, func(ctx context.Context, o ...grpc.CallOption) error {
+			_, err := c.cl.SetSessionOptions(ctx, &flight.SetSessionOptionsRequest{SessionOptions: vals}, o...)
+			return err
+		})
+	}
+	sales := set(first, map[string]any{"schema": "sales"})
+	if sales == "" || sales == first {
+		t.Fatalf("SetSessionOptions set cookie %q after %q", sales, first)
+	}
+	// The client lost that cookie and sends its first one again.
+	again := c.execute(first)
+	if got := e.planner.last(t, "Plan").session; got != (planner.Session{Catalog: "local", Schema: "sales"}) {
+		t.Fatalf("a call with the older cookie ran under %+v", got)
+	}
+	if again == "" {
+		t.Fatal("the older cookie was not replaced")
+	}
+	c.execute(again)
+	if got := e.planner.last(t, "Plan").session; got.Schema != "sales" {
+		t.Fatalf("the resent cookie carries %+v", got)
+	}
+	// A later change wins over the earlier one; the newest cookie is
+	// served as it is.
+	set(sales, map[string]any{"schema": "hr"})
+	for _, cookie := range []string{first, sales} {
+		c.execute(cookie)
+		if got := e.planner.last(t, "Plan").session; got.Schema != "hr" {
+			t.Fatalf("cookie %q ran under %+v after the second change", cookie, got)
+		}
+	}
+	// USE changes the session as SetSessionOptions does.
+	c.call(sales, func(ctx context.Context, o ...grpc.CallOption) error {
+		_, err := c.cl.ExecuteUpdate(ctx, "USE local.ops", o...)
+		return err
+	})
+	c.execute(first)
+	if got := e.planner.last(t, "Plan").session; got.Schema != "ops" {
+		t.Fatalf("after USE, an older cookie ran under %+v", got)
+	}
+	// Closed here: an older cookie starts a fresh session.
+	c.call(sales, func(ctx context.Context, o ...grpc.CallOption) error {
+		_, err := c.cl.CloseSession(ctx, &flight.CloseSessionRequest{}, o...)
+		return err
+	})
+	fresh := c.execute(sales)
+	if got := e.planner.last(t, "Plan").session; got != (planner.Session{Catalog: "local", Schema: "default"}) {
+		t.Fatalf("a cookie of a closed session ran under %+v", got)
+	}
+	if fresh == "" || fresh == first {
+		t.Fatalf("a closed session's cookie got %q", fresh)
+	}
+	// Another client's session is its own.
+	c.execute(fresh)
+	if got := e.planner.last(t, "Plan").session; got.Schema != "default" {
+		t.Fatalf("the fresh session runs under %+v", got)
+	}
+}
+
+// A client cannot set the session's internal id or generation.
+func TestSessionInternalOptions(t *testing.T) {
+	e := start(t)
+	res := setOptions(t, e, map[string]any{optSessionID: "x", optSessionGen: int64(9)})
+	errs := res.GetErrors()
+	if errs[optSessionID].GetValue() != flight.SetSessionOptionsResultErrorInvalidName ||
+		errs[optSessionGen].GetValue() != flight.SetSessionOptionsResultErrorInvalidName {
+		t.Fatalf("errors = %v", errs)
+	}
+	if got := getOptions(t, e); len(got) != 2 {
+		t.Fatalf("GetSessionOptions shows %v", got)
 	}
 }

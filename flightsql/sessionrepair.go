@@ -1,0 +1,170 @@
+package flightsql
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/session"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"google.golang.org/protobuf/proto"
+)
+
+// Session repair. A session's options travel in its cookie, and a client
+// may keep sending a cookie older than the session: arrow-go's client
+// cookie middleware (every Go Flight SQL client, and Python ADBC, which
+// embeds it) reads a streaming call's Set-Cookie only when it sees the
+// stream end, and a goroutine that watches the stream's context, which
+// gRPC cancels as the stream ends, can finish the call first as cancelled
+// and drop the cookie. SetSessionOptions is such a streaming call
+// (DoAction), so a client's next statements would intermittently run
+// under its old catalog and schema; and a call still streaming under an
+// old cookie can set that cookie again after a newer one.
+//
+// So every session carries an id, given on its first call, and a
+// generation, raised by every call that changes it. A coordinator keeps
+// the newest options of the sessions changed on it (bounded, expiring)
+// and serves a call whose cookie is older with those, which also sends
+// the client the newer cookie again. A client's calls travel on one
+// connection, hence to one coordinator, so that is the one that knows.
+// The id is random and unguessable; the options hold nothing secret
+// (sessionMiddleware), and no client can set either name.
+
+// Internal session option names; SetSessionOptions refuses them.
+const (
+	optSessionID  = "icefloe.session"
+	optSessionGen = "icefloe.session_gen"
+)
+
+// Bounds of the repair memo: sessions changed on this coordinator are
+// remembered for a day, at most recentSessionsMax of them (a few hundred
+// bytes each).
+const (
+	recentSessionsMax = 16384
+	recentSessionsTTL = 24 * time.Hour
+)
+
+// sessionState is the newest state of a session this coordinator changed.
+type sessionState struct {
+	gen     int64
+	options map[string]*flight.SessionOptionValue
+	closed  bool
+	at      time.Time
+}
+
+// recentSessions remembers the newest state of the sessions changed here.
+type recentSessions struct {
+	lru *lru.Cache[string, sessionState]
+}
+
+func newRecentSessions() *recentSessions {
+	c, _ := lru.New[string, sessionState](recentSessionsMax) // errs only on a size <= 0
+	return &recentSessions{lru: c}
+}
+
+func (r *recentSessions) add(id string, st sessionState) {
+	st.at = time.Now()
+	r.lru.Add(id, st)
+}
+
+// newSession is a fresh session with its id.
+func newSession() session.ServerSession {
+	s := session.NewStatelessServerSession(nil)
+	s.SetSessionOption(optSessionID, stringValue(newSessionID()))
+	return s
+}
+
+func newSessionID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+func stringValue(v string) *flight.SessionOptionValue {
+	return &flight.SessionOptionValue{OptionValue: &pb.SessionOptionValue_StringValue{StringValue: v}}
+}
+
+func genOf(opts map[string]*flight.SessionOptionValue) int64 {
+	if v, ok := opts[optSessionGen].GetOptionValue().(*pb.SessionOptionValue_Int64Value); ok {
+		return v.Int64Value
+	}
+	return 0
+}
+
+// repair returns the session to serve a call whose cookie decoded to s:
+// the newer state remembered for its id, if any. closed reports that the
+// session was closed here since (the call starts a fresh one).
+func (r *recentSessions) repair(s session.ServerSession) (out session.ServerSession, closed bool) {
+	id, ok := stringOption(s.GetSessionOption(optSessionID))
+	if !ok {
+		return s, false
+	}
+	st, ok := r.lru.Get(id)
+	if !ok || st.gen <= genOf(s.GetSessionOptions()) || time.Since(st.at) > recentSessionsTTL {
+		return s, false
+	}
+	if st.closed {
+		return nil, true
+	}
+	return session.NewStatelessServerSession(cloneOptions(st.options)), false
+}
+
+// record notes the state of the call's session if the call changed it
+// from before (its options when the call started): the generation is
+// raised in the session, so in the cookie the call sends back.
+func (r *recentSessions) record(ctx context.Context, before map[string]*flight.SessionOptionValue) {
+	s, err := session.GetSessionFromContext(ctx)
+	if err != nil {
+		return
+	}
+	gen := genOf(before) + 1
+	if s.Closed() {
+		if id, ok := stringOption(before[optSessionID]); ok {
+			r.add(id, sessionState{gen: gen, closed: true})
+		}
+		return
+	}
+	if sameOptions(before, s.GetSessionOptions()) {
+		return
+	}
+	id, ok := stringOption(s.GetSessionOption(optSessionID))
+	if !ok { // a cookie from before sessions had ids
+		id = newSessionID()
+		s.SetSessionOption(optSessionID, stringValue(id))
+	}
+	s.SetSessionOption(optSessionGen, &flight.SessionOptionValue{OptionValue: &pb.SessionOptionValue_Int64Value{Int64Value: gen}})
+	r.add(id, sessionState{gen: gen, options: s.GetSessionOptions()})
+}
+
+// optionsOf is the options of the call's session, nil without one.
+func optionsOf(ctx context.Context) map[string]*flight.SessionOptionValue {
+	s, err := session.GetSessionFromContext(ctx)
+	if err != nil {
+		return nil
+	}
+	return s.GetSessionOptions()
+}
+
+func sameOptions(a, b map[string]*flight.SessionOptionValue) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || !proto.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func cloneOptions(opts map[string]*flight.SessionOptionValue) map[string]*flight.SessionOptionValue {
+	out := make(map[string]*flight.SessionOptionValue, len(opts))
+	for k, v := range opts {
+		out[k] = proto.Clone(v).(*flight.SessionOptionValue)
+	}
+	return out
+}
