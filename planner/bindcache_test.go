@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/icefloe/icefloe/internal/auth"
@@ -42,5 +43,52 @@ func TestBindMemoAuthorizes(t *testing.T) {
 	}
 	if bindKey("alice", "doc", nil) == bindKey("bob", "doc", nil) {
 		t.Fatal("the bind memo key does not name the principal")
+	}
+}
+
+// TestBindMemoSessions: one query text bound in sessions with other
+// current schemas (set directly or by USE) binds each session's own
+// table, and the session functions answer each session's values, however
+// the memo was filled before.
+func TestBindMemoSessions(t *testing.T) {
+	p, _ := testPlanner(t, twoWorkers, 0)
+	ctx := context.Background()
+	def := Session{Catalog: "local", Schema: "default"}
+	for _, stmt := range []string{
+		"CREATE SCHEMA s1", "CREATE SCHEMA s2",
+		"CREATE TABLE s1.m (x INTEGER)", "CREATE TABLE s2.m (x VARCHAR, y DOUBLE)",
+	} {
+		if _, err := p.Exec(ctx, def, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	s1, ok, err := p.Use(ctx, def, "USE s1")
+	if err != nil || !ok {
+		t.Fatalf("USE s1: %v %v", ok, err)
+	}
+	s2 := Session{Catalog: "local", Schema: "s2"}
+	want := map[string]string{"s1": "x: type=int32", "s2": "x: type=utf8"}
+	for round := range 2 { // the second round is answered by the memo
+		for _, s := range []Session{s1, s2, s1} {
+			sch, err := p.Bind(ctx, s, "SELECT * FROM m")
+			if err != nil {
+				t.Fatalf("round %d, %s: %v", round, s.Schema, err)
+			}
+			if got := sch.Field(0).String(); !strings.HasPrefix(got, want[s.Schema]) || (s.Schema == "s1") != (sch.NumFields() == 1) {
+				t.Errorf("round %d: SELECT * FROM m in schema %s bound %s", round, s.Schema, sch)
+			}
+			conn, err := p.opts.Engine.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := p.bind(ctx, conn, s, "SELECT current_schema() AS c, x FROM m", false)
+			conn.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.sql, "'"+s.Schema+"'") {
+				t.Errorf("round %d: current_schema() in schema %s bound as %s", round, s.Schema, b.sql)
+			}
+		}
 	}
 }
