@@ -164,4 +164,3 @@ func (i *interrupts) watch(cancel func()) (done func()) {
 func versionText() string {
 	return "icefloe " + version() + "\n"
 }
-

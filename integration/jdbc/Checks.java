@@ -2,7 +2,10 @@
 // share: one "PASS name" or "FAIL name: why" line per check, and a last
 // line "N passed, M failed" whose outcome is the exit code.
 
+import java.sql.ResultSet;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Objects;
 
 final class Checks {
@@ -41,6 +44,17 @@ final class Checks {
 
   private static String str(Object o) {
     return o instanceof byte[] ? Arrays.toString((byte[]) o) : String.valueOf(o);
+  }
+
+  /** The values of column col of every row of rs, which it closes. */
+  static List<String> column(ResultSet rs, String col) throws Exception {
+    List<String> out = new ArrayList<>();
+    try (rs) {
+      while (rs.next()) {
+        out.add(rs.getString(col));
+      }
+    }
+    return out;
   }
 
   /** Prints the summary and exits, non-zero when any check failed. */

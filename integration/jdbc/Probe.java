@@ -35,15 +35,6 @@ import java.util.TimeZone;
 
 public class Probe {
 
-  static List<String> column(ResultSet rs, String col) throws Exception {
-    List<String> out = new ArrayList<>();
-    try (rs) {
-      while (rs.next()) {
-        out.add(rs.getString(col));
-      }
-    }
-    return out;
-  }
 
   static Set<String> csv(String s) {
     Set<String> out = new HashSet<>();
@@ -101,7 +92,7 @@ public class Probe {
           Checks.expect(rs.next(), "a row");
           Checks.eq(rs.getString(1) + "." + rs.getString(2), "local.JdbcUse", "session after USE");
         }
-        Checks.eq(column(st.executeQuery("SHOW TABLES"), "name"), List.of("only_here"), "SHOW TABLES after USE");
+        Checks.eq(Checks.column(st.executeQuery("SHOW TABLES"), "name"), List.of("only_here"), "SHOW TABLES after USE");
         st.execute("USE \"default\"");
         st.executeUpdate("DROP SCHEMA local.JdbcUse CASCADE");
       }
@@ -163,19 +154,19 @@ public class Probe {
       Checks.expect(md.supportsConvert(Types.INTEGER, Types.VARCHAR), "INTEGER → VARCHAR");
       Checks.expect(md.supportsLikeEscapeClause(), "LIKE … ESCAPE");
     });
-    Checks.check("getTableTypes", () -> Checks.expect(column(md.getTableTypes(), "TABLE_TYPE").contains("TABLE"), "TABLE"));
-    Checks.check("getCatalogs", () -> Checks.expect(column(md.getCatalogs(), "TABLE_CAT").contains("local"), "local"));
+    Checks.check("getTableTypes", () -> Checks.expect(Checks.column(md.getTableTypes(), "TABLE_TYPE").contains("TABLE"), "TABLE"));
+    Checks.check("getCatalogs", () -> Checks.expect(Checks.column(md.getCatalogs(), "TABLE_CAT").contains("local"), "local"));
     Checks.check("getSchemas(cat, %)", () -> {
-      List<String> s = column(md.getSchemas("local", "%"), "TABLE_SCHEM");
+      List<String> s = Checks.column(md.getSchemas("local", "%"), "TABLE_SCHEM");
       Checks.expect(s.contains("default"), "default in " + s);
     });
     Checks.check("getTables(cat, schema, %, null)", () -> {
-      List<String> t = column(md.getTables("local", "default", "%", null), "TABLE_NAME");
+      List<String> t = Checks.column(md.getTables("local", "default", "%", null), "TABLE_NAME");
       Checks.expect(t.containsAll(List.of("orders", "customers", "events")), "demo tables in " + t);
     });
     Checks.check("getTables with an escaped _ pattern", () -> {
       // DBeaver escapes _ with the search string escape.
-      List<String> t = column(md.getTables("local", "default", "order\\_s", null), "TABLE_NAME");
+      List<String> t = Checks.column(md.getTables("local", "default", "order\\_s", null), "TABLE_NAME");
       Checks.eq(t, List.of(), "order_s must not match orders");
     });
     Checks.check("getColumns(cat, schema, %, %)", () -> {
@@ -192,8 +183,8 @@ public class Probe {
       Checks.eq(cols.get("id"), Types.BIGINT, "id type");
       Checks.eq(cols.get("amount"), Types.DECIMAL, "amount type");
     });
-    Checks.check("getPrimaryKeys(cat, schema, %)", () -> Checks.eq(column(md.getPrimaryKeys("local", "default", "%"), "COLUMN_NAME"), List.of(), "no keys"));
-    Checks.check("getImportedKeys(cat, schema, %)", () -> Checks.eq(column(md.getImportedKeys("local", "default", "%"), "FKCOLUMN_NAME"), List.of(), "no keys"));
+    Checks.check("getPrimaryKeys(cat, schema, %)", () -> Checks.eq(Checks.column(md.getPrimaryKeys("local", "default", "%"), "COLUMN_NAME"), List.of(), "no keys"));
+    Checks.check("getImportedKeys(cat, schema, %)", () -> Checks.eq(Checks.column(md.getImportedKeys("local", "default", "%"), "FKCOLUMN_NAME"), List.of(), "no keys"));
 
     Checks.check("executeQuery of a multi-endpoint SELECT", () -> {
       try (Statement st = conn.createStatement();
@@ -230,18 +221,18 @@ public class Probe {
 
     Checks.check("SHOW, DESCRIBE and information_schema as plain statements", () -> {
       try (Statement st = conn.createStatement()) {
-        Checks.eq(column(st.executeQuery("SHOW CATALOGS"), "Catalog"), List.of("local"), "SHOW CATALOGS");
-        Checks.expect(column(st.executeQuery("SHOW SCHEMAS"), "Schema").contains("default"), "SHOW SCHEMAS has default");
-        Checks.eq(column(st.executeQuery("SHOW TABLES FROM jdbc_probe"), "name"), List.of("t"), "SHOW TABLES FROM");
-        Checks.eq(column(st.executeQuery("DESCRIBE jdbc_probe.t"), "column_type"), List.of("BIGINT", "VARCHAR"), "DESCRIBE");
-        Checks.eq(column(st.executeQuery("DESC jdbc_probe.T"), "null"), List.of("NO", "YES"), "DESC");
-        Checks.eq(column(st.executeQuery("SHOW COLUMNS FROM jdbc_probe.t"), "Column"), List.of("id", "s"), "SHOW COLUMNS");
-        String ddl = column(st.executeQuery("SHOW CREATE TABLE jdbc_probe.t"), "Create Table").get(0);
+        Checks.eq(Checks.column(st.executeQuery("SHOW CATALOGS"), "Catalog"), List.of("local"), "SHOW CATALOGS");
+        Checks.expect(Checks.column(st.executeQuery("SHOW SCHEMAS"), "Schema").contains("default"), "SHOW SCHEMAS has default");
+        Checks.eq(Checks.column(st.executeQuery("SHOW TABLES FROM jdbc_probe"), "name"), List.of("t"), "SHOW TABLES FROM");
+        Checks.eq(Checks.column(st.executeQuery("DESCRIBE jdbc_probe.t"), "column_type"), List.of("BIGINT", "VARCHAR"), "DESCRIBE");
+        Checks.eq(Checks.column(st.executeQuery("DESC jdbc_probe.T"), "null"), List.of("NO", "YES"), "DESC");
+        Checks.eq(Checks.column(st.executeQuery("SHOW COLUMNS FROM jdbc_probe.t"), "Column"), List.of("id", "s"), "SHOW COLUMNS");
+        String ddl = Checks.column(st.executeQuery("SHOW CREATE TABLE jdbc_probe.t"), "Create Table").get(0);
         Checks.expect(ddl.contains("\"id\" BIGINT NOT NULL"), "SHOW CREATE TABLE: " + ddl);
-        Checks.eq(column(st.executeQuery("SELECT column_name FROM information_schema.columns "
+        Checks.eq(Checks.column(st.executeQuery("SELECT column_name FROM information_schema.columns "
             + "WHERE table_schema = 'jdbc_probe' AND table_name = 't' ORDER BY ordinal_position"), "column_name"),
             List.of("id", "s"), "information_schema.columns");
-        Checks.eq(column(st.executeQuery("SELECT t.table_name FROM information_schema.tables t "
+        Checks.eq(Checks.column(st.executeQuery("SELECT t.table_name FROM information_schema.tables t "
             + "JOIN information_schema.schemata s ON s.schema_name = t.table_schema WHERE s.schema_name = 'jdbc_probe'"), "table_name"),
             List.of("t"), "information_schema join");
       }
@@ -251,8 +242,8 @@ public class Probe {
       try (Statement st = conn.createStatement()) {
         st.executeUpdate("CREATE TABLE jdbc_probe.MixedCase (Id BIGINT)");
         st.executeUpdate("INSERT INTO JDBC_PROBE.mixedcase VALUES (5)");
-        Checks.eq(column(st.executeQuery("SELECT id FROM jdbc_probe.MIXEDCASE"), "Id"), List.of("5"), "unquoted, any case");
-        Checks.eq(column(md.getTables("local", "jdbc_probe", "MixedCase", null), "TABLE_NAME"), List.of("MixedCase"), "getTables keeps the case");
+        Checks.eq(Checks.column(st.executeQuery("SELECT id FROM jdbc_probe.MIXEDCASE"), "Id"), List.of("5"), "unquoted, any case");
+        Checks.eq(Checks.column(md.getTables("local", "jdbc_probe", "MixedCase", null), "TABLE_NAME"), List.of("MixedCase"), "getTables keeps the case");
         try (ResultSet rs = st.executeQuery("SELECT * FROM jdbc_probe.\"mixedcase\"")) {
           throw new AssertionError("a quoted name matched another case");
         } catch (java.sql.SQLException e) {

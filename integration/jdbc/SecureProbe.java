@@ -16,49 +16,13 @@ import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 
 public class SecureProbe {
-  static int passed = 0;
-  static int failed = 0;
-
-  interface Check {
-    void run() throws Exception;
-  }
-
-  static void check(String name, Check c) {
-    try {
-      c.run();
-      passed++;
-      System.out.println("PASS " + name);
-    } catch (Throwable t) {
-      failed++;
-      System.out.println("FAIL " + name + ": " + t);
-      t.printStackTrace(System.out);
-    }
-  }
-
-  static void expect(boolean ok, String what) {
-    if (!ok) {
-      throw new AssertionError(what);
-    }
-  }
-
-  static List<String> column(ResultSet rs, String col) throws Exception {
-    List<String> out = new ArrayList<>();
-    try (rs) {
-      while (rs.next()) {
-        out.add(rs.getString(col));
-      }
-    }
-    return out;
-  }
-
   static long count(Connection c, String sql) throws Exception {
     try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(sql)) {
-      expect(rs.next(), "a row from " + sql);
+      Checks.expect(rs.next(), "a row from " + sql);
       return rs.getLong(1);
     }
   }
@@ -89,82 +53,82 @@ public class SecureProbe {
     String token = args[4];
     Class.forName("org.apache.arrow.driver.jdbc.ArrowFlightJdbcDriver");
 
-    check("admin sets up a schema over TLS", () -> {
+    Checks.check("admin sets up a schema over TLS", () -> {
       try (Connection c = login("root", "root-pw"); Statement st = c.createStatement()) {
         st.executeUpdate("CREATE SCHEMA IF NOT EXISTS sales");
         st.executeUpdate("CREATE TABLE IF NOT EXISTS sales.orders AS SELECT id, status, amount FROM orders");
-        expect(count(c, "SELECT count(*) FROM sales.orders") == 50000L, "rows copied");
+        Checks.expect(count(c, "SELECT count(*) FROM sales.orders") == 50000L, "rows copied");
       }
     });
-    check("a wrong password is refused", () -> {
+    Checks.check("a wrong password is refused", () -> {
       try (Connection c = login("ana", "wrong")) {
         count(c, "SELECT 1");
         throw new AssertionError("logged in with a wrong password");
       } catch (SQLException e) {
-        expect(causes(e).contains("wrong user name or password"), "message: " + causes(e));
+        Checks.expect(causes(e).contains("wrong user name or password"), "message: " + causes(e));
       }
     });
-    check("no credentials are refused", () -> {
+    Checks.check("no credentials are refused", () -> {
       try (Connection c = DriverManager.getConnection(url, new Properties())) {
         count(c, "SELECT 1");
         throw new AssertionError("a query ran without credentials");
       } catch (SQLException e) {
-        expect(causes(e).contains("authentication required"), "message: " + causes(e));
+        Checks.expect(causes(e).contains("authentication required"), "message: " + causes(e));
       }
     });
 
     Connection ana = login("ana", "ana-pw");
     DatabaseMetaData md = ana.getMetaData();
     // DBeaver on connect and in its navigator tree.
-    check("GetSqlInfo and getTableTypes", () -> {
-      expect(md.getDatabaseProductName().equals("icefloe"), "product name");
-      expect(column(md.getTableTypes(), "TABLE_TYPE").contains("TABLE"), "TABLE");
+    Checks.check("GetSqlInfo and getTableTypes", () -> {
+      Checks.expect(md.getDatabaseProductName().equals("icefloe"), "product name");
+      Checks.expect(Checks.column(md.getTableTypes(), "TABLE_TYPE").contains("TABLE"), "TABLE");
     });
-    check("getCatalogs", () -> expect(column(md.getCatalogs(), "TABLE_CAT").equals(List.of("local")), "local only"));
-    check("getSchemas shows only the granted schema", () -> {
-      List<String> s = column(md.getSchemas("local", "%"), "TABLE_SCHEM");
-      expect(s.equals(List.of("sales")), "schemas " + s);
+    Checks.check("getCatalogs", () -> Checks.expect(Checks.column(md.getCatalogs(), "TABLE_CAT").equals(List.of("local")), "local only"));
+    Checks.check("getSchemas shows only the granted schema", () -> {
+      List<String> s = Checks.column(md.getSchemas("local", "%"), "TABLE_SCHEM");
+      Checks.expect(s.equals(List.of("sales")), "schemas " + s);
     });
-    check("getTables shows only the granted schema's tables", () -> {
-      List<String> all = column(md.getTables("local", "%", "%", null), "TABLE_SCHEM");
-      expect(!all.isEmpty() && all.stream().allMatch("sales"::equals), "table schemas " + all);
-      List<String> none = column(md.getTables("local", "default", "%", null), "TABLE_NAME");
-      expect(none.isEmpty(), "default tables " + none);
+    Checks.check("getTables shows only the granted schema's tables", () -> {
+      List<String> all = Checks.column(md.getTables("local", "%", "%", null), "TABLE_SCHEM");
+      Checks.expect(!all.isEmpty() && all.stream().allMatch("sales"::equals), "table schemas " + all);
+      List<String> none = Checks.column(md.getTables("local", "default", "%", null), "TABLE_NAME");
+      Checks.expect(none.isEmpty(), "default tables " + none);
     });
-    check("getColumns and getPrimaryKeys(%)", () -> {
-      List<String> cols = column(md.getColumns("local", "sales", "orders", "%"), "COLUMN_NAME");
-      expect(cols.equals(List.of("id", "status", "amount")), "columns " + cols);
-      expect(column(md.getPrimaryKeys("local", "sales", "%"), "COLUMN_NAME").isEmpty(), "no keys");
+    Checks.check("getColumns and getPrimaryKeys(%)", () -> {
+      List<String> cols = Checks.column(md.getColumns("local", "sales", "orders", "%"), "COLUMN_NAME");
+      Checks.expect(cols.equals(List.of("id", "status", "amount")), "columns " + cols);
+      Checks.expect(Checks.column(md.getPrimaryKeys("local", "sales", "%"), "COLUMN_NAME").isEmpty(), "no keys");
     });
-    check("queries of the granted schema pull from the TLS workers", () -> {
-      expect(count(ana, "SELECT count(*) FROM sales.orders") == 50000L, "count");
+    Checks.check("queries of the granted schema pull from the TLS workers", () -> {
+      Checks.expect(count(ana, "SELECT count(*) FROM sales.orders") == 50000L, "count");
       long n = 0;
       try (Statement st = ana.createStatement(); ResultSet rs = st.executeQuery("SELECT id FROM sales.orders")) {
         while (rs.next()) {
           n++;
         }
       }
-      expect(n == 50000L, "rows " + n);
+      Checks.expect(n == 50000L, "rows " + n);
     });
-    check("another schema is PermissionDenied naming the table and privilege", () -> {
+    Checks.check("another schema is PermissionDenied naming the table and privilege", () -> {
       try {
         count(ana, "SELECT count(*) FROM local.default.orders");
         throw new AssertionError("read a table of another schema");
       } catch (SQLException e) {
         String m = causes(e);
-        expect(m.contains("permission denied") && m.contains("SELECT") && m.contains("local.default.orders"), "message: " + m);
+        Checks.expect(m.contains("permission denied") && m.contains("SELECT") && m.contains("local.default.orders"), "message: " + m);
       }
       try (Statement st = ana.createStatement()) {
         st.executeUpdate("DROP TABLE sales.orders");
         throw new AssertionError("dropped without the privilege");
       } catch (SQLException e) {
-        expect(causes(e).contains("no DROP privilege"), "message: " + causes(e));
+        Checks.expect(causes(e).contains("no DROP privilege"), "message: " + causes(e));
       }
     });
-    check("still runs its queries after a denial", () -> expect(count(ana, "SELECT count(*) FROM sales.orders WHERE id <= 10") == 10L, "count"));
+    Checks.check("still runs its queries after a denial", () -> Checks.expect(count(ana, "SELECT count(*) FROM sales.orders WHERE id <= 10") == 10L, "count"));
     ana.close();
 
-    check("token= logs in at the coordinator and the workers", () -> {
+    Checks.check("token= logs in at the coordinator and the workers", () -> {
       Properties p = new Properties();
       p.setProperty("token", token);
       try (Connection c = DriverManager.getConnection(url, p)) {
@@ -174,19 +138,18 @@ public class SecureProbe {
             n++;
           }
         }
-        expect(n == 50000L, "rows " + n);
+        Checks.expect(n == 50000L, "rows " + n);
       }
     });
-    check("tlsRootCerts instead of a trust store", () -> {
+    Checks.check("tlsRootCerts instead of a trust store", () -> {
       String pem = "jdbc:arrow-flight-sql://" + host + ":" + port + "/?useEncryption=true&tlsRootCerts=" + args[5];
       Properties p = new Properties();
       p.setProperty("user", "ana");
       p.setProperty("password", "ana-pw");
       try (Connection c = DriverManager.getConnection(pem, p)) {
-        expect(count(c, "SELECT count(*) FROM sales.orders WHERE id <= 10") == 10L, "count");
+        Checks.expect(count(c, "SELECT count(*) FROM sales.orders WHERE id <= 10") == 10L, "count");
       }
     });
-    System.out.println(passed + " passed, " + failed + " failed");
-    System.exit(failed == 0 ? 0 : 1);
+    Checks.exit();
   }
 }

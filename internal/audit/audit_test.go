@@ -73,11 +73,11 @@ func TestRedaction(t *testing.T) {
 	}
 	red, _ := Open(Options{RedactLiterals: true})
 	for in, want := range map[string]string{
-		"SELECT * FROM t WHERE pw = 'hunter2' AND n > 42": "SELECT * FROM t WHERE pw = ? AND n > ?",
+		"SELECT * FROM t WHERE pw = 'hunter2' AND n > 42":              "SELECT * FROM t WHERE pw = ? AND n > ?",
 		"INSERT INTO t VALUES (E'a\\'b', $x$sec;ret$x$, 1.5e3, X'ff')": "INSERT INTO t VALUES (?, ?, ?, ?)",
 		"SELECT 1 -- the card 4111\rFROM t":                            "SELECT ? FROM t",
-		"SELECT /* key=abc */ a FROM t WHERE b = ?":                     "SELECT a FROM t WHERE b = ?",
-		"SELECT 'unterminated":                                          "",
+		"SELECT /* key=abc */ a FROM t WHERE b = ?":                    "SELECT a FROM t WHERE b = ?",
+		"SELECT 'unterminated":                                         "",
 	} {
 		if got := red.SQL(in); got != want {
 			t.Errorf("redact %q: %q, want %q", in, got, want)
