@@ -10,6 +10,7 @@
 #   make bench-tpch        TPC-H vs DuckDB, pyiceberg and Spark (SF=1); rewrites docs/benchmarks.md's TPC-H sections
 #   make bench-tpch-s3     TPC-H with the tables on S3 (versitygw), cold and warm data caches, vs DuckDB (SF=1)
 #   make bench-latency     tiny queries through Python ADBC vs DuckDB in-process: p50/p99
+#   make bench-tpcds       TPC-DS SF0.1's 99 queries through Python ADBC: median cost above DuckDB
 #   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
 #   make image             the same image without a daemon or registry: buildah, FROM scratch
 #   make clean             remove build output; distclean also removes installed test tools
@@ -41,7 +42,7 @@ SHELL := /bin/bash
 go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
 
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
-	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency docker image clean distclean
+	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency bench-tpcds docker image clean distclean
 
 # VERSION is what icefloe --version prints (the commit when no tag).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
@@ -150,6 +151,15 @@ bench-latency: build
 	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
 	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-tpch/bin/python bench/latency.py
 
+# TPC-DS (bench/tpcds): DuckDB's tpcds extension generates SF0.1 (cached in
+# bench/tpcds/out/data) and its 99 queries; each runs through Python ADBC,
+# checked against DuckDB on the same Parquet files, then timed alternating
+# with DuckDB in-process: the median per-query cost above DuckDB.
+TPCDS_SF ?= 0.1
+bench-tpcds: build
+	scripts/ensure-venv integration/.venv-tpcds bench/tpcds/requirements.txt
+	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-tpcds/bin/python bench/tpcds/bench.py --sf $(TPCDS_SF)
+
 # ---- packaging ----------------------------------------------------------------
 
 docker:
@@ -167,4 +177,4 @@ clean:
 
 # Also the test tools the integration suites installed.
 distclean: clean
-	rm -rf integration/.venv integration/.venv-catalogs integration/.venv-tpch integration/.venv-bench integration/.tpch-data integration/.m2 integration/java/target integration/.tools
+	rm -rf integration/.venv integration/.venv-catalogs integration/.venv-tpch integration/.venv-tpcds integration/.venv-bench integration/.tpch-data integration/.m2 integration/java/target integration/.tools

@@ -3,8 +3,9 @@
 Starts `icefloe serve` (ICEFLOE_BIN) on a fresh data dir, loads one small
 table in one Parquet file through ADBC bulk ingest, then times each query
 kind --reps times through Python ADBC (cursor.execute + fetch_arrow_table,
-what a dashboard does) after --warmup untimed runs, and the same queries in
-DuckDB in-process (Python duckdb, read_parquet of the table's data file).
+what a dashboard does) after --warmup untimed runs, alternating run by run
+with the same queries in DuckDB in-process (Python duckdb, read_parquet of
+the table's data file), so both see the same load.
 Prints p50/p99 per kind and writes --out (JSON). With --profile SECONDS it
 also takes a CPU profile of the server while the queries loop.
 
@@ -56,16 +57,24 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def timed(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
+def stats(times):
     return {"p50_ms": statistics.median(times) * 1e3, "p99_ms": percentile(times, 99) * 1e3,
-            "mean_ms": statistics.fmean(times) * 1e3, "reps": reps}
+            "mean_ms": statistics.fmean(times) * 1e3, "reps": len(times)}
+
+
+def timed(fns, warmup, reps):
+    """Runs each of fns warmup times, then reps times alternating between
+    them (so all see the same load); returns their stats in order."""
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    times = [[] for _ in fns]
+    for _ in range(reps):
+        for fn, ts in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return [stats(ts) for ts in times]
 
 
 def load(conn):
@@ -101,7 +110,7 @@ def main():
     data_dir = pathlib.Path(tempfile.mkdtemp(prefix="icefloe-latency-"))
     pprof = f"127.0.0.1:{free_port()}"
     res = {"label": args.label, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-           "rows": ROWS, "workers": args.workers, "kinds": {}}
+           "rows": ROWS, "workers": args.workers, "loadavg_start": os.getloadavg(), "kinds": {}}
     try:
         with tpch.Server(binary, data_dir, workers=args.workers, env={"ICEFLOE_PPROF": pprof}) as srv:
             conn = srv.connect()
@@ -120,7 +129,8 @@ def main():
                 got, want = one(), ref()
                 if got.to_pylist() != want.to_pylist():
                     raise RuntimeError(f"{name}: icefloe {got.to_pylist()[:3]} != duckdb {want.to_pylist()[:3]}")
-                r = {"icefloe": timed(one, args.warmup, args.reps), "duckdb": timed(ref, args.warmup, args.reps)}
+                ti, td = timed([one, ref], args.warmup, args.reps)
+                r = {"icefloe": ti, "duckdb": td}
                 r["above_duckdb_p50_ms"] = r["icefloe"]["p50_ms"] - r["duckdb"]["p50_ms"]
                 res["kinds"][name] = r
                 print(f"{name:28s} icefloe p50 {r['icefloe']['p50_ms']:7.2f} ms p99 {r['icefloe']['p99_ms']:7.2f} ms | "
@@ -141,12 +151,14 @@ def main():
                         cur.fetch_arrow_table()
                 th.join()
                 prof = pathlib.Path(args.out).with_suffix(".cpu.pb.gz")
+                prof.parent.mkdir(parents=True, exist_ok=True)
                 prof.write_bytes(box["cpu"])
                 print(f"profile in {prof}")
             cur.close()
             conn.close()
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
+    res["loadavg_end"] = os.getloadavg()
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1))
