@@ -144,12 +144,15 @@ def main():
 
                 th = threading.Thread(target=grab)
                 th.start()
-                t_end = time.time() + args.profile
+                t_end, n = time.time() + args.profile, 0
                 while time.time() < t_end:
                     for q, _ in KINDS.values():
                         cur.execute(q)
                         cur.fetch_arrow_table()
+                        n += 1
                 th.join()
+                res["profile"] = {"seconds": args.profile, "queries": n}
+                print(f"{n} queries during the {args.profile} s profile")
                 prof = pathlib.Path(args.out).with_suffix(".cpu.pb.gz")
                 prof.parent.mkdir(parents=True, exist_ok=True)
                 prof.write_bytes(box["cpu"])

@@ -12,7 +12,8 @@ One run, one machine, one copy of the data:
    columns and types, same rows in order; "same rows" when only the order
    of rows differs, as ORDER BY over ties allows); then --reps timed runs
    alternate icefloe and DuckDB in-process (2 threads), so both see the
-   same load.
+   same load. A query icefloe does not finish within --timeout counts as
+   an error (its statement is cancelled).
 
 Prints per-query medians and the median of (icefloe - DuckDB) over the
 queries both answered alike; writes --out (JSON). Reported, never
@@ -96,6 +97,16 @@ def load(srv, data, tables):
         conn.close()
 
 
+def connect(srv, timeout):
+    """A connection whose statements icefloe cancels after timeout (the
+    session option statement_timeout, kept in the session cookie)."""
+    import adbc_driver_flightsql.dbapi as fsql
+
+    conn = fsql.connect(srv.uri, autocommit=True, db_kwargs={"adbc.flight.sql.rpc.with_cookie_middleware": "true"})
+    conn.adbc_connection.set_options(**{"adbc.flight.sql.session.option.statement_timeout": timeout})
+    return conn
+
+
 def compare(got, want):
     """'same' (rows in order), 'same rows' (other order) or the difference."""
     d = tpch.diff(got, want)
@@ -138,6 +149,7 @@ def main():
     ap.add_argument("--data", default=str(HERE / "out" / "data"))
     ap.add_argument("--out", default=str(HERE / "out" / "results.json"))
     ap.add_argument("--only", default="", help="comma-separated query names (q01,q02,…)")
+    ap.add_argument("--timeout", default="60s", help="icefloe's statement timeout per run of a query")
     args = ap.parse_args()
     binary = os.environ.get("ICEFLOE_BIN")
     if not binary:
@@ -159,7 +171,7 @@ def main():
             res["load_s"] = time.perf_counter() - t0
             log(f"loaded in {res['load_s']:.1f} s")
             duck = reference(data, tables)
-            conn = srv.connect()
+            conn = connect(srv, args.timeout)
             for name, sql in queries:
                 r = run_query(conn, duck, name, sql, args.reps)
                 res["queries"].append(r)
