@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/icemeta"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -42,7 +43,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	defer end()
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("worker: panic in DoPut", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			tracing.Logger(ctx, s.log).Error("worker: panic in DoPut", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 			err = fmt.Errorf("%w: panic: %v", errInternal, p)
 		}
 		err = toStatus(ctx, err)
@@ -115,7 +116,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 			if ctx.Err() != nil {
 				werr = context.Cause(ctx)
 			}
-			s.removeWritten(tbl, written, w.WriteUUID)
+			s.removeWritten(ctx, tbl, written, w.WriteUUID)
 			return werr
 		}
 		written = append(written, df)
@@ -124,7 +125,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	for _, df := range written {
 		r, err := encodeResult(tbl, df)
 		if err != nil {
-			s.removeWritten(tbl, written, w.WriteUUID)
+			s.removeWritten(ctx, tbl, written, w.WriteUUID)
 			return err
 		}
 		results = append(results, r)
@@ -132,11 +133,11 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	noteWritten(ctx, results)
 	meta, err := json.Marshal(results)
 	if err != nil {
-		s.removeWritten(tbl, written, w.WriteUUID)
+		s.removeWritten(ctx, tbl, written, w.WriteUUID)
 		return err
 	}
 	if err := stream.Send(&flight.PutResult{AppMetadata: meta}); err != nil {
-		s.removeWritten(tbl, written, w.WriteUUID)
+		s.removeWritten(ctx, tbl, written, w.WriteUUID)
 		return err
 	}
 	return nil
