@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-adbc/go/adbc"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -305,9 +306,10 @@ func TestTracingAcrossCoordinatorAndWorkers(t *testing.T) {
 
 // BenchmarkTracingOverhead runs SELECT 1 and a small distributed query on
 // `icefloe serve --workers 2` without tracing and with every statement
-// traced to an OTLP receiver in the test, in one run, and reports each
-// one's p50; ICEFLOE_BIN_BASE names another build (e.g. one without
-// tracing) to run untraced alongside. Compare the ratios, never a time.
+// traced to an OTLP receiver in the test, interleaved in one run, and
+// reports each one's p50 and the ratios to the untraced p50;
+// ICEFLOE_BIN_BASE names another build (e.g. one without tracing) to run
+// untraced alongside (base). Compare the ratios, never a time.
 func BenchmarkTracingOverhead(b *testing.B) {
 	_, endpoint := startReceiver(b)
 	dir := b.TempDir()
@@ -319,29 +321,43 @@ func BenchmarkTracingOverhead(b *testing.B) {
 		name string
 		bin  string
 		args []string
+		cnxn adbc.Connection
+		took []time.Duration
 	}
-	setups := []setup{{"off", icefloeBin(b), nil}, {"on", icefloeBin(b), []string{"--config", cfg}}}
+	setups := []*setup{{name: "off", bin: icefloeBin(b)}, {name: "on", bin: icefloeBin(b), args: []string{"--config", cfg}}}
 	if base := os.Getenv("ICEFLOE_BIN_BASE"); base != "" {
-		setups = append([]setup{{"base-off", base, nil}}, setups...)
+		setups = append(setups, &setup{name: "base", bin: base})
 	}
 	for i, s := range setups {
 		args := append([]string{"serve", "--demo", "--workers", "2", "--listen", "127.0.0.1:0",
 			"--data-dir", filepath.Join(dir, fmt.Sprint(i))}, s.args...)
-		cnxn := adbcConn(b, startProc(b, s.bin, nil, args...).addr())
-		for _, q := range []struct{ name, sql string }{
-			{"select1", "SELECT 1"},
-			{"distributed", "SELECT status, count(*) FROM orders WHERE id < 5000 GROUP BY status"},
-		} {
-			b.Run(s.name+"/"+q.name, func(b *testing.B) {
-				took := make([]time.Duration, 0, b.N)
-				for i := 0; i < b.N; i++ {
+		s.cnxn = adbcConn(b, startProc(b, s.bin, nil, args...).addr())
+	}
+	p50 := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds())
+	}
+	for _, q := range []struct{ name, sql string }{
+		{"select1", "SELECT 1"},
+		{"distributed", "SELECT status, count(*) FROM orders WHERE id < 5000 GROUP BY status"},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			for _, s := range setups {
+				s.took = s.took[:0]
+			}
+			for i := 0; i < b.N; i++ {
+				for _, s := range setups {
 					start := time.Now()
-					mustQuery(b, cnxn, q.sql)
-					took = append(took, time.Since(start))
+					mustQuery(b, s.cnxn, q.sql)
+					s.took = append(s.took, time.Since(start))
 				}
-				slices.Sort(took)
-				b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-us")
-			})
-		}
+			}
+			off := p50(setups[0].took)
+			b.ReportMetric(off, "off-p50-us")
+			for _, s := range setups[1:] {
+				b.ReportMetric(p50(s.took), s.name+"-p50-us")
+				b.ReportMetric(p50(s.took)/off, s.name+"/off")
+			}
+		})
 	}
 }
