@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/icemeta"
@@ -61,6 +62,8 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	if err != nil {
 		return err
 	}
+	ctx, span := tracing.Continue(ctx, "fragment", t.Trace, attribute.String("icefloe.query_id", t.QueryID), attribute.Bool("icefloe.write", true))
+	defer func() { tracing.End(span, err) }()
 	noteTicket(ctx, t)
 	if err := s.admit(ctx, t); err != nil {
 		return err
