@@ -168,7 +168,8 @@ var traceSuffix = regexp.MustCompile(`\(trace ([0-9a-f]{32})\)`)
 // parse, bind and plan, the gathering worker's fragment under it (the
 // client's DoGet carried no traceparent: the sealed ticket did), its pulls
 // of both workers' child fragments under it, and DuckDB's query; the
-// statement's log lines carry the trace id. A failing query's error names
+// statement's log lines carry the trace id. A write's fragments run under
+// the coordinator's pulls and its commit under the statement. A failing query's error names
 // its trace, whose spans and log lines say why; a client's own traceparent
 // is continued.
 func TestTracingAcrossCoordinatorAndWorkers(t *testing.T) {
@@ -259,6 +260,25 @@ func TestTracingAcrossCoordinatorAndWorkers(t *testing.T) {
 	c.waitLog(10*time.Second, "audit", "statement", id)
 	w1.waitLog(10*time.Second, "audit", "fetch", id)
 	w2.waitLog(10*time.Second, "audit", "fetch", id)
+
+	// A write: its fragments run under the coordinator's pulls, then the
+	// statement commits once.
+	execUpdate(t, cnxn, `INSERT INTO t SELECT id + 4000, g FROM t WHERE id < 100`)
+	wf := recv.waitFor(t, "write fragment", func(s span) bool {
+		return s.Name == "fragment" && attr(s.Attributes, "icefloe.write") == "true"
+	})
+	wid := hex.EncodeToString(wf.TraceId)
+	wstmt := recv.waitTrace(t, wid, "statement", 1)[0]
+	if commit := recv.waitTrace(t, wid, "commit", 1); len(commit) != 1 || parentID(commit[0]) != spanID(wstmt) {
+		t.Errorf("want one commit span under the statement; spans: %s", names(recv.trace(wid)))
+	}
+	pulled := false
+	for _, p := range recv.trace(wid) {
+		pulled = pulled || (spanID(p) == parentID(wf) && p.Name == "pull" && p.service == "icefloe-coordinator" && parentID(p) == spanID(wstmt))
+	}
+	if !pulled {
+		t.Errorf("write fragment's parent is not a coordinator pull under the statement; spans: %s", names(recv.trace(wid)))
+	}
 
 	t.Run("error names the trace", func(t *testing.T) {
 		// Fails on the workers, at run time: the coordinator binds it.
