@@ -123,3 +123,15 @@ func TestTablePages(t *testing.T) {
 		t.Errorf("first page: %q", text[:30])
 	}
 }
+
+// TestAddrFromEnv: $ICEFLOE_ADDR is the default of --addr; the flag wins.
+func TestAddrFromEnv(t *testing.T) {
+	t.Setenv(AddrEnv, "10.0.0.5:4000")
+	var errOut bytes.Buffer
+	if o, _, err := parseSQLArgs([]string{"SELECT 1"}, nil, &errOut); err != nil || o.addr != "10.0.0.5:4000" {
+		t.Fatalf("addr %q, %v; want $%s", o.addr, err, AddrEnv)
+	}
+	if o, _, err := parseSQLArgs([]string{"--addr", "h:1", "SELECT 1"}, nil, &errOut); err != nil || o.addr != "h:1" {
+		t.Fatalf("addr %q, %v; want the flag's", o.addr, err)
+	}
+}
