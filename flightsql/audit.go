@@ -22,16 +22,21 @@ const (
 // stream), how long and how it ended. run may set the entry's kind. A
 // failed prepare is a line of its own; a prepare that succeeds is not
 // (its execution is). Without an audit log it only runs.
-func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) error {
+func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) (err error) {
+	ctx, q := s.queries.Begin(ctx, auth.Name(ctx), kind, audit.Redact(sql))
+	var rows int64
+	defer func() { q.Done(err, rows) }()
 	if s.opts.Audit == nil {
-		e := &audit.Entry{}
-		_, err := s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })
+		e := &audit.Entry{Kind: kind}
+		rows, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })
+		q.SetKind(e.Kind)
 		return err
 	}
 	start := time.Now()
 	ctx, rec := audit.WithRecord(ctx)
 	e := audit.Entry{Event: audit.EventStatement, Kind: kind, Statement: audit.Statement(sql), SQL: s.opts.Audit.SQL(sql)}
-	rows, err := s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
+	rows, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
+	q.SetKind(e.Kind)
 	if err == nil && e.Kind == kindPrepare {
 		return nil
 	}

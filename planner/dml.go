@@ -464,7 +464,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 		}
 		groups = append(groups, tasks)
 	}
-	queryID := newQueryID()
+	queryID := newQueryID(ctx)
 	expires := time.Now().Add(p.opts.TicketTTL)
 	schemaBytes := resultSchemaBytes(ob.schema)
 	endpoints := make([]Endpoint, 0, len(groups))

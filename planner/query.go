@@ -2,8 +2,6 @@ package planner
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -25,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -142,7 +141,7 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		in.groups = groupTasks(in.tasks, targetGroups(workers, in.bytes, p.opts.TargetGroupBytes))
 	}
 	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx),
-		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
+		plan:    &Plan{QueryID: newQueryID(ctx), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
 	audit.From(ctx).QueryID(pb.plan.QueryID)
@@ -660,10 +659,14 @@ func (p *Planner) seal(principal string, dl admit.Deadline, t *wire.Ticket) ([]b
 	return p.opts.Key.Seal(t)
 }
 
-func newQueryID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// newQueryID is the id of the statement ctx runs (the coordinator's query
+// registry gave it one), else a fresh one: every ticket of a statement
+// carries the same id, by which the workers report and cancel it.
+func newQueryID(ctx context.Context) string {
+	if id := queries.IDFrom(ctx); id != "" {
+		return id
+	}
+	return queries.NewID()
 }
 
 // bind parses, resolves, rewrites and binds a query on conn, leaving the
@@ -931,7 +934,7 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 		n["table_name"] = renamed
 		return
 	}
-	if r.infoSchemaTable(ctx, n) {
+	if r.infoSchemaTable(ctx, n) || r.runtimeTable(ctx, n) {
 		return
 	}
 	if err := refuseDuckDBCatalog(cat, sch, name); err != nil {

@@ -148,6 +148,8 @@ type Server struct {
 	// (admit.go).
 	started time.Time
 	revoked revocations
+	// queries follows the queries whose endpoints the worker serves.
+	queries queryTracker
 
 	mu      sync.Mutex
 	closing bool
@@ -297,7 +299,19 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err := s.admit(ctx, t); err != nil {
 		return err
 	}
-	return s.limited(ctx, t, func(ctx context.Context) error { return s.run(ctx, t, stream, start) })
+	ctx, q, end, err := s.queries.begin(ctx, t)
+	if err != nil {
+		return err
+	}
+	if !t.Child && t.Write == nil {
+		stream = progressStream{DataStreamWriter: stream, q: q}
+	}
+	err = s.limited(ctx, t, func(ctx context.Context) error { return s.run(ctx, t, stream, start) })
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errQueryCancelled) {
+		err = cause
+	}
+	end(err)
+	return err
 }
 
 // run runs one admitted ticket on a fresh connection.

@@ -25,6 +25,7 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 	"github.com/icefloe/icefloe/worker"
@@ -253,6 +254,11 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		eng.Close()
 		return nil, err
 	}
+	reach := flightsql.QueryWorkers{Workers: o.Workers, Flight: pool}
+	reg, err := queries.New(queries.Options{Workers: reach})
+	if err != nil {
+		return fail(err)
+	}
 	pl, err := planner.New(planner.Options{
 		Mounts:  o.Mounts,
 		Engine:  eng,
@@ -261,6 +267,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Flight:  pool,
 		Policy:  o.Security.policy(),
 		Logger:  o.Logger,
+		Runtime: flightsql.Runtime{Registry: reg, Reach: reach},
 
 		TicketTTL: o.TicketTTL,
 
@@ -283,6 +290,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Policy:         o.Security.policy(),
 		Audit:          o.Security.Audit.WithNode("coordinator"),
 		Membership:     o.Membership,
+		Queries:        reg,
 
 		Admission:        o.Limits.Statements,
 		StatementTimeout: o.Limits.StatementTimeout,
