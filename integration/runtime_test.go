@@ -80,3 +80,42 @@ func TestSystemRuntimeTables(t *testing.T) {
 	_, err := query(t, cnxn, "CALL system.cancel_query('0123456789abcdef')")
 	wantLimit(t, "cancel an unknown id", err, codes.NotFound, "no running query has this id")
 }
+
+// With authentication on, a principal sees only its own statements and
+// may not cancel another's nor read the workers; an admin sees and
+// cancels every statement.
+func TestSystemRuntimePermissions(t *testing.T) {
+	e := startSecure(t)
+	root, alice, bob := e.login(t, "root"), e.login(t, "alice"), e.login(t, "bob")
+	done := make(chan error, 1)
+	go func() { done <- runADBC(bob, slowQuery, false, false) }()
+	const find = "SELECT query_id, principal, state FROM system.runtime.queries WHERE sql LIKE '%orders a, orders b%'"
+	row := waitRow(t, root, find, func(r string) bool { return strings.HasSuffix(r, "| bob | running") })
+	id := strings.TrimSuffix(row, " | bob | running")
+	if got := waitRow(t, bob, find, func(r string) bool { return strings.HasPrefix(r, id) }); got != row {
+		t.Fatalf("bob sees his query as %q, want %q", got, row)
+	}
+	if res := mustQuery(t, alice, find); len(res.rows) != 0 {
+		t.Fatalf("alice sees bob's query: %v", res.rows)
+	}
+	mine := mustQuery(t, alice, "SELECT DISTINCT principal FROM system.runtime.queries")
+	if got := strings.Join(mine.rows, ","); got != "alice" {
+		t.Fatalf("alice sees statements of %s", got)
+	}
+	_, err := query(t, alice, fmt.Sprintf("CALL system.cancel_query('%s')", id))
+	wantLimit(t, "alice cancels bob's query", err, codes.PermissionDenied, "only an admin may cancel another principal's query")
+	for _, tbl := range []string{"workers", "caches"} {
+		_, err := query(t, alice, "SELECT * FROM system.runtime."+tbl)
+		wantLimit(t, "alice reads "+tbl, err, codes.PermissionDenied, "alice may not read system.runtime."+tbl)
+	}
+	if res := mustQuery(t, root, "SELECT count(*) FROM system.runtime.workers WHERE health = 'live' AND reachable"); res.rows[0] != "2" {
+		t.Fatalf("root sees live workers: %v", res.rows)
+	}
+	mustQuery(t, root, fmt.Sprintf("CALL system.cancel_query('%s')", id))
+	select {
+	case err := <-done:
+		wantLimit(t, "bob's cancelled query", err, codes.Canceled, "cancelled")
+	case <-time.After(30 * time.Second):
+		t.Fatal("bob's cancelled query still runs")
+	}
+}
