@@ -2,6 +2,7 @@ package flightsql
 
 import (
 	"context"
+	"google.golang.org/grpc/status"
 	"time"
 
 	"github.com/icefloe/icefloe/internal/audit"
@@ -25,7 +26,10 @@ const (
 func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) (err error) {
 	ctx, q := s.queries.Begin(ctx, auth.Name(ctx), kind, audit.Redact(sql))
 	var rows int64
-	defer func() { q.Done(err, rows) }()
+	defer func() {
+		q.SetCode(status.Code(ToStatus(err)).String())
+		q.Done(err, rows)
+	}()
 	if s.opts.Audit == nil {
 		e := &audit.Entry{Kind: kind}
 		rows, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })

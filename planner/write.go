@@ -458,6 +458,7 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *write
 	var err error
 	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 {
+			p.commits.Retries.Add(1)
 			if serr := sleepCtx(ctx, retryWait(attempt)); serr != nil {
 				break
 			}
@@ -568,7 +569,7 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	if tgt.made {
 		cat = tgt.mount.Internal()
 	}
-	tbl, err := ddlWithRetries(tgt.pinned.Table, cat, replay)
+	tbl, err := ddlWithRetries(tgt.pinned.Table, cat, replay, &p.commits)
 	if err != nil {
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}

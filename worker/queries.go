@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -123,17 +124,38 @@ func (qt *queryTracker) progress(ids []string) wire.ProgressReply {
 	return out
 }
 
-// progressStream counts the rows and bytes of an endpoint as it streams
-// them.
-type progressStream struct {
+// meteredStream counts the rows and bytes a ticket streams, and into its
+// query's progress when it is an endpoint, and notes when its first batch
+// left.
+type meteredStream struct {
 	flight.DataStreamWriter
-	q *tracked
+	q           *tracked // nil but for endpoints
+	rows, bytes int64
+	first       time.Time
 }
 
-func (p progressStream) Send(d *flight.FlightData) error {
-	p.q.bytes.Add(int64(len(d.DataBody)))
-	p.q.rows.Add(batchRows(d.DataHeader))
-	return p.DataStreamWriter.Send(d)
+func (m *meteredStream) Send(d *flight.FlightData) error {
+	n, b := batchRows(d.DataHeader), int64(len(d.DataBody))
+	m.rows, m.bytes = m.rows+n, m.bytes+b
+	if m.first.IsZero() && n > 0 {
+		m.first = time.Now()
+	}
+	if m.q != nil {
+		m.q.bytes.Add(b)
+		m.q.rows.Add(n)
+	}
+	return m.DataStreamWriter.Send(d)
+}
+
+// ticketKind is t's kind in the metrics.
+func ticketKind(t *wire.Ticket) string {
+	switch {
+	case t.Write != nil:
+		return metrics.TicketWrite
+	case t.Child:
+		return metrics.TicketChild
+	}
+	return metrics.TicketEndpoint
 }
 
 // queryAction answers ActionQueryProgress, ActionCancelQuery and
@@ -144,7 +166,7 @@ func (s *Server) queryAction(ctx context.Context, a *flight.Action) ([]byte, err
 		return nil, errClusterOnly
 	}
 	if a.GetType() == wire.ActionWorkerStats {
-		return json.Marshal(s.stats())
+		return json.Marshal(s.Stats())
 	}
 	if a.GetType() == wire.ActionCancelQuery {
 		var c wire.QueryCancel
@@ -162,8 +184,8 @@ func (s *Server) queryAction(ctx context.Context, a *flight.Action) ([]byte, err
 	return json.Marshal(s.queries.progress(req.QueryIDs))
 }
 
-// stats are the counters ActionWorkerStats reports.
-func (s *Server) stats() wire.WorkerStats {
+// Stats are the counters ActionWorkerStats reports.
+func (s *Server) Stats() wire.WorkerStats {
 	a := s.fragments.Stats()
 	streams, _ := s.calls.Idle()
 	c := s.opts.Cache.Snapshot()

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
@@ -27,6 +28,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/inflight"
+	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -88,6 +90,8 @@ type Options struct {
 	// Admission bounds the fragments running at once (limits.go); its
 	// zero value admits everything.
 	Admission admit.Options
+	// Metrics, when set, counts the tickets served (internal/metrics).
+	Metrics *metrics.Worker
 }
 
 // Validate reports every problem with o at once.
@@ -303,14 +307,21 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err != nil {
 		return err
 	}
-	if !t.Child && t.Write == nil {
-		stream = progressStream{DataStreamWriter: stream, q: q}
+	kind := ticketKind(t)
+	ms := &meteredStream{DataStreamWriter: stream}
+	if kind == metrics.TicketEndpoint {
+		ms.q = q
 	}
-	err = s.limited(ctx, t, func(ctx context.Context) error { return s.run(ctx, t, stream, start) })
+	err = s.limited(ctx, t, func(ctx context.Context) error { return s.run(ctx, t, ms, start) })
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errQueryCancelled) {
 		err = cause
 	}
 	end(err)
+	var first time.Duration
+	if !ms.first.IsZero() {
+		first = ms.first.Sub(start)
+	}
+	s.opts.Metrics.Served(kind, status.Code(toStatus(ctx, err)).String(), ms.rows, ms.bytes, time.Since(start), first)
 	return err
 }
 

@@ -59,6 +59,11 @@ type Info struct {
 	EndpointsDone  int
 	EndpointsTotal int
 	Error          string
+	// Code is the gRPC code the statement ended with ("OK" while it runs).
+	Code string
+	// QueueWait is how long it waited for a slot; PlanTime how long it
+	// was planned (or, for an update, run) on the coordinator.
+	QueueWait, PlanTime time.Duration
 }
 
 // Elapsed is how long the statement ran (until now while it runs).
@@ -192,10 +197,14 @@ func (q *Query) update(f func(*Info)) {
 func (q *Query) Planning() {
 	q.update(func(i *Info) {
 		if i.State == Queued {
-			i.State = Planning
+			i.State, i.QueueWait = Planning, time.Since(i.Start)
 		}
 	})
 }
+
+// SetCode records the gRPC code the statement's coordinator part ended
+// with.
+func (q *Query) SetCode(code string) { q.update(func(i *Info) { i.Code = code }) }
 
 // Run says an update is running (holding its slot).
 func (q *Query) Run() {
@@ -211,6 +220,7 @@ func (q *Query) Run() {
 func (q *Query) Planned(strategy, plan string, endpoints int, expires time.Time) {
 	q.update(func(i *Info) {
 		i.Strategy, i.Plan, i.EndpointsTotal = strategy, plan, endpoints
+		i.PlanTime = time.Since(i.Start) - i.QueueWait
 		q.expires = expires
 	})
 }
@@ -243,6 +253,9 @@ func (q *Query) Done(err error, rows int64) {
 			i.State, q.reading = Running, true
 			return
 		}
+		if i.PlanTime == 0 && i.State != Queued {
+			i.PlanTime = time.Since(i.Start) - i.QueueWait
+		}
 		if err == nil && rows > 0 {
 			i.Rows = rows
 		}
@@ -259,11 +272,14 @@ func (q *Query) Done(err error, rows int64) {
 // endLocked moves i to its final state; r.mu is held.
 func (q *Query) endLocked(i *Info, err error) {
 	i.End = time.Now()
+	if i.Code == "" {
+		i.Code = "OK"
+	}
 	switch {
 	case err == nil:
 		i.State = Finished
 	case errors.Is(err, ErrCancelled) || errors.Is(err, context.Canceled) && i.State == Cancelled:
-		i.State, i.Error = Cancelled, err.Error()
+		i.State, i.Error, i.Code = Cancelled, err.Error(), "Canceled"
 	default:
 		i.State, i.Error = Failed, err.Error()
 	}
@@ -396,4 +412,29 @@ func (r *Registry) Cancel(ctx context.Context, id string, may func(principal str
 	}
 	r.report(info)
 	return info, err
+}
+
+// DefaultRefresh is how often Run refreshes the running queries.
+const DefaultRefresh = time.Second
+
+// Run refreshes the queries reading their endpoints every interval (0:
+// DefaultRefresh) until ctx ends, so that they end (and are counted) when
+// nobody reads the registry.
+func (r *Registry) Run(ctx context.Context, interval time.Duration) {
+	if r == nil {
+		return
+	}
+	if interval <= 0 {
+		interval = DefaultRefresh
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Refresh(ctx)
+		}
+	}
 }
