@@ -226,7 +226,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	web, err := r.startHTTP(reg, nil)
+	page, err := s.Coordinator.StatusPage()
+	if err != nil {
+		s.Close()
+		return err
+	}
+	web, err := r.startHTTP(reg, page)
 	if err != nil {
 		s.Close()
 		return err
@@ -316,7 +321,12 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	web, err := r.startHTTP(reg, nil)
+	page, err := c.StatusPage()
+	if err != nil {
+		c.Close()
+		return err
+	}
+	web, err := r.startHTTP(reg, page)
 	if err != nil {
 		c.Close()
 		return err

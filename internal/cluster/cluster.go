@@ -249,6 +249,7 @@ type Coordinator struct {
 	Queries     *queries.Registry
 	Runtime     flightsql.Runtime
 	stopRefresh context.CancelFunc
+	security    Security
 }
 
 // StartCoordinator starts the Flight SQL coordinator.
@@ -330,7 +331,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	healthpb.RegisterHealthServer(g, hs)
 	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
-		Queries: reg, Runtime: flightsql.Runtime{Registry: reg, Reach: reach}}
+		Queries: reg, Runtime: flightsql.Runtime{Registry: reg, Reach: reach}, security: o.Security}
 	refresh, stopRefresh := context.WithCancel(context.WithoutCancel(ctx))
 	c.stopRefresh = stopRefresh
 	go reg.Run(refresh, 0)

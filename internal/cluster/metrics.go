@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/status"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -44,4 +46,10 @@ func duckMemory(eng *engine.Engine) func(context.Context) (int64, int64, error) 
 		err = conn.DB().QueryRowContext(ctx, duckMemorySQL).Scan(&mem, &temp)
 		return mem, temp, err
 	}
+}
+
+// StatusPage is the coordinator's status page (internal/status), behind
+// the same authentication as its Flight service.
+func (c *Coordinator) StatusPage() (http.Handler, error) {
+	return status.New(status.Options{Runtime: c.Runtime, Auth: c.security.Auth, Policy: c.security.policy()})
 }
