@@ -24,6 +24,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -363,7 +364,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query stri
 		}
 	}
 	queries.From(ctx).Planned(string(plan.Strategy), redactPlan(plan.Explain), len(eps), plan.ExpiresAt)
-	s.log.Debug("planned query", zap.String("query_id", plan.QueryID),
+	tracing.Logger(ctx, s.log).Debug("planned query", zap.String("query_id", plan.QueryID),
 		zap.String("strategy", string(plan.Strategy)), zap.Int("endpoints", len(eps)))
 	info := &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(plan.Schema, s.alloc),

@@ -12,8 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/admit"
-	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/wire"
@@ -107,7 +105,7 @@ func (p *Planner) call(ctx context.Context, s Session, query string, workers []W
 		return nil, fmt.Errorf("%s: %w", c.proc.name, err)
 	}
 	t := &wire.Ticket{QueryID: newQueryID(ctx), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: rowsSQL(c.proc.columns, rows)}
-	pb := &planBuilder{p: p, workers: workers, principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx),
+	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx),
 		plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
 	t.Schema = pb.ticket(nil, "", schema).Schema
 	pb.plan.ExpiresAt = t.ExpiresAt
