@@ -132,6 +132,10 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 		return p.dmlDelete(ctx, sess, ps, args)
 	case ps.at("UPDATE"):
 		return p.dmlUpdate(ctx, sess, ps, args)
+	case ps.at("MERGE"):
+		return p.dmlMerge(ctx, sess, ps, args)
+	case ps.at("TRUNCATE"):
+		return p.dmlTruncate(ctx, sess, ps)
 	case ps.at("ALTER"):
 		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
 			return n, err

@@ -1,0 +1,100 @@
+package integration
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+)
+
+// TestMergeTruncateDifferential runs MERGE and TRUNCATE on a partitioned
+// table with delete files and on the same rows in single-node DuckDB, and
+// compares counts and every row after each statement.
+func TestMergeTruncateDifferential(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	execUpdate(t, cnxn, `CREATE TABLE mt (k BIGINT, v VARCHAR, n BIGINT) PARTITIONED BY (bucket(4, k))
+		WITH ('write.delete.mode' = 'merge-on-read')`)
+	execUpdate(t, cnxn, `INSERT INTO mt VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (3, 'c2', 33), (4, 'd', 4), (NULL, 'nk', 0)`)
+	execUpdate(t, cnxn, `INSERT INTO mt VALUES (5, 'e', 5), (6, 'f', 6), (7, 'g', 7), (60, 'x', 60), (70, 'y', 70)`)
+	execUpdate(t, cnxn, `DELETE FROM mt WHERE v = 'c'`) // a position delete file
+	execUpdate(t, cnxn, `CREATE TABLE ms (k BIGINT, v VARCHAR, op VARCHAR)`)
+	execUpdate(t, cnxn, `INSERT INTO ms VALUES (1, 'A', 'u'), (2, 'B', 'd'), (3, 'C', 'u'), (8, 'H', 'i'), (9, 'I', 'd'), (NULL, 'N', 'i')`)
+	if deletes := deleteFileCount(t, localTable(t, s, "mt")); deletes == 0 {
+		t.Fatal("setup: no delete files")
+	}
+	ref := newRefTable(t, s, "mt", "ms")
+	all := `SELECT * FROM mt`
+	for _, stmt := range []string{
+		`MERGE INTO mt USING ms ON mt.k = ms.k
+			WHEN MATCHED AND ms.op = 'd' THEN DELETE
+			WHEN MATCHED THEN UPDATE SET v = ms.v, n = mt.n + 100
+			WHEN NOT MATCHED AND ms.op <> 'd' THEN INSERT VALUES (ms.k, ms.v, -1)`,
+		`MERGE INTO mt AS t USING (SELECT k + 100 AS k, lower(v) AS v FROM ms WHERE k IS NOT NULL) AS s ON t.k = s.k
+			WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k, s.v)`,
+		`MERGE INTO mt t USING (VALUES (4, 'four', 44), (NULL, 'null', 0), (500, 'new', 5)) AS s(k, v, n) ON t.k = s.k
+			WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *`,
+		`MERGE INTO mt USING (SELECT * FROM ms WHERE k < 8) AS s ON mt.k = s.k
+			WHEN MATCHED THEN DO NOTHING
+			WHEN NOT MATCHED BY SOURCE AND mt.k >= 60 THEN DELETE
+			WHEN NOT MATCHED BY SOURCE AND mt.k >= 100 THEN UPDATE SET n = 0`,
+		`MERGE INTO mt USING ms ON mt.k = ms.k AND ms.op = 'x' WHEN MATCHED THEN DELETE`,
+	} {
+		want := ref.exec(t, stmt)
+		if n := execUpdate(t, cnxn, stmt); n != want {
+			t.Fatalf("%s: count %d, DuckDB %d", stmt, n, want)
+		}
+		if got, want := mustQuery(t, cnxn, all).sorted(), ref.query(t, all); !slices.Equal(got, want) {
+			t.Fatalf("after %s:\n got %q\nwant %q", stmt, got, want)
+		}
+	}
+
+	// A target row matched by two source rows fails, and nothing changes.
+	execUpdate(t, cnxn, `INSERT INTO ms VALUES (1, 'dup', 'u')`)
+	before := mustQuery(t, cnxn, all).sorted()
+	snaps := snapshotCount(t, localTable(t, s, "mt"))
+	files := dataFiles(t, localTable(t, s, "mt"))
+	for _, stmt := range []string{
+		`MERGE INTO mt USING ms ON mt.k = ms.k WHEN MATCHED THEN UPDATE SET v = ms.v`,
+		`MERGE INTO mt USING ms ON mt.k = ms.k WHEN MATCHED AND ms.k = 1 THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (ms.k, ms.v, 0)`,
+	} {
+		err := wantUpdateError(t, cnxn, stmt, "matched more than one source row")
+		wantStatus(t, err, adbc.StatusInvalidArgument)
+	}
+	if got := mustQuery(t, cnxn, all).sorted(); !slices.Equal(got, before) {
+		t.Fatalf("a failed MERGE changed the table:\n got %q\nwant %q", got, before)
+	}
+	if got := snapshotCount(t, localTable(t, s, "mt")); got != snaps {
+		t.Fatalf("a failed MERGE committed: %d snapshots, was %d", got, snaps)
+	}
+	if got := dataFiles(t, localTable(t, s, "mt")); !slices.Equal(got, files) {
+		t.Fatalf("a failed MERGE left files: %d, was %d", len(got), len(files))
+	}
+	wantUpdateError(t, cnxn, `MERGE INTO mt USING ms ON mt.k = ms.k WHEN MATCHED THEN INSERT VALUES (1, 'x', 1)`, "WHEN NOT MATCHED")
+	wantUpdateError(t, cnxn, `MERGE INTO mt USING (SELECT 1 AS k) ON mt.k = k WHEN MATCHED THEN DELETE`, "alias")
+
+	// TRUNCATE: one delete snapshot without any data file. (iceberg-go
+	// keeps the delete files listed; they apply to no live data file.)
+	ref.exec(t, `DELETE FROM ms WHERE v = 'dup'`)
+	want := ref.exec(t, `TRUNCATE mt`)
+	if n := execUpdate(t, cnxn, `TRUNCATE TABLE mt`); n != want {
+		t.Fatalf("TRUNCATE: count %d, DuckDB %d", n, want)
+	}
+	tbl := localTable(t, s, "mt")
+	snap := tbl.CurrentSnapshot()
+	props := snap.Summary.Properties
+	if op := string(snap.Summary.Operation); op != "delete" || props["total-data-files"] != "0" || props["total-records"] != "0" {
+		t.Fatalf("TRUNCATE snapshot: operation %s, summary %v", op, props)
+	}
+	wantRows(t, cnxn, `SELECT count(*) FROM mt`, "0")
+	if n := execUpdate(t, cnxn, `TRUNCATE mt`); n != 0 {
+		t.Fatalf("TRUNCATE of an empty table counted %d", n)
+	}
+	if got := snapshotCount(t, localTable(t, s, "mt")); got != snapshotCount(t, tbl) {
+		t.Fatal("TRUNCATE of an empty table made a snapshot")
+	}
+	execUpdate(t, cnxn, `INSERT INTO mt VALUES (1, 'again', 1)`)
+	wantRows(t, cnxn, all, "1 | again | 1")
+	err := wantUpdateError(t, cnxn, `TRUNCATE nosuch`, "nosuch")
+	wantStatus(t, err, adbc.StatusNotFound)
+}
