@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -97,4 +98,46 @@ func TestMergeTruncateDifferential(t *testing.T) {
 	wantRows(t, cnxn, all, "1 | again | 1")
 	err := wantUpdateError(t, cnxn, `TRUNCATE nosuch`, "nosuch")
 	wantStatus(t, err, adbc.StatusNotFound)
+}
+
+// TestCreateOrReplaceTable: over a missing table it creates; over an
+// existing one the same definition is replaced in place (one snapshot,
+// history kept), a new definition is swapped in, and a failing query
+// leaves the old table as it was.
+func TestCreateOrReplaceTable(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	if n := execUpdate(t, cnxn, `CREATE OR REPLACE TABLE cr PARTITIONED BY (bucket(2, k)) AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'c')) AS v(k, s)`); n != 3 {
+		t.Fatalf("create: count %d", n)
+	}
+	execUpdate(t, cnxn, `DELETE FROM cr WHERE k = 2`)
+	old := localTable(t, s, "cr")
+	// Same definition, reading the table it replaces: in place.
+	if n := execUpdate(t, cnxn, `CREATE OR REPLACE TABLE cr PARTITIONED BY (bucket(2, k)) AS SELECT k * 10 AS k, upper(s) AS s FROM cr`); n != 2 {
+		t.Fatalf("replace in place: count %d", n)
+	}
+	wantRows(t, cnxn, `SELECT * FROM cr`, "10 | A", "30 | C")
+	now := localTable(t, s, "cr")
+	if now.Metadata().TableUUID() != old.Metadata().TableUUID() || snapshotCount(t, now) != snapshotCount(t, old)+1 {
+		t.Fatalf("in-place replace: uuid %s → %s, %d → %d snapshots", old.Metadata().TableUUID(), now.Metadata().TableUUID(), snapshotCount(t, old), snapshotCount(t, now))
+	}
+	if deleteFileCount(t, now) != 0 {
+		t.Fatal("in-place replace kept delete files")
+	}
+	wantRows(t, cnxn, fmt.Sprintf(`SELECT count(*) FROM cr AT (VERSION => %d)`, old.CurrentSnapshot().SnapshotID), "2")
+	// A failing query leaves the old table, and no staging table.
+	wantUpdateError(t, cnxn, `CREATE OR REPLACE TABLE cr AS SELECT k, CAST(s AS INTEGER) AS s FROM cr`, "A")
+	wantRows(t, cnxn, `SELECT * FROM cr`, "10 | A", "30 | C")
+	wantRows(t, cnxn, `SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'cr%'`, "1")
+	// A new shape: the new table takes the name.
+	if n := execUpdate(t, cnxn, `CREATE OR REPLACE TABLE cr AS SELECT s AS name, k + 1 AS id, true AS flag FROM cr`); n != 2 {
+		t.Fatalf("replace with a new shape: count %d", n)
+	}
+	wantRows(t, cnxn, `SELECT * FROM cr`, "A | 11 | true", "C | 31 | true")
+	// The column-list form: an empty table of the new definition.
+	execUpdate(t, cnxn, `CREATE OR REPLACE TABLE cr (id BIGINT, note VARCHAR)`)
+	wantRows(t, cnxn, `SELECT count(*) FROM cr`, "0")
+	wantRows(t, cnxn, `SELECT column_name FROM information_schema.columns WHERE table_name = 'cr' ORDER BY ordinal_position`, "id", "note")
+	wantRows(t, cnxn, `SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'cr%'`, "1")
+	wantUpdateError(t, cnxn, `CREATE OR REPLACE TABLE IF NOT EXISTS cr (id BIGINT)`, "IF NOT EXISTS")
 }

@@ -120,10 +120,9 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 	case ps.at("CREATE", "SCHEMA"):
 		return 0, p.ddlCreateSchema(ctx, sess, ps)
 	case ps.at("CREATE", "TABLE"):
-		if n, ok, err := p.ctas(ctx, sess, ps); ok {
-			return n, err
-		}
-		return 0, p.ddlCreateTable(ctx, sess, ps)
+		return p.createTable(ctx, sess, ps)
+	case ps.at("CREATE", "OR", "REPLACE", "TABLE"):
+		return p.createOrReplace(ctx, sess, ps)
 	case ps.at("DROP", "SCHEMA"):
 		return 0, p.ddlDropSchema(ctx, sess, ps)
 	case ps.at("DROP", "TABLE"):
