@@ -3,6 +3,8 @@ package integration
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-adbc/go/adbc"
@@ -140,4 +142,55 @@ func TestCreateOrReplaceTable(t *testing.T) {
 	wantRows(t, cnxn, `SELECT column_name FROM information_schema.columns WHERE table_name = 'cr' ORDER BY ordinal_position`, "id", "note")
 	wantRows(t, cnxn, `SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'cr%'`, "1")
 	wantUpdateError(t, cnxn, `CREATE OR REPLACE TABLE IF NOT EXISTS cr (id BIGINT)`, "IF NOT EXISTS")
+}
+
+// TestConflictingMergeUpdate: MERGEs and UPDATEs that rewrite the same
+// file at once follow the rewrite conflict rules: the losers fail with
+// ABORTED naming the conflict, and every row moved exactly once per
+// statement that committed.
+func TestConflictingMergeUpdate(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	setup := adbcConn(t, s.Addr())
+	execUpdate(t, setup, `CREATE TABLE cm (id BIGINT, v BIGINT)`)
+	execUpdate(t, setup, `INSERT INTO cm VALUES (1, 0), (2, 0), (3, 0), (4, 0)`)
+	stmts := []string{
+		`UPDATE cm SET v = v + 1`,
+		`MERGE INTO cm USING (VALUES (1), (2), (3), (4)) AS s(id) ON cm.id = s.id WHEN MATCHED THEN UPDATE SET v = cm.v + 1`,
+		`MERGE INTO cm USING (VALUES (1), (2), (3), (4), (5)) AS s(id) ON cm.id = s.id
+			WHEN MATCHED THEN UPDATE SET v = cm.v + 1 WHEN NOT MATCHED THEN INSERT VALUES (s.id + 100, 0)`,
+		`UPDATE cm SET v = v + 1 WHERE id < 100`,
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(stmts))
+	for i, q := range stmts {
+		cnxn := adbcConn(t, s.Addr())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = tryUpdate(t, cnxn, q)
+		}()
+	}
+	wg.Wait()
+	ok, inserted := 0, 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+			if i == 2 {
+				inserted = 1
+			}
+		case strings.Contains(err.Error(), "conflict"):
+			if !strings.Contains(err.Error(), "Aborted") {
+				t.Fatalf("conflict without ABORTED: %v", err)
+			}
+		default:
+			t.Fatalf("%s: unexpected error: %v", stmts[i], err)
+		}
+	}
+	if ok == 0 {
+		t.Fatal("no statement succeeded")
+	}
+	t.Logf("%d of %d statements committed", ok, len(stmts))
+	wantRows(t, setup, `SELECT count(*), min(v) = max(v), max(v) FROM cm WHERE id < 100`, fmt.Sprintf("4 | true | %d", ok))
+	wantRows(t, setup, `SELECT count(*) FROM cm WHERE id >= 100`, fmt.Sprint(inserted))
 }
