@@ -11,22 +11,26 @@ def rows(cur, q):
 
 
 def test_merge(conn):
+    """docs/sql.md's MERGE and TRUNCATE examples, as written there."""
     with conn.cursor() as cur:
-        cur.execute("CREATE OR REPLACE TABLE py_merge_t (id BIGINT, name VARCHAR, n INTEGER)")
-        cur.execute("INSERT INTO py_merge_t VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3)")
-        cur.execute("""MERGE INTO py_merge_t AS t
-            USING (VALUES (1, 'uno'), (2, NULL), (4, 'cuatro')) AS s(id, name) ON t.id = s.id
-            WHEN MATCHED AND s.name IS NULL THEN DELETE
-            WHEN MATCHED THEN UPDATE SET name = s.name, n = t.n + 10
-            WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name)""")
+        cur.execute("CREATE OR REPLACE TABLE stock (id BIGINT, name VARCHAR, n INTEGER)")
+        cur.execute("INSERT INTO stock VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3)")
+        cur.execute("""MERGE INTO stock AS t
+USING (VALUES (1, 'uno'), (2, NULL), (4, 'cuatro')) AS s(id, name) ON t.id = s.id
+WHEN MATCHED AND s.name IS NULL THEN DELETE
+WHEN MATCHED THEN UPDATE SET name = s.name, n = t.n + 10
+WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name)""")
         assert cur.rowcount == 3
-        assert rows(cur, "SELECT * FROM py_merge_t") == [(1, "uno", 11), (3, "three", 3), (4, "cuatro", None)]
+        assert rows(cur, "SELECT * FROM stock") == [(1, "uno", 11), (3, "three", 3), (4, "cuatro", None)]
         with pytest.raises(fsql.Error) as e:
-            cur.execute("""MERGE INTO py_merge_t AS t USING (VALUES (1), (1)) AS s(id) ON t.id = s.id
+            cur.execute("""MERGE INTO stock AS t USING (VALUES (1), (1)) AS s(id) ON t.id = s.id
                 WHEN MATCHED THEN UPDATE SET n = 0""")
         assert "matched more than one source row" in str(e.value)
-        assert rows(cur, "SELECT n FROM py_merge_t WHERE id = 1") == [(11,)]
-        cur.execute("DROP TABLE py_merge_t")
+        assert rows(cur, "SELECT n FROM stock WHERE id = 1") == [(11,)]
+        cur.execute("TRUNCATE TABLE stock")
+        assert cur.rowcount == 3
+        assert rows(cur, "SELECT count(*) FROM stock") == [(0,)]
+        cur.execute("DROP TABLE stock")
 
 
 def test_truncate_and_create_or_replace(conn):
