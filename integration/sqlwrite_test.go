@@ -75,6 +75,12 @@ func TestMergeTruncateDifferential(t *testing.T) {
 	}
 	wantUpdateError(t, cnxn, `MERGE INTO mt USING ms ON mt.k = ms.k WHEN MATCHED THEN INSERT VALUES (1, 'x', 1)`, "WHEN NOT MATCHED")
 	wantUpdateError(t, cnxn, `MERGE INTO mt USING (SELECT 1 AS k) ON mt.k = k WHEN MATCHED THEN DELETE`, "alias")
+	// A hostile source or expression reaches DuckDB only as what its
+	// parser made of it, and the query checks apply to it.
+	wantUpdateError(t, cnxn, `MERGE INTO mt USING (SELECT * FROM read_csv('/etc/passwd')) AS s ON mt.k = 1 WHEN MATCHED THEN DELETE`, "read_csv")
+	wantUpdateError(t, cnxn, `MERGE INTO mt USING ms, mt AS x ON mt.k = ms.k WHEN MATCHED THEN DELETE`, "source")
+	wantUpdateError(t, cnxn, `MERGE INTO mt USING ms ON mt.k = ms.k) OR (true WHEN MATCHED THEN DELETE`, "")
+	wantUpdateError(t, cnxn, `MERGE INTO mt USING ms ON mt.k = ms.k WHEN MATCHED THEN UPDATE SET v = current_setting('threads')`, "current_setting")
 
 	// TRUNCATE: one delete snapshot without any data file. (iceberg-go
 	// keeps the delete files listed; they apply to no live data file.)
