@@ -11,8 +11,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/admit"
-	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
@@ -508,7 +506,7 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *writeTarg
 	for path := range res.replaced {
 		f, ok := byPath[path]
 		if !ok {
-			p.removeFiles(tgt, w.WriteUUID, res.added)
+			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
 			return nil, fmt.Errorf("%w: a worker replaced %s, which was not planned", ErrWriteFailed, path)
 		}
 		rw.deleted = append(rw.deleted, f.file)
@@ -580,7 +578,7 @@ func (p *Planner) rewriteEndpoints(ctx context.Context, workers []Worker, in *in
 			scan.Columns = in.cols
 		}
 		scans := append([]wire.Scan{scan}, full...)
-		sealed, err := p.seal(auth.Name(ctx), admit.DeadlineOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: scans, SQL: ob.sql, Schema: schemaBytes})
+		sealed, err := p.seal(stampOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: scans, SQL: ob.sql, Schema: schemaBytes})
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/tracing"
 )
 
 // CREATE OR REPLACE TABLE name (cols) … | AS query.
@@ -92,7 +93,7 @@ func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *ddlPars
 	}
 	// The files are the table's now: drop the staging table, keep them.
 	if err := cat.DropTable(context.WithoutCancel(ctx), staging.Ident()); err != nil {
-		p.log.Warn("planner: drop the staging table of a replace", zap.String("table", staging.String()), zap.Error(err))
+		tracing.Logger(ctx, p.log).Warn("planner: drop the staging table of a replace", zap.String("table", staging.String()), zap.Error(err))
 	}
 	return n, nil
 }
