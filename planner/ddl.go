@@ -121,10 +121,9 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 	case ps.at("CREATE", "SCHEMA"):
 		return 0, p.ddlCreateSchema(ctx, sess, ps)
 	case ps.at("CREATE", "TABLE"):
-		if n, ok, err := p.ctas(ctx, sess, ps); ok {
-			return n, err
-		}
-		return 0, p.ddlCreateTable(ctx, sess, ps)
+		return p.createTable(ctx, sess, ps)
+	case ps.at("CREATE", "OR", "REPLACE", "TABLE"):
+		return p.createOrReplace(ctx, sess, ps)
 	case ps.at("DROP", "SCHEMA"):
 		return 0, p.ddlDropSchema(ctx, sess, ps)
 	case ps.at("DROP", "TABLE"):
@@ -133,6 +132,10 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 		return p.dmlDelete(ctx, sess, ps, args)
 	case ps.at("UPDATE"):
 		return p.dmlUpdate(ctx, sess, ps, args)
+	case ps.at("MERGE"):
+		return p.dmlMerge(ctx, sess, ps, args)
+	case ps.at("TRUNCATE"):
+		return p.dmlTruncate(ctx, sess, ps)
 	case ps.at("ALTER"):
 		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
 			return n, err

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -891,6 +892,31 @@ type resolver struct {
 	err   error
 }
 
+// viewNamesKey carries, in a bind's context, the views tables must be read
+// as (withViewNames).
+type viewNamesKey struct{}
+
+// withViewNames makes the binds under ctx read the tables of views (of
+// their current version) under those names, so that two statements bound
+// apart read the same tables as the same views (a rewrite's fragment runs
+// both over one set of loaded tables).
+func withViewNames(ctx context.Context, views map[catalog.TableRef]string) context.Context {
+	return context.WithValue(ctx, viewNamesKey{}, views)
+}
+
+// viewName names the view of the next new input, ref.
+func (r *resolver) viewName(ctx context.Context, ref catalog.TableRef, at node) string {
+	views, _ := ctx.Value(viewNamesKey{}).(map[catalog.TableRef]string)
+	if v, ok := views[ref]; ok && at == nil {
+		return v
+	}
+	name := fmt.Sprintf("__icefloe_t%d", len(r.b.inputs))
+	for slices.Contains(slices.Collect(maps.Values(views)), name) {
+		name += "x"
+	}
+	return name
+}
+
 // cteScope maps the lower-cased names of the CTEs in scope to their new
 // names; inner scopes shadow outer ones.
 type cteScope map[string]string
@@ -994,7 +1020,7 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 			return
 		}
 		if in, ok = r.byRef[inputKey(ref, at)]; !ok {
-			in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
+			in = &input{ref: ref, pinned: pinned.Pinned, view: r.viewName(ctx, ref, at), snapshot: pinned.snapshot, meta: pinned.meta}
 			r.byRef[inputKey(ref, at)] = in
 			b.inputs = append(b.inputs, in)
 			b.names[in.view] = ref.String()
