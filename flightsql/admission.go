@@ -10,6 +10,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
@@ -69,6 +70,9 @@ func (s *Server) admitted(ctx context.Context, query string, run func(context.Co
 	if te := admit.TimedOut(ctx); te != nil && err != nil {
 		return n, te
 	}
+	if ce := queries.Cause(ctx); ce != nil && err != nil {
+		return n, ce
+	}
 	return n, err
 }
 
@@ -80,6 +84,7 @@ func (s *Server) slotted(ctx context.Context, query string, run func(context.Con
 		}
 		defer release()
 	}
+	queries.From(ctx).Planning()
 	return run(ctx)
 }
 

@@ -30,15 +30,23 @@ const (
 func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) (err error) {
 	ctx, span := tracing.Statement(ctx, kind)
 	defer func() { s.ended(ctx, span, kind, err) }()
+	ctx, q := s.queries.Begin(ctx, auth.Name(ctx), kind, audit.Redact(sql))
+	var rows int64
+	defer func() {
+		q.SetCode(status.Code(ToStatus(err)).String())
+		q.Done(err, rows)
+	}()
 	if s.opts.Audit == nil {
-		e := &audit.Entry{}
-		_, err := s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })
+		e := &audit.Entry{Kind: kind}
+		rows, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })
+		q.SetKind(e.Kind)
 		return err
 	}
 	start := time.Now()
 	ctx, rec := audit.WithRecord(ctx)
 	e := audit.Entry{Event: audit.EventStatement, Kind: kind, Statement: audit.Statement(sql), SQL: s.opts.Audit.SQL(sql), TraceID: tracing.TraceID(ctx)}
-	rows, err := s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
+	rows, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
+	q.SetKind(e.Kind)
 	if err == nil && e.Kind == kindPrepare {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -80,6 +81,9 @@ var codeTable = []struct {
 	{ErrNoSession, codes.FailedPrecondition},
 	{icecat.ErrNamespaceNotEmpty, codes.FailedPrecondition},
 	{catalog.ErrEncrypted, codes.FailedPrecondition},
+	{queries.ErrCancelled, codes.Canceled},
+	{queries.ErrNotFound, codes.NotFound},
+	{queries.ErrNotYours, codes.PermissionDenied},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

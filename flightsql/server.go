@@ -23,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -108,6 +109,9 @@ type Options struct {
 	// Membership, when set, takes the workers' announcements and hears of
 	// workers the coordinator's own calls could not reach.
 	Membership Membership
+	// Queries registers every statement (internal/queries); nil means a
+	// registry of the coordinator's own that follows no worker.
+	Queries *queries.Registry
 }
 
 // Membership is the worker pool as the Flight service sees it;
@@ -169,6 +173,7 @@ type Server struct {
 	gate    *drainGate
 	// statements admits statements (admission.go).
 	statements *admit.Limiter
+	queries    *queries.Registry
 }
 
 var _ flightsql.Server = (*Server)(nil)
@@ -200,7 +205,13 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware(), gate: newDrainGate(), statements: statements}
+	if o.Queries == nil {
+		if o.Queries, err = queries.New(queries.Options{}); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware(), gate: newDrainGate(), statements: statements,
+		queries: o.Queries}
 	s.Alloc = o.Allocator
 	for id, v := range sqlInfo(o) {
 		if err := s.RegisterSqlInfo(id, v); err != nil {
@@ -320,6 +331,7 @@ func (s *Server) run(ctx context.Context, sess planner.Session, query string, de
 		}
 		if kind == planner.KindUpdate {
 			e.Kind = kindUpdate
+			queries.From(ctx).Run()
 			if info, err = s.updateInfo(ctx, sess, query, desc); err != nil {
 				return 0, err
 			}
@@ -351,6 +363,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query stri
 			eps[i].ExpirationTime = timestamppb.New(plan.ExpiresAt)
 		}
 	}
+	queries.From(ctx).Planned(string(plan.Strategy), redactPlan(plan.Explain), len(eps), plan.ExpiresAt)
 	tracing.Logger(ctx, s.log).Debug("planned query", zap.String("query_id", plan.QueryID),
 		zap.String("strategy", string(plan.Strategy)), zap.Int("endpoints", len(eps)))
 	info := &flight.FlightInfo{

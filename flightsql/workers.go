@@ -513,3 +513,46 @@ func (p *WorkerPool) Close() error {
 	p.order = nil
 	return errors.Join(errs...)
 }
+
+// WorkerHealth is one worker as the pool sees it.
+type WorkerHealth struct {
+	Location string
+	// Health is live (planned on), draining, unhealthy (failing its
+	// health check), refused (another ticket key or cluster token) or
+	// unknown (not checked yet).
+	Health string
+	Slots  int
+}
+
+// Health states of WorkerHealth.
+const (
+	HealthLive      = "live"
+	HealthDraining  = "draining"
+	HealthUnhealthy = "unhealthy"
+	HealthRefused   = "refused"
+	HealthUnknown   = "unknown"
+)
+
+// Health returns every known worker's health, in the order they became
+// known.
+func (p *WorkerPool) Health() []WorkerHealth {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]WorkerHealth, 0, len(p.order))
+	for _, l := range p.order {
+		m := p.members[l]
+		h := HealthUnknown
+		switch {
+		case m.isLive():
+			h = HealthLive
+		case m.draining:
+			h = HealthDraining
+		case m.refused:
+			h = HealthRefused
+		case m.conn != nil && !m.serving:
+			h = HealthUnhealthy
+		}
+		out = append(out, WorkerHealth{Location: l, Health: h, Slots: p.slots})
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/cluster"
@@ -24,6 +25,7 @@ type clusterConfig struct {
 	catalogs []catalog.Config
 	limits   cluster.Limits
 	memory   string
+	metrics  prometheus.Registerer
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -55,6 +57,9 @@ func WithLimits(l cluster.Limits) Option { return func(c *clusterConfig) { c.lim
 // WorkerMemory sets each worker's DuckDB memory_limit (default 1GB).
 func WorkerMemory(limit string) Option { return func(c *clusterConfig) { c.memory = limit } }
 
+// WithMetrics registers the cluster's metrics on reg.
+func WithMetrics(reg prometheus.Registerer) Option { return func(c *clusterConfig) { c.metrics = reg } }
+
 // StartCluster starts a coordinator and workers in this process on
 // 127.0.0.1:0 over a fresh embedded catalog, and stops them when t ends.
 func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
@@ -78,6 +83,7 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		NoDirectScan: cfg.noDirect,
 		Catalogs:     cfg.catalogs,
 		Limits:       cfg.limits,
+		Metrics:      cfg.metrics,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,6 +153,9 @@ func checkConfigs(t *testing.T, cm map[string]any) {
 	data, _ := cm["data"].(map[string]any)
 	for _, name := range []string{"coordinator.yaml", "worker.yaml"} {
 		text, _ := data[name].(string)
+		if !strings.Contains(text, "http_listen: 0.0.0.0:9090\n") {
+			t.Errorf("%s: no http_listen on the metrics port:\n%s", name, text)
+		}
 		f := filepath.Join(t.TempDir(), name)
 		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -180,6 +184,19 @@ func checkPods(t *testing.T, d map[string]any) {
 	req, lim := dig(c, "resources", "requests", "memory"), dig(c, "resources", "limits", "memory")
 	if req == nil || req != lim {
 		t.Errorf("%s: memory request %v, limit %v: want both from the budget", args[0], req, lim)
+	}
+	// Prometheus scrapes the pod's HTTP listener, the port its config
+	// listens on.
+	ann := dig(d, "spec", "template", "metadata", "annotations")
+	port, _ := dig(ann, "prometheus.io/port").(string)
+	var named bool
+	for _, p := range c["ports"].([]any) {
+		if pm := p.(map[string]any); pm["name"] == "http" && fmt.Sprint(pm["containerPort"]) == port {
+			named = true
+		}
+	}
+	if dig(ann, "prometheus.io/scrape") != "true" || !named {
+		t.Errorf("%s: not scraped on its http port: annotations %v, ports %v", args[0], ann, c["ports"])
 	}
 }
 

@@ -119,7 +119,10 @@ type Options struct {
 	// BroadcastBytes is the size up to which a joined table is read in
 	// full by every fragment of the large side; 0 means the default.
 	BroadcastBytes int64
-	Logger         *zap.Logger
+	// Runtime, when set, serves the system.runtime tables and CALL
+	// system.cancel_query (runtime.go).
+	Runtime Runtime
+	Logger  *zap.Logger
 }
 
 // Kind says whether a statement returns rows.

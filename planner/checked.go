@@ -149,6 +149,15 @@ func hole(i int) string { return fmt.Sprintf("__icefloe_hole(%d)", i) }
 // i goes) with the holes filled by exprs, through DuckDB's AST: the
 // expressions go in as parsed nodes, never as text.
 func template(ctx context.Context, conn *engine.Conn, tmpl string, exprs []node) (string, error) {
+	return templateFrom(ctx, conn, tmpl, exprs, nil)
+}
+
+// srcHole is the table name a template puts where src goes (templateFrom).
+const srcHole = "__icefloe_src"
+
+// templateFrom is template that also puts the parsed table reference src
+// wherever tmpl reads the table srcHole.
+func templateFrom(ctx context.Context, conn *engine.Conn, tmpl string, exprs []node, src node) (string, error) {
 	out, err := conn.SerializeSQL(ctx, tmpl)
 	if err != nil {
 		return "", err
@@ -159,6 +168,9 @@ func template(ctx context.Context, conn *engine.Conn, tmpl string, exprs []node)
 	}
 	var missing error
 	ast.root = replace(ast.root, func(n node) (node, bool) {
+		if src != nil && str(n, "type") == "BASE_TABLE" && str(n, "table_name") == srcHole {
+			return clone(src), true
+		}
 		if str(n, "class") != "FUNCTION" || str(n, "function_name") != "__icefloe_hole" {
 			return nil, false
 		}
@@ -175,7 +187,11 @@ func template(ctx context.Context, conn *engine.Conn, tmpl string, exprs []node)
 			missing = fmt.Errorf("planner: template %q: no expression for hole %d", tmpl, i)
 			return n, true
 		}
-		return clone(exprs[i]), true
+		c := clone(exprs[i])
+		if a := str(n, "alias"); a != "" {
+			c["alias"] = a // "hole(i) AS a" keeps its name
+		}
+		return c, true
 	}).(node)
 	if missing != nil {
 		return "", missing

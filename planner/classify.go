@@ -19,12 +19,12 @@ func (p *Planner) Classify(query string) (Kind, error) {
 		return 0, fmt.Errorf("%w: empty statement", ErrSyntax)
 	case "SELECT", "WITH", "VALUES", "FROM", "TABLE", "(", "EXPLAIN", "CALL", "SHOW", "DESCRIBE", "DESC", "SUMMARIZE":
 		return KindQuery, nil
-	case "CREATE", "DROP", "INSERT", "UPDATE", "DELETE", "ALTER", "USE":
+	case "CREATE", "DROP", "INSERT", "UPDATE", "DELETE", "ALTER", "USE", "MERGE", "TRUNCATE":
 		return KindUpdate, nil
 	case "COPY", "ATTACH", "DETACH", "INSTALL", "LOAD", "SET", "RESET", "PRAGMA",
 		"EXPORT", "IMPORT", "CHECKPOINT", "FORCE", "VACUUM", "EXECUTE", "PREPARE", "DEALLOCATE":
 		return 0, fmt.Errorf("%w: %s statements are not allowed", ErrRefused, kw)
-	case "MERGE", "TRUNCATE", "BEGIN", "COMMIT", "ROLLBACK",
+	case "BEGIN", "COMMIT", "ROLLBACK",
 		"START", "ABORT", "END", "ANALYZE", "COMMENT", "UNPIVOT", "PIVOT":
 		return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, kw)
 	default:

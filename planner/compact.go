@@ -98,7 +98,7 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *writeTarget, s
 		return &compactResult{}, nil
 	}
 	frags := packGroups(groups, targetGroups(workers, 0, 0))
-	w, endpoints, err := p.compactFragments(tgt, spec, frags, workers)
+	w, endpoints, err := p.compactFragments(ctx, tgt, spec, frags, workers)
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +316,7 @@ func lightest(sizes []int64) int {
 // fragment: the fragment reads its files whole, with deletes applied
 // (and the row-lineage columns on a v3 table), and writes their rows
 // sorted as the spec says.
-func (p *Planner) compactFragments(tgt *writeTarget, spec compactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
+func (p *Planner) compactFragments(ctx context.Context, tgt *writeTarget, spec compactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
 	tbl := tgt.pinned.Table
 	lineage := hasLineage(&input{pinned: tgt.pinned})
 	var cols, sel, project []string
@@ -342,7 +342,7 @@ func (p *Planner) compactFragments(tgt *writeTarget, spec compactSpec, frags [][
 	}
 	in := &input{ref: tgt.ref, pinned: tgt.pinned, view: "__icefloe_t0", cols: cols}
 	sql := "SELECT " + strings.Join(sel, ", ") + " FROM " + in.view
-	queryID, expires := newQueryID(), time.Now().Add(p.opts.TicketTTL)
+	queryID, expires := newQueryID(ctx), time.Now().Add(p.opts.TicketTTL)
 	var endpoints []Endpoint
 	for i, frag := range frags {
 		var tasks []table.FileScanTask

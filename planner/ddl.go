@@ -9,6 +9,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -120,10 +121,9 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 	case ps.at("CREATE", "SCHEMA"):
 		return 0, p.ddlCreateSchema(ctx, sess, ps)
 	case ps.at("CREATE", "TABLE"):
-		if n, ok, err := p.ctas(ctx, sess, ps); ok {
-			return n, err
-		}
-		return 0, p.ddlCreateTable(ctx, sess, ps)
+		return p.createTable(ctx, sess, ps)
+	case ps.at("CREATE", "OR", "REPLACE", "TABLE"):
+		return p.createOrReplace(ctx, sess, ps)
 	case ps.at("DROP", "SCHEMA"):
 		return 0, p.ddlDropSchema(ctx, sess, ps)
 	case ps.at("DROP", "TABLE"):
@@ -132,6 +132,10 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 		return p.dmlDelete(ctx, sess, ps, args)
 	case ps.at("UPDATE"):
 		return p.dmlUpdate(ctx, sess, ps, args)
+	case ps.at("MERGE"):
+		return p.dmlMerge(ctx, sess, ps, args)
+	case ps.at("TRUNCATE"):
+		return p.dmlTruncate(ctx, sess, ps)
 	case ps.at("ALTER"):
 		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
 			return n, err
@@ -1042,7 +1046,7 @@ func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema, firstRow int6
 //
 // Before a commit reaches the catalog, summaryCatalog makes the partition
 // summaries of the snapshot's new manifests right (see summaries.go).
-func ddlWithRetries(tbl *table.Table, cat table.CatalogIO, replay bool) (*table.Table, error) {
+func ddlWithRetries(tbl *table.Table, cat table.CatalogIO, replay bool, stats *CommitStats) (*table.Table, error) {
 	meta := tbl.Metadata()
 	retries := ""
 	if _, ok := tbl.Properties()[table.CommitNumRetriesKey]; !ok {
@@ -1064,7 +1068,7 @@ func ddlWithRetries(tbl *table.Table, cat table.CatalogIO, replay bool) (*table.
 		}
 	}
 	fsF := func(ctx context.Context) (iceio.IO, error) { return tbl.FS(ctx) }
-	commits := summaryCatalog{CatalogIO: ddlConflictCatalog{cat}, fs: fsF, meta: meta}
+	commits := summaryCatalog{CatalogIO: ddlConflictCatalog{CatalogIO: cat, stats: stats, tries: new(atomic.Int32)}, fs: fsF, meta: meta}
 	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), fsF, commits), nil
 }
 
@@ -1077,13 +1081,19 @@ func ddlWithRetries(tbl *table.Table, cat table.CatalogIO, replay bool) (*table.
 // did not land and cannot land later (the catalog checks the same
 // requirements when it applies a commit). Any other error keeps its
 // unknown outcome and is not retried.
-type ddlConflictCatalog struct{ table.CatalogIO }
+// It counts the attempts of one commit in stats.
+type ddlConflictCatalog struct {
+	table.CatalogIO
+	stats *CommitStats
+	tries *atomic.Int32 // attempts of this commit
+}
 
-func (c ddlConflictCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+func (c ddlConflictCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (meta table.Metadata, loc string, err error) {
+	defer func() { c.stats.attempt(c.tries, err) }()
 	if err := c.lost(ctx, ident, reqs, nil); err != nil {
 		return nil, "", err
 	}
-	meta, loc, err := c.CatalogIO.CommitTable(ctx, ident, reqs, updates)
+	meta, loc, err = c.CatalogIO.CommitTable(ctx, ident, reqs, updates)
 	if err == nil || errors.Is(err, table.ErrCommitFailed) {
 		return meta, loc, err
 	}

@@ -363,7 +363,8 @@ func TestDDLCreateTablePartitioned(t *testing.T) {
 		{"CREATE TABLE a.b.c.d (a INT)", ErrSyntax, nil},
 		{"CREATE TABLE 'p1' (a INT)", ErrSyntax, nil},
 		{"CREATE TABLE p1 (a VARCHAR '", ErrSyntax, []string{"unterminated"}},
-		{"CREATE OR REPLACE TABLE p1 (a INT)", ErrUnsupported, []string{"CREATE OR"}},
+		{"CREATE OR REPLACE TABLE IF NOT EXISTS p1 (a INT)", ErrSyntax, []string{"IF NOT EXISTS"}},
+		{"CREATE OR REPLACE TEMP TABLE p1 (a INT)", ErrUnsupported, []string{"CREATE OR"}},
 		{"CREATE TEMP TABLE p1 (a INT)", ErrUnsupported, nil},
 	} {
 		e.execErr(t, c.q, c.want, c.words...)

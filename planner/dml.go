@@ -3,12 +3,14 @@ package planner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
@@ -204,6 +206,10 @@ func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser, ar
 type rewriteSQL struct {
 	out, match         string
 	outArgs, matchArgs []any
+	// broadcast lets the statements read tables other than the target
+	// (a MERGE's source), which every fragment reads in full; it also
+	// turns off pruning by the match statement's filter.
+	broadcast bool
 }
 
 // updateText is an UPDATE as read: its table, its SET columns (in order,
@@ -385,39 +391,66 @@ type dataFileTasks struct {
 	bytes int64
 }
 
-// rewrite runs a copy-on-write rewrite: q.out yields the new rows of a
-// data file, q.match counts the rows the statement affects in it. Files go to
-// the workers whole; each rewrites the files with a match and reports them
-// replaced. One commit replaces them all.
+// rewrite runs a copy-on-write rewrite (rewriteFiles) and commits its
+// files in one snapshot.
 func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q rewriteSQL) (int64, error) {
+	rw, err := p.rewriteFiles(ctx, sess, tgt, q)
+	if err != nil || len(rw.deleted) == 0 {
+		return 0, err
+	}
+	if err := p.keepOrRemove(tgt, p.commitFiles(ctx, tgt, rw.deleted, rw.added), rw.added); err != nil {
+		return 0, err
+	}
+	return rw.affected, nil
+}
+
+// rewritten is what a copy-on-write rewrite wrote, not yet committed: the
+// data files it replaces, the files replacing them and how many rows the
+// statement changed in them.
+type rewritten struct {
+	deleted, added []iceberg.DataFile
+	affected       int64
+}
+
+// rewriteFiles runs the fragments of a copy-on-write rewrite: q.out
+// yields the new rows of a data file, q.match counts the rows the
+// statement affects in it. Files go to the workers whole; each rewrites
+// the files with a match and reports them replaced. Tables other than the
+// target that q reads (a MERGE's source, q.broadcast) are read in full by
+// every fragment. Nothing is committed; on failure the files written are
+// deleted.
+func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *writeTarget, q rewriteSQL) (*rewritten, error) {
 	workers := p.opts.Workers.Live()
 	if len(workers) == 0 {
-		return 0, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
+		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
 	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer conn.Close()
 	ob, err := p.bind(ctx, conn, sess, q.out, true, q.outArgs...)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	mconn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer mconn.Close()
-	mb, err := p.bind(ctx, mconn, sess, q.match, true, q.matchArgs...)
+	views := map[catalog.TableRef]string{}
+	for _, o := range ob.inputs {
+		if o.snapshot == 0 && o.meta == "" {
+			views[o.ref] = o.view
+		}
+	}
+	mb, err := p.bind(withViewNames(ctx, views), mconn, sess, q.match, true, q.matchArgs...)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if len(ob.inputs) != 1 || len(mb.inputs) != 1 || ob.inputs[0].view != mb.inputs[0].view {
-		return 0, fmt.Errorf("%w: DELETE or UPDATE reading tables other than its target", ErrUnsupported)
-	}
-	in := ob.inputs[0]
-	if in.ref != tgt.ref {
-		return 0, fmt.Errorf("%w: %s is not the target %s", ErrInvalid, in.ref, tgt.ref)
+	in, others, err := rewriteInputs(tgt, ob, mb, q.broadcast)
+	if err != nil {
+		return nil, err
 	}
 	lineage := hasLineage(in)
 	if tgt.branch == "" {
@@ -425,12 +458,12 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 	}
 	tbl := in.pinned.Table
 	if tbl.CurrentSnapshot() == nil {
-		return 0, nil
+		return &rewritten{}, nil
 	}
 	// Files the WHERE clause cannot match are pruned; the others are read
 	// whole (no residual filter) so their unmatched rows survive.
 	var candidates map[string]bool
-	if f := mb.inputs[0].filter; f != nil {
+	if f := mb.inputs[0].filter; f != nil && !q.broadcast {
 		// An error here is iceberg-go failing to read the metrics of files
 		// written before a type widening: then nothing is pruned.
 		if tasks, err := tbl.Scan(table.WithRowFilter(f)).PlanFiles(ctx); err == nil {
@@ -442,12 +475,79 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 	}
 	all, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
+		return nil, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
 	}
 	files, byPath := filesOf(all, candidates)
 	if len(files) == 0 {
-		return 0, nil
+		return &rewritten{}, nil
 	}
+	var full []wire.Scan
+	for _, o := range others {
+		if err := p.planFiles(ctx, o); err != nil {
+			return nil, err
+		}
+		scan, err := encodeScan(o, o.tasks)
+		if err != nil {
+			return nil, err
+		}
+		full = append(full, scan)
+	}
+	endpoints, err := p.rewriteEndpoints(ctx, workers, in, files, full, ob)
+	if err != nil {
+		return nil, err
+	}
+	w := p.newWrite(tgt)
+	w.Rewrite, w.MatchSQL, w.Lineage = true, mb.sql, lineage
+	res, err := p.runWrite(ctx, tgt, w, endpoints)
+	if err != nil {
+		return nil, err
+	}
+	rw := &rewritten{added: res.added, affected: res.affected}
+	for path := range res.replaced {
+		f, ok := byPath[path]
+		if !ok {
+			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
+			return nil, fmt.Errorf("%w: a worker replaced %s, which was not planned", ErrWriteFailed, path)
+		}
+		rw.deleted = append(rw.deleted, f.file)
+	}
+	return rw, nil
+}
+
+// rewriteInputs finds the target among the tables a rewrite's statements
+// read, and the others (allowed only with broadcast); both statements must
+// read the same tables under the same views.
+func rewriteInputs(tgt *writeTarget, ob, mb *bound, broadcast bool) (*input, []*input, error) {
+	var in *input
+	var others []*input
+	for _, x := range ob.inputs {
+		switch {
+		case x.ref != tgt.ref:
+			others = append(others, x)
+		case in != nil:
+			return nil, nil, fmt.Errorf("%w: a statement that reads its target %s twice", ErrUnsupported, tgt.ref)
+		default:
+			in = x
+		}
+	}
+	if in == nil {
+		return nil, nil, fmt.Errorf("%w: the statement does not read its target %s", ErrInvalid, tgt.ref)
+	}
+	if len(others) > 0 && !broadcast {
+		return nil, nil, fmt.Errorf("%w: DELETE or UPDATE reading tables other than its target", ErrUnsupported)
+	}
+	for _, m := range mb.inputs {
+		if !slices.ContainsFunc(ob.inputs, func(o *input) bool { return o.view == m.view && o.ref == m.ref }) {
+			return nil, nil, fmt.Errorf("%w: DELETE or UPDATE reading tables other than its target", ErrUnsupported)
+		}
+	}
+	return in, others, nil
+}
+
+// rewriteEndpoints packs whole files into one endpoint per group; each
+// ticket's first scan holds its files, the rest are full scans of the
+// other tables the statement reads.
+func (p *Planner) rewriteEndpoints(ctx context.Context, workers []Worker, in *input, files []*dataFileTasks, full []wire.Scan, ob *bound) ([]Endpoint, error) {
 	var total int64
 	singles := make([][]*dataFileTasks, len(files))
 	for i, f := range files {
@@ -462,48 +562,27 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 		}
 		groups = append(groups, tasks)
 	}
-	queryID := newQueryID()
+	queryID := newQueryID(ctx)
 	expires := time.Now().Add(p.opts.TicketTTL)
 	schemaBytes := resultSchemaBytes(ob.schema)
 	endpoints := make([]Endpoint, 0, len(groups))
 	for i, g := range groups {
 		scan, err := encodeScan(in, g)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		// Whole files, every column (and the lineage columns of a v3
 		// table, which a star leaves out).
 		scan.Columns, scan.RowFilter = nil, ""
-		if lineage {
+		if hasLineage(in) {
 			scan.Columns = in.cols
 		}
-		sealed, err := p.seal(stampOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
+		scans := append([]wire.Scan{scan}, full...)
+		sealed, err := p.seal(stampOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: scans, SQL: ob.sql, Schema: schemaBytes})
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		endpoints = append(endpoints, Endpoint{Ticket: sealed, Locations: []string{workers[i%len(workers)].Location}})
 	}
-	w := p.newWrite(tgt)
-	w.Rewrite, w.MatchSQL, w.Lineage = true, mb.sql, lineage
-	res, err := p.runWrite(ctx, tgt, w, endpoints)
-	if err != nil {
-		return 0, err
-	}
-	if len(res.replaced) == 0 {
-		return 0, nil
-	}
-	var deleted []iceberg.DataFile
-	for path := range res.replaced {
-		f, ok := byPath[path]
-		if !ok {
-			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
-			return 0, fmt.Errorf("%w: a worker replaced %s, which was not planned", ErrWriteFailed, path)
-		}
-		deleted = append(deleted, f.file)
-	}
-	err = p.keepOrRemove(tgt, p.commitFiles(ctx, tgt, deleted, res.added), res.added)
-	if err != nil {
-		return 0, err
-	}
-	return res.affected, nil
+	return endpoints, nil
 }

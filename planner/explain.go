@@ -58,7 +58,7 @@ func (p *Planner) explain(ctx context.Context, s Session, inner string, workers 
 		return nil, err
 	}
 	lines := strings.Split(strings.TrimSuffix(plan.Explain, "\n"), "\n")
-	t := &wire.Ticket{QueryID: newQueryID(), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: explainSQL(lines)}
+	t := &wire.Ticket{QueryID: newQueryID(ctx), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: explainSQL(lines)}
 	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
 	t.Schema = pb.ticket(nil, "", schema).Schema
 	pb.plan.ExpiresAt = t.ExpiresAt

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 
@@ -125,6 +126,10 @@ func literal(v any) string {
 		return engine.QuoteString(x)
 	case int:
 		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case time.Time:
+		return engine.QuoteString(x.UTC().Format("2006-01-02 15:04:05.999999") + "+00")
 	case bool:
 		return strconv.FormatBool(x)
 	}

@@ -342,7 +342,7 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *writeTarget, w *wire
 	defer cancel()
 	var shares []*ingestShare
 	expires := time.Now().Add(p.opts.TicketTTL)
-	queryID := newQueryID()
+	queryID := newQueryID(ctx)
 	for i, wk := range workers {
 		c, release, err := p.opts.Flight.Hold(wk.Location)
 		if err != nil {

@@ -13,6 +13,7 @@ type Planner struct {
 	log        *zap.Logger
 	aggregates aggregateNames
 	stats      statsCache
+	commits    CommitStats
 }
 
 // New returns a planner; Mounts, Engine, Key, Workers and Flight are required.

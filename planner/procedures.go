@@ -104,8 +104,9 @@ func (p *Planner) call(ctx context.Context, s Session, query string, workers []W
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.proc.name, err)
 	}
-	t := &wire.Ticket{QueryID: newQueryID(), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: rowsSQL(c.proc.columns, rows)}
-	pb := &planBuilder{p: p, workers: workers, plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
+	t := &wire.Ticket{QueryID: newQueryID(ctx), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: rowsSQL(c.proc.columns, rows)}
+	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx),
+		plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
 	t.Schema = pb.ticket(nil, "", schema).Schema
 	pb.plan.ExpiresAt = t.ExpiresAt
 	pb.endpoint(t)

@@ -2,9 +2,8 @@ package planner
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
@@ -163,7 +163,7 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		in.groups, in.places = assignGroups(in.tasks, workers, p.opts.TargetGroupBytes)
 	}
 	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, stamp: st,
-		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
+		plan:    &Plan{QueryID: newQueryID(ctx), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
 	audit.From(ctx).QueryID(pb.plan.QueryID)
@@ -752,10 +752,14 @@ func (p *Planner) seal(st stamp, t *wire.Ticket) ([]byte, error) {
 	return p.opts.Key.Seal(t)
 }
 
-func newQueryID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// newQueryID is the id of the statement ctx runs (the coordinator's query
+// registry gave it one), else a fresh one: every ticket of a statement
+// carries the same id, by which the workers report and cancel it.
+func newQueryID(ctx context.Context) string {
+	if id := queries.IDFrom(ctx); id != "" {
+		return id
+	}
+	return queries.NewID()
 }
 
 // bind parses, resolves, rewrites and binds a query on conn, leaving the
@@ -976,6 +980,31 @@ type resolver struct {
 	err   error
 }
 
+// viewNamesKey carries, in a bind's context, the views tables must be read
+// as (withViewNames).
+type viewNamesKey struct{}
+
+// withViewNames makes the binds under ctx read the tables of views (of
+// their current version) under those names, so that two statements bound
+// apart read the same tables as the same views (a rewrite's fragment runs
+// both over one set of loaded tables).
+func withViewNames(ctx context.Context, views map[catalog.TableRef]string) context.Context {
+	return context.WithValue(ctx, viewNamesKey{}, views)
+}
+
+// viewName names the view of the next new input, ref.
+func (r *resolver) viewName(ctx context.Context, ref catalog.TableRef, at node) string {
+	views, _ := ctx.Value(viewNamesKey{}).(map[catalog.TableRef]string)
+	if v, ok := views[ref]; ok && at == nil {
+		return v
+	}
+	name := fmt.Sprintf("__icefloe_t%d", len(r.b.inputs))
+	for slices.Contains(slices.Collect(maps.Values(views)), name) {
+		name += "x"
+	}
+	return name
+}
+
 // cteScope maps the lower-cased names of the CTEs in scope to their new
 // names; inner scopes shadow outer ones.
 type cteScope map[string]string
@@ -1052,7 +1081,7 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 		n["table_name"] = renamed
 		return
 	}
-	if r.infoSchemaTable(ctx, n) {
+	if r.infoSchemaTable(ctx, n) || r.runtimeTable(ctx, n) {
 		return
 	}
 	if err := refuseDuckDBCatalog(cat, sch, name); err != nil {
@@ -1079,7 +1108,7 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 			return
 		}
 		if in, ok = r.byRef[inputKey(ref, at)]; !ok {
-			in = &input{ref: ref, pinned: pinned.Pinned, view: fmt.Sprintf("__icefloe_t%d", len(b.inputs)), snapshot: pinned.snapshot, meta: pinned.meta}
+			in = &input{ref: ref, pinned: pinned.Pinned, view: r.viewName(ctx, ref, at), snapshot: pinned.snapshot, meta: pinned.meta}
 			r.byRef[inputKey(ref, at)] = in
 			b.inputs = append(b.inputs, in)
 			b.names[in.view] = ref.String()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -69,7 +70,7 @@ func (p *Planner) commitMeta(ctx context.Context, tgt *writeTarget, change metaC
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	cat := ddlConflictCatalog{tgt.mount.Catalog}
+	cat := ddlConflictCatalog{CatalogIO: tgt.mount.Catalog, stats: &p.commits, tries: new(atomic.Int32)}
 	for attempt := 0; ; attempt++ {
 		tbl := tgt.pinned.Table
 		reqs, updates, err := change(tbl)

@@ -142,6 +142,12 @@ func sameType(a, b iceberg.Type) bool {
 // attempt loses, or the table was dropped or replaced meanwhile, nothing is
 // committed and the new files are deleted; the old table is untouched.
 func (p *Planner) commitReplace(ctx context.Context, tgt *writeTarget, res *writeResults) (int64, error) {
+	return p.commitReplaceWith(ctx, tgt, res, nil)
+}
+
+// commitReplaceWith is commitReplace that also sets props in the same
+// snapshot's commit.
+func (p *Planner) commitReplaceWith(ctx context.Context, tgt *writeTarget, res *writeResults, props iceberg.Properties) (int64, error) {
 	tableUUID := tgt.pinned.Table.Metadata().TableUUID()
 	v3 := tgt.pinned.Table.Metadata().Version() >= 3
 	var err error
@@ -169,6 +175,11 @@ func (p *Planner) commitReplace(ctx context.Context, tgt *writeTarget, res *writ
 		err = p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
 			if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 				return err
+			}
+			if len(props) > 0 {
+				if err := tx.SetProperties(props); err != nil {
+					return err
+				}
 			}
 			data, deletes, err := liveFiles(base, fsys)
 			if err != nil {
@@ -276,15 +287,29 @@ func (p *Planner) replaceStaged(ctx context.Context, cat icecat.Catalog, ref cat
 		// The staging commit landed after all.
 		n = res.rows
 	}
+	if err := swapStaged(ctx, cat, ref, staging, "ingest into"); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// swapStaged drops ref (not purged) and renames staging, which holds its
+// new rows, to ref's name. If the drop fails, staging is purged and ref is
+// as it was. Between the two catalog calls a reader finds no table.
+func swapStaged(ctx context.Context, cat icecat.Catalog, ref, staging catalog.TableRef, what string) error {
 	if err := cat.DropTable(ctx, ref.Ident()); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
-		return dropStaging(fmt.Errorf("ingest into %s: drop for replace: %w", ref, err))
+		err = fmt.Errorf("%s %s: drop for replace: %w", what, ref, err)
+		if derr := purgeStaging(context.WithoutCancel(ctx), cat, staging); derr != nil {
+			return fmt.Errorf("%w (table %s is unchanged; dropping the staging table %s failed: %v)", err, ref, staging, derr)
+		}
+		return err
 	}
 	if _, err := cat.RenameTable(context.WithoutCancel(ctx), staging.Ident(), ref.Ident()); err != nil {
 		// No sentinel: the client gets Internal. The staging table is
 		// kept, it holds the data now.
-		return 0, fmt.Errorf("ingest into %s: the old table was dropped but renaming the new one failed; its rows are in table %s: %v", ref, staging, err)
+		return fmt.Errorf("%s %s: the old table was dropped but renaming the new one failed; its rows are in table %s: %v", what, ref, staging, err)
 	}
-	return n, nil
+	return nil
 }
 
 // committed tells whether the staging table ref has a snapshot, i.e.

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow/flight"
 
 	"github.com/icefloe/icefloe/wire"
 )
@@ -56,21 +53,6 @@ func (p *Planner) TablesDropped(ctx context.Context, uuids ...string) error {
 func (p *Planner) revokeAt(ctx context.Context, loc string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, revokeTimeout)
 	defer cancel()
-	cl, release, err := p.opts.Flight.Hold(loc)
-	if err != nil {
-		return err
-	}
-	defer release()
-	stream, err := cl.DoAction(ctx, &flight.Action{Type: wire.ActionRevokeTables, Body: body})
-	if err != nil {
-		return err
-	}
-	for {
-		if _, err := stream.Recv(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+	_, err := p.opts.Flight.Action(ctx, loc, wire.ActionRevokeTables, body)
+	return err
 }

@@ -124,17 +124,27 @@ func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs
 // planned as any other, each of its endpoints becomes a write fragment, and
 // the files they write are committed in one snapshot.
 func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *writeTarget, cols []string, query string, args ...any) (int64, error) {
+	res, err := p.writeSelect(ctx, sess, tgt, cols, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return p.commitAppend(ctx, tgt, res)
+}
+
+// writeSelect runs the write fragments of INSERT INTO target [(cols)]
+// query and returns their files, not yet committed.
+func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarget, cols []string, query string, args ...any) (*writeResults, error) {
 	if len(args) > 0 {
-		return 0, fmt.Errorf("%w: parameters in INSERT … SELECT", ErrUnsupported)
+		return nil, fmt.Errorf("%w: parameters in INSERT … SELECT", ErrUnsupported)
 	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer conn.Close()
 	b, err := p.bind(ctx, conn, sess, query, true)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	schema := tgt.pinned.Table.Schema()
 	fields := schema.Fields()
@@ -142,14 +152,14 @@ func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *writeTarg
 	srcOf := make([]int, len(fields))
 	if len(cols) == 0 {
 		if nsrc != len(fields) {
-			return 0, fmt.Errorf("%w: table %s has %d columns but the query returns %d", ErrInvalid, tgt.ref, len(fields), nsrc)
+			return nil, fmt.Errorf("%w: table %s has %d columns but the query returns %d", ErrInvalid, tgt.ref, len(fields), nsrc)
 		}
 		for i := range srcOf {
 			srcOf[i] = i
 		}
 	} else {
 		if nsrc != len(cols) {
-			return 0, fmt.Errorf("%w: INSERT names %d columns but the query returns %d", ErrInvalid, len(cols), nsrc)
+			return nil, fmt.Errorf("%w: INSERT names %d columns but the query returns %d", ErrInvalid, len(cols), nsrc)
 		}
 		for i := range srcOf {
 			srcOf[i] = -1
@@ -163,27 +173,27 @@ func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *writeTarg
 				}
 			}
 			if idx < 0 {
-				return 0, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, c)
+				return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, c)
 			}
 			if srcOf[idx] >= 0 {
-				return 0, fmt.Errorf("%w: column %q is named twice", ErrInvalid, c)
+				return nil, fmt.Errorf("%w: column %q is named twice", ErrInvalid, c)
 			}
 			srcOf[idx] = j
 		}
 		for i, f := range fields {
 			if srcOf[i] < 0 && f.Required {
-				return 0, fmt.Errorf("%w: column %q is NOT NULL and the INSERT gives it no value", ErrInvalid, f.Name)
+				return nil, fmt.Errorf("%w: column %q is NOT NULL and the INSERT gives it no value", ErrInvalid, f.Name)
 			}
 		}
 	}
 	duckTypes := make([]string, len(fields))
 	for i, f := range fields {
 		if duckTypes[i], err = DuckTypeOf(f.Type); err != nil {
-			return 0, fmt.Errorf("insert into %s: column %q: %w", tgt.ref, f.Name, err)
+			return nil, fmt.Errorf("insert into %s: column %q: %w", tgt.ref, f.Name, err)
 		}
 	}
 	if err := checkImplicitCasts(ctx, conn, b, fields, srcOf, duckTypes); err != nil {
-		return 0, err
+		return nil, err
 	}
 	project := make([]string, len(fields))
 	for i, f := range fields {
@@ -195,16 +205,12 @@ func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *writeTarg
 	}
 	plan, err := p.Plan(ctx, sess, query)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	w := p.newWrite(tgt)
 	w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
 	w.OrderBy = partitionOrder(tgt.pinned.Table)
-	res, err := p.runWrite(ctx, tgt, w, plan.Endpoints)
-	if err != nil {
-		return 0, err
-	}
-	return p.commitAppend(ctx, tgt, res)
+	return p.runWrite(ctx, tgt, w, plan.Endpoints)
 }
 
 // checkImplicitCasts refuses a source column whose DuckDB type does not
@@ -460,6 +466,7 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *write
 	var err error
 	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 {
+			p.commits.Retries.Add(1)
 			if serr := sleepCtx(ctx, retryWait(attempt)); serr != nil {
 				break
 			}
@@ -572,7 +579,7 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	if tgt.made {
 		cat = tgt.mount.Internal()
 	}
-	tbl, err := ddlWithRetries(tgt.pinned.Table, cat, replay)
+	tbl, err := ddlWithRetries(tgt.pinned.Table, cat, replay, &p.commits)
 	if err != nil {
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}

@@ -32,11 +32,13 @@ type Write struct {
 	// OrderBy, when set with Project, orders the projected rows (by the
 	// partition source columns) so each batch touches few partitions.
 	OrderBy string `json:"ob,omitempty"`
-	// Rewrite makes the fragment rewrite files: the ticket's one scan holds
-	// whole data files; for each file whose rows MatchSQL counts as
+	// Rewrite makes the fragment rewrite files: the ticket's first scan
+	// holds whole data files; for each file whose rows MatchSQL counts as
 	// affected, the worker writes the fragment SQL's rows over that file
 	// alone and reports the file as replaced. Files with no affected row
-	// are left alone. Used by DELETE and UPDATE (copy-on-write).
+	// are left alone. Any further scans are other tables the statements
+	// read, loaded in full once (a MERGE's source). Used by DELETE, UPDATE
+	// and MERGE (copy-on-write).
 	Rewrite bool `json:"rw,omitempty"`
 	// MatchSQL returns one BIGINT: how many rows of the scan's view the
 	// statement affects.

@@ -64,6 +64,8 @@ func statusOf(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, errShuttingDown) || errors.Is(context.Cause(ctx), errShuttingDown):
 		return status.Error(codes.Unavailable, errShuttingDown.Error())
+	case errors.Is(err, errQueryCancelled) || errors.Is(context.Cause(ctx), errQueryCancelled):
+		return status.Error(codes.Canceled, "query cancelled by an operator (CALL system.cancel_query)")
 	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "stream cancelled")
 	case errors.Is(err, errStatementTimeout):

@@ -39,6 +39,12 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 		res = &flight.GetSessionOptionsResult{}
 	case flight.CloseSessionActionType:
 		res = &flight.CloseSessionResult{Status: flight.CloseSessionResultClosed}
+	case wire.ActionQueryProgress, wire.ActionCancelQuery, wire.ActionWorkerStats:
+		body, err := s.queryAction(stream.Context(), a)
+		if err != nil {
+			return toStatus(stream.Context(), err)
+		}
+		return stream.Send(&flight.Result{Body: body})
 	case wire.ActionRevokeTables:
 		if err := s.revoke(stream.Context(), a.GetBody()); err != nil {
 			return toStatus(stream.Context(), err)

@@ -30,6 +30,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/inflight"
+	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -97,6 +98,8 @@ type Options struct {
 	// Admission bounds the fragments running at once (limits.go); its
 	// zero value admits everything.
 	Admission admit.Options
+	// Metrics, when set, counts the tickets served (internal/metrics).
+	Metrics *metrics.Worker
 }
 
 // Validate reports every problem with o at once.
@@ -157,6 +160,8 @@ type Server struct {
 	// (admit.go).
 	started time.Time
 	revoked revocations
+	// queries follows the queries whose endpoints the worker serves.
+	queries queryTracker
 
 	mu      sync.Mutex
 	closing bool
@@ -330,7 +335,26 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err := s.admit(ctx, t); err != nil {
 		return err
 	}
-	return s.limited(ctx, t, func(ctx context.Context) error { return s.run(ctx, t, stream, start) })
+	ctx, q, end, err := s.queries.begin(ctx, t)
+	if err != nil {
+		return err
+	}
+	kind := ticketKind(t)
+	ms := &meteredStream{DataStreamWriter: stream}
+	if kind == metrics.TicketEndpoint {
+		ms.q = q
+	}
+	err = s.limited(ctx, t, func(ctx context.Context) error { return s.run(ctx, t, ms, start) })
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errQueryCancelled) {
+		err = cause
+	}
+	end(err)
+	var first time.Duration
+	if !ms.first.IsZero() {
+		first = ms.first.Sub(start)
+	}
+	s.opts.Metrics.Served(kind, status.Code(toStatus(ctx, err)).String(), ms.rows, ms.bytes, time.Since(start), first)
+	return err
 }
 
 // run runs one admitted ticket on a fresh connection.

@@ -89,8 +89,16 @@ func (s *Server) write(ctx context.Context, conn *engine.Conn, t *wire.Ticket, s
 			results = append(results, r)
 		}
 	} else {
-		if len(t.Scans) != 1 {
-			return fmt.Errorf("%w: a rewrite fragment has %d scans", wire.ErrMalformed, len(t.Scans))
+		if len(t.Scans) == 0 {
+			return fmt.Errorf("%w: a rewrite fragment has no scan", wire.ErrMalformed)
+		}
+		// The scans after the first are other tables the statement reads
+		// in full (a MERGE's source): loaded once, as tables, for every
+		// file's statements.
+		for _, other := range t.Scans[1:] {
+			if err := s.loadScan(ctx, conn, other, false); err != nil {
+				return err
+			}
 		}
 		sc := t.Scans[0]
 		files, err := decodeByFile(tbl, sc)

@@ -20,6 +20,9 @@ import (
 type Config struct {
 	// Listen is the coordinator's (or a worker's) host:port.
 	Listen string `yaml:"listen"`
+	// HTTPListen is the host:port of the HTTP listener (/metrics,
+	// /healthz, the coordinator's status page); empty means none.
+	HTTPListen string `yaml:"http_listen,omitempty"`
 	// DataDir holds the embedded catalog, warehouse and spill folders.
 	DataDir string `yaml:"data_dir"`
 	// Workers is how many in-process workers `serve` starts.

@@ -154,6 +154,11 @@ func (c Config) validateValues() error {
 			errs = append(errs, fmt.Errorf("config: memory_limit: %s is below the minimum of 16MiB", c.MemoryLimit))
 		}
 	}
+	if c.HTTPListen != "" {
+		if err := checkListen(c.HTTPListen); err != nil {
+			errs = append(errs, fmt.Errorf("config: http_listen: %w", err))
+		}
+	}
 	if c.Listen != "" {
 		if err := checkListen(c.Listen); err != nil {
 			errs = append(errs, fmt.Errorf("config: listen: %w", err))

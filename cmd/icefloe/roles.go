@@ -21,6 +21,7 @@ import (
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -86,6 +87,7 @@ type roleFlags struct {
 	listen   *string
 	dataDir  *string
 	drain    *time.Duration
+	httpAddr *string
 	insecure *bool
 	cfg      Config
 }
@@ -94,11 +96,12 @@ func newRoleFlags(name string, stderr io.Writer) *roleFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return &roleFlags{
-		fs:      fs,
-		config:  fs.String("config", "", "optional YAML config file"),
-		listen:  fs.String("listen", defaultListen, "host:port to listen on"),
-		dataDir: fs.String("data-dir", defaultDataDir, "folder for the embedded catalog, warehouse and spill files"),
-		drain:   fs.Duration("drain-timeout", flightsql.DefaultDrainGrace, "on SIGTERM, how long work in flight may finish before it ends with UNAVAILABLE"),
+		fs:       fs,
+		config:   fs.String("config", "", "optional YAML config file"),
+		listen:   fs.String("listen", defaultListen, "host:port to listen on"),
+		dataDir:  fs.String("data-dir", defaultDataDir, "folder for the embedded catalog, warehouse and spill files"),
+		drain:    fs.Duration("drain-timeout", flightsql.DefaultDrainGrace, "on SIGTERM, how long work in flight may finish before it ends with UNAVAILABLE"),
+		httpAddr: fs.String("http-addr", "", httpAddrUsage),
 
 		insecure: fs.Bool("insecure-no-auth", false, insecureUsage),
 	}
@@ -127,11 +130,20 @@ func (r *roleFlags) parse(args []string) error {
 	if !set["drain-timeout"] && cfg.DrainTimeout > 0 {
 		*r.drain = cfg.DrainTimeout
 	}
+	if !set["http-addr"] && cfg.HTTPListen != "" {
+		*r.httpAddr = cfg.HTTPListen
+	}
 	r.cfg = cfg
 	if err := checkListen(*r.listen); err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	return startPprof()
+	if *r.httpAddr != "" {
+		if err := checkListen(*r.httpAddr); err != nil {
+			return fmt.Errorf("--http-addr: %w", err)
+		}
+	}
+	_, _, err = r.httpListen()
+	return err
 }
 
 // directParquetUsage describes the workers' --direct-parquet flag.
@@ -241,30 +253,42 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer sec.Audit.Close()
+	reg := newMetricsRegistry()
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
-		Listen:        *r.listen,
-		WorkerHost:    host,
-		AdvertiseHost: *advertise,
-		Workers:       *workers,
-		DataDir:       *r.dataDir,
-		Demo:          *demo,
-		Key:           key,
-		WorkerEngine:  r.engineOptions(),
-		Logger:        log,
-		Catalogs:      r.cfg.Catalogs,
-		WorkerCache:   r.cfg.MetadataCacheBytes,
-		NoDirectScan:  !*direct,
-
+		Listen:         *r.listen,
+		WorkerHost:     host,
+		AdvertiseHost:  *advertise,
+		Workers:        *workers,
+		DataDir:        *r.dataDir,
+		Demo:           *demo,
+		Key:            key,
+		WorkerEngine:   r.engineOptions(),
+		Logger:         log,
+		Catalogs:       r.cfg.Catalogs,
+		WorkerCache:    r.cfg.MetadataCacheBytes,
+		NoDirectScan:   !*direct,
 		NoDataCache:    cacheDir == "",
 		DataCacheDir:   cacheDir,
 		DataCacheBytes: cacheBytes,
 		Security:       sec,
 		TicketTTL:      r.cfg.TicketTTL,
 		Limits:         r.cfg.Limits.limits(),
+		Metrics:        reg,
 	})
 	if err != nil {
 		return err
 	}
+	page, err := s.Coordinator.StatusPage()
+	if err != nil {
+		s.Close()
+		return err
+	}
+	web, err := r.startHTTP(reg, page)
+	if err != nil {
+		s.Close()
+		return err
+	}
+	defer web.Close()
 	var locs []string
 	for _, w := range s.Workers {
 		locs = append(locs, w.Location())
@@ -335,6 +359,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err := pool.Start(ctx); err != nil {
 		return err
 	}
+	reg := newMetricsRegistry()
 	c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
 		Listen:         *r.listen,
 		Key:            key,
@@ -350,10 +375,22 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		Security:       sec,
 		TicketTTL:      r.cfg.TicketTTL,
 		Limits:         r.cfg.Limits.limits(),
+		Metrics:        reg,
 	})
 	if err != nil {
 		return err
 	}
+	page, err := c.StatusPage()
+	if err != nil {
+		c.Close()
+		return err
+	}
+	web, err := r.startHTTP(reg, page)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	defer web.Close()
 	ready()
 	log.Info("icefloe coordinator ready", zap.String("coordinator", c.Scheme+c.Addr),
 		zap.Strings("workers", pool.Known()), zap.String("worker_dns", *workerDNS), zap.Bool("auth", sec.Auth != nil))
@@ -444,6 +481,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 			announce[i] = sec.Scheme() + a
 		}
 	}
+	reg := newMetricsRegistry()
 	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
 		Listen:        *r.listen,
 		AdvertiseHost: *advertise,
@@ -453,6 +491,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		Announce:      announce,
 		Security:      sec,
 		Limits:        r.cfg.Limits.limits(),
+		Metrics:       metrics.NewWorker(reg),
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
 		DataCache:          datacache.Options{Dir: cacheDir, MaxBytes: cacheBytes},
@@ -460,6 +499,12 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	web, err := r.startHTTP(reg, nil)
+	if err != nil {
+		w.Close()
+		return err
+	}
+	defer web.Close()
 	ready()
 	log.Info("icefloe worker ready", zap.String("worker", w.Location()), zap.Strings("announce", announce))
 	<-ctx.Done()

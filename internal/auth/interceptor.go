@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"go.uber.org/zap"
@@ -79,7 +80,25 @@ func (s *authStream) Context() context.Context { return s.ctx }
 // handshakes with it and expects one back).
 func (a *Authenticator) authenticate(ctx context.Context, method string) (p *Principal, reply string, err error) {
 	scheme, cred := credentials(ctx)
-	ev := LoginEvent{Client: ClientAddr(ctx), RPC: method}
+	p, reply, err = a.check(ctx, LoginEvent{Client: ClientAddr(ctx), RPC: method}, scheme, cred)
+	if err != nil {
+		err = status.Error(codes.Unauthenticated, err.Error())
+	}
+	return p, reply, err
+}
+
+// HTTP authenticates an HTTP request (the status page) as a Flight call
+// is: its Authorization header, Basic or Bearer, with the same users,
+// tokens and login reports. It returns the principal and, as for a
+// Flight call, the Authorization value to answer with ("" for none).
+func (a *Authenticator) HTTP(r *http.Request) (*Principal, string, error) {
+	scheme, cred, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return a.check(r.Context(), LoginEvent{Client: r.RemoteAddr, RPC: "HTTP " + r.Method + " " + r.URL.Path}, scheme, strings.TrimLeft(cred, " "))
+}
+
+// check verifies a scheme's credentials and reports the login.
+func (a *Authenticator) check(ctx context.Context, ev LoginEvent, scheme, cred string) (p *Principal, reply string, err error) {
+	method := ev.RPC
 	defer func() {
 		if err != nil || ev.Method == MethodPassword {
 			ev.Err = err
@@ -87,9 +106,6 @@ func (a *Authenticator) authenticate(ctx context.Context, method string) (p *Pri
 				ev.User = p.Name
 			}
 			a.report(ctx, ev)
-		}
-		if err != nil {
-			err = status.Error(codes.Unauthenticated, err.Error())
 		}
 	}()
 	switch {

@@ -225,3 +225,14 @@ func (p *Policy) Check(ctx context.Context, priv Privilege, obj Object) error {
 func (p *Policy) CanSee(ctx context.Context, obj Object) bool {
 	return p == nil || p.Visible(auth.FromContext(ctx), obj)
 }
+
+// Admin tells whether ctx's principal may see and act on every
+// principal's statements (the admin role, the cluster); a nil policy says
+// yes (authentication is off).
+func (p *Policy) Admin(ctx context.Context) bool {
+	if p == nil {
+		return true
+	}
+	pr := auth.FromContext(ctx)
+	return pr != nil && superuser(pr)
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -26,6 +27,8 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/metrics"
+	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 	"github.com/icefloe/icefloe/worker"
@@ -66,6 +69,9 @@ type WorkerOptions struct {
 	AnnounceInterval time.Duration
 	// Limits bound the worker's fragments (Limits.Fragments).
 	Limits Limits
+	// Metrics, when set, gets the worker's metrics (shared by the workers
+	// of one process).
+	Metrics *metrics.Worker
 }
 
 // Worker is a running worker.
@@ -145,12 +151,14 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 
 		Authenticated: o.Security.Auth != nil,
 		Admission:     o.Limits.Fragments,
+		Metrics:       o.Metrics,
 	})
 	if err != nil {
 		lis.Close()
 		eng.Close()
 		return nil, err
 	}
+	o.Metrics.Add(metrics.WorkerSource{Stats: srv.Stats, DuckDB: duckMemory(eng)})
 	g := grpc.NewServer(o.Security.serverOptions()...)
 	srv.Register(g)
 	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, data: data, log: o.Logger, stop: make(chan struct{})}
@@ -240,6 +248,8 @@ type CoordinatorOptions struct {
 	// Limits bound the coordinator's statements (Limits.Statements and
 	// StatementTimeout).
 	Limits Limits
+	// Metrics, when set, gets the coordinator's metrics.
+	Metrics prometheus.Registerer
 }
 
 // Coordinator is a running coordinator.
@@ -254,6 +264,13 @@ type Coordinator struct {
 	engine  *engine.Engine
 	flight  *flightclient.Pool
 	done    chan error
+	// Queries registers the coordinator's statements; Runtime is what the
+	// system.runtime tables (and the status page) show of them and of the
+	// workers.
+	Queries     *queries.Registry
+	Runtime     flightsql.Runtime
+	stopRefresh context.CancelFunc
+	security    Security
 }
 
 // StartCoordinator starts the Flight SQL coordinator.
@@ -274,6 +291,12 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		eng.Close()
 		return nil, err
 	}
+	reach := flightsql.QueryWorkers{Workers: o.Workers, Flight: pool}
+	var cm *metrics.Coordinator // set before the first statement arrives
+	reg, err := queries.New(queries.Options{Workers: reach, Ended: func(i queries.Info) { cm.Ended(i) }})
+	if err != nil {
+		return fail(err)
+	}
 	pl, err := planner.New(planner.Options{
 		Mounts:  o.Mounts,
 		Engine:  eng,
@@ -282,6 +305,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Flight:  pool,
 		Policy:  o.Security.policy(),
 		Logger:  o.Logger,
+		Runtime: flightsql.Runtime{Registry: reg, Reach: reach},
 
 		TicketTTL: o.TicketTTL,
 
@@ -305,12 +329,16 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Policy:         o.Security.policy(),
 		Audit:          o.Security.Audit.WithNode("coordinator"),
 		Membership:     o.Membership,
+		Queries:        reg,
 
 		Admission:        o.Limits.Statements,
 		StatementTimeout: o.Limits.StatementTimeout,
 	})
 	if err != nil {
 		return fail(err)
+	}
+	if o.Metrics != nil {
+		cm = metrics.NewCoordinator(o.Metrics, coordinatorSources(reg, srv, reach, pl))
 	}
 	o.Security.guard(o.Mounts, pl, o.Logger)
 	lis, err := net.Listen("tcp", o.Listen)
@@ -324,7 +352,11 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(g, hs)
-	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1)}
+	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
+		Queries: reg, Runtime: flightsql.Runtime{Registry: reg, Reach: reach}, security: o.Security}
+	refresh, stopRefresh := context.WithCancel(context.WithoutCancel(ctx))
+	c.stopRefresh = stopRefresh
+	go reg.Run(refresh, 0)
 	go func() { c.done <- g.Serve(lis) }()
 	return c, nil
 }
@@ -345,6 +377,7 @@ func (c *Coordinator) Drain(grace, quiet time.Duration) int {
 
 // Close stops the coordinator.
 func (c *Coordinator) Close() error {
+	c.stopRefresh()
 	c.health.Shutdown()
 	stopGracefully(c.grpc, DefaultShutdownGrace)
 	err := <-c.done
@@ -403,6 +436,9 @@ type StandaloneOptions struct {
 	TicketTTL time.Duration
 	// Limits bound the coordinator and every worker.
 	Limits Limits
+	// Metrics, when set, gets the metrics of the coordinator and of the
+	// workers (added up: the process is one scrape target).
+	Metrics prometheus.Registerer
 }
 
 // Standalone is a running single-process cluster.
@@ -465,6 +501,10 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		directDirs = readDirs
 	}
 	var locations []string
+	var wm *metrics.Worker
+	if o.Metrics != nil {
+		wm = metrics.NewWorker(o.Metrics)
+	}
 	for i := 0; i < o.Workers; i++ {
 		eo := o.WorkerEngine
 		if !o.NoDirectScan && eo.ReadDirs == nil {
@@ -481,6 +521,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 			Logger:        o.Logger.With(zap.Int("worker", i)),
 			Security:      o.Security,
 			Limits:        o.Limits,
+			Metrics:       wm,
 
 			MetadataCacheBytes: o.WorkerCache,
 			DataCache:          o.dataCache(i),
@@ -508,6 +549,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		Security:       o.Security,
 		TicketTTL:      o.TicketTTL,
 		Limits:         o.Limits,
+		Metrics:        o.Metrics,
 
 		TargetGroupBytes: o.TargetGroupBytes,
 		DirectDirs:       directDirs,

@@ -90,6 +90,11 @@ ports:
   - name: flight
     containerPort: {{ .root.Values.port }}
     protocol: TCP
+  {{- if .root.Values.metrics.enabled }}
+  - name: http
+    containerPort: {{ .root.Values.metrics.port }}
+    protocol: TCP
+  {{- end }}
 env:
   - name: ICEFLOE_TICKET_KEY
     valueFrom:
@@ -142,3 +147,12 @@ volumeMounts:
     readOnly: true
   {{- end }}
 {{- end -}}
+
+{{/* The prometheus.io annotations of a pod that serves /metrics. */}}
+{{- define "icefloe.scrapeAnnotations" -}}
+{{- if and .Values.metrics.enabled .Values.metrics.scrapeAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: "{{ .Values.metrics.port }}"
+prometheus.io/path: /metrics
+{{- end }}
+{{- end }}

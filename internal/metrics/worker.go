@@ -1,0 +1,152 @@
+package metrics
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/icefloe/icefloe/wire"
+)
+
+// WorkerSource is what one worker's gauges read at scrape time: its
+// counters and its DuckDB's memory and spill bytes.
+type WorkerSource struct {
+	Stats  func() wire.WorkerStats
+	DuckDB func(ctx context.Context) (memory, temp int64, err error)
+}
+
+// Worker holds the metrics of a process's workers: `serve` runs several
+// in one process and they add up.
+type Worker struct {
+	tickets    *prometheus.CounterVec
+	rows       *prometheus.CounterVec
+	bytes      *prometheus.CounterVec
+	fragment   *prometheus.HistogramVec
+	firstBatch prometheus.Histogram
+
+	mu      sync.Mutex
+	sources []WorkerSource
+}
+
+// Ticket kinds.
+const (
+	TicketEndpoint = "endpoint" // a client (or the coordinator's proxy) reads it
+	TicketChild    = "child"    // a peer worker pulls it
+	TicketWrite    = "write"    // a write fragment or ingest share
+)
+
+// NewWorker registers the workers' metrics on reg.
+func NewWorker(reg prometheus.Registerer) *Worker {
+	w := &Worker{
+		tickets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icefloe_worker_tickets_total",
+			Help: "Tickets the workers served, by kind (endpoint, child, write) and gRPC code."}, []string{"kind", "code"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icefloe_worker_streamed_rows_total",
+			Help: "Rows the workers streamed, by ticket kind."}, []string{"kind"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icefloe_worker_streamed_bytes_total",
+			Help: "Bytes (Arrow IPC bodies) the workers streamed, by ticket kind."}, []string{"kind"}),
+		fragment: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "icefloe_worker_fragment_seconds",
+			Help: "Time the workers took to serve a ticket, by kind.", Buckets: latencyBuckets}, []string{"kind"}),
+		firstBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "icefloe_worker_first_batch_seconds",
+			Help: "Time from a ticket's arrival to its first record batch on the wire.", Buckets: latencyBuckets}),
+	}
+	reg.MustRegister(w.tickets, w.rows, w.bytes, w.fragment, w.firstBatch, workerGauges{w: w, d: newWorkerDescs()})
+	return w
+}
+
+// Add makes the gauges read one more worker.
+func (w *Worker) Add(src WorkerSource) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sources = append(w.sources, src)
+}
+
+// Served records one ticket served: its kind, gRPC code, rows and bytes
+// sent, how long it took and when its first batch left (zero: none did).
+func (w *Worker) Served(kind, code string, rows, bytes int64, took, firstBatch time.Duration) {
+	if w == nil {
+		return
+	}
+	w.tickets.WithLabelValues(kind, code).Inc()
+	w.rows.WithLabelValues(kind).Add(float64(rows))
+	w.bytes.WithLabelValues(kind).Add(float64(bytes))
+	w.fragment.WithLabelValues(kind).Observe(took.Seconds())
+	if firstBatch > 0 {
+		w.firstBatch.Observe(firstBatch.Seconds())
+	}
+}
+
+type workerDescs struct {
+	streams, running, queued, hits, misses, entries, cacheBytes, evictions, duckMem, duckTemp *prometheus.Desc
+}
+
+func newWorkerDescs() workerDescs {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return workerDescs{
+		streams:    d("icefloe_worker_active_streams", "DoGet streams in flight on the workers."),
+		running:    d("icefloe_worker_running_fragments", "Fragments holding a fragment slot."),
+		queued:     d("icefloe_worker_queued_fragments", "Fragments waiting for a fragment slot."),
+		hits:       d("icefloe_metadata_cache_hits_total", "Table metadata opens the workers' metadata caches served without reading storage."),
+		misses:     d("icefloe_metadata_cache_misses_total", "Table metadata reads the workers' metadata caches made."),
+		entries:    d("icefloe_metadata_cache_entries", "Metadata versions cached."),
+		cacheBytes: d("icefloe_metadata_cache_bytes", "Size of the cached metadata."),
+		evictions:  d("icefloe_metadata_cache_evictions_total", "Metadata cache entries dropped to stay within the bound."),
+		duckMem:    d("icefloe_duckdb_memory_bytes", "Memory DuckDB's buffer manager holds (duckdb_memory())."),
+		duckTemp:   d("icefloe_duckdb_spill_bytes", "Bytes DuckDB spilled to its temporary directory (duckdb_memory())."),
+	}
+}
+
+type workerGauges struct {
+	w *Worker
+	d workerDescs
+}
+
+func (g workerGauges) Describe(ch chan<- *prometheus.Desc) {
+	d := g.d
+	for _, x := range []*prometheus.Desc{d.streams, d.running, d.queued, d.hits, d.misses, d.entries, d.cacheBytes, d.evictions, d.duckMem, d.duckTemp} {
+		ch <- x
+	}
+}
+
+// duckTimeout bounds reading one worker's duckdb_memory() at a scrape.
+const duckTimeout = 2 * time.Second
+
+func (g workerGauges) Collect(ch chan<- prometheus.Metric) {
+	g.w.mu.Lock()
+	srcs := append([]WorkerSource(nil), g.w.sources...)
+	g.w.mu.Unlock()
+	var st wire.WorkerStats
+	var mem, temp int64
+	for _, s := range srcs {
+		x := s.Stats()
+		st.Streams += x.Streams
+		st.RunningFragments += x.RunningFragments
+		st.QueuedFragments += x.QueuedFragments
+		c := &st.Cache
+		c.Hits, c.Misses, c.Entries = c.Hits+x.Cache.Hits, c.Misses+x.Cache.Misses, c.Entries+x.Cache.Entries
+		c.Bytes, c.Evictions = c.Bytes+x.Cache.Bytes, c.Evictions+x.Cache.Evictions
+		if s.DuckDB != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), duckTimeout)
+			m, t, err := s.DuckDB(ctx)
+			cancel()
+			if err == nil {
+				mem, temp = mem+m, temp+t
+			}
+		}
+	}
+	d, gauge, counter := g.d, prometheus.GaugeValue, prometheus.CounterValue
+	ch <- prometheus.MustNewConstMetric(d.streams, gauge, float64(st.Streams))
+	ch <- prometheus.MustNewConstMetric(d.running, gauge, float64(st.RunningFragments))
+	ch <- prometheus.MustNewConstMetric(d.queued, gauge, float64(st.QueuedFragments))
+	ch <- prometheus.MustNewConstMetric(d.hits, counter, float64(st.Cache.Hits))
+	ch <- prometheus.MustNewConstMetric(d.misses, counter, float64(st.Cache.Misses))
+	ch <- prometheus.MustNewConstMetric(d.entries, gauge, float64(st.Cache.Entries))
+	ch <- prometheus.MustNewConstMetric(d.cacheBytes, gauge, float64(st.Cache.Bytes))
+	ch <- prometheus.MustNewConstMetric(d.evictions, counter, float64(st.Cache.Evictions))
+	ch <- prometheus.MustNewConstMetric(d.duckMem, gauge, float64(mem))
+	ch <- prometheus.MustNewConstMetric(d.duckTemp, gauge, float64(temp))
+}

@@ -1,0 +1,691 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/engine"
+)
+
+// MERGE INTO target [[AS] t] USING source [[AS] s] ON cond
+// WHEN MATCHED [AND c] THEN UPDATE SET col = e, … | UPDATE SET * | DELETE | DO NOTHING
+// WHEN NOT MATCHED [BY TARGET] [AND c] THEN INSERT [(cols)] VALUES (e, …) | INSERT * | DO NOTHING
+// WHEN NOT MATCHED BY SOURCE [AND c] THEN UPDATE SET … | DELETE | DO NOTHING
+//
+// It runs as one copy-on-write statement, as UPDATE does: every data file
+// of the target is rewritten on a worker with its matched (and, with BY
+// SOURCE clauses, unmatched) rows changed or dropped, the source read in
+// full by every fragment; the source rows no target row matches are
+// written as an INSERT … SELECT writes; one commit replaces the rewritten
+// files and adds the new ones, with UPDATE's conflict rules. A target row
+// that more than one source row matches (where a WHEN MATCHED clause
+// applies) fails the statement before anything is committed, as Trino and
+// the SQL standard do; `*` forms take the source's columns by position, as
+// DuckDB does. Clauses apply in order: the first whose condition holds.
+
+// errMultipleMatch is what a fragment raises (DuckDB's error()) when a
+// target row matched more than one source row.
+const errMultipleMatch = "One MERGE target table row matched more than one source row"
+
+// Clause kinds.
+const (
+	whenMatched = iota
+	whenNotMatched
+	whenNotMatchedBySource
+)
+
+// mergeClause is one WHEN clause as read: cond and exprs index
+// mergeText.exprs (cond -1 without a condition).
+type mergeClause struct {
+	kind   int
+	cond   int
+	action string // UPDATE, DELETE, INSERT or NOTHING
+	star   bool
+	cols   []string
+	exprs  []int
+}
+
+// mergeText is a MERGE as read.
+type mergeText struct {
+	parts   []string
+	alias   string
+	source  string
+	on      int
+	clauses []mergeClause
+	exprs   []string
+}
+
+// dmlMerge runs a MERGE statement.
+func (p *Planner) dmlMerge(ctx context.Context, sess Session, ps *ddlParser, args []any) (int64, error) {
+	if len(args) > 0 {
+		return 0, fmt.Errorf("%w: parameters in MERGE", ErrUnsupported)
+	}
+	m, err := ps.mergeParts()
+	if err != nil {
+		return 0, err
+	}
+	privs := m.privileges()
+	tgt, conn, err := p.targetConn(ctx, sess, m.parts, privs...)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	q, err := p.mergeSQL(ctx, conn, sess, tgt, m)
+	if err != nil {
+		return 0, err
+	}
+	rw := &rewritten{}
+	if q.rewrite.out != "" {
+		if rw, err = p.rewriteFiles(ctx, sess, tgt, q.rewrite); err != nil {
+			return 0, err
+		}
+	}
+	added, n := rw.added, rw.affected
+	if q.insert != "" {
+		res, err := p.writeSelect(ctx, sess, tgt, nil, q.insert)
+		if err != nil {
+			p.removeOnly(tgt, rw.added)
+			return 0, err
+		}
+		added, n = append(added, res.added...), n+res.rows
+	}
+	if len(rw.deleted) == 0 && len(added) == 0 {
+		return 0, nil
+	}
+	if err := p.keepOrRemove(tgt, p.commitFiles(ctx, tgt, rw.deleted, added), added); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// privileges are what the statement needs on its target: UPDATE, DELETE
+// and INSERT as its clauses do.
+func (m *mergeText) privileges() []authz.Privilege {
+	var out []authz.Privilege
+	seen := map[string]bool{}
+	for _, c := range m.clauses {
+		if seen[c.action] {
+			continue
+		}
+		seen[c.action] = true
+		switch c.action {
+		case "UPDATE":
+			out = append(out, authz.Update)
+		case "DELETE":
+			out = append(out, authz.Delete)
+		case "INSERT":
+			out = append(out, authz.Insert)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, authz.Update)
+	}
+	return out
+}
+
+// mergeParts reads a MERGE statement.
+func (ps *ddlParser) mergeParts() (*mergeText, error) {
+	m := &mergeText{}
+	ps.i = 1
+	if !ps.accept("INTO") {
+		return nil, ps.unexpected()
+	}
+	var err error
+	if m.parts, err = ps.name(3); err != nil {
+		return nil, err
+	}
+	if ps.accept("AS") || (ps.i < len(ps.toks) && ps.toks[ps.i].IsIdent() && !ps.at("USING")) {
+		if m.alias, err = ps.ident(); err != nil {
+			return nil, err
+		}
+	}
+	if !ps.accept("USING") {
+		return nil, ps.unexpected()
+	}
+	if m.source, err = ps.exprUntil("ON"); err != nil {
+		return nil, err
+	}
+	if !ps.accept("ON") {
+		return nil, ddlSyntaxf("MERGE needs ON and a join condition")
+	}
+	if m.on, err = m.expr(ps, "WHEN"); err != nil {
+		return nil, err
+	}
+	for ps.i < len(ps.toks) {
+		c, err := m.clause(ps)
+		if err != nil {
+			return nil, err
+		}
+		m.clauses = append(m.clauses, c)
+	}
+	if len(m.clauses) == 0 {
+		return nil, ddlSyntaxf("MERGE needs at least one WHEN clause")
+	}
+	return m, nil
+}
+
+// clause reads one WHEN clause.
+func (m *mergeText) clause(ps *ddlParser) (mergeClause, error) {
+	c := mergeClause{cond: -1}
+	switch {
+	case ps.accept("WHEN", "MATCHED"):
+		c.kind = whenMatched
+	case ps.accept("WHEN", "NOT", "MATCHED", "BY", "SOURCE"):
+		c.kind = whenNotMatchedBySource
+	case ps.accept("WHEN", "NOT", "MATCHED"):
+		ps.accept("BY", "TARGET")
+		c.kind = whenNotMatched
+	default:
+		return c, ps.unexpected()
+	}
+	var err error
+	if ps.accept("AND") {
+		if c.cond, err = m.expr(ps, "THEN"); err != nil {
+			return c, err
+		}
+	}
+	if !ps.accept("THEN") {
+		return c, ps.unexpected()
+	}
+	switch {
+	case ps.accept("DO", "NOTHING"):
+		c.action = "NOTHING"
+	case ps.accept("DELETE"):
+		c.action = "DELETE"
+	case ps.accept("UPDATE", "SET"):
+		c.action = "UPDATE"
+		err = m.updateSet(ps, &c)
+	case ps.accept("INSERT"):
+		c.action = "INSERT"
+		err = m.insertValues(ps, &c)
+	default:
+		return c, ps.unexpected()
+	}
+	if err != nil {
+		return c, err
+	}
+	if c.action != "NOTHING" && (c.kind == whenNotMatched) != (c.action == "INSERT") {
+		return c, fmt.Errorf("%w: WHEN NOT MATCHED [BY TARGET] takes INSERT; WHEN MATCHED and WHEN NOT MATCHED BY SOURCE take UPDATE or DELETE", ErrInvalid)
+	}
+	if ps.i < len(ps.toks) && !ps.at("WHEN") {
+		return c, ps.unexpected()
+	}
+	return c, nil
+}
+
+// updateSet reads "col = e, …" or "*" after UPDATE SET.
+func (m *mergeText) updateSet(ps *ddlParser, c *mergeClause) error {
+	if ps.acceptPunct("*") {
+		c.star = true
+		return nil
+	}
+	seen := map[string]bool{}
+	for {
+		col, err := ps.ident()
+		if err != nil {
+			return err
+		}
+		if seen[strings.ToLower(col)] {
+			return fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
+		}
+		seen[strings.ToLower(col)] = true
+		if !ps.acceptPunct("=") {
+			return ps.unexpected()
+		}
+		e, err := m.expr(ps, "WHEN", ",")
+		if err != nil {
+			return err
+		}
+		c.cols, c.exprs = append(c.cols, col), append(c.exprs, e)
+		if !ps.acceptPunct(",") {
+			return nil
+		}
+	}
+}
+
+// insertValues reads "[(cols)] VALUES (e, …)" or "*" after INSERT.
+func (m *mergeText) insertValues(ps *ddlParser, c *mergeClause) error {
+	if ps.acceptPunct("*") {
+		c.star = true
+		return nil
+	}
+	if ps.acceptPunct("(") {
+		for {
+			col, err := ps.ident()
+			if err != nil {
+				return err
+			}
+			c.cols = append(c.cols, col)
+			if ps.acceptPunct(")") {
+				break
+			}
+			if !ps.acceptPunct(",") {
+				return ps.unexpected()
+			}
+		}
+	}
+	if !ps.accept("VALUES") || !ps.acceptPunct("(") {
+		return ps.unexpected()
+	}
+	for {
+		e, err := m.expr(ps, ",", ")")
+		if err != nil {
+			return err
+		}
+		c.exprs = append(c.exprs, e)
+		if ps.acceptPunct(")") {
+			break
+		}
+		if !ps.acceptPunct(",") {
+			return ps.unexpected()
+		}
+	}
+	if len(c.cols) > 0 && len(c.cols) != len(c.exprs) {
+		return fmt.Errorf("%w: INSERT names %d columns but gives %d values", ErrInvalid, len(c.cols), len(c.exprs))
+	}
+	return nil
+}
+
+// expr reads an expression up to one of stops and returns its index.
+func (m *mergeText) expr(ps *ddlParser, stops ...string) (int, error) {
+	text, err := ps.exprUntil(stops...)
+	if err != nil {
+		return 0, err
+	}
+	m.exprs = append(m.exprs, text)
+	return len(m.exprs) - 1, nil
+}
+
+// exprUntil returns the text from here up to (not including) the first
+// token outside parentheses and CASE … END that is one of stops (keywords
+// or punctuation), or the end; empty text is an error.
+func (ps *ddlParser) exprUntil(stops ...string) (string, error) {
+	from, depth := ps.i, 0
+scan:
+	for ; ps.i < len(ps.toks); ps.i++ {
+		t := ps.toks[ps.i]
+		if depth == 0 {
+			for _, s := range stops {
+				if t.Is(s) || t.IsOp(s) {
+					break scan
+				}
+			}
+		}
+		switch {
+		case t.IsOp("(") || t.Is("CASE"):
+			depth++
+		case t.IsOp(")") || t.Is("END"):
+			depth--
+		}
+		if depth < 0 {
+			break
+		}
+	}
+	if ps.i == from {
+		return "", ps.unexpected()
+	}
+	return ps.text(from, ps.i-1), nil
+}
+
+// mergeStatements are the SQL icefloe runs for a MERGE: the copy-on-write
+// rewrite of the target's files (empty without WHEN MATCHED or BY SOURCE
+// clauses) and the INSERT query of the rows no target row matches (empty
+// without WHEN NOT MATCHED clauses).
+type mergeStatements struct {
+	rewrite rewriteSQL
+	insert  string
+}
+
+// mergeSrc is the MERGE's source as DuckDB parsed it, and its alias.
+type mergeSrc struct {
+	node  node
+	alias string
+}
+
+// mergeSQL prints the statements of m over the target tgt.
+func (p *Planner) mergeSQL(ctx context.Context, conn *engine.Conn, sess Session, tgt *writeTarget, m *mergeText) (*mergeStatements, error) {
+	src, err := mergeSource(ctx, conn, m.source)
+	if err != nil {
+		return nil, err
+	}
+	talias := m.alias
+	if talias == "" {
+		talias = m.parts[len(m.parts)-1]
+	}
+	if strings.EqualFold(talias, src.alias) {
+		return nil, fmt.Errorf("%w: the MERGE target and source are both called %q; give one an alias", ErrInvalid, talias)
+	}
+	holes, _, err := dmlParts(ctx, conn, "t", m.exprs, "")
+	if err != nil {
+		return nil, err
+	}
+	b := &mergeBuilder{m: m, tgt: tgt, talias: engine.Quote(talias), salias: engine.Quote(src.alias), name: quotedName(m.parts)}
+	if b.srcCols, err = p.mergeStarColumns(ctx, sess, conn, m, src); err != nil {
+		return nil, err
+	}
+	if err := b.resolveColumns(); err != nil {
+		return nil, err
+	}
+	out := &mergeStatements{}
+	if b.has(whenMatched) || b.has(whenNotMatchedBySource) {
+		rw, match, err := b.rewriteSQL()
+		if err != nil {
+			return nil, err
+		}
+		if out.rewrite.out, err = templateFrom(ctx, conn, rw, holes, src.node); err != nil {
+			return nil, err
+		}
+		if out.rewrite.match, err = templateFrom(ctx, conn, match, holes, src.node); err != nil {
+			return nil, err
+		}
+		out.rewrite.broadcast = true
+	}
+	if b.has(whenNotMatched) {
+		ins, err := b.insertSQL()
+		if err != nil {
+			return nil, err
+		}
+		if out.insert, err = templateFrom(ctx, conn, ins, holes, src.node); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// mergeSource parses the text after USING as a FROM item: a table, a
+// subquery or VALUES, with an alias (a table's own name without one).
+func mergeSource(ctx context.Context, conn *engine.Conn, text string) (mergeSrc, error) {
+	root, err := parseNode(ctx, conn, "SELECT * FROM "+text)
+	if err != nil {
+		return mergeSrc{}, err
+	}
+	from, _ := root["from_table"].(node)
+	list, _ := root["select_list"].([]any)
+	star, _ := firstNode(list).(node)
+	typ := str(from, "type")
+	if !plainSelect(root) || root["where_clause"] != nil || len(list) != 1 || str(star, "class") != "STAR" ||
+		(typ != "BASE_TABLE" && typ != "SUBQUERY") {
+		return mergeSrc{}, fmt.Errorf("%w: the MERGE source must be a table, a subquery or VALUES, with an alias", ErrSyntax)
+	}
+	alias := str(from, "alias")
+	if alias == "" && typ == "BASE_TABLE" {
+		alias = str(from, "table_name")
+	}
+	if alias == "" {
+		return mergeSrc{}, fmt.Errorf("%w: give the MERGE source subquery an alias (USING (…) AS s)", ErrSyntax)
+	}
+	return mergeSrc{node: from, alias: alias}, nil
+}
+
+// mergeStarColumns are the source's column names, by position, when a
+// clause uses UPDATE SET * or INSERT * (nil otherwise).
+func (p *Planner) mergeStarColumns(ctx context.Context, sess Session, conn *engine.Conn, m *mergeText, src mergeSrc) ([]string, error) {
+	star := false
+	for _, c := range m.clauses {
+		star = star || c.star
+	}
+	if !star {
+		return nil, nil
+	}
+	q, err := templateFrom(ctx, conn, "SELECT * FROM "+srcHole, nil, src.node)
+	if err != nil {
+		return nil, err
+	}
+	bconn, err := p.opts.Engine.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer bconn.Close()
+	b, err := p.bind(ctx, bconn, sess, q, true)
+	if err != nil {
+		return nil, err
+	}
+	names := fieldNames(b.schema)
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[strings.ToLower(n)] {
+			return nil, fmt.Errorf("%w: SET * and INSERT * with a source whose column %q appears twice", ErrUnsupported, n)
+		}
+		seen[strings.ToLower(n)] = true
+	}
+	return names, nil
+}
+
+// mergeBuilder prints a MERGE's statements. Clause i (0-based) is action
+// number i+1 in the printed CASE expressions; 0 leaves a row alone.
+type mergeBuilder struct {
+	m                    *mergeText
+	tgt                  *writeTarget
+	talias, salias, name string
+	srcCols              []string
+	fields               []iceberg.NestedField
+	// values[i][f] is the hole clause i gives target field f (-1 none;
+	// -2 the source column of a * clause at f's position).
+	values [][]int
+}
+
+// resolveColumns maps every UPDATE and INSERT clause's columns to the
+// target's fields.
+func (b *mergeBuilder) resolveColumns() error {
+	b.fields = b.tgt.pinned.Table.Schema().Fields()
+	b.values = make([][]int, len(b.m.clauses))
+	for i, c := range b.m.clauses {
+		v := make([]int, len(b.fields))
+		for f := range v {
+			v[f] = -1
+		}
+		b.values[i] = v
+		switch {
+		case c.action != "UPDATE" && c.action != "INSERT":
+		case c.star:
+			if len(b.srcCols) != len(b.fields) {
+				return fmt.Errorf("%w: %s * needs as many source columns as table %s has (%d), the source has %d", ErrInvalid, c.action, b.tgt.ref, len(b.fields), len(b.srcCols))
+			}
+			for f := range v {
+				v[f] = -2
+			}
+		case len(c.cols) == 0:
+			if len(c.exprs) != len(b.fields) {
+				return fmt.Errorf("%w: table %s has %d columns but the INSERT gives %d values", ErrInvalid, b.tgt.ref, len(b.fields), len(c.exprs))
+			}
+			copy(v, c.exprs)
+		default:
+			for j, col := range c.cols {
+				f := b.field(col)
+				if f < 0 {
+					return fmt.Errorf("%w: table %s has no column %q", ErrInvalid, b.tgt.ref, col)
+				}
+				if v[f] >= 0 {
+					return fmt.Errorf("%w: column %q is named twice", ErrInvalid, col)
+				}
+				v[f] = c.exprs[j]
+			}
+		}
+	}
+	return nil
+}
+
+func (b *mergeBuilder) field(col string) int {
+	for i, f := range b.fields {
+		if strings.EqualFold(f.Name, col) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (b *mergeBuilder) has(kind int) bool {
+	for _, c := range b.m.clauses {
+		if c.kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// action is a CASE giving the number of the first clause of kind whose
+// condition holds, 0 for none or DO NOTHING.
+func (b *mergeBuilder) action(kind int) string {
+	var whens []string
+	for i, c := range b.m.clauses {
+		if c.kind != kind {
+			continue
+		}
+		cond := "true"
+		if c.cond >= 0 {
+			cond = "(" + hole(c.cond) + ")"
+		}
+		n := i + 1
+		if c.action == "NOTHING" {
+			n = 0
+		}
+		whens = append(whens, fmt.Sprintf("WHEN %s THEN %d", cond, n))
+	}
+	if len(whens) == 0 {
+		return "0"
+	}
+	return "CASE " + strings.Join(whens, " ") + " ELSE 0 END"
+}
+
+// applies is true where some WHEN MATCHED clause's condition holds.
+func (b *mergeBuilder) applies() string {
+	var conds []string
+	for _, c := range b.m.clauses {
+		if c.kind != whenMatched {
+			continue
+		}
+		if c.cond < 0 {
+			return "true"
+		}
+		conds = append(conds, "("+hole(c.cond)+")")
+	}
+	if len(conds) == 0 {
+		return "false"
+	}
+	return strings.Join(conds, " OR ")
+}
+
+// actions are the numbers of the clauses with one of the given actions.
+func (b *mergeBuilder) actions(acts ...string) []string {
+	var out []string
+	for i, c := range b.m.clauses {
+		for _, a := range acts {
+			if c.action == a {
+				out = append(out, fmt.Sprint(i+1))
+			}
+		}
+	}
+	return out
+}
+
+// inList is "x IN (…)", or false for an empty list.
+func inList(x string, nums []string) string {
+	if len(nums) == 0 {
+		return "false"
+	}
+	return x + " IN (" + strings.Join(nums, ", ") + ")"
+}
+
+// value is the expression clause i gives field f, as the inner select
+// names it ("" when none).
+func (b *mergeBuilder) value(i, f int) string {
+	switch v := b.values[i][f]; {
+	case v == -2:
+		return b.salias + "." + engine.Quote(b.srcCols[f])
+	case v >= 0:
+		return "(" + hole(v) + ")"
+	}
+	return ""
+}
+
+// whens are the "WHEN n THEN value" arms of field f over the INSERT
+// clauses (insert) or the others; each value goes into the inner select
+// list as __icefloe_e<clause>_<field>.
+func (b *mergeBuilder) whens(f int, typ string, insert bool, inner *[]string) []string {
+	var out []string
+	for i, c := range b.m.clauses {
+		if (c.kind == whenNotMatched) != insert {
+			continue
+		}
+		if v := b.value(i, f); v != "" {
+			e := fmt.Sprintf("__icefloe_e%d_%d", i, f)
+			*inner = append(*inner, v+" AS "+e)
+			out = append(out, fmt.Sprintf("WHEN %d THEN CAST(%s AS %s)", i+1, e, typ))
+		}
+	}
+	return out
+}
+
+// marked is the source with a column that is true on every row, so that
+// a LEFT JOIN tells matched target rows.
+func (b *mergeBuilder) marked() string {
+	return "(SELECT *, true AS __icefloe_m FROM " + srcHole + ") AS " + b.salias
+}
+
+// rewriteSQL prints the rewrite of one target file (out) and the count of
+// its rows the statement changes, which fails a file where a target row
+// matched more than one source row (match).
+func (b *mergeBuilder) rewriteSQL() (out, match string, err error) {
+	act := "CASE WHEN " + b.salias + ".__icefloe_m THEN " + b.action(whenMatched) + " ELSE " + b.action(whenNotMatchedBySource) + " END"
+	inner := []string{b.talias + ".*"}
+	var lineage string
+	if hasLineage(&input{pinned: b.tgt.pinned}) {
+		for _, c := range lineageColumns {
+			inner = append(inner, b.talias+"."+engine.Quote(c))
+		}
+		lineage = lineageSelect(b.tgt, inList("__icefloe_act", b.actions("UPDATE")))
+	}
+	inner = append(inner, act+" AS __icefloe_act")
+	cols := make([]string, len(b.fields))
+	for f, fld := range b.fields {
+		typ, err := DuckTypeOf(fld.Type)
+		if err != nil {
+			return "", "", fmt.Errorf("column %q: %w", fld.Name, err)
+		}
+		q := engine.Quote(fld.Name)
+		whens := b.whens(f, typ, false, &inner)
+		if len(whens) == 0 {
+			cols[f] = fmt.Sprintf("CAST(%s AS %s) AS %s", q, typ, q)
+		} else {
+			cols[f] = fmt.Sprintf("CASE __icefloe_act %s ELSE CAST(%s AS %s) END AS %s", strings.Join(whens, " "), q, typ, q)
+		}
+	}
+	from := " FROM " + b.name + " AS " + b.talias + " LEFT JOIN " + b.marked() + " ON (" + hole(b.m.on) + ")"
+	out = "SELECT " + strings.Join(cols, ", ") + lineage + " FROM (SELECT " + strings.Join(inner, ", ") + from +
+		") AS __icefloe_r WHERE NOT " + inList("__icefloe_act", b.actions("DELETE"))
+	changed := "SELECT count(*)" + from + " WHERE " + inList("("+act+")", b.actions("UPDATE", "DELETE"))
+	if !b.has(whenMatched) {
+		return out, changed, nil
+	}
+	pairs := "SELECT count(*) FROM " + b.name + " AS " + b.talias + " JOIN " + b.marked() + " ON (" + hole(b.m.on) + ") WHERE " + b.applies()
+	rows := "SELECT count(*) FROM " + b.name + " AS " + b.talias + " WHERE EXISTS (SELECT 1 FROM " + b.marked() +
+		" WHERE (" + hole(b.m.on) + ") AND (" + b.applies() + "))"
+	match = "SELECT CASE WHEN (" + pairs + ") > (" + rows + ") THEN error('" + errMultipleMatch + "') ELSE (" + changed + ") END"
+	return out, match, nil
+}
+
+// insertSQL prints the query of the rows the WHEN NOT MATCHED clauses
+// insert: the target's columns, in order.
+func (b *mergeBuilder) insertSQL() (string, error) {
+	inner := []string{b.action(whenNotMatched) + " AS __icefloe_act"}
+	cols := make([]string, len(b.fields))
+	for f, fld := range b.fields {
+		typ, err := DuckTypeOf(fld.Type)
+		if err != nil {
+			return "", fmt.Errorf("column %q: %w", fld.Name, err)
+		}
+		whens := b.whens(f, typ, true, &inner)
+		q := engine.Quote(fld.Name)
+		if len(whens) == 0 {
+			cols[f] = fmt.Sprintf("CAST(NULL AS %s) AS %s", typ, q)
+		} else {
+			cols[f] = fmt.Sprintf("CASE __icefloe_act %s ELSE CAST(NULL AS %s) END AS %s", strings.Join(whens, " "), typ, q)
+		}
+	}
+	return "SELECT " + strings.Join(cols, ", ") + " FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + srcHole +
+		" WHERE NOT EXISTS (SELECT 1 FROM " + b.name + " AS " + b.talias + " WHERE (" + hole(b.m.on) + "))) AS __icefloe_r WHERE __icefloe_act <> 0", nil
+}

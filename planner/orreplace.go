@@ -1,0 +1,142 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/tracing"
+)
+
+// CREATE OR REPLACE TABLE name (cols) … | AS query.
+//
+// Without a table of that name it is CREATE TABLE. Over an existing table
+// the old table is never dropped first: the new table is made, and for AS
+// filled, under a staging name <table>__replace_<8 hex> in the same schema,
+// exactly as CREATE TABLE would make it; a failure until then drops the
+// staging table and leaves the old one as it was. Then:
+//
+//   - the same definition (equal schema with its field ids, partition
+//     spec, sort order and format version): one commit on the old table
+//     replaces every live data and delete file with the staging table's
+//     files and sets the new properties, so readers see the old rows or
+//     the new ones; the staging table is dropped (its files now belong to
+//     the old table, and stay where the staging table wrote them, under
+//     the same schema's folder of the warehouse), the history stays;
+//   - otherwise the old table is dropped (not purged) and the staging
+//     table renamed to its name, as bulk ingest replace does with a new
+//     shape (swapStaged): for the time of those two catalog calls a reader
+//     finds no table.
+
+// createOrReplace runs CREATE OR REPLACE TABLE.
+func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
+	// The statement as CREATE TABLE: the same tokens without OR REPLACE.
+	plain := &ddlParser{src: ps.src, toks: append([]sqltok.Token{ps.toks[0]}, ps.toks[3:]...)}
+	plain.i = 2
+	if plain.at("IF", "NOT", "EXISTS") {
+		return 0, ddlSyntaxf("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together")
+	}
+	parts, err := plain.name(3)
+	if err != nil {
+		return 0, err
+	}
+	nameEnd := plain.i
+	tgt, err := p.loadTarget(ctx, sess, parts, authz.Drop, authz.Create)
+	if errors.Is(err, ErrNotFound) {
+		return p.createTable(ctx, sess, plain)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if tgt.branch != "" {
+		return 0, fmt.Errorf("%w: CREATE OR REPLACE TABLE while writing to branch %s", ErrUnsupported, tgt.branch)
+	}
+	ref := tgt.ref
+	staging := ref
+	staging.Table = ref.Table + "__replace_" + uuid.NewString()[:8]
+	// CREATE TABLE "catalog"."schema"."staging" and the rest as written.
+	toks := append([]sqltok.Token{}, plain.toks[:2]...)
+	for i, part := range []string{staging.Catalog, staging.Schema, staging.Table} {
+		if i > 0 {
+			toks = append(toks, sqltok.Token{Kind: sqltok.Op, Value: ".", Text: "."})
+		}
+		toks = append(toks, sqltok.Token{Kind: sqltok.QuotedIdent, Value: part})
+	}
+	made := &ddlParser{src: ps.src, toks: append(toks, plain.toks[nameEnd:]...)}
+	n, err := p.createTable(ctx, sess, made)
+	if err != nil {
+		return 0, err
+	}
+	cat := tgt.mount.Internal()
+	st, err := p.loadTargetRef(ctx, staging)
+	if err != nil {
+		return 0, err
+	}
+	if !sameDefinition(tgt.pinned.Table, st.pinned.Table) {
+		if err := swapStaged(ctx, cat, ref, staging, "create or replace table"); err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
+	if err := p.replaceWithStaged(ctx, tgt, st); err != nil {
+		if derr := purgeStaging(context.WithoutCancel(ctx), cat, staging); derr != nil {
+			return 0, fmt.Errorf("%w (table %s is unchanged; dropping the staging table %s failed: %v)", err, ref, staging, derr)
+		}
+		return 0, err
+	}
+	// The files are the table's now: drop the staging table, keep them.
+	if err := cat.DropTable(context.WithoutCancel(ctx), staging.Ident()); err != nil {
+		tracing.Logger(ctx, p.log).Warn("planner: drop the staging table of a replace", zap.String("table", staging.String()), zap.Error(err))
+	}
+	return n, nil
+}
+
+// createTable runs a CREATE TABLE statement (with a column list or AS).
+func (p *Planner) createTable(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
+	if n, ok, err := p.ctas(ctx, sess, ps); ok {
+		return n, err
+	}
+	return 0, p.ddlCreateTable(ctx, sess, ps)
+}
+
+// sameDefinition tells whether a table made as new takes the place of
+// old in place: files written for one are files of the other.
+func sameDefinition(old, made *table.Table) bool {
+	a, b := old.Metadata(), made.Metadata()
+	return a.Version() == b.Version() && old.Schema().Equals(made.Schema()) &&
+		old.Spec().Equals(made.Spec()) && old.SortOrder().Equals(made.SortOrder())
+}
+
+// replaceWithStaged commits, on tgt, the live files of the staging table
+// st in place of every live file of tgt, and st's properties, in one
+// snapshot (commitReplace's rules for concurrent commits).
+func (p *Planner) replaceWithStaged(ctx context.Context, tgt, st *writeTarget) error {
+	fsys, err := st.pinned.Table.FS(ctx)
+	if err != nil {
+		return err
+	}
+	files, _, err := liveFiles(st.pinned.Table.Metadata(), fsys)
+	if err != nil {
+		return err
+	}
+	props := iceberg.Properties{}
+	for k, v := range st.pinned.Table.Properties() {
+		if tgt.pinned.Table.Properties()[k] != v {
+			props[k] = v
+		}
+	}
+	var rows int64
+	for _, f := range files {
+		rows += f.Count()
+	}
+	res := &writeResults{added: files, rows: rows}
+	_, err = p.commitReplaceWith(ctx, tgt, res, props)
+	return err
+}
