@@ -23,6 +23,10 @@ const (
 // failed prepare is a line of its own; a prepare that succeeds is not
 // (its execution is). Without an audit log it only runs.
 func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) error {
+	ctx, err := withStatementID(ctx)
+	if err != nil {
+		return err
+	}
 	if s.opts.Audit == nil {
 		e := &audit.Entry{}
 		_, err := s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })

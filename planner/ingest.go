@@ -77,6 +77,7 @@ type Ingest struct {
 // is NULL; a NULL in a NOT NULL column fails the ingest and commits
 // nothing.
 func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, error) {
+	ctx = withStatement(ctx)
 	ref := catalog.TableRef{Catalog: in.Catalog, Schema: in.Schema, Table: in.Table}
 	if ref.Catalog == "" {
 		ref.Catalog = sess.Catalog

@@ -584,6 +584,9 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	}
 	committed, err := tx.Commit(ctx)
 	if err != nil {
+		if errors.Is(err, ErrAlreadyCommitted) {
+			return fmt.Errorf("commit to %s: %w", tgt.ref, err)
+		}
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: nothing was committed and the statement's files were deleted: %v", ErrConflict, tgt.ref, err)
 		}

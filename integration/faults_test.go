@@ -1,0 +1,87 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+)
+
+// TestStatementIDRetryAfterCoordinatorKill: an INSERT sent under a
+// client's statement id, whose coordinator is killed (SIGKILL) at a random
+// moment of it, and sent again under the same id to the restarted
+// coordinator, lands exactly once: the retry either commits it or answers
+// AlreadyExists because the first run had committed. Outcomes are counted
+// over several runs; a run whose rows land twice or not at all is wrong.
+func TestStatementIDRetryAfterCoordinatorKill(t *testing.T) {
+	bin := icefloeBin(t)
+	dir := t.TempDir()
+	env := []string{membershipKey}
+	w := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	cargs := []string{"coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
+	c := startProc(t, bin, env, cargs...)
+	seedTable(t, adbcConn(t, c.addr()), "src", 4000)
+	execUpdate(t, adbcConn(t, c.addr()), `CREATE TABLE dst (run BIGINT, id BIGINT)`)
+	insert := func(run int) string {
+		if run%2 == 0 {
+			return fmt.Sprintf(`INSERT INTO dst SELECT %d, id FROM src`, run)
+		}
+		return fmt.Sprintf(`INSERT INTO dst VALUES (%d, 1), (%d, 2)`, run, run)
+	}
+	want := func(run int) int64 {
+		if run%2 == 0 {
+			return 4000
+		}
+		return 2
+	}
+	withID := func(addr string, run int) adbc.Connection {
+		return adbcConn(t, addr, map[string]string{"adbc.flight.sql.rpc.call_header.x-icefloe-statement-id": fmt.Sprintf("dst-load-%d", run)})
+	}
+	// How long a statement takes, to spread the kills over it.
+	start := time.Now()
+	if n, err := tryUpdate(t, withID(c.addr(), 0), insert(0)); err != nil || n != want(0) {
+		t.Fatalf("first insert: %d, %v", n, err)
+	}
+	took := time.Since(start)
+	_, err := tryUpdate(t, withID(c.addr(), 0), insert(0))
+	wantStatus(t, err, adbc.StatusAlreadyExists)
+	if !strings.Contains(err.Error(), "dst-load-0") {
+		t.Fatalf("the repeated statement: %v, want its id named", err)
+	}
+
+	const runs = 6
+	outcome := map[string]int{}
+	for run := 1; run <= runs; run++ {
+		done := make(chan error, 1)
+		cnxn := withID(c.addr(), run)
+		go func() { _, err := tryUpdate(t, cnxn, insert(run)); done <- err }()
+		time.Sleep(time.Duration(rand.Int64N(int64(took) + 1)))
+		c.cmd.Process.Kill()
+		first := <-done
+		c.waitExit(10 * time.Second)
+		c = startProc(t, bin, env, cargs...)
+		n, err := tryUpdate(t, withID(c.addr(), run), insert(run))
+		var ae adbc.Error
+		switch {
+		case err == nil && n == want(run):
+			outcome["retry committed"]++
+		case errors.As(err, &ae) && ae.Code == adbc.StatusAlreadyExists:
+			outcome["retry found it committed"]++
+		default:
+			t.Fatalf("run %d: the retry: %d, %v", run, n, err)
+		}
+		if first == nil {
+			outcome["first answered before the kill"]++
+		}
+		got := mustQuery(t, adbcConn(t, c.addr()), fmt.Sprintf(`SELECT count(*) FROM dst WHERE run = %d`, run)).rows[0]
+		if got != fmt.Sprint(want(run)) {
+			t.Fatalf("run %d: %s rows landed, want %d (wrong)", run, got, want(run))
+		}
+	}
+	wantRows(t, adbcConn(t, c.addr()), `SELECT count(*) FROM dst`, fmt.Sprint(4000+3*4000+3*2))
+	t.Logf("statement %s; outcomes over %d killed runs: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+}
