@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,4 +87,49 @@ func TestStatementIDRetryAfterCoordinatorKill(t *testing.T) {
 	}
 	wantRows(t, adbcConn(t, c.addr()), `SELECT count(*) FROM dst`, fmt.Sprint(4000+3*4000+3*2))
 	t.Logf("statement %s; outcomes over %d killed runs: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+}
+
+// TestKilledWorkerSpillReclaimed: the spill folder of a worker killed by
+// SIGKILL is removed when the next worker on the machine starts, while a
+// running worker's folder stays.
+func TestKilledWorkerSpillReclaimed(t *testing.T) {
+	bin := icefloeBin(t)
+	tmp := t.TempDir()
+	env := []string{membershipKey, "TMPDIR=" + tmp}
+	spills := func() []string {
+		d, err := filepath.Glob(filepath.Join(tmp, "icefloe-spill-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	start := func() *role {
+		return startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	}
+	killed, live := start(), start()
+	if got := spills(); len(got) != 2 {
+		t.Fatalf("spill folders of two workers: %v", got)
+	}
+	before := spills()
+	killed.cmd.Process.Kill()
+	killed.waitExit(10 * time.Second)
+	// Age the folders past the grace a just-made folder gets.
+	old := time.Now().Add(-time.Hour)
+	for _, d := range before {
+		if err := os.Chtimes(filepath.Join(d, ".icefloe-spill.lock"), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start()
+	after := spills()
+	if len(after) != 2 {
+		t.Fatalf("spill folders after a worker was killed and another started: %v (before %v)", after, before)
+	}
+	live.signal(syscall.SIGTERM)
+	if err := live.waitExit(30 * time.Second); err != nil {
+		t.Fatalf("worker exited with %v", err)
+	}
+	if got := spills(); len(got) != 1 {
+		t.Fatalf("spill folders after the live worker stopped: %v", got)
+	}
 }
