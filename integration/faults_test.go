@@ -133,3 +133,74 @@ func TestKilledWorkerSpillReclaimed(t *testing.T) {
 		t.Fatalf("spill folders after the live worker stopped: %v", got)
 	}
 }
+
+// TestWorkerKilledDuringInsertSelect: a worker killed (SIGKILL) at a
+// random moment of an INSERT … SELECT whose fragments it runs: the
+// statement either answers the full count (run again on the other worker
+// when the kill hit its fragments), or fails with an error saying
+// nothing was committed and commits nothing; no file of it is left
+// outside the table, and the same statement then succeeds. Outcomes are
+// counted over several runs; a partial commit or a stray file is wrong.
+func TestWorkerKilledDuringInsertSelect(t *testing.T) {
+	bin := icefloeBin(t)
+	dir := t.TempDir()
+	env := []string{membershipKey}
+	c := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	worker := func() *role {
+		return startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir, "--announce", c.addr())
+	}
+	w1 := worker()
+	cnxn := adbcConn(t, c.addr())
+	seedTable(t, cnxn, "src", 8000)
+	execUpdate(t, cnxn, `CREATE TABLE dst (run BIGINT, id BIGINT)`)
+	insert := func(run int) string { return fmt.Sprintf(`INSERT INTO dst SELECT %d, id FROM src`, run) }
+	rows := func(run int) string {
+		return mustQuery(t, cnxn, fmt.Sprintf(`SELECT count(*) FROM dst WHERE run = %d`, run)).rows[0]
+	}
+	strays := func() int {
+		files, err := filepath.Glob(filepath.Join(dir, "warehouse", "default.db", "dst", "data", "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := mustQuery(t, cnxn, `SELECT count(*) FROM "dst$files"`).rows[0]
+		return len(files) - int(atoi(t, listed))
+	}
+	start := time.Now()
+	execUpdate(t, cnxn, insert(0))
+	took := time.Since(start)
+
+	const runs = 5
+	outcome := map[string]int{}
+	for run := 1; run <= runs; run++ {
+		w2 := worker()
+		waitPlanned(t, c.addr(), `SELECT * FROM src`, 10*time.Second, w1.field("worker"), w2.field("worker"))
+		done := make(chan error, 1)
+		go func() {
+			n, err := tryUpdate(t, cnxn, insert(run))
+			if err == nil && n != 8000 {
+				err = fmt.Errorf("counted %d", n)
+			}
+			done <- err
+		}()
+		time.Sleep(time.Duration(rand.Int64N(int64(took) + 1)))
+		w2.cmd.Process.Kill()
+		err := <-done
+		w2.waitExit(10 * time.Second)
+		switch got := rows(run); {
+		case err == nil && got == "8000":
+			outcome["full answer"]++
+		case err != nil && got == "0" && strings.Contains(err.Error(), "nothing was committed"):
+			outcome["clear error"]++
+			if n, rerr := tryUpdate(t, cnxn, insert(run)); rerr != nil || n != 8000 || rows(run) != "8000" {
+				t.Fatalf("run %d: the same statement again: %d, %v", run, n, rerr)
+			}
+		default:
+			t.Fatalf("run %d (wrong): %v, %s rows committed\ncoordinator:\n%s", run, err, got, c.log())
+		}
+		if n := strays(); n != 0 {
+			t.Fatalf("run %d (wrong): %d files of the table's folder are not in the table", run, n)
+		}
+	}
+	outcome["of them run again"] = strings.Count(c.log(), "running it again on the others")
+	t.Logf("statement %s; outcomes over %d runs with a worker killed: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+}
