@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
+
+	"github.com/icefloe/icefloe/catalog"
 )
 
 // TestStatementIDRetryAfterCoordinatorKill: an INSERT sent under a
@@ -50,6 +53,7 @@ func TestStatementIDRetryAfterCoordinatorKill(t *testing.T) {
 		t.Fatalf("first insert: %d, %v", n, err)
 	}
 	took := time.Since(start)
+	wantRows(t, adbcConn(t, c.addr()), `SELECT count(*) FROM "dst$snapshots" WHERE summary['icefloe.statement-id'] = 'dst-load-0'`, "1")
 	_, err := tryUpdate(t, withID(c.addr(), 0), insert(0))
 	wantStatus(t, err, adbc.StatusAlreadyExists)
 	if !strings.Contains(err.Error(), "dst-load-0") {
@@ -203,4 +207,80 @@ func TestWorkerKilledDuringInsertSelect(t *testing.T) {
 	}
 	outcome["of them run again"] = strings.Count(c.log(), "running it again on the others")
 	t.Logf("statement %s; outcomes over %d runs with a worker killed: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+}
+
+// TestCoordinatorKilledDuringCreate: a CREATE TABLE … AS whose
+// coordinator is killed (SIGKILL) at a random moment of it leaves either
+// no table or the table with all its rows, never an empty or partial one;
+// the restarted coordinator drops the staging table the dead one left
+// (limits.staging_grace is set short), and the same statement then
+// succeeds. Outcomes are counted over several runs.
+func TestCoordinatorKilledDuringCreate(t *testing.T) {
+	bin := icefloeBin(t)
+	dir := t.TempDir()
+	env := []string{membershipKey}
+	cfg := filepath.Join(t.TempDir(), "icefloe.yaml")
+	if err := os.WriteFile(cfg, []byte("limits:\n  staging_grace: 1ms\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	cargs := []string{"coordinator", "--config", cfg, "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
+	c := startProc(t, bin, env, cargs...)
+	seedTable(t, adbcConn(t, c.addr()), "src", 4000)
+	ctas := func(run int) string { return fmt.Sprintf(`CREATE TABLE made%d AS SELECT id, g FROM src`, run) }
+	start := time.Now()
+	execUpdate(t, adbcConn(t, c.addr()), ctas(0))
+	took := time.Since(start)
+
+	const runs = 5
+	outcome := map[string]int{}
+	for run := 1; run <= runs; run++ {
+		cnxn := adbcConn(t, c.addr())
+		done := make(chan error, 1)
+		go func() { _, err := tryUpdate(t, cnxn, ctas(run)); done <- err }()
+		time.Sleep(took/4 + time.Duration(rand.Int64N(int64(took)*3/4+1)))
+		c.cmd.Process.Kill()
+		first := <-done
+		c.waitExit(10 * time.Second)
+		c = startProc(t, bin, env, cargs...)
+		outcome["staging table dropped at restart"] += strings.Count(c.log(), "dropped the staging table")
+		after := adbcConn(t, c.addr())
+		got, err := query(t, after, fmt.Sprintf(`SELECT count(*) FROM made%d`, run))
+		var ae adbc.Error
+		switch {
+		case err == nil && got.rows[0] == "4000":
+			outcome["created whole"]++
+		case errors.As(err, &ae) && ae.Code == adbc.StatusNotFound:
+			outcome["no table"]++
+			if n, err := tryUpdate(t, after, ctas(run)); err != nil || n != 4000 {
+				t.Fatalf("run %d: the same CTAS again: %d, %v", run, n, err)
+			}
+		default:
+			t.Fatalf("run %d (wrong): the table after the kill: %v, %v (first run: %v)", run, got.rows, err, first)
+		}
+		if left := rawStaging(t, dir); len(left) > 0 {
+			t.Fatalf("run %d: staging tables left after the restart: %v\n%s", run, left, c.log())
+		}
+	}
+	t.Logf("CTAS %s; outcomes over %d killed runs: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+}
+
+// rawStaging lists the staging tables in the embedded catalog of dataDir,
+// which listings through icefloe leave out.
+func rawStaging(t testing.TB, dataDir string) []string {
+	t.Helper()
+	m := catalog.NewMounts()
+	cat, props, err := catalog.OpenLocal(context.Background(), dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Mount(catalog.LocalCatalogName, cat, props); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var out []string
+	for _, st := range m.Staging(context.Background()) {
+		out = append(out, st.String())
+	}
+	return out
 }
