@@ -21,7 +21,9 @@ import (
 // client's statement id, whose coordinator is killed (SIGKILL) at a random
 // moment of it, and sent again under the same id to the restarted
 // coordinator, lands exactly once: the retry either commits it or answers
-// AlreadyExists because the first run had committed. Outcomes are counted
+// AlreadyExists because the first run had committed. The table is at a
+// snapshot with or without each killed run, never between, and
+// remove_orphan_files finds the files of the runs that did not commit. Outcomes are counted
 // over several runs; a run whose rows land twice or not at all is wrong.
 func TestStatementIDRetryAfterCoordinatorKill(t *testing.T) {
 	bin := icefloeBin(t)
@@ -89,7 +91,24 @@ func TestStatementIDRetryAfterCoordinatorKill(t *testing.T) {
 			t.Fatalf("run %d: %s rows landed, want %d (wrong)", run, got, want(run))
 		}
 	}
-	wantRows(t, adbcConn(t, c.addr()), `SELECT count(*) FROM dst`, fmt.Sprint(4000+3*4000+3*2))
+	cnxn := adbcConn(t, c.addr())
+	wantRows(t, cnxn, `SELECT count(*) FROM dst`, fmt.Sprint(4000+3*4000+3*2))
+	// The files of runs killed before their commit are found by the
+	// documented cleanup, and only they.
+	strays := func() int {
+		files, err := filepath.Glob(filepath.Join(dir, "warehouse", "default.db", "dst", "data", "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(files) - int(atoi(t, mustQuery(t, cnxn, `SELECT count(*) FROM "dst$files"`).rows[0]))
+	}
+	outcome["files of killed runs"] = strays()
+	cutoff := time.Now().UTC().Add(time.Minute).Format("2006-01-02 15:04:05")
+	mustQuery(t, cnxn, fmt.Sprintf(`CALL system.remove_orphan_files(table => 'dst', older_than => TIMESTAMP '%s', override_min_age => true)`, cutoff))
+	if n := strays(); n != 0 {
+		t.Fatalf("remove_orphan_files left %d files the table does not reference", n)
+	}
+	wantRows(t, cnxn, `SELECT count(*) FROM dst`, fmt.Sprint(4000+3*4000+3*2))
 	t.Logf("statement %s; outcomes over %d killed runs: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
 }
 
