@@ -8,8 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/icefloe/icefloe/internal/admit"
-	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -61,7 +59,7 @@ func (p *Planner) explain(ctx context.Context, s Session, inner string, workers 
 	}
 	lines := strings.Split(strings.TrimSuffix(plan.Explain, "\n"), "\n")
 	t := &wire.Ticket{QueryID: newQueryID(), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: explainSQL(lines)}
-	pb := &planBuilder{p: p, workers: workers, principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
+	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
 	t.Schema = pb.ticket(nil, "", schema).Schema
 	pb.plan.ExpiresAt = t.ExpiresAt
 	pb.endpoint(t)
