@@ -48,6 +48,9 @@ var (
 	// nothing was committed and the statement's files were deleted
 	// (Aborted).
 	ErrWriteFailed = errors.New("planner: write failed, nothing was committed")
+	// errWorkerGone marks a write fragment whose worker could not be
+	// reached or went away (Unavailable).
+	errWorkerGone = errors.New("worker unavailable")
 )
 
 // writeTarget is the pinned table a statement writes.
@@ -203,15 +206,33 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarge
 			project[i] = fmt.Sprintf("CAST(__q.__c%d AS %s) AS %s", srcOf[i], duckTypes[i], engine.Quote(f.Name))
 		}
 	}
-	plan, err := p.Plan(ctx, sess, query)
-	if err != nil {
-		return nil, err
+	var res *writeResults
+	for attempt := 0; ; attempt++ {
+		plan, err := p.Plan(ctx, sess, query)
+		if err != nil {
+			return nil, err
+		}
+		w := p.newWrite(tgt)
+		w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
+		w.OrderBy = partitionOrder(tgt.pinned.Table)
+		res, err = p.runWrite(ctx, tgt, w, plan.Endpoints)
+		if err == nil {
+			break
+		}
+		// Nothing was committed and the fragments' files are deleted: a
+		// worker that went away (it left planning) costs one re-run on
+		// the others.
+		if attempt >= writeReruns || !errors.Is(err, errWorkerGone) || ctx.Err() != nil {
+			return nil, err
+		}
+		tracing.Logger(ctx, p.log).Info("planner: a worker went away during a write; running it again on the others", zap.String("table", tgt.ref.String()), zap.Error(err))
 	}
-	w := p.newWrite(tgt)
-	w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
-	w.OrderBy = partitionOrder(tgt.pinned.Table)
-	return p.runWrite(ctx, tgt, w, plan.Endpoints)
+	return res, nil
 }
+
+// writeReruns is how many times a write whose worker went away before
+// anything was committed runs again.
+const writeReruns = 1
 
 // checkImplicitCasts refuses a source column whose DuckDB type does not
 // cast implicitly to the target column's type, naming the column. conn
@@ -416,6 +437,8 @@ func fragmentError(loc string, err error) error {
 			return fmt.Errorf("%w: %s", ErrInvalid, st.Message())
 		case codes.NotFound:
 			return fmt.Errorf("%w: %s", ErrNotFound, st.Message())
+		case codes.Unavailable:
+			return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, errWorkerGone, st.Message())
 		}
 		return fmt.Errorf("%w: worker %s: %s: %s", ErrWriteFailed, loc, st.Code(), st.Message())
 	}
@@ -595,6 +618,9 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	}
 	committed, err := tx.Commit(ctx)
 	if err != nil {
+		if errors.Is(err, ErrAlreadyCommitted) {
+			return fmt.Errorf("commit to %s: %w", tgt.ref, err)
+		}
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: nothing was committed and the statement's files were deleted: %v", ErrConflict, tgt.ref, err)
 		}
