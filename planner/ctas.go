@@ -137,6 +137,9 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 		return 0, true, err
 	}
 	opts = append(opts, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props))
+	if d := dryRunOf(ctx); d != nil {
+		return 0, true, p.explainCTAS(ctx, sess, d, ref, columns, query)
+	}
 	if _, err = cat.CreateTable(ctx, ref.Ident(), schema, opts...); err != nil {
 		switch {
 		case errors.Is(err, icecat.ErrTableAlreadyExists):

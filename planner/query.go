@@ -109,6 +109,12 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
 	}
 	if inner, ok := explainTarget(query); ok {
+		if q, ok := analyzeTarget(inner); ok {
+			return p.explainAnalyze(ctx, s, q, workers)
+		}
+		if explainsWrite(inner) {
+			return p.explainWrite(ctx, s, inner, workers)
+		}
 		return p.explain(ctx, s, inner, workers)
 	}
 	if isCall(query) {
