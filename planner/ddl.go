@@ -127,6 +127,10 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 			return 0, fmt.Errorf("%w: EXPLAIN of CREATE TABLE without AS (EXPLAIN shows INSERT, UPDATE, DELETE and CREATE TABLE … AS)", ErrUnsupported)
 		}
 		return 0, p.ddlCreateTable(ctx, sess, ps)
+	case ps.at("CREATE", "VIEW"), ps.at("CREATE", "OR", "REPLACE", "VIEW"):
+		return 0, p.ddlCreateView(ctx, sess, ps)
+	case ps.at("DROP", "VIEW"):
+		return 0, p.ddlDropView(ctx, sess, ps)
 	case ps.at("DROP", "SCHEMA"):
 		return 0, p.ddlDropSchema(ctx, sess, ps)
 	case ps.at("DROP", "TABLE"):

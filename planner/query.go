@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -859,6 +860,8 @@ type resolver struct {
 	byRef map[catalog.TableRef]*input
 	ctes  int
 	err   error
+	// viewPath are the views being expanded, outermost first.
+	viewPath []catalog.TableRef
 }
 
 // cteScope maps the lower-cased names of the CTEs in scope to their new
@@ -960,7 +963,9 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	if !ok {
 		ref, at, pinned, err := r.pin(ctx, ref, []string{cat, sch, name}, at)
 		if err != nil {
-			r.err = err
+			if !errors.Is(err, ErrNotFound) || at != nil || !r.expandView(ctx, n, ref) {
+				r.err = err
+			}
 			return
 		}
 		if in, ok = r.byRef[inputKey(ref, at)]; !ok {
