@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -39,7 +39,7 @@ func OpenLocal(ctx context.Context, dataDir string) (icecat.Catalog, iceberg.Pro
 	}
 	db.SetMaxOpenConns(1)
 	props := iceberg.Properties{
-		"warehouse": (&url.URL{Scheme: "file", Path: warehouse}).String(),
+		"warehouse": "file://" + filepath.ToSlash(warehouse),
 	}
 	cat, err := sqlcat.NewCatalog(LocalCatalogName, db, sqlcat.SQLite, props)
 	if err != nil {
@@ -78,15 +78,28 @@ func (c *closingCatalog) Close() error {
 var _ icecat.Catalog = (*closingCatalog)(nil)
 
 // LocalPath is the local file-system path of a table, file or warehouse
-// location that is an absolute path or a file:// URL on this host; ok is
-// false for object stores and anything else.
+// location that is an absolute path or a file: location on this host
+// (file:/p, file:///p, file://localhost/p); ok is false for object stores
+// and anything else. The path is taken literally, as Java's HadoopFileIO
+// and pyiceberg take it: "%25" in a location is "%25" on disk (Iceberg
+// writers record partition values escaped, and the file is at that path).
 func LocalPath(loc string) (path string, ok bool) {
 	if filepath.IsAbs(loc) {
 		return filepath.Clean(loc), true
 	}
-	u, err := url.Parse(loc)
-	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+	scheme, rest, found := strings.Cut(loc, ":")
+	if !found || !strings.EqualFold(scheme, "file") {
 		return "", false
 	}
-	return filepath.Clean(u.Path), true
+	if after, ok := strings.CutPrefix(rest, "//"); ok {
+		host, p, _ := strings.Cut(after, "/")
+		if host != "" && !strings.EqualFold(host, "localhost") {
+			return "", false
+		}
+		rest = "/" + p
+	}
+	if !filepath.IsAbs(rest) {
+		return "", false
+	}
+	return filepath.Clean(rest), true
 }

@@ -3,9 +3,12 @@ package catalog
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 )
 
 func TestOpenLocalMountLoad(t *testing.T) {
@@ -47,6 +50,10 @@ func TestLocalPath(t *testing.T) {
 		"/wh/t/":                      "/wh/t",
 		"file:///wh/t/data/a.parquet": "/wh/t/data/a.parquet",
 		"file://localhost/wh/t":       "/wh/t",
+		"file:/wh/t":                  "/wh/t",
+		"FILE:///wh/t":                "/wh/t",
+		"file:///wh/c=x%25y/a%20b":    "/wh/c=x%25y/a%20b",
+		"file:relative":               "",
 		"file://host/wh/t":            "",
 		"s3://bucket/wh/t":            "",
 		"relative/t":                  "",
@@ -56,5 +63,38 @@ func TestLocalPath(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Errorf("LocalPath(%q) = %q, %v; want %q", loc, got, ok, want)
 		}
+	}
+}
+
+// TestLocalFSLiteral: a file: location with a percent-escape (as Iceberg
+// writers record partition values) is written and read at the path it
+// spells, where other engines look for it; a file an earlier version
+// wrote at the decoded path still reads.
+func TestLocalFSLiteral(t *testing.T) {
+	dir := t.TempDir()
+	loc := "file://" + dir + "/data/c=x%25y/f.parquet"
+	fsys, err := iceio.LoadFS(context.Background(), nil, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.(iceio.WriteFileIO).WriteFile(loc, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "data", "c=x%25y", "f.parquet")); err != nil || string(b) != "new" {
+		t.Fatalf("literal path: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "c=x%y")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("decoded path exists: %v", err)
+	}
+	legacy := filepath.Join(dir, "old", "c=a/b")
+	if err := os.MkdirAll(filepath.Dir(legacy), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(legacy, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := fsys.(iceio.ReadFileIO).ReadFile("file://" + dir + "/old/c=a%2Fb")
+	if err != nil || string(b) != "old" {
+		t.Fatalf("legacy decoded path: %q, %v", b, err)
 	}
 }

@@ -135,15 +135,22 @@ func TestSQLInteractive(t *testing.T) {
 		t.Fatalf("the error:\n%s", out)
 	}
 
-	term.send(`\dt` + "\r")
-	out = term.expect(`local\.default> $`, 30*time.Second)
-	if !strings.Contains(out, "orders") || !strings.Contains(out, "table_name") {
-		t.Fatalf("\\dt:\n%s", out)
-	}
-	term.send(`\d orders` + "\r")
-	out = term.expect(`local\.default> $`, 30*time.Second)
-	if !regexp.MustCompile(`customer_id +\| int64`).MatchString(out) {
-		t.Fatalf("\\d orders:\n%s", out)
+	// The shortcuts run the SHOW and DESCRIBE statements they stand for.
+	for _, sc := range []struct{ typed, want string }{
+		{`\dt`, `(?m)^ name *\n-+\n(?s:.*) orders *\n`},
+		{`.tables ord%`, `(?m)^ name *\n-+\n orders *\n\(1 row\)`},
+		{`\d orders`, `(?m)^ column_name .*\n(?s:.*)^ customer_id +\| BIGINT +\| YES`},
+		{`\l`, `(?m)^ Catalog *\n-+\n local *\n\(1 row\)`},
+		{`.catalogs`, `(?m)^ Catalog *\n-+\n local *\n`},
+		{`\dn def%`, `(?m)^ Schema *\n-+\n default *\n\(1 row\)`},
+		{`\?`, `\\dt \[PATTERN\] +SHOW TABLES`},
+		{`\nope`, `ERROR: .*unknown command \\nope`},
+	} {
+		term.send(sc.typed + "\r")
+		out = strings.ReplaceAll(term.expect(`local\.default> $`, 30*time.Second), "\r\n", "\n")
+		if !regexp.MustCompile(sc.want).MatchString(out) {
+			t.Fatalf("%s: no %q in\n%s", sc.typed, sc.want, out)
+		}
 	}
 
 	term.send("CREATE SCHEMA sales;\r")

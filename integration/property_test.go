@@ -19,7 +19,6 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 
-	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
 )
 
@@ -261,10 +260,6 @@ func (pe *propEnv) check(r *rand.Rand, tbl *propTable) {
 //   - a partition field over a decimal of scale 0: iceberg-go writes the
 //     manifests' Avro decimal type without "scale" (Avro's default is 0)
 //     and pyiceberg requires the key (KeyError: 'scale');
-//   - a data file path with a %-escape: iceberg-go records partition paths
-//     escaped (c=x%25y) but its local FileIO parses file: locations as URIs
-//     and writes the file at the unescaped path (c=x%y); pyiceberg, like
-//     Java's HadoopFileIO, opens the path as recorded;
 //   - two UUID partition fields: iceberg-go defines the Avro fixed type
 //     uuid_fixed once and refers to it by name the second time, which
 //     pyiceberg's Avro reader cannot resolve (Type not recognized);
@@ -289,19 +284,6 @@ func (pe *propEnv) pyUnreadable(tbl *propTable) string {
 	}
 	if len(tbl.pyColumns()) == 0 {
 		return "only UUID columns (pyarrow has no uuid comparison)"
-	}
-	p, err := pe.env.s.Mounts.LoadTable(context.Background(), catalog.TableRef{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema, Table: tbl.name})
-	if err != nil {
-		return ""
-	}
-	tasks, err := p.Table.Scan().PlanFiles(context.Background())
-	if err != nil {
-		return ""
-	}
-	for _, task := range tasks {
-		if strings.Contains(task.File.FilePath(), "%") {
-			return "escaped partition path (iceberg-go writes the file at the unescaped path)"
-		}
 	}
 	return ""
 }

@@ -323,7 +323,9 @@ func (r *scanReader) readErr(err error) error {
 // bucket, and without a leading slash: what object stores call the key and
 // the tail of what a local file system reports.
 func locationPath(loc string) string {
-	if u, err := url.Parse(loc); err == nil && u.Scheme != "" {
+	if p, ok := catalog.LocalPath(loc); ok {
+		loc = p
+	} else if u, err := url.Parse(loc); err == nil && u.Scheme != "" {
 		loc = u.Path
 	}
 	return strings.TrimPrefix(loc, "/")

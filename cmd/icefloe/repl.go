@@ -22,10 +22,10 @@ const replHelp = `Statements end with ';' and may span lines. Ctrl-C cancels the
 statement (or clears the input), Ctrl-D or \q quits. Tab completes keywords,
 tables and columns; Up/Down and Ctrl-R search the history.
 
-  \l              list catalogs            (Flight SQL GetCatalogs)
-  \dn             list schemas             (GetDbSchemas)
-  \dt [PATTERN]   list tables, LIKE pattern (GetTables); also .tables
-  \d TABLE        describe a table's columns (GetTables with schemas); also .schema TABLE
+  \l              SHOW CATALOGS; also .catalogs, .databases
+  \dn [PATTERN]   SHOW SCHEMAS [LIKE PATTERN]
+  \dt [PATTERN]   SHOW TABLES [LIKE PATTERN]; schema.PATTERN: another schema's; also .tables
+  \d TABLE        DESCRIBE TABLE; also .schema TABLE (\d alone: SHOW TABLES)
   \q              quit; also .quit, exit, quit
   \?              this help; also .help
 `

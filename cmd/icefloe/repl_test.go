@@ -34,11 +34,18 @@ func TestCompleteStatements(t *testing.T) {
 }
 
 func TestShortcuts(t *testing.T) {
+	show := func(stmt string) shortcutCmd { return shortcutCmd{kind: "sql", sql: stmt} }
 	for in, want := range map[string]shortcutCmd{
 		`\q`: {quit: true}, `.quit`: {quit: true}, "exit": {quit: true}, " quit ; ": {quit: true},
-		`\?`: {kind: "help"}, `\l`: {kind: "catalogs"}, `\dn`: {kind: "schemas"},
-		`\dt ord%`: {kind: "tables", arg: "ord%"}, ".tables": {kind: "tables"}, `\d`: {kind: "tables"},
-		`\d local.default.orders`: {kind: "describe", arg: "local.default.orders"}, ".schema t": {kind: "describe", arg: "t"},
+		`\?`: {kind: "help"}, ".help": {kind: "help"},
+		`\l`: show("SHOW CATALOGS"), ".catalogs": show("SHOW CATALOGS"), ".databases": show("SHOW CATALOGS"),
+		`\dn`: show("SHOW SCHEMAS"), `\dn s%`: show("SHOW SCHEMAS LIKE 's%'"),
+		`\dt`: show("SHOW TABLES"), ".tables": show("SHOW TABLES"), `\d`: show("SHOW TABLES"),
+		`\dt ord%`:                show("SHOW TABLES LIKE 'ord%'"),
+		`\dt sales.o'%`:           show("SHOW TABLES FROM sales LIKE 'o''%'"),
+		`\dt local."x y".`:        show(`SHOW TABLES FROM local."x y"`),
+		`\d orders`:               show("DESCRIBE orders"),
+		`\d local.default.orders`: show("DESCRIBE local.default.orders"), ".schema t": show("DESCRIBE t"),
 		`\x`: {kind: "unknown", arg: `\x`},
 	} {
 		got, ok := shortcut(in)
@@ -121,5 +128,17 @@ func TestTablePages(t *testing.T) {
 	}
 	if !strings.HasPrefix(text, "      n\n--------\n      0\n") {
 		t.Errorf("first page: %q", text[:30])
+	}
+}
+
+// TestAddrFromEnv: $ICEFLOE_ADDR is the default of --addr; the flag wins.
+func TestAddrFromEnv(t *testing.T) {
+	t.Setenv(AddrEnv, "10.0.0.5:4000")
+	var errOut bytes.Buffer
+	if o, _, err := parseSQLArgs([]string{"SELECT 1"}, nil, &errOut); err != nil || o.addr != "10.0.0.5:4000" {
+		t.Fatalf("addr %q, %v; want $%s", o.addr, err, AddrEnv)
+	}
+	if o, _, err := parseSQLArgs([]string{"--addr", "h:1", "SELECT 1"}, nil, &errOut); err != nil || o.addr != "h:1" {
+		t.Fatalf("addr %q, %v; want the flag's", o.addr, err)
 	}
 }

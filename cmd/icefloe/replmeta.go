@@ -19,10 +19,13 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 )
 
-// shortcutCmd is a backslash (psql) or dot (DuckDB CLI) command.
+// shortcutCmd is a backslash (psql) or dot (DuckDB CLI) command: help,
+// quit, an unknown command, or the SHOW or DESCRIBE statement it stands
+// for.
 type shortcutCmd struct {
-	kind string // help, catalogs, schemas, tables, describe, unknown
-	arg  string
+	kind string // help, sql, unknown
+	sql  string // the statement, for kind sql
+	arg  string // the unknown command
 	quit bool
 }
 
@@ -34,6 +37,7 @@ func shortcut(text string) (shortcutCmd, bool) {
 		return shortcutCmd{}, false
 	}
 	arg := strings.Join(f[1:], " ")
+	show := func(stmt string) (shortcutCmd, bool) { return shortcutCmd{kind: "sql", sql: stmt}, true }
 	switch strings.ToLower(f[0]) {
 	case `\q`, `\quit`, ".quit", ".exit":
 		return shortcutCmd{quit: true}, true
@@ -43,17 +47,17 @@ func shortcut(text string) (shortcutCmd, bool) {
 		return shortcutCmd{kind: "help"}, len(f) == 1
 	case `\?`, `\h`, `\help`, ".help":
 		return shortcutCmd{kind: "help"}, true
-	case `\l`, `\list`, ".databases":
-		return shortcutCmd{kind: "catalogs"}, true
+	case `\l`, `\list`, ".catalogs", ".databases":
+		return show("SHOW CATALOGS")
 	case `\dn`:
-		return shortcutCmd{kind: "schemas", arg: arg}, true
+		return show(showSQL("SHOW SCHEMAS", arg))
 	case `\dt`, ".tables":
-		return shortcutCmd{kind: "tables", arg: arg}, true
+		return show(showSQL("SHOW TABLES", arg))
 	case `\d`, ".schema":
 		if arg == "" {
-			return shortcutCmd{kind: "tables"}, true
+			return show("SHOW TABLES")
 		}
-		return shortcutCmd{kind: "describe", arg: arg}, true
+		return show("DESCRIBE " + arg)
 	}
 	if strings.HasPrefix(f[0], `\`) {
 		return shortcutCmd{kind: "unknown", arg: f[0]}, true
@@ -61,51 +65,37 @@ func shortcut(text string) (shortcutCmd, bool) {
 	return shortcutCmd{}, false
 }
 
-// runShortcut answers a shortcut with the Flight SQL metadata calls.
-func (c *sqlClient) runShortcut(ctx context.Context, intr *interrupts, opts sqlFlags, cmd shortcutCmd, w resultWriter, out *bufio.Writer, stderr io.Writer) error {
-	if cmd.kind == "help" {
-		_, err := io.WriteString(out, replHelp)
-		return errors.Join(err, out.Flush())
+// showSQL is a SHOW statement for a [container.]pattern argument: the
+// part after the last dot is a LIKE pattern, what comes before it the
+// catalog or schema to list (as typed, so quoted names stay quoted).
+func showSQL(show, arg string) string {
+	if arg == "" {
+		return show
 	}
-	if cmd.kind == "unknown" {
-		return fmt.Errorf(`unknown command %s (\? lists them)`, cmd.arg)
+	from, pattern := "", arg
+	if i := strings.LastIndex(arg, "."); i >= 0 {
+		from, pattern = arg[:i], arg[i+1:]
 	}
-	return c.runCancellable(ctx, intr, opts.timeout, func(ctx context.Context, w resultWriter) error {
-		switch cmd.kind {
-		case "catalogs":
-			info, err := c.cl.GetCatalogs(ctx)
-			return c.fetchInfo(ctx, info, err, w)
-		case "schemas":
-			o := &flightsql.GetDBSchemasOpts{}
-			if cmd.arg != "" {
-				o.DbSchemaFilterPattern = &cmd.arg
-			}
-			info, err := c.cl.GetDBSchemas(ctx, o)
-			return c.fetchInfo(ctx, info, err, w)
-		case "tables":
-			info, err := c.cl.GetTables(ctx, tablesOpts(cmd.arg, false))
-			return c.fetchInfo(ctx, info, err, w)
-		}
-		return c.describe(ctx, cmd.arg, w)
-	}, w, out, stderr)
+	if from != "" {
+		show += " FROM " + from
+	}
+	if pattern != "" {
+		show += " LIKE '" + strings.ReplaceAll(pattern, "'", "''") + "'"
+	}
+	return show
 }
 
-// tablesOpts asks for the tables a [catalog.][schema.]pattern names.
-func tablesOpts(name string, withSchema bool) *flightsql.GetTablesOpts {
-	o := &flightsql.GetTablesOpts{IncludeSchema: withSchema}
-	if name == "" {
-		return o
+// runShortcut prints the help or runs the statement a shortcut stands for,
+// as if it had been typed.
+func (c *sqlClient) runShortcut(ctx context.Context, intr *interrupts, opts sqlFlags, cmd shortcutCmd, w resultWriter, out *bufio.Writer, stderr io.Writer) error {
+	switch cmd.kind {
+	case "help":
+		_, err := io.WriteString(out, replHelp)
+		return errors.Join(err, out.Flush())
+	case "unknown":
+		return fmt.Errorf(`unknown command %s (\? lists them)`, cmd.arg)
 	}
-	parts := strings.Split(name, ".")
-	table := parts[len(parts)-1]
-	o.TableNameFilterPattern = &table
-	if len(parts) >= 2 {
-		o.DbSchemaFilterPattern = &parts[len(parts)-2]
-	}
-	if len(parts) >= 3 {
-		o.Catalog = &parts[len(parts)-3]
-	}
-	return o
+	return c.runCancellable(ctx, intr, opts.timeout, c.statement(cmd.sql), w, out, stderr)
 }
 
 // fetchInfo prints the stream a metadata call answered.
@@ -156,48 +146,6 @@ func (c *sqlClient) listTables(ctx context.Context, o *flightsql.GetTablesOpts) 
 		rec.Release()
 	}
 	return out, nil
-}
-
-// describe prints the columns of the tables name matches.
-func (c *sqlClient) describe(ctx context.Context, name string, w resultWriter) error {
-	tables, err := c.listTables(ctx, tablesOpts(name, true))
-	if err != nil {
-		return err
-	}
-	if len(tables) == 0 {
-		return fmt.Errorf("no table matches %q", name)
-	}
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "table", Type: arrow.BinaryTypes.String},
-		{Name: "column", Type: arrow.BinaryTypes.String},
-		{Name: "type", Type: arrow.BinaryTypes.String},
-		{Name: "null", Type: arrow.BinaryTypes.String},
-	}, nil)
-	b := array.NewRecordBuilder(c.alloc, schema)
-	defer b.Release()
-	for _, t := range tables {
-		if t.columns == nil {
-			continue
-		}
-		for _, f := range t.columns.Fields() {
-			null := "YES"
-			if !f.Nullable {
-				null = "NO"
-			}
-			for i, v := range []string{t.catalog + "." + t.schema + "." + t.name, f.Name, f.Type.String(), null} {
-				b.Field(i).(*array.StringBuilder).Append(v)
-			}
-		}
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	if err := w.begin(schema); err != nil {
-		return err
-	}
-	if err := w.write(rec); err != nil {
-		return err
-	}
-	return w.end()
 }
 
 // collectWriter keeps the batches of a result (the caller releases them).

@@ -40,6 +40,9 @@ const (
 	defaultSQLAddr   = "127.0.0.1:32010"
 	defaultSQLFormat = "table"
 
+	// AddrEnv, when set, replaces defaultSQLAddr as the default of --addr.
+	AddrEnv = "ICEFLOE_ADDR"
+
 	// endpointQueue is how many batches each endpoint's stream may read
 	// ahead of the printer.
 	endpointQueue = 8
@@ -145,7 +148,11 @@ func parseSQLArgs(args []string, stdin io.Reader, stderr io.Writer) (sqlFlags, [
 	var o sqlFlags
 	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.addr, "addr", defaultSQLAddr, "coordinator address")
+	addr := defaultSQLAddr
+	if v := os.Getenv(AddrEnv); v != "" {
+		addr = v
+	}
+	fs.StringVar(&o.addr, "addr", addr, "coordinator address, host[:port] ($"+AddrEnv+" when set)")
 	fs.StringVar(&o.format, "format", defaultSQLFormat, "output format: table, csv or json (JSON Lines)")
 	fs.StringVar(&o.catalog, "catalog", "", "session catalog (Flight SQL session option)")
 	fs.StringVar(&o.schema, "schema", "", "session schema (Flight SQL session option)")
