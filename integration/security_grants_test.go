@@ -254,6 +254,23 @@ func TestSecurityGrants(t *testing.T) {
 			t.Fatalf("main of sales.refunds holds %s rows with id -9, want 0", got)
 		}
 	})
+
+	// Views run with the reader's grants (invoker's rights): a view of a
+	// table alice may not read lends her nothing, a view of her own
+	// tables reads; creating one needs CREATE and plans as its creator.
+	t.Run("views", func(t *testing.T) {
+		execUpdate(t, root, `CREATE VIEW sales.leaky AS SELECT * FROM "default".orders`)
+		execUpdate(t, root, "CREATE VIEW sales.counts AS SELECT status, count(*) AS n FROM orders GROUP BY status")
+		denied(t, alice, "SELECT count(*) FROM sales.leaky", "SELECT", other)
+		allowed(t, alice, "SELECT * FROM sales.counts")
+		denied(t, alice, `CREATE VIEW sandbox.mine AS SELECT * FROM "default".orders`, "SELECT", other)
+		denied(t, alice, "CREATE VIEW sales.mine AS SELECT 1 AS x", "CREATE", "local.sales.mine")
+		denied(t, alice, "DROP VIEW sales.counts", "DROP", "local.sales.counts")
+		allowed(t, alice, "CREATE VIEW sandbox.mine AS SELECT id FROM sales.orders")
+		if got := mustQuery(t, alice, "SELECT count(*) FROM sandbox.mine").rows[0]; got != "2000" {
+			t.Fatalf("sandbox.mine holds %s rows, want 2000", got)
+		}
+	})
 }
 
 // metaColumn runs a metadata command and returns column col of its rows.
