@@ -75,6 +75,8 @@ func TestSecurityGrants(t *testing.T) {
 			"SELECT count(*) FROM sales.orders AT (VERSION => " + snap + ")",
 			"SELECT status, count(*) FROM sales.orders GROUP BY status ORDER BY 2 DESC LIMIT 3",
 			"EXPLAIN SELECT * FROM sales.orders",
+			"EXPLAIN ANALYZE SELECT status, count(*) FROM sales.orders GROUP BY status",
+			"EXPLAIN INSERT INTO sales.refunds VALUES (3, 1.0)",
 			// A CTE named like a table alice may not read is the CTE.
 			"WITH orders AS (SELECT * FROM sales.orders) SELECT count(*) FROM orders",
 			"SELECT count(*) FROM sales.orders o WHERE EXISTS (SELECT 1 FROM sales.refunds r WHERE r.id = o.id)",
@@ -94,6 +96,8 @@ func TestSecurityGrants(t *testing.T) {
 			"SELECT count(*) FROM local.default.\"orders$snapshots\"",
 			"SELECT count(*) FROM local.default.orders AT (VERSION => " + demoSnap + ")",
 			"EXPLAIN SELECT * FROM local.default.orders",
+			"EXPLAIN ANALYZE SELECT count(*) FROM local.default.orders",
+			"EXPLAIN INSERT INTO sales.refunds SELECT id, amount FROM local.default.orders",
 			// A CTE's name is seen only in its own scope.
 			"SELECT * FROM (WITH o AS (SELECT * FROM sales.orders) SELECT * FROM o) s, orders",
 			"SELECT count(*) FROM sales.orders o WHERE EXISTS (SELECT 1 FROM local.default.orders d WHERE d.id = o.id)",
