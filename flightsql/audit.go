@@ -4,8 +4,13 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/status"
+
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/tracing"
 )
 
 // Statement kinds in the audit log.
@@ -22,7 +27,9 @@ const (
 // stream), how long and how it ended. run may set the entry's kind. A
 // failed prepare is a line of its own; a prepare that succeeds is not
 // (its execution is). Without an audit log it only runs.
-func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) error {
+func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) (err error) {
+	ctx, span := tracing.Statement(ctx, kind)
+	defer func() { s.ended(ctx, span, kind, err) }()
 	if s.opts.Audit == nil {
 		e := &audit.Entry{}
 		_, err := s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })
@@ -30,7 +37,7 @@ func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx con
 	}
 	start := time.Now()
 	ctx, rec := audit.WithRecord(ctx)
-	e := audit.Entry{Event: audit.EventStatement, Kind: kind, Statement: audit.Statement(sql), SQL: s.opts.Audit.SQL(sql)}
+	e := audit.Entry{Event: audit.EventStatement, Kind: kind, Statement: audit.Statement(sql), SQL: s.opts.Audit.SQL(sql), TraceID: tracing.TraceID(ctx)}
 	rows, err := s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
 	if err == nil && e.Kind == kindPrepare {
 		return nil
@@ -40,6 +47,17 @@ func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx con
 	rec.Fill(&e)
 	s.opts.Audit.Write(e, ToStatus(err))
 	return err
+}
+
+// ended ends a statement's span and logs a failed statement with its
+// trace id, the code and the message the client gets.
+func (s *Server) ended(ctx context.Context, span trace.Span, kind string, err error) {
+	tracing.End(span, err)
+	if err != nil {
+		st := status.Convert(ToStatus(err))
+		tracing.Logger(ctx, s.log).Info("statement failed", zap.String("kind", kind),
+			zap.String("code", st.Code().String()), zap.String("error", st.Message()))
+	}
 }
 
 // caller fills in who made the call and from where.

@@ -15,12 +15,14 @@ import (
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	"github.com/apache/arrow-go/v18/arrow/util"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -55,6 +57,8 @@ type proxyTicket struct {
 	Principal string          `json:"p,omitempty"`
 	Schema    []byte          `json:"s"`
 	Endpoints []proxyEndpoint `json:"e"`
+	// Trace is the statement's traceparent (tracing.Traceparent).
+	Trace string `json:"tr,omitempty"`
 }
 
 type proxyEndpoint struct {
@@ -108,7 +112,7 @@ func (s *Server) singleEndpoint(ctx context.Context, info *flight.FlightInfo, qu
 	if !wantsSingleEndpoint(ctx) {
 		return info, nil
 	}
-	pt := proxyTicket{QueryID: queryID, Schema: info.Schema, Principal: auth.Name(ctx)}
+	pt := proxyTicket{QueryID: queryID, Schema: info.Schema, Principal: auth.Name(ctx), Trace: tracing.Traceparent(ctx)}
 	for _, e := range info.Endpoint {
 		pe := proxyEndpoint{Ticket: e.GetTicket().GetTicket()}
 		for _, l := range e.Location {
@@ -158,13 +162,15 @@ func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schem
 // When the client goes away ctx ends, which cancels every worker stream.
 func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- flight.StreamChunk) {
 	defer close(out)
+	var failed error
+	ctx, span := tracing.Continue(ctx, "proxy", pt.Trace, attribute.String("icefloe.query_id", pt.QueryID))
+	defer func() { tracing.End(span, failed) }()
 	parent := ctx
 	start := time.Now()
-	fetch := audit.Entry{Event: audit.EventFetch, QueryID: pt.QueryID}
-	var failed error
+	fetch := audit.Entry{Event: audit.EventFetch, QueryID: pt.QueryID, TraceID: tracing.TraceID(ctx)}
 	defer func() {
 		if parent.Err() != nil {
-			s.log.Info("flightsql: proxy stream cancelled", zap.Int("endpoints", len(pt.Endpoints)),
+			tracing.Logger(ctx, s.log).Info("flightsql: proxy stream cancelled", zap.Int("endpoints", len(pt.Endpoints)),
 				zap.Error(context.Cause(parent)))
 			failed = context.Cause(parent)
 		}
@@ -178,7 +184,7 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("flightsql: panic in proxy stream", zap.Any("panic", p))
+			tracing.Logger(ctx, s.log).Error("flightsql: panic in proxy stream", zap.Any("panic", p))
 			select {
 			case out <- flight.StreamChunk{Err: fmt.Errorf("flightsql: proxy stream: panic: %v", p)}:
 			case <-ctx.Done():

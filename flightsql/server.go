@@ -23,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -350,7 +351,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query stri
 			eps[i].ExpirationTime = timestamppb.New(plan.ExpiresAt)
 		}
 	}
-	s.log.Debug("planned query", zap.String("query_id", plan.QueryID),
+	tracing.Logger(ctx, s.log).Debug("planned query", zap.String("query_id", plan.QueryID),
 		zap.String("strategy", string(plan.Strategy)), zap.Int("endpoints", len(eps)))
 	info := &flight.FlightInfo{
 		Schema:           flight.SerializeSchema(plan.Schema, s.alloc),

@@ -17,7 +17,7 @@ import (
 
 // icefloeBin returns the binary under test: $ICEFLOE_BIN (the Makefile
 // sets it to the freshly built one) or one built now.
-func icefloeBin(t *testing.T) string {
+func icefloeBin(t testing.TB) string {
 	t.Helper()
 	if bin := os.Getenv("ICEFLOE_BIN"); bin != "" {
 		return bin

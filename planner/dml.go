@@ -9,8 +9,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icefloe/icefloe/internal/admit"
-	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
@@ -490,7 +488,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 		if lineage {
 			scan.Columns = in.cols
 		}
-		sealed, err := p.seal(auth.Name(ctx), admit.DeadlineOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
+		sealed, err := p.seal(stampOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: ob.sql, Schema: schemaBytes})
 		if err != nil {
 			return 0, err
 		}
@@ -509,7 +507,7 @@ func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q
 	for path := range res.replaced {
 		f, ok := byPath[path]
 		if !ok {
-			p.removeFiles(tgt, w.WriteUUID, res.added)
+			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
 			return 0, fmt.Errorf("%w: a worker replaced %s, which was not planned", ErrWriteFailed, path)
 		}
 		deleted = append(deleted, f.file)

@@ -8,8 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/icefloe/icefloe/internal/admit"
-	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -82,7 +80,7 @@ func planLines(plan *Plan) []string {
 // value) of a query with no table, served by one worker.
 func (p *Planner) linesPlan(ctx context.Context, workers []Worker, schema *arrow.Schema, lines []string) (*Plan, error) {
 	t := &wire.Ticket{QueryID: newQueryID(), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: explainSQL(lines)}
-	pb := &planBuilder{p: p, workers: workers, principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
+	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
 	t.Schema = pb.ticket(nil, "", schema).Schema
 	pb.plan.ExpiresAt = t.ExpiresAt
 	pb.endpoint(t)

@@ -23,8 +23,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/admit"
-	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/icemeta"
@@ -211,7 +209,7 @@ func (p *Planner) ingestWrite(ctx context.Context, tgt *writeTarget, rowsIn arra
 		if res != nil {
 			added = res.added
 		}
-		p.removeFiles(tgt, w.WriteUUID, added)
+		p.removeFiles(ctx, tgt, w.WriteUUID, added)
 		return nil, fmt.Errorf("ingest into %s: %w", ref, err)
 	}
 	res.rows = rows
@@ -358,7 +356,7 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *writeTarget, w *wire
 		}
 		fw := *w
 		fw.WriteUUID = fragmentUUID(w.WriteUUID, i)
-		sealed, err := p.seal(auth.Name(ctx), admit.DeadlineOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
+		sealed, err := p.seal(stampOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/partstats"
+	"github.com/icefloe/icefloe/internal/tracing"
 )
 
 // Partition statistics: written on commit when a table asks for them
@@ -93,7 +94,7 @@ func (p *Planner) afterCommit(ctx context.Context, tgt *writeTarget, before tabl
 		_, err = p.writePartitionStats(ctx, &writeTarget{ref: tgt.ref, mount: tgt.mount, pinned: fresh}, snap)
 	}
 	if err != nil {
-		p.log.Warn("planner: write partition statistics", zap.String("table", tgt.ref.String()), zap.Int64("snapshot", snap.SnapshotID), zap.Error(err))
+		tracing.Logger(ctx, p.log).Warn("planner: write partition statistics", zap.String("table", tgt.ref.String()), zap.Int64("snapshot", snap.SnapshotID), zap.Error(err))
 	}
 }
 

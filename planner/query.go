@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/codec"
 	"github.com/apache/iceberg-go/table"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
@@ -26,6 +27,7 @@ import (
 	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -104,7 +106,7 @@ func (p *Planner) Bind(ctx context.Context, s Session, query string, args ...any
 
 // Plan plans a query over the live workers. args bind the query's
 // parameters, one per placeholder (see params.go).
-func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any) (*Plan, error) {
+func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any) (plan *Plan, err error) {
 	workers := p.opts.Workers.Live()
 	if len(workers) == 0 {
 		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
@@ -142,13 +144,24 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 	if len(b.paramTypes) > 0 {
 		return nil, fmt.Errorf("%w: the statement has %d parameters, no values were bound", ErrInvalid, len(b.paramTypes))
 	}
+	// The tickets carry the statement's span, not the plan's: the
+	// fragments run after planning, under the statement.
+	st := stampOf(ctx)
+	ctx, span := tracing.Span(ctx, "plan")
+	defer func() {
+		if plan != nil {
+			span.SetAttributes(attribute.String("icefloe.query_id", plan.QueryID),
+				attribute.String("icefloe.strategy", string(plan.Strategy)), attribute.Int("icefloe.endpoints", len(plan.Endpoints)))
+		}
+		tracing.End(span, err)
+	}()
 	for _, in := range b.inputs {
 		if err := planFiles(ctx, in); err != nil {
 			return nil, err
 		}
 		in.groups = groupTasks(in.tasks, targetGroups(workers, in.bytes, p.opts.TargetGroupBytes))
 	}
-	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx),
+	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, stamp: st,
 		plan:    &Plan{QueryID: newQueryID(), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
@@ -166,19 +179,18 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 // planBuilder collects one plan's tickets.
 type planBuilder struct {
 	p *Planner
-	// principal is who plans: every ticket is bound to them.
-	principal string
-	// deadline is the statement's timeout: every ticket carries it.
-	deadline admit.Deadline
-	b        *bound
-	conn     *engine.Conn
-	workers  []Worker
-	plan     *Plan
-	expires  time.Time
-	explain  []string // lines "key\tvalue"
-	tickets  []*wire.Ticket
-	owners   []int
-	next     int
+	// stamp is who plans, the statement's deadline and trace: every
+	// ticket carries it.
+	stamp   stamp
+	b       *bound
+	conn    *engine.Conn
+	workers []Worker
+	plan    *Plan
+	expires time.Time
+	explain []string // lines "key\tvalue"
+	tickets []*wire.Ticket
+	owners  []int
+	next    int
 }
 
 func (pb *planBuilder) note(key, format string, args ...any) {
@@ -214,7 +226,7 @@ func (pb *planBuilder) endpoint(t *wire.Ticket) {
 // child seals t as a child fragment owned by the next worker.
 func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
 	t.Child = true
-	sealed, err := pb.p.seal(pb.principal, pb.deadline, t)
+	sealed, err := pb.p.seal(pb.stamp, t)
 	if err != nil {
 		return wire.Child{}, err
 	}
@@ -223,7 +235,7 @@ func (pb *planBuilder) child(view string, t *wire.Ticket) (wire.Child, error) {
 
 func (pb *planBuilder) finish() (*Plan, error) {
 	for i, t := range pb.tickets {
-		sealed, err := pb.p.seal(pb.principal, pb.deadline, t)
+		sealed, err := pb.p.seal(pb.stamp, t)
 		if err != nil {
 			return nil, err
 		}
@@ -655,12 +667,24 @@ func snapshotID(in *input) int64 {
 	return 0
 }
 
-// seal stamps a ticket with the principal it is bound to, the time it
-// was planned and its statement's deadline, and seals it: every ticket the
-// planner makes goes through here.
-func (p *Planner) seal(principal string, dl admit.Deadline, t *wire.Ticket) ([]byte, error) {
-	t.Principal = principal
-	t.Deadline, t.Timeout = dl.At, dl.Timeout
+// stamp is what every ticket of a statement carries about it: the
+// principal it is bound to, the statement's deadline and its trace.
+type stamp struct {
+	principal string
+	deadline  admit.Deadline
+	trace     string
+}
+
+// stampOf is the stamp of ctx's statement.
+func stampOf(ctx context.Context) stamp {
+	return stamp{principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), trace: tracing.Traceparent(ctx)}
+}
+
+// seal stamps a ticket with st and the time it was planned, and seals it:
+// every ticket the planner makes goes through here.
+func (p *Planner) seal(st stamp, t *wire.Ticket) ([]byte, error) {
+	t.Principal, t.Trace = st.principal, st.trace
+	t.Deadline, t.Timeout = st.deadline.At, st.deadline.Timeout
 	if t.IssuedAt.IsZero() {
 		t.IssuedAt = time.Now()
 	}
@@ -675,15 +699,13 @@ func newQueryID() string {
 
 // bind parses, resolves, rewrites and binds a query on conn, leaving the
 // stand-in tables there for the strategies.
-func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, args ...any) (*bound, error) {
-	text, err := conn.SerializeSQL(ctx, temporalClauses(quoteQualifiers(query)))
+func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, args ...any) (b *bound, err error) {
+	ast, err := parse(ctx, conn, query)
 	if err != nil {
 		return nil, err
 	}
-	ast, err := parseAST(text)
-	if err != nil {
-		return nil, err
-	}
+	ctx, span := tracing.Span(ctx, "bind")
+	defer func() { tracing.End(span, err) }()
 	substituteSession(ast, s)
 	if err := refuseEscapes(ast); err != nil {
 		return nil, err
@@ -694,7 +716,7 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 			return nil, err
 		}
 	}
-	b := &bound{ast: ast, aliases: map[string]*input{}, quoted: quotedIdents(query), names: map[string]string{}}
+	b = &bound{ast: ast, aliases: map[string]*input{}, quoted: quotedIdents(query), names: map[string]string{}}
 	if err := p.resolve(ctx, conn, s, b); err != nil {
 		return nil, err
 	}
@@ -726,6 +748,17 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 		return nil, err
 	}
 	return b, nil
+}
+
+// parse has DuckDB's parser check query and returns its syntax tree.
+func parse(ctx context.Context, conn *engine.Conn, query string) (_ *parsed, err error) {
+	ctx, span := tracing.Span(ctx, "parse")
+	defer func() { tracing.End(span, err) }()
+	text, err := conn.SerializeSQL(ctx, temporalClauses(quoteQualifiers(query)))
+	if err != nil {
+		return nil, err
+	}
+	return parseAST(text)
 }
 
 // loadStandIns makes an empty table of each input's schema under its view

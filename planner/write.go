@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go/codec"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -29,6 +30,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/orphans"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -306,7 +308,7 @@ func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write,
 		err = derr
 	}
 	if err != nil {
-		p.removeFiles(tgt, w.WriteUUID, res.added)
+		p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
 		return nil, err
 	}
 	return res, nil
@@ -341,11 +343,11 @@ func decodeResults(tbl *table.Table, raw []wire.WriteResult) (*writeResults, err
 }
 
 // removeFiles deletes the files of a statement that will not be committed.
-func (p *Planner) removeFiles(tgt *writeTarget, stmtUUID string, files []iceberg.DataFile) {
+func (p *Planner) removeFiles(ctx context.Context, tgt *writeTarget, stmtUUID string, files []iceberg.DataFile) {
 	tbl := tgt.pinned.Table
 	fsys, err := tbl.FS(context.Background())
 	if err != nil {
-		p.log.Warn("planner: delete files of a failed write", zap.String("table", tgt.ref.String()), zap.Error(err))
+		tracing.Logger(ctx, p.log).Warn("planner: delete files of a failed write", zap.String("table", tgt.ref.String()), zap.Error(err))
 		return
 	}
 	for _, df := range files {
@@ -353,7 +355,7 @@ func (p *Planner) removeFiles(tgt *writeTarget, stmtUUID string, files []iceberg
 	}
 	if _, err := orphans.Remove(context.Background(), fsys, tbl.Location(), writePrefix(stmtUUID)); err != nil {
 		// The statement already failed; its error is what the client needs.
-		p.log.Warn("planner: delete files of a failed write", zap.String("table", tgt.ref.String()), zap.Error(err))
+		tracing.Logger(ctx, p.log).Warn("planner: delete files of a failed write", zap.String("table", tgt.ref.String()), zap.Error(err))
 	}
 }
 
@@ -564,7 +566,7 @@ func (p *Planner) commitOnce(ctx context.Context, tgt *writeTarget, change func(
 // started, the commit runs to its end (at most commitTimeout) whatever
 // happens to ctx, so that a client's cancel never leaves its outcome
 // unknown.
-func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
+func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) (err error) {
 	if err := dryRunOf(ctx).stop(); err != nil {
 		return err
 	}
@@ -573,6 +575,8 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
+	ctx, span := tracing.Span(ctx, "commit", attribute.String("icefloe.table", tgt.ref.String()))
+	defer func() { tracing.End(span, err) }()
 	cat := tgt.mount.Catalog
 	if tgt.made {
 		cat = tgt.mount.Internal()
@@ -653,7 +657,7 @@ func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *ar
 	res := &writeResults{rows: rows}
 	for df, err := range icemeta.Write(ctx, tgt.pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
 		if err != nil {
-			p.removeFiles(tgt, w.WriteUUID, res.added)
+			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
 			return 0, fmt.Errorf("insert into %s: write: %w", tgt.ref, err)
 		}
 		res.added = append(res.added, df)

@@ -32,6 +32,10 @@ type Ticket struct {
 	// fragment wherever it runs; Timeout is that timeout, for the error.
 	Deadline time.Time     `json:"dl,omitzero"`
 	Timeout  time.Duration `json:"to,omitempty"`
+	// Trace is the W3C traceparent of the statement the ticket was planned
+	// for, when tracing is on: a worker a client fetches the fragment from
+	// continues the statement's trace. Sealed, so never in clear.
+	Trace string `json:"tr,omitempty"`
 	// Child says the ticket is a child fragment, pulled by the worker that
 	// runs its parent (which holds the fragment slot of the tree).
 	Child bool `json:"ch,omitempty"`

@@ -9,6 +9,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -31,7 +32,7 @@ func (s *Server) auditEntry(ctx context.Context) (context.Context, *audit.Entry)
 // noteTicket records the ticket a call runs.
 func noteTicket(ctx context.Context, t *wire.Ticket) {
 	if e, ok := ctx.Value(entryKey{}).(*audit.Entry); ok {
-		e.QueryID = t.QueryID
+		e.QueryID, e.TraceID = t.QueryID, tracing.TraceID(ctx)
 		if t.Write != nil {
 			e.Event = audit.EventWrite
 			e.Written = []audit.TableUse{{Table: t.Write.Display}}

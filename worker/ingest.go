@@ -16,9 +16,11 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/icemeta"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -42,7 +44,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	defer end()
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("worker: panic in DoPut", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			tracing.Logger(ctx, s.log).Error("worker: panic in DoPut", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 			err = fmt.Errorf("%w: panic: %v", errInternal, p)
 		}
 		err = toStatus(ctx, err)
@@ -60,6 +62,8 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	if err != nil {
 		return err
 	}
+	ctx, span := tracing.Continue(ctx, "fragment", t.Trace, attribute.String("icefloe.query_id", t.QueryID), attribute.Bool("icefloe.write", true))
+	defer func() { tracing.End(span, err) }()
 	noteTicket(ctx, t)
 	if err := s.admit(ctx, t); err != nil {
 		return err
@@ -115,7 +119,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 			if ctx.Err() != nil {
 				werr = context.Cause(ctx)
 			}
-			s.removeWritten(tbl, written, w.WriteUUID)
+			s.removeWritten(ctx, tbl, written, w.WriteUUID)
 			return werr
 		}
 		written = append(written, df)
@@ -124,7 +128,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	for _, df := range written {
 		r, err := encodeResult(tbl, df)
 		if err != nil {
-			s.removeWritten(tbl, written, w.WriteUUID)
+			s.removeWritten(ctx, tbl, written, w.WriteUUID)
 			return err
 		}
 		results = append(results, r)
@@ -132,11 +136,11 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	noteWritten(ctx, results)
 	meta, err := json.Marshal(results)
 	if err != nil {
-		s.removeWritten(tbl, written, w.WriteUUID)
+		s.removeWritten(ctx, tbl, written, w.WriteUUID)
 		return err
 	}
 	if err := stream.Send(&flight.PutResult{AppMetadata: meta}); err != nil {
-		s.removeWritten(tbl, written, w.WriteUUID)
+		s.removeWritten(ctx, tbl, written, w.WriteUUID)
 		return err
 	}
 	return nil

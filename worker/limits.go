@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -52,7 +53,7 @@ func (s *Server) limited(ctx context.Context, t *wire.Ticket, fn func(context.Co
 	}
 	if te != nil && err != nil {
 		s.timedOut.Add(1)
-		s.log.Info("worker: fragment cancelled by its statement timeout",
+		tracing.Logger(ctx, s.log).Info("worker: fragment cancelled by its statement timeout",
 			zap.String("query", t.QueryID), zap.Duration("timeout", t.Timeout))
 		return te
 	}

@@ -1,24 +1,26 @@
 package worker
 
 import (
-	"sync/atomic"
-
 	"context"
 	"errors"
 	"fmt"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
@@ -27,6 +29,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/inflight"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -274,25 +277,49 @@ func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServ
 	defer end()
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("worker: panic in DoGet", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			tracing.Logger(ctx, s.log).Error("worker: panic in DoGet", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
 			err = fmt.Errorf("%w: panic: %v", errInternal, p)
 		}
-		if err != nil && ctx.Err() != nil {
-			s.log.Info("worker: DoGet cancelled", zap.Error(context.Cause(ctx)))
+		cancelled := err != nil && ctx.Err() != nil
+		if cancelled {
+			tracing.Logger(ctx, s.log).Info("worker: DoGet cancelled", zap.Error(context.Cause(ctx)))
 		}
 		err = toStatus(ctx, err)
+		if err != nil && !cancelled {
+			st := status.Convert(err)
+			tracing.Logger(ctx, s.log).Info("worker: fragment failed",
+				zap.String("code", st.Code().String()), zap.String("error", st.Message()))
+		}
 	}()
 	ctx = compute.WithAllocator(ctx, s.opts.Allocator)
 	return s.serve(ctx, tkt.GetTicket(), stream)
 }
 
+// query runs a fragment's SQL on DuckDB and streams its result.
+func (s *Server) query(ctx context.Context, conn *engine.Conn, sql string, schema *arrow.Schema, stream flight.DataStreamWriter) (rows int64, batches int, err error) {
+	ctx, span := tracing.Span(ctx, "duckdb")
+	defer func() {
+		span.SetAttributes(attribute.Int64("icefloe.rows", rows))
+		tracing.End(span, err)
+	}()
+	rdr, err := conn.Query(ctx, sql, s.sendOptions())
+	if err != nil {
+		return 0, 0, &queryError{err: err}
+	}
+	defer rdr.Release()
+	return s.send(ctx, schema, rdr, stream)
+}
+
 // serve runs one ticket on a fresh connection.
-func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStreamWriter) error {
+func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStreamWriter) (err error) {
 	start := time.Now()
 	t, err := s.opts.Key.Open(sealed, start)
 	if err != nil {
 		return err
 	}
+	ctx, span := tracing.Continue(ctx, "fragment", t.Trace, attribute.String("icefloe.query_id", t.QueryID),
+		attribute.Bool("icefloe.child", t.Child), attribute.Bool("icefloe.write", t.Write != nil))
+	defer func() { tracing.End(span, err) }()
 	noteTicket(ctx, t)
 	if err := s.admit(ctx, t); err != nil {
 		return err
@@ -334,16 +361,11 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	if err := s.loadChildren(ctx, conn, t); err != nil {
 		return err
 	}
-	rdr, err := conn.Query(ctx, t.SQL, s.sendOptions())
-	if err != nil {
-		return &queryError{err: err}
-	}
-	defer rdr.Release()
-	rows, batches, err := s.send(ctx, schema, rdr, stream)
+	rows, batches, err := s.query(ctx, conn, t.SQL, schema, stream)
 	if err != nil {
 		return err
 	}
-	s.log.Debug("worker: ticket served", zap.String("query", t.QueryID),
+	tracing.Logger(ctx, s.log).Debug("worker: ticket served", zap.String("query", t.QueryID),
 		zap.Int("scans", len(t.Scans)), zap.Int64("rows", rows), zap.Int("batches", batches),
 		zap.Duration("took", time.Since(start)))
 	return nil

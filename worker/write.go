@@ -23,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/orphans"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -53,7 +54,7 @@ func (s *Server) write(ctx context.Context, conn *engine.Conn, t *wire.Ticket, s
 		if err == nil {
 			return
 		}
-		s.removeWritten(tbl, written, w.WriteUUID)
+		s.removeWritten(ctx, tbl, written, w.WriteUUID)
 	}()
 	if !w.Rewrite {
 		for _, sc := range t.Scans {
@@ -213,20 +214,20 @@ func fileSchema(tbl *table.Table, w *wire.Write) *iceberg.Schema {
 // removeWritten deletes the files a failed fragment wrote: the ones it was
 // told about and any other file under the table carrying its UUID
 // (e.g. one a writer had open when the fragment was cancelled).
-func (s *Server) removeWritten(tbl *table.Table, written []iceberg.DataFile, writeUUID string) {
+func (s *Server) removeWritten(ctx context.Context, tbl *table.Table, written []iceberg.DataFile, writeUUID string) {
 	fsys, err := tbl.FS(context.Background())
 	if err != nil {
-		s.log.Warn("worker: delete files of failed write", zap.Error(err))
+		tracing.Logger(ctx, s.log).Warn("worker: delete files of failed write", zap.Error(err))
 		return
 	}
 	for _, df := range written {
 		if rerr := fsys.Remove(df.FilePath()); rerr != nil {
-			s.log.Warn("worker: delete file of failed write", zap.Error(rerr))
+			tracing.Logger(ctx, s.log).Warn("worker: delete file of failed write", zap.Error(rerr))
 		}
 	}
 	if prefix := uuidPrefix(writeUUID); prefix != "" {
 		if _, rerr := orphans.Remove(context.Background(), fsys, tbl.Location(), prefix); rerr != nil {
-			s.log.Warn("worker: delete files of failed write", zap.Error(rerr))
+			tracing.Logger(ctx, s.log).Warn("worker: delete files of failed write", zap.Error(rerr))
 		}
 	}
 }

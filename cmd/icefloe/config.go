@@ -64,6 +64,8 @@ type Config struct {
 	Audit *AuditConfig `yaml:"audit,omitempty"`
 	// Limits bound what runs at once and for how long (limits.go).
 	Limits *LimitsConfig `yaml:"limits,omitempty"`
+	// Tracing sends OpenTelemetry spans to a collector (tracing.go).
+	Tracing *TracingConfig `yaml:"tracing,omitempty"`
 }
 
 // AuthConfig lists who may log in and what they may do.
@@ -203,7 +205,7 @@ func (c Config) Validate() error {
 	if c.TicketTTL < 0 {
 		errs = append(errs, fmt.Errorf("config: ticket_ttl: must be >= 0, got %s", c.TicketTTL))
 	}
-	errs = append(errs, c.Auth.validate(), c.TLS.validate(), c.Limits.validate())
+	errs = append(errs, c.Auth.validate(), c.TLS.validate(), c.Limits.validate(), c.Tracing.validate())
 	seen := map[string]int{catalog.LocalCatalogName: -1}
 	for i, cat := range c.Catalogs {
 		key := fmt.Sprintf("catalogs[%d]", i)

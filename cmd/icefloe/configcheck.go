@@ -17,6 +17,7 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/suggest"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -166,6 +167,14 @@ func (c Config) validateValues() error {
 			errs = append(errs, fmt.Errorf("config: worker_addresses[%d]: %w", i, err))
 		}
 	}
+	if t := c.Tracing; t != nil && t.Endpoint != "" {
+		switch err := checkPeer(t.Endpoint); {
+		case strings.Contains(t.Endpoint, "://"):
+			errs = append(errs, fmt.Errorf("config: tracing.endpoint: %q: give host:port, without a scheme", t.Endpoint))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("config: tracing.endpoint: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -195,6 +204,9 @@ func (c Config) effective() Config {
 	}
 	if e.WorkerAddresses == nil {
 		e.WorkerAddresses = []string{}
+	}
+	if t := e.Tracing; t != nil && t.SampleRatio == 0 {
+		e.Tracing = &TracingConfig{Endpoint: t.Endpoint, SampleRatio: tracing.DefaultSampleRatio, Insecure: t.Insecure, CAFile: t.CAFile}
 	}
 	return e
 }

@@ -177,6 +177,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log, ready := startLogger(stderr)
 	defer log.Sync()
+	stopTracing, err := r.startTracing(ctx, "icefloe", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	host, _, err := splitHost(*r.listen)
 	if err != nil {
 		return err
@@ -251,6 +256,11 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	}
 	log, ready := startLogger(stderr)
 	defer log.Sync()
+	stopTracing, err := r.startTracing(ctx, "icefloe-coordinator", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	sec, err := r.security(key, log, false, nil)
 	if err != nil {
 		return err
@@ -363,6 +373,11 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log, ready := startLogger(stderr)
 	defer log.Sync()
+	stopTracing, err := r.startTracing(ctx, "icefloe-worker", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	sec, err := r.security(key, log, false, nil)
 	if err != nil {
 		return err

@@ -59,6 +59,8 @@ type Entry struct {
 	Outcome  string  `json:"outcome"`
 	Code     string  `json:"code"`
 	Error    string  `json:"error,omitempty"`
+	// TraceID is the statement's trace, when tracing is on.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // TableUse is a table a statement read or wrote, at a snapshot (0: the

@@ -13,6 +13,7 @@ import (
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -52,7 +53,9 @@ func (s Security) policy() *authz.Policy {
 // serverOptions are the listener's TLS and authentication; extra
 // interceptors run after authentication.
 func (s Security) serverOptions(extra ...grpc.ServerOption) []grpc.ServerOption {
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(DefaultMaxMessageSize)}
+	// Tracing's interceptors run first, so they see the call's final
+	// error.
+	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(DefaultMaxMessageSize)}, tracing.ServerOptions()...)
 	if s.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.TLS)))
 	}

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/icefloe/icefloe/internal/tracing"
 )
 
 // Defaults.
@@ -91,6 +93,7 @@ func (o Options) DialOptions(useTLS bool) []grpc.DialOption {
 			grpc.WithChainUnaryInterceptor(o.unaryAuth),
 			grpc.WithChainStreamInterceptor(o.streamAuth))
 	}
+	opts = append(opts, tracing.DialOptions()...)
 	return append(opts, o.Extra...)
 }
 

@@ -10,8 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/icefloe/icefloe/internal/tracing"
 )
 
 // PullOptions configure one Pull.
@@ -140,6 +143,13 @@ func (p *Pool) pullFrom(ctx context.Context, loc string, ticket []byte, o PullOp
 		return false, err
 	}
 	defer release()
+	// One span per location tried: a fallback shows as a failed pull
+	// followed by the next.
+	ctx, span := tracing.Span(ctx, "pull", attribute.String("icefloe.peer", loc))
+	defer func() {
+		span.SetAttributes(attribute.Bool("icefloe.started", started))
+		tracing.End(span, err)
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := cl.DoGet(ctx, &flight.Ticket{Ticket: ticket})
