@@ -138,6 +138,9 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 		return 0, true, err
 	}
 	opts = append(opts, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props))
+	if d := dryRunOf(ctx); d != nil {
+		return 0, true, p.explainCTAS(ctx, sess, d, ref, columns, query)
+	}
 	create := func(staging catalog.TableRef) error {
 		if _, err := mt.Internal().CreateTable(ctx, staging.Ident(), schema, opts...); err != nil {
 			if errors.Is(err, icecat.ErrNoSuchNamespace) {

@@ -126,6 +126,10 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 		return p.createTable(ctx, sess, ps)
 	case ps.at("CREATE", "OR", "REPLACE", "TABLE"):
 		return p.createOrReplace(ctx, sess, ps)
+	case ps.at("CREATE", "VIEW"), ps.at("CREATE", "OR", "REPLACE", "VIEW"):
+		return 0, p.ddlCreateView(ctx, sess, ps)
+	case ps.at("DROP", "VIEW"):
+		return 0, p.ddlDropView(ctx, sess, ps)
 	case ps.at("DROP", "SCHEMA"):
 		return 0, p.ddlDropSchema(ctx, sess, ps)
 	case ps.at("DROP", "TABLE"):

@@ -105,6 +105,9 @@ func (p *Planner) createTable(ctx context.Context, sess Session, ps *ddlParser) 
 	if n, ok, err := p.ctas(ctx, sess, ps); ok {
 		return n, err
 	}
+	if dryRunOf(ctx) != nil {
+		return 0, fmt.Errorf("%w: EXPLAIN of CREATE TABLE without AS (EXPLAIN shows INSERT, UPDATE, DELETE and CREATE TABLE … AS)", ErrUnsupported)
+	}
 	return 0, p.ddlCreateTable(ctx, sess, ps)
 }
 

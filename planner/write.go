@@ -212,6 +212,9 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarge
 		if err != nil {
 			return nil, err
 		}
+		if d := dryRunOf(ctx); d != nil && attempt == 0 {
+			d.plan(plan.Explain)
+		}
 		w := p.newWrite(tgt)
 		w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
 		w.OrderBy = partitionOrder(tgt.pinned.Table)
@@ -310,6 +313,9 @@ type writeResults struct {
 // all in parallel on their workers and decodes their files. If any
 // fragment fails, it deletes every file of the statement and fails.
 func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write, endpoints []Endpoint) (*writeResults, error) {
+	if d := dryRunOf(ctx); d != nil {
+		return nil, d.fragments(tgt.ref.String(), w, endpoints)
+	}
 	tickets := make([][]byte, len(endpoints))
 	for i, e := range endpoints {
 		t, err := p.opts.Key.Open(e.Ticket, time.Now())
@@ -591,6 +597,9 @@ func (p *Planner) commitOnce(ctx context.Context, tgt *writeTarget, change func(
 // happens to ctx, so that a client's cancel never leaves its outcome
 // unknown.
 func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) (err error) {
+	if err := dryRunOf(ctx).stop(); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("commit to %s: nothing was committed: %w", tgt.ref, context.Cause(ctx))
 	}
@@ -663,6 +672,10 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
 	if err := p.authorize(ctx, authz.TableObject(tgt.ref), authz.Insert); err != nil {
 		return 0, err
+	}
+	if d := dryRunOf(ctx); d != nil {
+		d.note("write", "the coordinator writes the %d rows of VALUES as Parquet files of %s", rows, tgt.ref)
+		return 0, d.commit("append: the written files are added in one snapshot")
 	}
 	w := p.newWrite(tgt)
 	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 0))
