@@ -62,11 +62,11 @@ func explainsWrite(inner string) bool {
 	if err != nil {
 		return false
 	}
-	return ps.at("INSERT") || ps.at("UPDATE") || ps.at("DELETE") || ps.at("CREATE", "TABLE")
+	return ps.at("INSERT") || ps.at("UPDATE") || ps.at("DELETE") || ps.at("MERGE") || ps.at("TRUNCATE") || ps.at("CREATE", "TABLE")
 }
 
-// explainWrite answers EXPLAIN of an INSERT, UPDATE, DELETE or CREATE
-// TABLE … AS: the plan of its reads, its write fragments and its commit,
+// explainWrite answers EXPLAIN of an INSERT, UPDATE, DELETE, MERGE,
+// TRUNCATE or CREATE TABLE … AS: the plan of its reads, its write fragments and its commit,
 // without writing anything.
 func (p *Planner) explainWrite(ctx context.Context, s Session, inner string, workers []Worker) (*Plan, error) {
 	schema, err := p.explainSchema(ctx, s, inner)

@@ -38,6 +38,8 @@ func TestExplainWritesChangeNothing(t *testing.T) {
 		{`EXPLAIN DELETE FROM cow`, []string{"read\t2 of 2 data files", "commit\toverwrite (copy-on-write)"}},
 		{`EXPLAIN DELETE FROM mor WHERE id < 3`, []string{"rows\t2 rows of local.default.mor match", "commit\tdelete (merge-on-read)"}},
 		{`EXPLAIN DELETE FROM cow WHERE id > 100`, []string{"commit\tnone"}},
+		{`EXPLAIN MERGE INTO cow USING (VALUES (4, 'x'), (9, 'y')) AS src(id, s) ON cow.id = src.id WHEN MATCHED THEN UPDATE SET s = src.s WHEN NOT MATCHED THEN INSERT VALUES (src.id, src.s)`, []string{"data files of local.default.cow", "commit\t"}},
+		{`EXPLAIN TRUNCATE TABLE mor`, []string{"rows\t4 rows of local.default.mor", "commit\tdelete: every live data and delete file"}},
 		{`EXPLAIN CREATE TABLE made AS SELECT id, s FROM cow`, []string{"create\ttable local.default.made (\"id\" BIGINT, \"s\" VARCHAR)", "read strategy\t", "commit\tcreate the table, then append"}},
 	} {
 		plan, err := e.p.Plan(ctx, e.sess, c.q)
