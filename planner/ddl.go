@@ -1112,6 +1112,9 @@ func (c ddlConflictCatalog) CommitTable(ctx context.Context, ident table.Identif
 	meta, loc, err = c.CatalogIO.CommitTable(ctx, ident, reqs, updates)
 	if err == nil {
 		st.committedIn(updates)
+		if snaps, ok := ddlAddedSnapshots(updates); ok {
+			c.stats.committed(snaps)
+		}
 		return meta, loc, nil
 	}
 	if errors.Is(err, table.ErrCommitFailed) {
@@ -1125,6 +1128,9 @@ func (c ddlConflictCatalog) CommitTable(ctx context.Context, ident table.Identif
 	if current != nil && landed(current.Metadata(), updates) {
 		// The answer was lost, not the commit.
 		st.committedIn(updates)
+		if snaps, ok := ddlAddedSnapshots(updates); ok {
+			c.stats.committed(snaps)
+		}
 		return current.Metadata(), current.MetadataLocation(), nil
 	}
 	return nil, "", err
