@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	iceio "github.com/apache/iceberg-go/io"
 )
 
-func TestOpenLocalMountLoad(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	cat, props, err := OpenLocal(ctx, dir)
+// localMounts mounts a new embedded catalog as "local"; the test's end
+// closes it.
+func localMounts(t *testing.T) (icecat.Catalog, *Mounts) {
+	t.Helper()
+	cat, props, err := OpenLocal(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +24,13 @@ func TestOpenLocalMountLoad(t *testing.T) {
 	if err := m.Mount(LocalCatalogName, cat, props); err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
+	return cat, m
+}
+
+func TestOpenLocalMountLoad(t *testing.T) {
+	ctx := context.Background()
+	cat, m := localMounts(t)
 	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
 	ref := TableRef{Catalog: LocalCatalogName, Schema: DefaultSchema, Table: "t"}
 	if _, err := cat.CreateTable(ctx, ref.Ident(), schema); err != nil {

@@ -156,11 +156,13 @@ func (m *Mounts) Mount(name string, cat icecat.Catalog, props iceberg.Properties
 	return nil
 }
 
-// newMount puts the raw catalog of mt behind the guard, if any.
+// newMount puts the raw catalog of mt behind the guard, if any, and
+// leaves staging tables out of its listings (staging.go).
 func (m *Mounts) newMount(mt *Mount) *Mount {
-	mt.Catalog, mt.internal = mt.raw, mt.raw
+	hidden := hideStaging{mt.raw}
+	mt.Catalog, mt.internal = hidden, hidden
 	if m.guard != nil {
-		mt.Catalog, mt.internal = m.guard(mt.Name, mt.raw)
+		mt.Catalog, mt.internal = m.guard(mt.Name, hidden)
 	}
 	return mt
 }

@@ -30,6 +30,9 @@ const (
 func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx context.Context, e *audit.Entry) (int64, error)) (err error) {
 	ctx, span := tracing.Statement(ctx, kind)
 	defer func() { s.ended(ctx, span, kind, err) }()
+	if ctx, err = withStatementID(ctx); err != nil {
+		return err
+	}
 	ctx, q := s.queries.Begin(ctx, auth.Name(ctx), kind, audit.Redact(sql))
 	var rows int64
 	defer func() {

@@ -13,14 +13,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
+	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 )
 
-// TableTypeTable is the only table type icefloe lists.
-const TableTypeTable = "TABLE"
+// The table types icefloe lists: Iceberg tables and Iceberg views.
+const (
+	TableTypeTable = "TABLE"
+	TableTypeView  = "VIEW"
+)
 
 // metaInfo answers a metadata command with one endpoint the coordinator
 // serves itself: the command is its own ticket.
@@ -151,14 +156,17 @@ func tablesSchema(includeSchema bool) *arrow.Schema {
 	return schema_ref.Tables
 }
 
-// DoGetTables lists tables by catalog (exact), schema and table (LIKE
-// patterns) and table type, sorted; with include_schema each row carries
-// the table's current Arrow schema with column metadata (TableArrowSchema).
+// DoGetTables lists tables and views by catalog (exact), schema and
+// table (LIKE patterns) and table type, sorted; with include_schema each
+// row carries the current Arrow schema with column metadata
+// (TableArrowSchema).
 func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	sc := tablesSchema(cmd.GetIncludeSchema())
-	if types := cmd.GetTableTypes(); len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool {
-		return strings.EqualFold(t, TableTypeTable)
-	}) {
+	wants := func(kind string) bool {
+		types := cmd.GetTableTypes()
+		return len(types) == 0 || slices.ContainsFunc(types, func(t string) bool { return strings.EqualFold(t, kind) })
+	}
+	if !wants(TableTypeTable) && !wants(TableTypeView) {
 		return s.emptyResult(sc)
 	}
 	schemas, idents, err := s.listSchemas(ctx, cmd.GetCatalog(), cmd.GetDBSchemaFilterPattern())
@@ -172,53 +180,111 @@ func (s *Server) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arr
 		if err != nil {
 			continue
 		}
-		var names []string
-		var tidents [][]string
-		for ident, err := range mt.Catalog.ListTables(ctx, idents[i]) {
+		var rows []tableRow
+		if wants(TableTypeTable) {
+			if rows, err = s.tableRows(ctx, mt, sch, idents[i], cmd); err != nil {
+				return nil, nil, ToStatus(err)
+			}
+		}
+		if wants(TableTypeView) {
+			views, err := s.viewRows(ctx, mt, sch, idents[i], cmd)
 			if err != nil {
-				return nil, nil, ToStatus(fmt.Errorf("list tables of %s.%s: %w", sch[0], sch[1], err))
+				return nil, nil, ToStatus(err)
 			}
-			if len(ident) == 0 {
-				continue
-			}
-			name := ident[len(ident)-1]
-			if matchPattern(cmd.GetTableNameFilterPattern(), name) {
-				names = append(names, name)
-				tidents = append(tidents, ident)
-			}
+			rows = append(rows, views...)
 		}
-		order := make([]int, len(names))
-		for j := range order {
-			order[j] = j
-		}
-		slices.SortFunc(order, func(x, y int) int { return cmp.Compare(names[x], names[y]) })
-		for _, j := range order {
-			ref := catalog.TableRef{Catalog: sch[0], Schema: sch[1], Table: names[j]}
-			var schemaBytes []byte
+		slices.SortFunc(rows, func(x, y tableRow) int { return cmp.Compare(x.name, y.name) })
+		for _, r := range rows {
+			b.Field(0).(*array.StringBuilder).Append(sch[0])
+			b.Field(1).(*array.StringBuilder).Append(sch[1])
+			b.Field(2).(*array.StringBuilder).Append(r.name)
+			b.Field(3).(*array.StringBuilder).Append(r.kind)
 			if cmd.GetIncludeSchema() {
-				tbl, err := mt.Catalog.LoadTable(ctx, tidents[j])
-				if errors.Is(err, icecat.ErrNoSuchTable) || errors.Is(err, icecat.ErrNoSuchNamespace) {
-					continue // dropped since it was listed
-				}
-				if err != nil {
-					return nil, nil, ToStatus(fmt.Errorf("load table %s: %w", ref, err))
-				}
-				as, err := TableArrowSchema(ref, tbl.Schema())
-				if err != nil {
-					return nil, nil, ToStatus(err)
-				}
-				schemaBytes = flight.SerializeSchema(as, s.alloc)
-			}
-			b.Field(0).(*array.StringBuilder).Append(ref.Catalog)
-			b.Field(1).(*array.StringBuilder).Append(ref.Schema)
-			b.Field(2).(*array.StringBuilder).Append(ref.Table)
-			b.Field(3).(*array.StringBuilder).Append(TableTypeTable)
-			if cmd.GetIncludeSchema() {
-				b.Field(4).(*array.BinaryBuilder).Append(schemaBytes)
+				b.Field(4).(*array.BinaryBuilder).Append(r.schema)
 			}
 		}
 	}
 	return sc, oneBatch(b.NewRecordBatch()), nil
+}
+
+// tableRow is one row of GetTables.
+type tableRow struct {
+	name, kind string
+	schema     []byte // with include_schema
+}
+
+// tableRows lists the tables of one schema that match the command.
+func (s *Server) tableRows(ctx context.Context, mt *catalog.Mount, sch [2]string, ns table.Identifier, cmd flightsql.GetTables) ([]tableRow, error) {
+	var rows []tableRow
+	for ident, err := range mt.Catalog.ListTables(ctx, ns) {
+		if err != nil {
+			return nil, fmt.Errorf("list tables of %s.%s: %w", sch[0], sch[1], err)
+		}
+		if len(ident) == 0 || !matchPattern(cmd.GetTableNameFilterPattern(), ident[len(ident)-1]) {
+			continue
+		}
+		ref := catalog.TableRef{Catalog: sch[0], Schema: sch[1], Table: ident[len(ident)-1]}
+		r := tableRow{name: ref.Table, kind: TableTypeTable}
+		if cmd.GetIncludeSchema() {
+			tbl, err := mt.Catalog.LoadTable(ctx, ident)
+			if errors.Is(err, icecat.ErrNoSuchTable) || errors.Is(err, icecat.ErrNoSuchNamespace) {
+				continue // dropped since it was listed
+			}
+			if err != nil {
+				return nil, fmt.Errorf("load table %s: %w", ref, err)
+			}
+			if r.schema, err = s.arrowSchemaBytes(ref, tbl.Schema()); err != nil {
+				return nil, err
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// viewRows lists the views of one schema that match the command and the
+// caller may see; none when the catalog keeps no views.
+func (s *Server) viewRows(ctx context.Context, mt *catalog.Mount, sch [2]string, ns table.Identifier, cmd flightsql.GetTables) ([]tableRow, error) {
+	views, err := mt.Views()
+	if err != nil {
+		return nil, nil
+	}
+	var rows []tableRow
+	for ident, err := range views.ListViews(ctx, ns) {
+		if err != nil {
+			return nil, fmt.Errorf("list views of %s.%s: %w", sch[0], sch[1], err)
+		}
+		if len(ident) == 0 || !matchPattern(cmd.GetTableNameFilterPattern(), ident[len(ident)-1]) {
+			continue
+		}
+		ref := catalog.TableRef{Catalog: sch[0], Schema: sch[1], Table: ident[len(ident)-1]}
+		if !s.opts.Policy.CanSee(ctx, authz.TableObject(ref)) {
+			continue
+		}
+		r := tableRow{name: ref.Table, kind: TableTypeView}
+		if cmd.GetIncludeSchema() {
+			v, err := views.LoadView(ctx, ident)
+			if errors.Is(err, icecat.ErrNoSuchView) {
+				continue // dropped since it was listed
+			}
+			if err != nil {
+				return nil, fmt.Errorf("load view %s: %w", ref, err)
+			}
+			if r.schema, err = s.arrowSchemaBytes(ref, v.Schema); err != nil {
+				return nil, err
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (s *Server) arrowSchemaBytes(ref catalog.TableRef, sch *iceberg.Schema) ([]byte, error) {
+	as, err := TableArrowSchema(ref, sch)
+	if err != nil {
+		return nil, err
+	}
+	return flight.SerializeSchema(as, s.alloc), nil
 }
 
 // GetFlightInfoTableTypes answers GetTableTypes.
@@ -226,11 +292,12 @@ func (s *Server) GetFlightInfoTableTypes(_ context.Context, desc *flight.FlightD
 	return s.metaInfo(desc, schema_ref.TableTypes), nil
 }
 
-// DoGetTableTypes lists TABLE, the one kind icefloe has.
+// DoGetTableTypes lists TABLE and VIEW.
 func (s *Server) DoGetTableTypes(context.Context) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	b := array.NewRecordBuilder(s.alloc, schema_ref.TableTypes)
 	defer b.Release()
 	b.Field(0).(*array.StringBuilder).Append(TableTypeTable)
+	b.Field(0).(*array.StringBuilder).Append(TableTypeView)
 	return schema_ref.TableTypes, oneBatch(b.NewRecordBatch()), nil
 }
 

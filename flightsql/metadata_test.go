@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/schema_ref"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 )
 
 func ptr(s string) *string { return &s }
@@ -88,6 +90,18 @@ func tableNames(recs []arrow.RecordBatch) []string {
 
 func TestGetTables(t *testing.T) {
 	e := start(t)
+	mt, err := e.srv.opts.Mounts.Get("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	views, err := mt.Views()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int32})
+	if err := views.CreateView(context.Background(), table.Identifier{"sales", "recent"}, vs, "SELECT 1 AS x"); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		opts *flightsql.GetTablesOpts
@@ -95,9 +109,9 @@ func TestGetTables(t *testing.T) {
 	}{
 		{"all", &flightsql.GetTablesOpts{}, []string{
 			"local.default.orderXitems:TABLE", "local.default.order_items:TABLE", "local.default.orders:TABLE",
-			"local.sales.facts:TABLE", "other.default.remote:TABLE"}},
+			"local.sales.facts:TABLE", "local.sales.recent:VIEW", "other.default.remote:TABLE"}},
 		{"catalog", &flightsql.GetTablesOpts{Catalog: ptr("other")}, []string{"other.default.remote:TABLE"}},
-		{"schema pattern", &flightsql.GetTablesOpts{DbSchemaFilterPattern: ptr("sal%")}, []string{"local.sales.facts:TABLE"}},
+		{"schema pattern", &flightsql.GetTablesOpts{DbSchemaFilterPattern: ptr("sal%")}, []string{"local.sales.facts:TABLE", "local.sales.recent:VIEW"}},
 		{"underscore wildcard", &flightsql.GetTablesOpts{TableNameFilterPattern: ptr("order_items")}, []string{
 			"local.default.orderXitems:TABLE", "local.default.order_items:TABLE"}},
 		{"escaped underscore", &flightsql.GetTablesOpts{TableNameFilterPattern: ptr(`order\_items`)}, []string{
@@ -105,7 +119,8 @@ func TestGetTables(t *testing.T) {
 		{"percent", &flightsql.GetTablesOpts{Catalog: ptr("local"), DbSchemaFilterPattern: ptr("default"), TableNameFilterPattern: ptr("%s")}, []string{
 			"local.default.orderXitems:TABLE", "local.default.order_items:TABLE", "local.default.orders:TABLE"}},
 		{"type TABLE", &flightsql.GetTablesOpts{Catalog: ptr("other"), TableTypes: []string{"VIEW", "TABLE"}}, []string{"other.default.remote:TABLE"}},
-		{"type VIEW", &flightsql.GetTablesOpts{TableTypes: []string{"VIEW"}}, nil},
+		{"type VIEW", &flightsql.GetTablesOpts{TableTypes: []string{"VIEW"}}, []string{"local.sales.recent:VIEW"}},
+		{"type table", &flightsql.GetTablesOpts{Catalog: ptr("local"), DbSchemaFilterPattern: ptr("sales"), TableTypes: []string{"table"}}, []string{"local.sales.facts:TABLE"}},
 		{"empty catalog", &flightsql.GetTablesOpts{Catalog: ptr("")}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,7 +219,7 @@ func TestGetTableTypes(t *testing.T) {
 	}
 	sc, recs := fetch(t, e.client, info)
 	checkSchemas(t, info, sc, schema_ref.TableTypes)
-	if got := column(recs, 0); !slices.Equal(got, []string{"TABLE"}) {
+	if got := column(recs, 0); !slices.Equal(got, []string{"TABLE", "VIEW"}) {
 		t.Errorf("table types = %v", got)
 	}
 }

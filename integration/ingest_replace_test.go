@@ -89,17 +89,12 @@ func wantNoStaging(t testing.TB, s *cluster.Standalone) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		staging := ""
-		for _, name := range localTables(t, s) {
-			if strings.Contains(name, "__replace_") {
-				staging = name
-			}
-		}
-		if staging == "" {
+		staging := s.Mounts.Staging(context.Background())
+		if len(staging) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("staging table %s left behind (tables %v)", staging, localTables(t, s))
+			t.Fatalf("staging tables %v left behind (tables %v)", staging, localTables(t, s))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

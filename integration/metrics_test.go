@@ -125,6 +125,11 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	if got := sample(fams, "icefloe_query_result_bytes_total"); got <= 0 || got != sample(fams, "icefloe_worker_streamed_bytes_total", "kind=endpoint") {
 		t.Errorf("result bytes %v, endpoint bytes streamed %v", got, sample(fams, "icefloe_worker_streamed_bytes_total", "kind=endpoint"))
 	}
+	// One INSERT wrote the one data file of m.
+	data, _ := liveDataFiles(t, localTable(t, s, "m"))
+	if len(data) != 1 || sample(fams, "icefloe_bytes_written_total") != float64(data[0].FileSizeBytes()) {
+		t.Errorf("bytes written %v, files of m %d", sample(fams, "icefloe_bytes_written_total"), len(data))
+	}
 	for _, name := range []string{"icefloe_commit_attempts_total", "icefloe_metadata_cache_misses_total", "icefloe_duckdb_memory_bytes", "icefloe_metadata_cache_bytes"} {
 		if got := sample(fams, name); got <= 0 {
 			t.Errorf("%s = %v, want > 0", name, got)

@@ -75,6 +75,8 @@ func TestSecurityGrants(t *testing.T) {
 			"SELECT count(*) FROM sales.orders AT (VERSION => " + snap + ")",
 			"SELECT status, count(*) FROM sales.orders GROUP BY status ORDER BY 2 DESC LIMIT 3",
 			"EXPLAIN SELECT * FROM sales.orders",
+			"EXPLAIN ANALYZE SELECT status, count(*) FROM sales.orders GROUP BY status",
+			"EXPLAIN INSERT INTO sales.refunds VALUES (3, 1.0)",
 			// A CTE named like a table alice may not read is the CTE.
 			"WITH orders AS (SELECT * FROM sales.orders) SELECT count(*) FROM orders",
 			"SELECT count(*) FROM sales.orders o WHERE EXISTS (SELECT 1 FROM sales.refunds r WHERE r.id = o.id)",
@@ -94,6 +96,8 @@ func TestSecurityGrants(t *testing.T) {
 			"SELECT count(*) FROM local.default.\"orders$snapshots\"",
 			"SELECT count(*) FROM local.default.orders AT (VERSION => " + demoSnap + ")",
 			"EXPLAIN SELECT * FROM local.default.orders",
+			"EXPLAIN ANALYZE SELECT count(*) FROM local.default.orders",
+			"EXPLAIN INSERT INTO sales.refunds SELECT id, amount FROM local.default.orders",
 			// A CTE's name is seen only in its own scope.
 			"SELECT * FROM (WITH o AS (SELECT * FROM sales.orders) SELECT * FROM o) s, orders",
 			"SELECT count(*) FROM sales.orders o WHERE EXISTS (SELECT 1 FROM local.default.orders d WHERE d.id = o.id)",
@@ -252,6 +256,23 @@ func TestSecurityGrants(t *testing.T) {
 		}
 		if got := mustQuery(t, root, "SELECT count(*) FROM sales.refunds WHERE id = -9").rows[0]; got != "0" {
 			t.Fatalf("main of sales.refunds holds %s rows with id -9, want 0", got)
+		}
+	})
+
+	// Views run with the reader's grants (invoker's rights): a view of a
+	// table alice may not read lends her nothing, a view of her own
+	// tables reads; creating one needs CREATE and plans as its creator.
+	t.Run("views", func(t *testing.T) {
+		execUpdate(t, root, `CREATE VIEW sales.leaky AS SELECT * FROM "default".orders`)
+		execUpdate(t, root, "CREATE VIEW sales.counts AS SELECT status, count(*) AS n FROM orders GROUP BY status")
+		denied(t, alice, "SELECT count(*) FROM sales.leaky", "SELECT", other)
+		allowed(t, alice, "SELECT * FROM sales.counts")
+		denied(t, alice, `CREATE VIEW sandbox.mine AS SELECT * FROM "default".orders`, "SELECT", other)
+		denied(t, alice, "CREATE VIEW sales.mine AS SELECT 1 AS x", "CREATE", "local.sales.mine")
+		denied(t, alice, "DROP VIEW sales.counts", "DROP", "local.sales.counts")
+		allowed(t, alice, "CREATE VIEW sandbox.mine AS SELECT id FROM sales.orders")
+		if got := mustQuery(t, alice, "SELECT count(*) FROM sandbox.mine").rows[0]; got != "2000" {
+			t.Fatalf("sandbox.mine holds %s rows, want 2000", got)
 		}
 	})
 }

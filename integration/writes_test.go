@@ -315,6 +315,31 @@ func TestConcurrentInserts(t *testing.T) {
 	if got := snapshotCount(t, localTable(t, s, "hits")); got != clients*inserts {
 		t.Fatalf("%d snapshots, want %d", got, clients*inserts)
 	}
+	// A commit that lost its race deletes the metadata file it wrote: the
+	// table has one metadata file per commit, as one written alone does.
+	execUpdate(t, setup, `CREATE TABLE alone (client INTEGER NOT NULL, n INTEGER NOT NULL, k BIGINT)`)
+	execUpdate(t, setup, `INSERT INTO alone VALUES (1, 1, 1)`)
+	extra := func(name string) int {
+		tbl := localTable(t, s, name)
+		return metadataFiles(t, tbl) - snapshotCount(t, tbl)
+	}
+	if got, want := extra("hits"), extra("alone"); got != want {
+		t.Fatalf("%d metadata files more than snapshots after the concurrent inserts, %d for a table written alone: lost commits left theirs", got, want)
+	}
+}
+
+// metadataFiles counts the table metadata files in tbl's metadata folder.
+func metadataFiles(t testing.TB, tbl *table.Table) int {
+	t.Helper()
+	p, ok := catalog.LocalPath(tbl.MetadataLocation())
+	if !ok {
+		t.Fatalf("metadata %s is not local", tbl.MetadataLocation())
+	}
+	names, err := filepath.Glob(filepath.Join(filepath.Dir(p), "*.metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(names)
 }
 
 // runInserts runs, from clients connections at once, inserts statements

@@ -32,29 +32,19 @@ func (f *faultyCatalog) CommitTable(ctx context.Context, ident table.Identifier,
 		return nil, "", errConnReset
 	case 2:
 		return nil, "", table.ErrCommitFailed
+	case 3:
+		if _, _, err := f.Catalog.CommitTable(ctx, ident, reqs, ups); err != nil {
+			return nil, "", err
+		}
+		return nil, "", errConnReset
 	}
 	return f.Catalog.CommitTable(ctx, ident, reqs, ups)
 }
 
-func parquetFiles(t *testing.T, dir string) int {
+// newFaultyEnv is a planner on a local catalog behind a faultyCatalog;
+// dir holds the warehouse.
+func newFaultyEnv(t *testing.T) (*Planner, *catalog.Mounts, *faultyCatalog, string) {
 	t.Helper()
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(p, ".parquet") {
-			n++
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// TestCommitOutcome: a commit whose outcome is unknown keeps the statement's
-// files and says so; a lost race deletes them and says what conflicted.
-// Either way the table is unchanged.
-func TestCommitOutcome(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	cat, props, err := catalog.OpenLocal(ctx, dir)
@@ -77,6 +67,30 @@ func TestCommitOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, m, faulty, dir
+}
+
+func parquetFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".parquet") {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCommitOutcome: a commit whose outcome is unknown keeps the statement's
+// files and says so; a lost race deletes them and says what conflicted.
+// Either way the table is unchanged.
+func TestCommitOutcome(t *testing.T) {
+	ctx := context.Background()
+	p, m, faulty, dir := newFaultyEnv(t)
 	s := Session{Catalog: "local", Schema: "default"}
 	if _, err := p.Exec(ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
 		t.Fatal(err)
@@ -95,7 +109,7 @@ func TestCommitOutcome(t *testing.T) {
 	before, snapsBefore := parquetFiles(t, warehouse), snapshots()
 
 	faulty.mode.Store(1)
-	_, err = p.Exec(ctx, s, "INSERT INTO c VALUES (2)")
+	_, err := p.Exec(ctx, s, "INSERT INTO c VALUES (2)")
 	if !errors.Is(err, ErrCommitUnknown) || !strings.Contains(err.Error(), "may or may not") {
 		t.Fatalf("unknown outcome: got %v, want ErrCommitUnknown saying the outcome is unknown", err)
 	}
@@ -119,5 +133,76 @@ func TestCommitOutcome(t *testing.T) {
 	}
 	if snapshots() != snapsBefore {
 		t.Fatal("the conflicting commit changed the table")
+	}
+}
+
+// TestStatementID: every commit records its statement's id in the
+// snapshot summary; a statement run again under a client's id commits
+// nothing and deletes its files; a commit whose answer was lost but which
+// landed counts as committed.
+func TestStatementID(t *testing.T) {
+	ctx := context.Background()
+	p, m, faulty, dir := newFaultyEnv(t)
+	s := Session{Catalog: "local", Schema: "default"}
+	if _, err := p.Exec(ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
+		t.Fatal(err)
+	}
+	ref := catalog.TableRef{Catalog: "local", Schema: "default", Table: "c"}
+	ids := func() []string {
+		pin, err := m.LoadTable(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, snap := range pin.Table.Metadata().Snapshots() {
+			out = append(out, snap.Summary.Properties[StatementIDProp])
+		}
+		return out
+	}
+	if _, err := p.Exec(ctx, s, "INSERT INTO c VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); len(got) != 1 || len(got[0]) != 36 {
+		t.Fatalf("statement ids of the snapshots: %q, want one UUID", got)
+	}
+	sctx, err := WithStatementID(ctx, "load-2026-12-01:part.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Exec(sctx, s, "INSERT INTO c VALUES (10), (11), (12)"); err != nil || n != 3 {
+		t.Fatalf("first run: %d, %v", n, err)
+	}
+	warehouse := filepath.Join(dir, "warehouse")
+	files := parquetFiles(t, warehouse)
+	for _, q := range []string{"INSERT INTO c VALUES (10), (11), (12)", "INSERT INTO c VALUES (99)"} {
+		again, err := WithStatementID(ctx, "load-2026-12-01:part.7")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Exec(again, s, q)
+		if !errors.Is(err, ErrAlreadyCommitted) || !strings.Contains(err.Error(), "load-2026-12-01:part.7") {
+			t.Fatalf("run again under the same id: %v, want ErrAlreadyCommitted naming the id", err)
+		}
+	}
+	if got := parquetFiles(t, warehouse); got != files {
+		t.Fatalf("the refused runs left files: %d, want %d", got, files)
+	}
+	if got := ids(); len(got) != 2 || got[1] != "load-2026-12-01:part.7" {
+		t.Fatalf("statement ids of the snapshots: %q", got)
+	}
+	for _, bad := range []string{"", "a b", "x;DROP", strings.Repeat("x", MaxStatementIDLen+1)} {
+		if _, err := WithStatementID(ctx, bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("statement id %q: %v, want ErrInvalid", bad, err)
+		}
+	}
+	// The catalog applies the commit and the answer is lost.
+	faulty.mode.Store(3)
+	n, err := p.Exec(ctx, s, "INSERT INTO c VALUES (5)")
+	faulty.mode.Store(0)
+	if err != nil || n != 1 {
+		t.Fatalf("a commit that landed but whose answer was lost: %d, %v; want 1 row, no error", n, err)
+	}
+	if got := ids(); len(got) != 3 {
+		t.Fatalf("%d snapshots after the lost answer, want 3", len(got))
 	}
 }

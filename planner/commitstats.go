@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/apache/iceberg-go/table"
@@ -13,6 +14,24 @@ type CommitStats struct {
 	// Conflicts those that lost to a concurrent commit; Retries the
 	// attempts after the first of one statement's commit.
 	Attempts, Conflicts, Retries atomic.Int64
+	// Written are the bytes of the files the committed snapshots added
+	// (their summaries' added-files-size: data and delete files).
+	Written atomic.Int64
+}
+
+// committed counts the bytes the snapshots of a landed commit added.
+func (s *CommitStats) committed(snaps []table.Snapshot) {
+	if s == nil {
+		return
+	}
+	for _, snap := range snaps {
+		if snap.Summary == nil {
+			continue
+		}
+		if n, err := strconv.ParseInt(snap.Summary.Properties["added-files-size"], 10, 64); err == nil {
+			s.Written.Add(n)
+		}
+	}
 }
 
 // attempt counts one commit attempt of a commit that made tries of them.

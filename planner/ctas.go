@@ -11,6 +11,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 )
@@ -137,26 +138,22 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 		return 0, true, err
 	}
 	opts = append(opts, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props))
-	if _, err = cat.CreateTable(ctx, ref.Ident(), schema, opts...); err != nil {
-		switch {
-		case errors.Is(err, icecat.ErrTableAlreadyExists):
-			return 0, true, fmt.Errorf("%w: table %s", ErrExists, ref)
-		case errors.Is(err, icecat.ErrNoSuchNamespace):
-			return 0, true, fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
-		}
-		return 0, true, fmt.Errorf("%w: create table %s: %v", ErrInvalid, ref, err)
+	if d := dryRunOf(ctx); d != nil {
+		return 0, true, p.explainCTAS(ctx, sess, d, ref, columns, query)
 	}
-	tgt, err := p.loadTargetRef(ctx, ref)
-	if err == nil {
-		tgt.made = true
-		n, err = p.insertSelect(ctx, sess, tgt, nil, query)
-	}
-	if err != nil && !errors.Is(err, ErrCommitUnknown) {
-		// The table was made for this statement: it goes with it (the
-		// creator needs no DROP privilege for that).
-		if derr := mt.Internal().DropTable(context.WithoutCancel(ctx), ref.Ident()); derr != nil {
-			return 0, true, fmt.Errorf("%w (and dropping the new table %s failed: %v)", err, ref, derr)
+	create := func(staging catalog.TableRef) error {
+		if _, err := mt.Internal().CreateTable(ctx, staging.Ident(), schema, opts...); err != nil {
+			if errors.Is(err, icecat.ErrNoSuchNamespace) {
+				return fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
+			}
+			return fmt.Errorf("%w: create table %s: %v", ErrInvalid, ref, err)
 		}
+		return nil
+	}
+	fill := func(tgt *writeTarget) (int64, error) { return p.insertSelect(ctx, sess, tgt, nil, query) }
+	n, err = p.staged(ctx, mt.Internal(), ref, false, create, fill)
+	if ifNotExists && errors.Is(err, ErrExists) {
+		return 0, true, nil
 	}
 	return n, true, err
 }

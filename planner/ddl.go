@@ -24,6 +24,7 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/orphans"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
@@ -64,6 +65,7 @@ func (p *Planner) ExecBatch(ctx context.Context, sess Session, query string, par
 }
 
 func (p *Planner) execBatch(ctx context.Context, sess Session, query string, b *paramBatch) (int64, error) {
+	ctx = withStatement(ctx)
 	ps, err := updateTokens(query)
 	if err != nil {
 		return 0, err
@@ -124,6 +126,10 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 		return p.createTable(ctx, sess, ps)
 	case ps.at("CREATE", "OR", "REPLACE", "TABLE"):
 		return p.createOrReplace(ctx, sess, ps)
+	case ps.at("CREATE", "VIEW"), ps.at("CREATE", "OR", "REPLACE", "VIEW"):
+		return 0, p.ddlCreateView(ctx, sess, ps)
+	case ps.at("DROP", "VIEW"):
+		return 0, p.ddlDropView(ctx, sess, ps)
 	case ps.at("DROP", "SCHEMA"):
 		return 0, p.ddlDropSchema(ctx, sess, ps)
 	case ps.at("DROP", "TABLE"):
@@ -1090,43 +1096,114 @@ type ddlConflictCatalog struct {
 
 func (c ddlConflictCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (meta table.Metadata, loc string, err error) {
 	defer func() { c.stats.attempt(c.tries, err) }()
-	if err := c.lost(ctx, ident, reqs, nil); err != nil {
+	before, err := c.lost(ctx, ident, reqs, nil)
+	if err != nil {
 		return nil, "", err
 	}
+	st := statementOf(ctx)
+	if st != nil {
+		if prior := st.committedBefore(before.Metadata()); prior != nil {
+			return nil, "", fmt.Errorf("%w: statement id %q made snapshot %d of %s; nothing was committed again", ErrAlreadyCommitted, st.id, prior.SnapshotID, strings.Join(ident, "."))
+		}
+		if updates, err = st.stamp(updates); err != nil {
+			return nil, "", err
+		}
+	}
 	meta, loc, err = c.CatalogIO.CommitTable(ctx, ident, reqs, updates)
-	if err == nil || errors.Is(err, table.ErrCommitFailed) {
+	if err == nil {
+		st.committedIn(updates)
+		if snaps, ok := ddlAddedSnapshots(updates); ok {
+			c.stats.committed(snaps)
+		}
+		return meta, loc, nil
+	}
+	if errors.Is(err, table.ErrCommitFailed) {
+		c.removeLostMetadata(ctx, ident, before, updates)
 		return meta, loc, err
 	}
-	if lost := c.lost(ctx, ident, reqs, updates); errors.Is(lost, table.ErrCommitFailed) {
+	current, lost := c.lost(ctx, ident, reqs, updates)
+	if errors.Is(lost, table.ErrCommitFailed) {
 		return nil, "", fmt.Errorf("%w: %w", lost, err)
+	}
+	if current != nil && landed(current.Metadata(), updates) {
+		// The answer was lost, not the commit.
+		st.committedIn(updates)
+		if snaps, ok := ddlAddedSnapshots(updates); ok {
+			c.stats.committed(snaps)
+		}
+		return current.Metadata(), current.MetadataLocation(), nil
 	}
 	return nil, "", err
 }
 
-// lost returns an error wrapping table.ErrCommitFailed if a requirement
-// fails against the current metadata and none of the snapshots updates
-// add is in it.
-func (c ddlConflictCatalog) lost(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) error {
-	current, err := c.LoadTable(ctx, ident)
-	if err != nil {
-		return err
-	}
-	meta := current.Metadata()
+// landed says whether meta holds a snapshot updates add.
+func landed(meta table.Metadata, updates []table.Update) bool {
 	added, ok := ddlAddedSnapshots(updates)
 	if !ok {
-		return nil
+		return false
 	}
 	for _, snap := range added {
 		if meta.SnapshotByID(snap.SnapshotID) != nil {
-			return nil
+			return true
 		}
+	}
+	return false
+}
+
+// lost returns an error wrapping table.ErrCommitFailed if a requirement
+// fails against the current metadata and none of the snapshots updates
+// add is in it; it also returns the table it loaded.
+func (c ddlConflictCatalog) lost(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (*table.Table, error) {
+	current, err := c.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	meta := current.Metadata()
+	if _, ok := ddlAddedSnapshots(updates); !ok || landed(meta, updates) {
+		return current, nil
 	}
 	for _, r := range reqs {
 		if err := r.Validate(meta); err != nil {
-			return fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
+			return current, fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
 		}
 	}
-	return nil
+	return current, nil
+}
+
+// removeLostMetadata deletes the metadata file a commit that lost its
+// race wrote before the catalog refused it (a catalog that writes table
+// metadata itself, as iceberg-go's SQL catalog does, leaves it behind).
+// That file holds the commit's new snapshots, which no other metadata
+// file can, and its version follows one between before's and the
+// current table's. Best effort: the statement already failed.
+func (c ddlConflictCatalog) removeLostMetadata(ctx context.Context, ident table.Identifier, before *table.Table, updates []table.Update) {
+	snaps, ok := ddlAddedSnapshots(updates)
+	if !ok || len(snaps) == 0 || before == nil {
+		return
+	}
+	current, err := c.LoadTable(ctx, ident)
+	if err != nil {
+		return
+	}
+	fsys, err := current.FS(ctx)
+	if err != nil {
+		return
+	}
+	known := map[string]bool{current.MetadataLocation(): true}
+	for e := range current.Metadata().PreviousFiles() {
+		known[e.MetadataFile] = true
+	}
+	lo := orphans.MetadataVersion(before.MetadataLocation()) + 1
+	hi := orphans.MetadataVersion(current.MetadataLocation())
+	ours := func(m table.Metadata) bool {
+		for _, s := range snaps {
+			if m.SnapshotByID(s.SnapshotID) != nil {
+				return true
+			}
+		}
+		return false
+	}
+	_, _ = orphans.RemoveLostMetadata(ctx, fsys, current.MetadataLocation(), lo, hi, known, ours)
 }
 
 // ddlAddedSnapshots returns the snapshots updates add, read from their

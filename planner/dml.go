@@ -139,6 +139,10 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 	if n == 0 {
 		return 0, true, nil
 	}
+	if d := dryRunOf(ctx); d != nil {
+		d.note("rows", "%d rows of %s match", n, tgt.ref)
+		return 0, true, d.commit("delete (merge-on-read): positional deletes (v2) or deletion vectors (v3) for files that match in part, removal of files that match whole, in one snapshot")
+	}
 	err = p.commit(ctx, tgt, func(tx *table.Transaction) error {
 		return tx.Delete(ctx, expr, nil, table.WithDeleteCaseInsensitive())
 	}, nil)
@@ -480,6 +484,13 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *writeTarg
 	files, byPath := filesOf(all, candidates)
 	if len(files) == 0 {
 		return &rewritten{}, nil
+	}
+	if d := dryRunOf(ctx); d != nil {
+		every, _ := filesOf(all, nil)
+		d.note("read", "%d of %d data files of %s may hold a matching row; each is read whole", len(files), len(every), tgt.ref)
+		for _, f := range files {
+			d.note("file", "%s (%d bytes)", f.file.FilePath(), f.bytes)
+		}
 	}
 	var full []wire.Scan
 	for _, o := range others {

@@ -134,6 +134,10 @@ func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *writeTa
 	if unique, err := keysSelectOnly(ctx, read, recs, keys, n); err != nil || !unique {
 		return 0, false, nil
 	}
+	if d := dryRunOf(ctx); d != nil {
+		d.note("rows", "%d rows of %s match", n, tgt.ref)
+		return 0, true, d.commit("row delta: the coordinator writes equality deletes on the identifier fields, in one snapshot")
+	}
 	var files []iceberg.DataFile
 	err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
 		seq := func(yield func(arrow.RecordBatch, error) bool) {

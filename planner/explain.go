@@ -13,15 +13,23 @@ import (
 )
 
 // explainTarget returns the query of `EXPLAIN <query>`.
-func explainTarget(query string) (string, bool) {
-	toks, err := sqltok.Tokenize(query)
+func explainTarget(query string) (string, bool) { return afterKeyword(query, "EXPLAIN") }
+
+// analyzeTarget returns the query of `ANALYZE <query>` (what follows
+// EXPLAIN in EXPLAIN ANALYZE).
+func analyzeTarget(inner string) (string, bool) { return afterKeyword(inner, "ANALYZE") }
+
+// afterKeyword returns the text after text's first token when that token
+// is the keyword kw (leading semicolons skipped).
+func afterKeyword(text, kw string) (string, bool) {
+	toks, err := sqltok.Tokenize(text)
 	for len(toks) > 0 && toks[0].IsOp(";") {
 		toks = toks[1:]
 	}
-	if err != nil || len(toks) == 0 || !toks[0].Is("EXPLAIN") {
+	if err != nil || len(toks) == 0 || !toks[0].Is(kw) {
 		return "", false
 	}
-	return query[toks[0].End:], true
+	return text[toks[0].End:], true
 }
 
 // explainSQL renders plan lines as a query with columns item, value.
@@ -35,6 +43,9 @@ func explainSQL(lines []string) string {
 }
 
 func (p *Planner) explainSchema(ctx context.Context, s Session, inner string) (*arrow.Schema, error) {
+	if q, ok := analyzeTarget(inner); ok {
+		inner = q
+	}
 	if k := sqltok.FirstWord(inner); k == "ANALYZE" || k == "EXPLAIN" || k == "CALL" {
 		return nil, fmt.Errorf("%w: EXPLAIN %s", ErrUnsupported, k)
 	}
@@ -57,7 +68,17 @@ func (p *Planner) explain(ctx context.Context, s Session, inner string, workers 
 	if err != nil {
 		return nil, err
 	}
-	lines := strings.Split(strings.TrimSuffix(plan.Explain, "\n"), "\n")
+	return p.linesPlan(ctx, workers, schema, planLines(plan))
+}
+
+// planLines are the "key<TAB>value" lines of plan's Explain.
+func planLines(plan *Plan) []string {
+	return strings.Split(strings.TrimSuffix(plan.Explain, "\n"), "\n")
+}
+
+// linesPlan answers EXPLAIN's lines (key<TAB>value) as the rows (item,
+// value) of a query with no table, served by one worker.
+func (p *Planner) linesPlan(ctx context.Context, workers []Worker, schema *arrow.Schema, lines []string) (*Plan, error) {
 	t := &wire.Ticket{QueryID: newQueryID(ctx), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: explainSQL(lines)}
 	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
 	t.Schema = pb.ticket(nil, "", schema).Schema

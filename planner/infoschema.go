@@ -153,6 +153,15 @@ func (p *Planner) infoRows(ctx context.Context, name string, cats []string) ([]i
 			if err != nil {
 				return nil, err
 			}
+			if name == "tables" {
+				views, err := p.viewNames(ctx, cat, sch)
+				if err != nil {
+					return nil, err
+				}
+				for _, v := range views {
+					rows = append(rows, infoRow{cat, sch, v, "VIEW"})
+				}
+			}
 			for _, t := range tables {
 				ref := catalog.TableRef{Catalog: cat, Schema: sch, Table: t}
 				if name == "tables" {

@@ -75,6 +75,7 @@ type Ingest struct {
 // is NULL; a NULL in a NOT NULL column fails the ingest and commits
 // nothing.
 func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, error) {
+	ctx = withStatement(ctx)
 	ref := catalog.TableRef{Catalog: in.Catalog, Schema: in.Schema, Table: in.Table}
 	if ref.Catalog == "" {
 		ref.Catalog = sess.Catalog
@@ -111,49 +112,56 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 		if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 			return 0, err
 		}
-		schema, err := ingestSchema(in.Rows.Schema())
+		n, err := p.ingestCreate(ctx, mt, ref, in)
+		switch {
+		case errors.Is(err, errIngestMadeMeanwhile) && in.IfExists == ExistsReplace:
+			// Made meanwhile by someone else: replace it as any
+			// existing table.
+			return p.replace(ctx, mt, ref, in)
+		case errors.Is(err, errIngestMadeMeanwhile) && in.IfExists == ExistsAppend:
+			if err := p.authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
+				return 0, err
+			}
+		default:
+			return n, err
+		}
+	}
+	tgt, err := p.loadTargetRef(ctx, ref, authz.Insert)
+	if err != nil {
+		return 0, err
+	}
+	res, err := p.ingestWrite(ctx, tgt, in.Rows)
+	if err != nil {
+		return 0, err
+	}
+	return p.commitAppend(ctx, tgt, res)
+}
+
+// errIngestMadeMeanwhile: the table an ingest was to create was made by
+// someone else before the ingest read its stream; nothing was written.
+// (Made after that, the ingest fails with ErrExists: the stream is read.)
+var errIngestMadeMeanwhile = fmt.Errorf("%w: made meanwhile", ErrExists)
+
+// ingestCreate runs bulk ingest into a table it makes, staged (see
+// staged): the table appears with the stream's rows or not at all.
+func (p *Planner) ingestCreate(ctx context.Context, mt *catalog.Mount, ref catalog.TableRef, in Ingest) (int64, error) {
+	schema, err := ingestSchema(in.Rows.Schema())
+	if err != nil {
+		return 0, err
+	}
+	cat := mt.Internal()
+	create := func(staging catalog.TableRef) error { return createIngestTable(ctx, cat, staging, schema) }
+	fill := func(tgt *writeTarget) (int64, error) {
+		if exists, err := cat.CheckTableExists(ctx, ref.Ident()); err == nil && exists {
+			return 0, fmt.Errorf("%w: table %s", errIngestMadeMeanwhile, ref)
+		}
+		res, err := p.ingestWrite(ctx, tgt, in.Rows)
 		if err != nil {
 			return 0, err
 		}
-		if err := createIngestTable(ctx, cat, ref, schema); err != nil {
-			switch {
-			case errors.Is(err, ErrExists) && in.IfExists == ExistsReplace:
-				// Made meanwhile by someone else: replace it as any
-				// existing table.
-				return p.replace(ctx, mt, ref, in)
-			case errors.Is(err, ErrExists) && in.IfExists == ExistsAppend:
-				create = false
-				if err := p.authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
-					return 0, err
-				}
-			default:
-				return 0, err
-			}
-		}
+		return p.commitAppend(ctx, tgt, res)
 	}
-	// A table this ingest made needs no INSERT privilege of its own, and
-	// it goes with a failed ingest without the DROP privilege.
-	var privs []authz.Privilege
-	if !create {
-		privs = append(privs, authz.Insert)
-	}
-	tgt, err := p.loadTargetRef(ctx, ref, privs...)
-	if err != nil {
-		return 0, err
-	}
-	tgt.made = create
-	res, err := p.ingestWrite(ctx, tgt, in.Rows)
-	if err != nil {
-		if create {
-			_ = mt.Internal().DropTable(context.WithoutCancel(ctx), ref.Ident())
-		}
-		return 0, err
-	}
-	n, err := p.commitAppend(ctx, tgt, res)
-	if err != nil && create && !errors.Is(err, ErrCommitUnknown) {
-		_ = mt.Internal().DropTable(context.WithoutCancel(ctx), ref.Ident())
-	}
-	return n, err
+	return p.staged(ctx, cat, ref, false, create, fill)
 }
 
 // ingestWrite conforms the stream to tgt's schema and writes its files,

@@ -6,10 +6,11 @@ import (
 	"fmt"
 
 	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/internal/tracing"
@@ -19,7 +20,8 @@ import (
 //
 // Without a table of that name it is CREATE TABLE. Over an existing table
 // the old table is never dropped first: the new table is made, and for AS
-// filled, under a staging name <table>__replace_<8 hex> in the same schema,
+// filled, under a staging name (catalog.StagingName, hidden from listings and
+// dropped by a starting coordinator if left behind) in the same schema,
 // exactly as CREATE TABLE would make it; a failure until then drops the
 // staging table and leaves the old one as it was. Then:
 //
@@ -60,7 +62,7 @@ func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *ddlPars
 	}
 	ref := tgt.ref
 	staging := ref
-	staging.Table = ref.Table + "__replace_" + uuid.NewString()[:8]
+	staging.Table = catalog.StagingName(ref.Table)
 	// CREATE TABLE "catalog"."schema"."staging" and the rest as written.
 	toks := append([]sqltok.Token{}, plain.toks[:2]...)
 	for i, part := range []string{staging.Catalog, staging.Schema, staging.Table} {
@@ -86,7 +88,7 @@ func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *ddlPars
 		return n, nil
 	}
 	if err := p.replaceWithStaged(ctx, tgt, st); err != nil {
-		if derr := purgeStaging(context.WithoutCancel(ctx), cat, staging); derr != nil {
+		if derr := catalog.PurgeStaging(context.WithoutCancel(ctx), cat, staging.Ident()); derr != nil {
 			return 0, fmt.Errorf("%w (table %s is unchanged; dropping the staging table %s failed: %v)", err, ref, staging, derr)
 		}
 		return 0, err
@@ -102,6 +104,9 @@ func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *ddlPars
 func (p *Planner) createTable(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
 	if n, ok, err := p.ctas(ctx, sess, ps); ok {
 		return n, err
+	}
+	if dryRunOf(ctx) != nil {
+		return 0, fmt.Errorf("%w: EXPLAIN of CREATE TABLE without AS (EXPLAIN shows INSERT, UPDATE, DELETE and CREATE TABLE … AS)", ErrUnsupported)
 	}
 	return 0, p.ddlCreateTable(ctx, sess, ps)
 }
@@ -139,4 +144,23 @@ func (p *Planner) replaceWithStaged(ctx context.Context, tgt, st *writeTarget) e
 	res := &writeResults{added: files, rows: rows}
 	_, err = p.commitReplaceWith(ctx, tgt, res, props)
 	return err
+}
+
+// swapStaged drops ref (not purged) and renames staging, which holds its
+// new rows, to ref's name. If the drop fails, staging is purged and ref is
+// as it was. Between the two catalog calls a reader finds no table.
+func swapStaged(ctx context.Context, cat icecat.Catalog, ref, staging catalog.TableRef, what string) error {
+	if err := cat.DropTable(ctx, ref.Ident()); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
+		err = fmt.Errorf("%s %s: drop for replace: %w", what, ref, err)
+		if derr := catalog.PurgeStaging(context.WithoutCancel(ctx), cat, staging.Ident()); derr != nil {
+			return fmt.Errorf("%w (table %s is unchanged; dropping the staging table %s failed: %v)", err, ref, staging, derr)
+		}
+		return err
+	}
+	if _, err := cat.RenameTable(context.WithoutCancel(ctx), staging.Ident(), ref.Ident()); err != nil {
+		// No sentinel: the client gets Internal. The staging table is
+		// kept, it holds the data now.
+		return fmt.Errorf("%s %s: the old table was dropped but renaming the new one failed; its rows are in table %s: %v", what, ref, staging, err)
+	}
+	return nil
 }

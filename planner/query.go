@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -118,6 +119,12 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
 	}
 	if inner, ok := explainTarget(query); ok {
+		if q, ok := analyzeTarget(inner); ok {
+			return p.explainAnalyze(ctx, s, q, workers)
+		}
+		if explainsWrite(inner) {
+			return p.explainWrite(ctx, s, inner, workers)
+		}
 		return p.explain(ctx, s, inner, workers)
 	}
 	if isCall(query) {
@@ -978,6 +985,8 @@ type resolver struct {
 	byRef map[catalog.TableRef]*input
 	ctes  int
 	err   error
+	// viewPath are the views being expanded, outermost first.
+	viewPath []catalog.TableRef
 }
 
 // viewNamesKey carries, in a bind's context, the views tables must be read
@@ -1104,7 +1113,9 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	if !ok {
 		ref, at, pinned, err := r.pin(ctx, ref, []string{cat, sch, name}, at)
 		if err != nil {
-			r.err = err
+			if !errors.Is(err, ErrNotFound) || at != nil || !r.expandView(ctx, n, ref) {
+				r.err = err
+			}
 			return
 		}
 		if in, ok = r.byRef[inputKey(ref, at)]; !ok {

@@ -12,7 +12,8 @@ import (
 // catalog, or write outside the statement.
 
 // refuseEscapes refuses what would let client SQL reach past its tables:
-// table functions (read_csv, read_parquet, glob, duckdb_settings(), …),
+// table functions but the pure ones (read_csv, read_parquet, glob,
+// duckdb_settings(), …; see tablefunc.go),
 // and functions that read DuckDB's state (deniedFunction) under any
 // schema.
 func refuseEscapes(ast *parsed) error {
@@ -24,11 +25,7 @@ func refuseEscapes(ast *parsed) error {
 		if isTableRef(n) {
 			switch t := str(n, "type"); t {
 			case "TABLE_FUNCTION":
-				name := "?"
-				if fn, ok := n["function"].(node); ok {
-					name = str(fn, "function_name")
-				}
-				err = fmt.Errorf("%w: table function %s is not allowed", ErrRefused, name)
+				err = refuseTableFunction(n)
 			case "SHOW_REF":
 				// SUMMARIZE <query> runs DuckDB's summary over the query,
 				// whose tables resolve like any other; the other SHOW

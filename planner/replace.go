@@ -9,7 +9,6 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
@@ -29,10 +28,10 @@ import (
 //     data and delete file of the current snapshot and adds the new files:
 //     one snapshot, with the table's history, partition spec, sort order
 //     and properties kept (the old snapshots stay readable by time travel).
-//   - Different shape: the rows go into a staging table
-//     <table>__replace_<8 hex> in the same schema, made as mode create
-//     makes a table. Only after its commit succeeded is the old table
-//     dropped (not purged) and the staging table renamed to the old name.
+//   - Different shape: the rows go into a staging table (see staged) in
+//     the same schema, made as mode create makes a table. Only after its
+//     commit succeeded is the old table dropped (not purged) and the
+//     staging table renamed to the old name.
 //     Between that drop and the rename a reader sees no table, for the
 //     time of two catalog calls; a rename that fails leaves the data in
 //     the staging table, whose name the error gives.
@@ -253,92 +252,18 @@ func (p *Planner) replaceStaged(ctx context.Context, cat icecat.Catalog, ref cat
 	if err := p.authorize(ctx, authz.TableObject(ref), authz.Drop, authz.Create); err != nil {
 		return 0, err
 	}
-	staging := ref
-	staging.Table = ref.Table + "__replace_" + uuid.NewString()[:8]
-	if err := createIngestTable(ctx, cat, staging, schema); err != nil {
-		return 0, fmt.Errorf("ingest into %s: staging table for replace: %w", ref, err)
-	}
-	// Until the old table is dropped, any failure drops the staging table
-	// with its files and leaves the old one as it was.
-	dropStaging := func(err error) (int64, error) {
-		if derr := purgeStaging(context.WithoutCancel(ctx), cat, staging); derr != nil {
-			return 0, fmt.Errorf("%w (table %s is unchanged; dropping the staging table %s failed: %v)", err, ref, staging, derr)
+	create := func(staging catalog.TableRef) error {
+		if err := createIngestTable(ctx, cat, staging, schema); err != nil {
+			return fmt.Errorf("ingest into %s: staging table for replace: %w", ref, err)
 		}
-		return 0, err
+		return nil
 	}
-	tgt, err := p.loadTargetRef(ctx, staging)
-	if err != nil {
-		return dropStaging(err)
-	}
-	tgt.made = true
-	res, err := p.ingestWrite(ctx, tgt, in.Rows)
-	if err != nil {
-		return dropStaging(err)
-	}
-	n, err := p.commitAppend(ctx, tgt, res)
-	if err != nil {
-		if !errors.Is(err, ErrCommitUnknown) {
-			p.removeOnly(tgt, res.added)
-			return dropStaging(err)
+	fill := func(tgt *writeTarget) (int64, error) {
+		res, err := p.ingestWrite(ctx, tgt, in.Rows)
+		if err != nil {
+			return 0, err
 		}
-		if !p.committed(ctx, staging) {
-			return dropStaging(err)
-		}
-		// The staging commit landed after all.
-		n = res.rows
+		return p.commitAppend(ctx, tgt, res)
 	}
-	if err := swapStaged(ctx, cat, ref, staging, "ingest into"); err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
-// swapStaged drops ref (not purged) and renames staging, which holds its
-// new rows, to ref's name. If the drop fails, staging is purged and ref is
-// as it was. Between the two catalog calls a reader finds no table.
-func swapStaged(ctx context.Context, cat icecat.Catalog, ref, staging catalog.TableRef, what string) error {
-	if err := cat.DropTable(ctx, ref.Ident()); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
-		err = fmt.Errorf("%s %s: drop for replace: %w", what, ref, err)
-		if derr := purgeStaging(context.WithoutCancel(ctx), cat, staging); derr != nil {
-			return fmt.Errorf("%w (table %s is unchanged; dropping the staging table %s failed: %v)", err, ref, staging, derr)
-		}
-		return err
-	}
-	if _, err := cat.RenameTable(context.WithoutCancel(ctx), staging.Ident(), ref.Ident()); err != nil {
-		// No sentinel: the client gets Internal. The staging table is
-		// kept, it holds the data now.
-		return fmt.Errorf("%s %s: the old table was dropped but renaming the new one failed; its rows are in table %s: %v", what, ref, staging, err)
-	}
-	return nil
-}
-
-// committed tells whether the staging table ref has a snapshot, i.e.
-// whether an ingest's commit of unknown outcome landed.
-func (p *Planner) committed(ctx context.Context, ref catalog.TableRef) bool {
-	pinned, err := p.opts.Mounts.LoadTable(context.WithoutCancel(ctx), ref)
-	return err == nil && pinned.Table.CurrentSnapshot() != nil
-}
-
-// purgeStaging drops a staging table of replace that never became the
-// table, and deletes its files: it was made by this ingest under a fresh
-// name, so nothing else lives at its location.
-func purgeStaging(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef) error {
-	if cat.CatalogType() == icecat.REST {
-		// The REST server deletes the files itself.
-		if pc, ok := cat.(icecat.PurgeableTable); ok {
-			if err := pc.PurgeTable(ctx, ref.Ident()); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
-				return err
-			}
-			return nil
-		}
-	}
-	tbl, lerr := cat.LoadTable(ctx, ref.Ident())
-	if err := cat.DropTable(ctx, ref.Ident()); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
-		return err
-	}
-	if lerr == nil {
-		// Best effort: the table is gone either way.
-		_ = tbl.PurgeFiles(ctx)
-	}
-	return nil
+	return p.staged(ctx, cat, ref, true, create, fill)
 }

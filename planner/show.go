@@ -148,6 +148,12 @@ func (p *Planner) showTables(ctx context.Context, s Session, ps *ddlParser, quot
 	if err != nil {
 		return "", err
 	}
+	views, err := p.viewNames(ctx, cat, sch)
+	if err != nil {
+		return "", err
+	}
+	names = append(names, views...)
+	slices.Sort(names)
 	return listing("name", names, where), nil
 }
 

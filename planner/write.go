@@ -48,6 +48,9 @@ var (
 	// nothing was committed and the statement's files were deleted
 	// (Aborted).
 	ErrWriteFailed = errors.New("planner: write failed, nothing was committed")
+	// errWorkerGone marks a write fragment whose worker could not be
+	// reached or went away (Unavailable).
+	errWorkerGone = errors.New("worker unavailable")
 )
 
 // writeTarget is the pinned table a statement writes.
@@ -203,15 +206,36 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarge
 			project[i] = fmt.Sprintf("CAST(__q.__c%d AS %s) AS %s", srcOf[i], duckTypes[i], engine.Quote(f.Name))
 		}
 	}
-	plan, err := p.Plan(ctx, sess, query)
-	if err != nil {
-		return nil, err
+	var res *writeResults
+	for attempt := 0; ; attempt++ {
+		plan, err := p.Plan(ctx, sess, query)
+		if err != nil {
+			return nil, err
+		}
+		if d := dryRunOf(ctx); d != nil && attempt == 0 {
+			d.plan(plan.Explain)
+		}
+		w := p.newWrite(tgt)
+		w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
+		w.OrderBy = partitionOrder(tgt.pinned.Table)
+		res, err = p.runWrite(ctx, tgt, w, plan.Endpoints)
+		if err == nil {
+			break
+		}
+		// Nothing was committed and the fragments' files are deleted: a
+		// worker that went away (it left planning) costs one re-run on
+		// the others.
+		if attempt >= writeReruns || !errors.Is(err, errWorkerGone) || ctx.Err() != nil {
+			return nil, err
+		}
+		tracing.Logger(ctx, p.log).Info("planner: a worker went away during a write; running it again on the others", zap.String("table", tgt.ref.String()), zap.Error(err))
 	}
-	w := p.newWrite(tgt)
-	w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
-	w.OrderBy = partitionOrder(tgt.pinned.Table)
-	return p.runWrite(ctx, tgt, w, plan.Endpoints)
+	return res, nil
 }
+
+// writeReruns is how many times a write whose worker went away before
+// anything was committed runs again.
+const writeReruns = 1
 
 // checkImplicitCasts refuses a source column whose DuckDB type does not
 // cast implicitly to the target column's type, naming the column. conn
@@ -289,6 +313,9 @@ type writeResults struct {
 // all in parallel on their workers and decodes their files. If any
 // fragment fails, it deletes every file of the statement and fails.
 func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write, endpoints []Endpoint) (*writeResults, error) {
+	if d := dryRunOf(ctx); d != nil {
+		return nil, d.fragments(tgt.ref.String(), w, endpoints)
+	}
 	tickets := make([][]byte, len(endpoints))
 	for i, e := range endpoints {
 		t, err := p.opts.Key.Open(e.Ticket, time.Now())
@@ -416,6 +443,8 @@ func fragmentError(loc string, err error) error {
 			return fmt.Errorf("%w: %s", ErrInvalid, st.Message())
 		case codes.NotFound:
 			return fmt.Errorf("%w: %s", ErrNotFound, st.Message())
+		case codes.Unavailable:
+			return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, errWorkerGone, st.Message())
 		}
 		return fmt.Errorf("%w: worker %s: %s: %s", ErrWriteFailed, loc, st.Code(), st.Message())
 	}
@@ -568,6 +597,9 @@ func (p *Planner) commitOnce(ctx context.Context, tgt *writeTarget, change func(
 // happens to ctx, so that a client's cancel never leaves its outcome
 // unknown.
 func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) (err error) {
+	if err := dryRunOf(ctx).stop(); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("commit to %s: nothing was committed: %w", tgt.ref, context.Cause(ctx))
 	}
@@ -595,6 +627,9 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	}
 	committed, err := tx.Commit(ctx)
 	if err != nil {
+		if errors.Is(err, ErrAlreadyCommitted) {
+			return fmt.Errorf("commit to %s: %w", tgt.ref, err)
+		}
 		if lostCommit(err) {
 			return fmt.Errorf("%w on %s: nothing was committed and the statement's files were deleted: %v", ErrConflict, tgt.ref, err)
 		}
@@ -637,6 +672,10 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
 	if err := p.authorize(ctx, authz.TableObject(tgt.ref), authz.Insert); err != nil {
 		return 0, err
+	}
+	if d := dryRunOf(ctx); d != nil {
+		d.note("write", "the coordinator writes the %d rows of VALUES as Parquet files of %s", rows, tgt.ref)
+		return 0, d.commit("append: the written files are added in one snapshot")
 	}
 	w := p.newWrite(tgt)
 	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 0))

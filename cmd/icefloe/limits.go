@@ -28,6 +28,10 @@ type LimitsConfig struct {
 	QueueTimeout time.Duration `yaml:"queue_timeout,omitempty"`
 	// StatementTimeout ends statements that run longer; 0 means none.
 	StatementTimeout time.Duration `yaml:"statement_timeout,omitempty"`
+	// StagingGrace is the age past which a starting coordinator drops a
+	// staging table a create that did not finish left; 0 means the
+	// default.
+	StagingGrace time.Duration `yaml:"staging_grace,omitempty"`
 }
 
 func (l *LimitsConfig) validate() error {
@@ -53,6 +57,9 @@ func (l *LimitsConfig) validate() error {
 	if l.StatementTimeout < 0 {
 		errs = append(errs, fmt.Errorf("config: limits.statement_timeout: must be >= 0, got %s", l.StatementTimeout))
 	}
+	if l.StagingGrace < 0 {
+		errs = append(errs, fmt.Errorf("config: limits.staging_grace: must be >= 0, got %s", l.StagingGrace))
+	}
 	return errors.Join(errs...)
 }
 
@@ -75,10 +82,12 @@ func (l *LimitsConfig) limits() cluster.Limits {
 	if qt == 0 {
 		qt = cluster.DefaultQueueTimeout
 	}
-	return cluster.NewLimits(
+	lim := cluster.NewLimits(
 		count(l.MaxRunningStatements, cluster.DefaultMaxRunningStatements), count(l.MaxRunningStatementsPerPrincipal, 0),
 		count(l.MaxQueuedStatements, cluster.DefaultMaxQueuedStatements),
 		count(l.MaxRunningFragments, cluster.DefaultMaxRunningFragments), count(l.MaxRunningFragmentsPerPrincipal, 0),
 		count(l.MaxQueuedFragments, cluster.DefaultMaxQueuedFragments),
 		qt, l.StatementTimeout)
+	lim.StagingGrace = l.StagingGrace
+	return lim
 }

@@ -28,6 +28,18 @@ func TestREST(t *testing.T) {
 	cnxn := connect(t, s.Addr())
 	roundTrip(t, cnxn, cfg, "s1")
 
+	// Views are Iceberg views in the REST catalog: stored, listed,
+	// expanded (unqualified names in the view's schema), dropped.
+	run(t, cnxn, "CREATE VIEW rest.s1.v AS SELECT id FROM t WHERE id > 1")
+	wantRows(t, cnxn, "SELECT count(*), sum(id) FROM rest.s1.v", "2 | 5")
+	wantRows(t, cnxn, "SELECT table_type FROM information_schema.tables WHERE table_catalog = 'rest' AND table_name = 'v'", "VIEW")
+	run(t, cnxn, "CREATE OR REPLACE VIEW rest.s1.v AS SELECT id FROM t WHERE id > 2")
+	wantRows(t, cnxn, "SELECT count(*) FROM rest.s1.v", "1")
+	run(t, cnxn, "DROP VIEW rest.s1.v")
+	if _, err := query(t, cnxn, "SELECT * FROM rest.s1.v"); code(err) != codes.NotFound {
+		t.Fatalf("dropped view: %v, want NotFound", err)
+	}
+
 	// A long-lived coordinator: tokens expire while it runs.
 	issued, _ := gw.counts()
 	time.Sleep(3500 * time.Millisecond)

@@ -341,6 +341,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		cm = metrics.NewCoordinator(o.Metrics, coordinatorSources(reg, srv, reach, pl))
 	}
 	o.Security.guard(o.Mounts, pl, o.Logger)
+	dropStaging(ctx, o.Mounts, o.Limits.StagingGrace, o.Logger)
 	lis, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fail(fmt.Errorf("coordinator listen %s: %w", o.Listen, err))
@@ -359,6 +360,21 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	go reg.Run(refresh, 0)
 	go func() { c.done <- g.Serve(lis) }()
 	return c, nil
+}
+
+// dropStaging drops, before the coordinator answers, the staging tables
+// of creates that a coordinator which died left behind (catalog.Staging),
+// once older than grace (DefaultStagingGrace when 0). Bounded: a catalog
+// that does not answer in time is left for the next start.
+func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duration, log *zap.Logger) {
+	if grace == 0 {
+		grace = DefaultStagingGrace
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, st := range mounts.DropStaging(ctx, grace) {
+		log.Info("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
+	}
 }
 
 // flightServiceName is the gRPC name of the Flight service, under which

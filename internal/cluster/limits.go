@@ -24,6 +24,10 @@ type Limits struct {
 	Fragments admit.Options
 	// StatementTimeout ends every statement that runs longer; 0 is none.
 	StatementTimeout time.Duration
+	// StagingGrace is how old a staging table (of a CREATE TABLE … AS or
+	// ingest that did not finish) must be before a starting coordinator
+	// drops it; 0 is DefaultStagingGrace.
+	StagingGrace time.Duration
 }
 
 // Defaults of the binary's limits.
@@ -33,6 +37,9 @@ const (
 	DefaultMaxRunningFragments  = 8
 	DefaultMaxQueuedFragments   = 64
 	DefaultQueueTimeout         = time.Minute
+	// DefaultStagingGrace outlasts any create whose staging table's
+	// metadata was written that long ago on another live coordinator.
+	DefaultStagingGrace = time.Hour
 )
 
 // DefaultLimits are the binary's limits when its config sets none.

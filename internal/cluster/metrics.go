@@ -25,9 +25,9 @@ func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flig
 			}
 			return n
 		},
-		Commits: func() (int64, int64, int64) {
+		Commits: func() (int64, int64, int64, int64) {
 			c := pl.Commits()
-			return c.Attempts.Load(), c.Conflicts.Load(), c.Retries.Load()
+			return c.Attempts.Load(), c.Conflicts.Load(), c.Retries.Load(), c.Written.Load()
 		},
 	}
 }

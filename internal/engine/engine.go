@@ -28,8 +28,11 @@ type Options struct {
 	Threads int
 	// MemoryLimit is DuckDB's memory_limit, e.g. "2GB".
 	MemoryLimit string
-	// TempDir is the private spill folder. It is created with mode 0700.
-	// Empty means a new folder under os.TempDir that Close removes.
+	// TempDir is the private spill folder. It is created with mode 0700
+	// and emptied at Open of what a process that ended without Close left
+	// there (unless another live engine holds it). Empty means a new
+	// folder under os.TempDir that Close removes; Open then also removes
+	// the folders there of engines whose process ended without Close.
 	TempDir string
 	// ReadDirs are local directories (absolute paths) whose files the
 	// engine's own SQL may read with read_parquet although external access
@@ -66,6 +69,7 @@ type Engine struct {
 	readDirs  []string // cleaned, each ending in a separator
 	tempDir   string
 	ownTemp   bool
+	spillLock *os.File // held while the engine runs (spill.go)
 	viewCount atomic.Int64
 }
 
@@ -83,13 +87,22 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	e := &Engine{tempDir: o.TempDir}
 	if e.tempDir == "" {
-		dir, err := os.MkdirTemp("", "icefloe-spill-")
+		dir, err := os.MkdirTemp("", spillPattern)
 		if err != nil {
 			return nil, fmt.Errorf("engine: spill folder: %w", err)
 		}
 		e.tempDir, e.ownTemp = dir, true
 	} else if err := os.MkdirAll(e.tempDir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: spill folder: %w", err)
+	}
+	lock, err := claimSpill(e.tempDir)
+	if err != nil {
+		e.cleanup()
+		return nil, err
+	}
+	e.spillLock = lock
+	if e.ownTemp {
+		reclaimSpills(e.tempDir)
 	}
 	connector, err := duckdb.NewConnector("", nil)
 	if err != nil {
@@ -174,6 +187,10 @@ func (e *Engine) Close() error {
 func (e *Engine) cleanup() {
 	if e.ownTemp {
 		os.RemoveAll(e.tempDir)
+	}
+	if e.spillLock != nil {
+		e.spillLock.Close()
+		e.spillLock = nil
 	}
 }
 

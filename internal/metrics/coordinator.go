@@ -23,7 +23,7 @@ type CoordinatorSources struct {
 	// Workers counts the known workers by health (live, draining, …).
 	Workers func() map[string]int
 	// Commits are the planner's commit counters.
-	Commits func() (attempts, conflicts, retries int64)
+	Commits func() (attempts, conflicts, retries, written int64)
 }
 
 // Coordinator holds a coordinator's metrics.
@@ -92,7 +92,7 @@ func (c *Coordinator) Ended(i queries.Info) {
 }
 
 type coordinatorDescs struct {
-	active, queued, running, workers, attempts, conflicts, retries *prometheus.Desc
+	active, queued, running, workers, attempts, conflicts, retries, written *prometheus.Desc
 }
 
 func newCoordinatorDescs() coordinatorDescs {
@@ -105,6 +105,7 @@ func newCoordinatorDescs() coordinatorDescs {
 		attempts:  prometheus.NewDesc("icefloe_commit_attempts_total", "Commits sent to a catalog, retries included.", nil, nil),
 		conflicts: prometheus.NewDesc("icefloe_commit_conflicts_total", "Commit attempts that lost to a concurrent commit.", nil, nil),
 		retries:   prometheus.NewDesc("icefloe_commit_retries_total", "Commit attempts after the first of one statement's commit.", nil, nil),
+		written:   prometheus.NewDesc("icefloe_bytes_written_total", "Bytes of the data and delete files that committed snapshots added.", nil, nil),
 	}
 }
 
@@ -116,7 +117,7 @@ type coordinatorGauges struct {
 
 func (g coordinatorGauges) Describe(ch chan<- *prometheus.Desc) {
 	d := g.descs
-	for _, x := range []*prometheus.Desc{d.active, d.queued, d.running, d.workers, d.attempts, d.conflicts, d.retries} {
+	for _, x := range []*prometheus.Desc{d.active, d.queued, d.running, d.workers, d.attempts, d.conflicts, d.retries, d.written} {
 		ch <- x
 	}
 }
@@ -142,9 +143,10 @@ func (g coordinatorGauges) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if s.Commits != nil {
-		a, c, r := s.Commits()
+		a, c, r, w := s.Commits()
 		ch <- prometheus.MustNewConstMetric(d.attempts, prometheus.CounterValue, float64(a))
 		ch <- prometheus.MustNewConstMetric(d.conflicts, prometheus.CounterValue, float64(c))
 		ch <- prometheus.MustNewConstMetric(d.retries, prometheus.CounterValue, float64(r))
+		ch <- prometheus.MustNewConstMetric(d.written, prometheus.CounterValue, float64(w))
 	}
 }

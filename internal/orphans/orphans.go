@@ -4,7 +4,8 @@
 // (file:// or plain paths) are walked on disk; other schemes are listed
 // through the table's iceberg-go IO when it can list (the gocloud IO for
 // s3://, gs://, azblob:// can), otherwise the caller deletes only the
-// files it was told about.
+// files it was told about. It also deletes the table metadata file a
+// commit that lost its race wrote before the catalog refused it.
 package orphans
 
 import (

@@ -1,0 +1,32 @@
+package flightsql
+
+import (
+	"context"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/icefloe/icefloe/planner"
+)
+
+// HeaderStatementID names the call header in which a client gives a
+// statement its own id (an idempotency key): every snapshot the statement
+// commits records it (planner.StatementIDProp), and the same statement
+// sent again under the same id, after a failure whose outcome the client
+// could not see, commits nothing again and fails with AlreadyExists.
+// ADBC clients set it with the option
+// "adbc.flight.sql.rpc.call_header.x-icefloe-statement-id".
+const HeaderStatementID = "x-icefloe-statement-id"
+
+// withStatementID carries the call's statement id, if it has one, into
+// ctx; an id that is not valid is the client's error.
+func withStatementID(ctx context.Context) (context.Context, error) {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return ctx, nil
+	}
+	ids := md.Get(HeaderStatementID)
+	if len(ids) == 0 {
+		return ctx, nil
+	}
+	return planner.WithStatementID(ctx, ids[len(ids)-1])
+}

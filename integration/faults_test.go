@@ -1,0 +1,305 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+
+	"github.com/icefloe/icefloe/catalog"
+)
+
+// TestStatementIDRetryAfterCoordinatorKill: an INSERT sent under a
+// client's statement id, whose coordinator is killed (SIGKILL) at a random
+// moment of it, and sent again under the same id to the restarted
+// coordinator, lands exactly once: the retry either commits it or answers
+// AlreadyExists because the first run had committed. The table is at a
+// snapshot with or without each killed run, never between, and
+// remove_orphan_files finds the files of the runs that did not commit. Outcomes are counted
+// over several runs; a run whose rows land twice or not at all is wrong.
+func TestStatementIDRetryAfterCoordinatorKill(t *testing.T) {
+	bin := icefloeBin(t)
+	dir := t.TempDir()
+	env := []string{membershipKey}
+	w := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	cargs := []string{"coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
+	c := startProc(t, bin, env, cargs...)
+	seedTable(t, adbcConn(t, c.addr()), "src", 4000)
+	execUpdate(t, adbcConn(t, c.addr()), `CREATE TABLE dst (run BIGINT, id BIGINT)`)
+	insert := func(run int) string {
+		if run%2 == 0 {
+			return fmt.Sprintf(`INSERT INTO dst SELECT %d, id FROM src`, run)
+		}
+		return fmt.Sprintf(`INSERT INTO dst VALUES (%d, 1), (%d, 2)`, run, run)
+	}
+	want := func(run int) int64 {
+		if run%2 == 0 {
+			return 4000
+		}
+		return 2
+	}
+	withID := func(addr string, run int) adbc.Connection {
+		return adbcConn(t, addr, map[string]string{"adbc.flight.sql.rpc.call_header.x-icefloe-statement-id": fmt.Sprintf("dst-load-%d", run)})
+	}
+	// How long a statement takes, to spread the kills over it.
+	start := time.Now()
+	if n, err := tryUpdate(t, withID(c.addr(), 0), insert(0)); err != nil || n != want(0) {
+		t.Fatalf("first insert: %d, %v", n, err)
+	}
+	took := time.Since(start)
+	wantRows(t, adbcConn(t, c.addr()), `SELECT count(*) FROM "dst$snapshots" WHERE summary['icefloe.statement-id'] = 'dst-load-0'`, "1")
+	_, err := tryUpdate(t, withID(c.addr(), 0), insert(0))
+	wantStatus(t, err, adbc.StatusAlreadyExists)
+	if !strings.Contains(err.Error(), "dst-load-0") {
+		t.Fatalf("the repeated statement: %v, want its id named", err)
+	}
+
+	const runs = 6
+	outcome := map[string]int{}
+	for run := 1; run <= runs; run++ {
+		done := make(chan error, 1)
+		cnxn := withID(c.addr(), run)
+		go func() { _, err := tryUpdate(t, cnxn, insert(run)); done <- err }()
+		time.Sleep(time.Duration(rand.Int64N(int64(took) + 1)))
+		c.cmd.Process.Kill()
+		first := <-done
+		c.waitExit(10 * time.Second)
+		c = startProc(t, bin, env, cargs...)
+		n, err := tryUpdate(t, withID(c.addr(), run), insert(run))
+		var ae adbc.Error
+		switch {
+		case err == nil && n == want(run):
+			outcome["retry committed"]++
+		case errors.As(err, &ae) && ae.Code == adbc.StatusAlreadyExists:
+			outcome["retry found it committed"]++
+		default:
+			t.Fatalf("run %d: the retry: %d, %v", run, n, err)
+		}
+		if first == nil {
+			outcome["first answered before the kill"]++
+		}
+		got := mustQuery(t, adbcConn(t, c.addr()), fmt.Sprintf(`SELECT count(*) FROM dst WHERE run = %d`, run)).rows[0]
+		if got != fmt.Sprint(want(run)) {
+			t.Fatalf("run %d: %s rows landed, want %d (wrong)", run, got, want(run))
+		}
+	}
+	cnxn := adbcConn(t, c.addr())
+	wantRows(t, cnxn, `SELECT count(*) FROM dst`, fmt.Sprint(4000+3*4000+3*2))
+	// The files of runs killed before their commit are found by the
+	// documented cleanup, and only they.
+	strays := func() int {
+		files, err := filepath.Glob(filepath.Join(dir, "warehouse", "default.db", "dst", "data", "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(files) - int(atoi(t, mustQuery(t, cnxn, `SELECT count(*) FROM "dst$files"`).rows[0]))
+	}
+	outcome["files of killed runs"] = strays()
+	cutoff := time.Now().UTC().Add(time.Minute).Format("2006-01-02 15:04:05")
+	mustQuery(t, cnxn, fmt.Sprintf(`CALL system.remove_orphan_files(table => 'dst', older_than => TIMESTAMP '%s', override_min_age => true)`, cutoff))
+	if n := strays(); n != 0 {
+		t.Fatalf("remove_orphan_files left %d files the table does not reference", n)
+	}
+	wantRows(t, cnxn, `SELECT count(*) FROM dst`, fmt.Sprint(4000+3*4000+3*2))
+	t.Logf("statement %s; outcomes over %d killed runs: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+}
+
+// TestKilledWorkerSpillReclaimed: the spill folder of a worker killed by
+// SIGKILL is removed when the next worker on the machine starts, while a
+// running worker's folder stays.
+func TestKilledWorkerSpillReclaimed(t *testing.T) {
+	bin := icefloeBin(t)
+	tmp := t.TempDir()
+	env := []string{membershipKey, "TMPDIR=" + tmp}
+	spills := func() []string {
+		d, err := filepath.Glob(filepath.Join(tmp, "icefloe-spill-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	start := func() *role {
+		return startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	}
+	killed, live := start(), start()
+	if got := spills(); len(got) != 2 {
+		t.Fatalf("spill folders of two workers: %v", got)
+	}
+	before := spills()
+	killed.cmd.Process.Kill()
+	killed.waitExit(10 * time.Second)
+	// Age the folders past the grace a just-made folder gets.
+	old := time.Now().Add(-time.Hour)
+	for _, d := range before {
+		if err := os.Chtimes(filepath.Join(d, ".icefloe-spill.lock"), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start()
+	after := spills()
+	if len(after) != 2 {
+		t.Fatalf("spill folders after a worker was killed and another started: %v (before %v)", after, before)
+	}
+	live.signal(syscall.SIGTERM)
+	if err := live.waitExit(30 * time.Second); err != nil {
+		t.Fatalf("worker exited with %v", err)
+	}
+	if got := spills(); len(got) != 1 {
+		t.Fatalf("spill folders after the live worker stopped: %v", got)
+	}
+}
+
+// TestWorkerKilledDuringInsertSelect: a worker killed (SIGKILL) at a
+// random moment of an INSERT … SELECT whose fragments it runs: the
+// statement either answers the full count (run again on the other worker
+// when the kill hit its fragments), or fails with an error saying
+// nothing was committed and commits nothing; no file of it is left
+// outside the table, and the same statement then succeeds. Outcomes are
+// counted over several runs; a partial commit or a stray file is wrong.
+func TestWorkerKilledDuringInsertSelect(t *testing.T) {
+	bin := icefloeBin(t)
+	dir := t.TempDir()
+	env := []string{membershipKey}
+	c := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	worker := func() *role {
+		return startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir, "--announce", c.addr())
+	}
+	w1 := worker()
+	cnxn := adbcConn(t, c.addr())
+	seedTable(t, cnxn, "src", 8000)
+	execUpdate(t, cnxn, `CREATE TABLE dst (run BIGINT, id BIGINT)`)
+	insert := func(run int) string { return fmt.Sprintf(`INSERT INTO dst SELECT %d, id FROM src`, run) }
+	rows := func(run int) string {
+		return mustQuery(t, cnxn, fmt.Sprintf(`SELECT count(*) FROM dst WHERE run = %d`, run)).rows[0]
+	}
+	strays := func() int {
+		files, err := filepath.Glob(filepath.Join(dir, "warehouse", "default.db", "dst", "data", "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := mustQuery(t, cnxn, `SELECT count(*) FROM "dst$files"`).rows[0]
+		return len(files) - int(atoi(t, listed))
+	}
+	start := time.Now()
+	execUpdate(t, cnxn, insert(0))
+	took := time.Since(start)
+
+	const runs = 5
+	outcome := map[string]int{}
+	for run := 1; run <= runs; run++ {
+		w2 := worker()
+		waitPlanned(t, c.addr(), `SELECT * FROM src`, 10*time.Second, w1.field("worker"), w2.field("worker"))
+		done := make(chan error, 1)
+		go func() {
+			n, err := tryUpdate(t, cnxn, insert(run))
+			if err == nil && n != 8000 {
+				err = fmt.Errorf("counted %d", n)
+			}
+			done <- err
+		}()
+		time.Sleep(time.Duration(rand.Int64N(int64(took) + 1)))
+		w2.cmd.Process.Kill()
+		err := <-done
+		w2.waitExit(10 * time.Second)
+		switch got := rows(run); {
+		case err == nil && got == "8000":
+			outcome["full answer"]++
+		case err != nil && got == "0" && strings.Contains(err.Error(), "nothing was committed"):
+			outcome["clear error"]++
+			if n, rerr := tryUpdate(t, cnxn, insert(run)); rerr != nil || n != 8000 || rows(run) != "8000" {
+				t.Fatalf("run %d: the same statement again: %d, %v", run, n, rerr)
+			}
+		default:
+			t.Fatalf("run %d (wrong): %v, %s rows committed\ncoordinator:\n%s", run, err, got, c.log())
+		}
+		if n := strays(); n != 0 {
+			t.Fatalf("run %d (wrong): %d files of the table's folder are not in the table", run, n)
+		}
+	}
+	outcome["of them run again"] = strings.Count(c.log(), "running it again on the others")
+	t.Logf("statement %s; outcomes over %d runs with a worker killed: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+}
+
+// TestCoordinatorKilledDuringCreate: a CREATE TABLE … AS whose
+// coordinator is killed (SIGKILL) at a random moment of it leaves either
+// no table or the table with all its rows, never an empty or partial one;
+// the restarted coordinator drops the staging table the dead one left
+// (limits.staging_grace is set short), and the same statement then
+// succeeds. Outcomes are counted over several runs.
+func TestCoordinatorKilledDuringCreate(t *testing.T) {
+	bin := icefloeBin(t)
+	dir := t.TempDir()
+	env := []string{membershipKey}
+	cfg := filepath.Join(t.TempDir(), "icefloe.yaml")
+	if err := os.WriteFile(cfg, []byte("limits:\n  staging_grace: 1ms\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	cargs := []string{"coordinator", "--config", cfg, "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
+	c := startProc(t, bin, env, cargs...)
+	seedTable(t, adbcConn(t, c.addr()), "src", 4000)
+	ctas := func(run int) string { return fmt.Sprintf(`CREATE TABLE made%d AS SELECT id, g FROM src`, run) }
+	start := time.Now()
+	execUpdate(t, adbcConn(t, c.addr()), ctas(0))
+	took := time.Since(start)
+
+	const runs = 5
+	outcome := map[string]int{}
+	for run := 1; run <= runs; run++ {
+		cnxn := adbcConn(t, c.addr())
+		done := make(chan error, 1)
+		go func() { _, err := tryUpdate(t, cnxn, ctas(run)); done <- err }()
+		time.Sleep(took/4 + time.Duration(rand.Int64N(int64(took)*3/4+1)))
+		c.cmd.Process.Kill()
+		first := <-done
+		c.waitExit(10 * time.Second)
+		c = startProc(t, bin, env, cargs...)
+		outcome["staging table dropped at restart"] += strings.Count(c.log(), "dropped the staging table")
+		after := adbcConn(t, c.addr())
+		got, err := query(t, after, fmt.Sprintf(`SELECT count(*) FROM made%d`, run))
+		var ae adbc.Error
+		switch {
+		case err == nil && got.rows[0] == "4000":
+			outcome["created whole"]++
+		case errors.As(err, &ae) && ae.Code == adbc.StatusNotFound:
+			outcome["no table"]++
+			if n, err := tryUpdate(t, after, ctas(run)); err != nil || n != 4000 {
+				t.Fatalf("run %d: the same CTAS again: %d, %v", run, n, err)
+			}
+		default:
+			t.Fatalf("run %d (wrong): the table after the kill: %v, %v (first run: %v)", run, got.rows, err, first)
+		}
+		if left := rawStaging(t, dir); len(left) > 0 {
+			t.Fatalf("run %d: staging tables left after the restart: %v\n%s", run, left, c.log())
+		}
+	}
+	t.Logf("CTAS %s; outcomes over %d killed runs: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+}
+
+// rawStaging lists the staging tables in the embedded catalog of dataDir,
+// which listings through icefloe leave out.
+func rawStaging(t testing.TB, dataDir string) []string {
+	t.Helper()
+	m := catalog.NewMounts()
+	cat, props, err := catalog.OpenLocal(context.Background(), dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Mount(catalog.LocalCatalogName, cat, props); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var out []string
+	for _, st := range m.Staging(context.Background()) {
+		out = append(out, st.String())
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/util"
+
+	"github.com/icefloe/icefloe/internal/flightclient"
+)
+
+// fragment is one stream an analyzed query runs: an endpoint, or a child
+// fragment an endpoint's worker pulls.
+type fragment struct {
+	label           string
+	locations       []string
+	ticket          []byte
+	scans, children int
+
+	rows, bytes int64
+	first, took time.Duration
+	location    string
+	err         error
+}
+
+// explainAnalyze plans query, runs it and answers the plan followed by
+// the rows, bytes and times of each fragment. The children of a gather or
+// two-phase final are run first, each on its own as its parent's worker
+// would pull it, for their own figures; then the endpoints run as a client
+// pulls them (in parallel, the rows discarded), their children again
+// inside them, so an endpoint's time is its whole stage.
+func (p *Planner) explainAnalyze(ctx context.Context, s Session, query string, workers []Worker) (*Plan, error) {
+	if explainsWrite(query) {
+		return nil, fmt.Errorf("%w: EXPLAIN ANALYZE of a write (it would write; EXPLAIN without ANALYZE shows the write plan)", ErrUnsupported)
+	}
+	schema, err := p.explainSchema(ctx, s, query)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := p.Plan(ctx, s, query)
+	if err != nil {
+		return nil, err
+	}
+	var children, endpoints []*fragment
+	for i, e := range plan.Endpoints {
+		t, err := p.opts.Key.Open(e.Ticket, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		endpoints = append(endpoints, &fragment{label: "endpoint " + strconv.Itoa(i), locations: e.Locations, ticket: e.Ticket, scans: len(t.Scans), children: len(t.Children)})
+		for j, c := range t.Children {
+			children = append(children, &fragment{label: fmt.Sprintf("endpoint %d child %d (%s)", i, j, c.View), locations: c.Locations, ticket: c.Ticket})
+		}
+	}
+	lines := planLines(plan)
+	start := time.Now()
+	for _, fs := range [][]*fragment{children, endpoints} {
+		if err := p.pullAll(ctx, fs); err != nil {
+			return nil, err
+		}
+		for _, f := range fs {
+			lines = append(lines, "analyze "+f.label+"\t"+f.String())
+		}
+	}
+	var rows, bytes int64
+	for _, f := range endpoints {
+		rows, bytes = rows+f.rows, bytes+f.bytes
+	}
+	lines = append(lines, "analyze total\t"+fmt.Sprintf("%d rows, %d bytes from %d endpoints (%d child fragments) in %s",
+		rows, bytes, len(endpoints), len(children), time.Since(start).Round(time.Microsecond)))
+	return p.linesPlan(ctx, workers, schema, lines)
+}
+
+func (f *fragment) String() string {
+	s := fmt.Sprintf("%d rows, %d bytes, first batch after %s, done after %s, served by %s",
+		f.rows, f.bytes, f.first.Round(time.Microsecond), f.took.Round(time.Microsecond), f.location)
+	if f.scans > 0 || f.children > 0 {
+		s += fmt.Sprintf(" (%d scans, %d children)", f.scans, f.children)
+	}
+	return s
+}
+
+// pullAll pulls every fragment at once and measures each stream; the
+// first failure cancels the others and is returned.
+func (p *Planner) pullAll(ctx context.Context, fs []*fragment) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, f := range fs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if f.err = p.pullFragment(ctx, f); f.err != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, f := range fs {
+		if f.err != nil && !errors.Is(f.err, context.Canceled) {
+			return fmt.Errorf("EXPLAIN ANALYZE: %s: %w", f.label, f.err)
+		}
+	}
+	for _, f := range fs {
+		if f.err != nil {
+			return fmt.Errorf("EXPLAIN ANALYZE: %s: %w", f.label, f.err)
+		}
+	}
+	return nil
+}
+
+// pullFragment streams f, counting its rows and bytes.
+func (p *Planner) pullFragment(ctx context.Context, f *fragment) error {
+	start := time.Now()
+	// Client only notes which location the pull tries; the pool dials it.
+	o := flightclient.PullOptions{OnUnavailable: p.unreachable,
+		Client: func(loc string) (flight.Client, bool) { f.location = loc; return nil, false }}
+	err := p.opts.Flight.Pull(ctx, f.locations, f.ticket, o, func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		if f.rows == 0 && f.first == 0 {
+			f.first = time.Since(start)
+		}
+		f.rows += rec.NumRows()
+		f.bytes += util.TotalRecordSize(rec)
+		return nil
+	})
+	f.took = time.Since(start)
+	return err
+}

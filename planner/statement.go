@@ -1,0 +1,136 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+)
+
+// StatementIDProp is the snapshot summary property every commit records:
+// the id of the statement that made the snapshot, the client's own (see
+// WithStatementID) or one icefloe chose. A statement retried under the
+// same id commits at most once.
+const StatementIDProp = "icefloe.statement-id"
+
+// MaxStatementIDLen bounds a client's statement id.
+const MaxStatementIDLen = 128
+
+// ErrAlreadyCommitted: a statement under the same id already committed on
+// the table; nothing was committed again (AlreadyExists).
+var ErrAlreadyCommitted = fmt.Errorf("%w: the statement already committed", ErrExists)
+
+// stmtRun is what the commits of one statement share.
+type stmtRun struct {
+	id     string
+	client bool
+	mu     sync.Mutex
+	own    map[int64]bool // snapshots this run of the statement committed
+}
+
+type statementKey struct{}
+
+// WithStatementID returns ctx carrying the client's statement id: every
+// snapshot the statement commits records it, and a commit finds the
+// table already holding a snapshot of that id from an earlier run fails
+// with ErrAlreadyCommitted. An id is 1 to MaxStatementIDLen letters,
+// digits or ._:- characters; anything else is ErrInvalid.
+func WithStatementID(ctx context.Context, id string) (context.Context, error) {
+	if err := checkStatementID(id); err != nil {
+		return ctx, err
+	}
+	return context.WithValue(ctx, statementKey{}, &stmtRun{id: id, client: true}), nil
+}
+
+func checkStatementID(id string) error {
+	if id == "" || len(id) > MaxStatementIDLen {
+		return fmt.Errorf("%w: a statement id has 1 to %d characters, not %d", ErrInvalid, MaxStatementIDLen, len(id))
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == ':' || r == '-'
+		if !ok {
+			return fmt.Errorf("%w: a statement id holds only letters, digits and . _ : -, not %q", ErrInvalid, r)
+		}
+	}
+	return nil
+}
+
+// withStatement returns ctx carrying a statement: the client's if it
+// named one, else a fresh one with an id of icefloe's choosing.
+func withStatement(ctx context.Context) context.Context {
+	if statementOf(ctx) != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, statementKey{}, &stmtRun{id: uuid.NewString()})
+}
+
+func statementOf(ctx context.Context) *stmtRun {
+	s, _ := ctx.Value(statementKey{}).(*stmtRun)
+	return s
+}
+
+// stamp returns updates with every added snapshot's summary recording the
+// statement's id.
+func (s *stmtRun) stamp(updates []table.Update) ([]table.Update, error) {
+	out := make([]table.Update, len(updates))
+	for i, u := range updates {
+		out[i] = u
+		if u.Action() != table.UpdateAddSnapshot {
+			continue
+		}
+		snaps, ok := ddlAddedSnapshots([]table.Update{u})
+		if !ok || len(snaps) != 1 {
+			return nil, fmt.Errorf("record the statement id: unreadable snapshot update")
+		}
+		snap := snaps[0]
+		if snap.Summary == nil {
+			continue
+		}
+		props := maps.Clone(snap.Summary.Properties)
+		if props == nil {
+			props = iceberg.Properties{}
+		}
+		props[StatementIDProp] = s.id
+		snap.Summary.Properties = props
+		out[i] = table.NewAddSnapshotUpdate(&snap)
+	}
+	return out, nil
+}
+
+// committedBefore returns a snapshot of meta that an earlier run of the
+// statement committed: one recording its id that this run did not make.
+// Only a client's id can have earlier runs.
+func (s *stmtRun) committedBefore(meta table.Metadata) *table.Snapshot {
+	if !s.client {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, snap := range meta.Snapshots() {
+		if snap.Summary != nil && snap.Summary.Properties[StatementIDProp] == s.id && !s.own[snap.SnapshotID] {
+			return &snap
+		}
+	}
+	return nil
+}
+
+// committedIn notes the snapshots updates added in this run; s may be
+// nil.
+func (s *stmtRun) committedIn(updates []table.Update) {
+	if s == nil {
+		return
+	}
+	snaps, _ := ddlAddedSnapshots(updates)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.own == nil {
+		s.own = map[int64]bool{}
+	}
+	for _, snap := range snaps {
+		s.own[snap.SnapshotID] = true
+	}
+}

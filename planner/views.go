@@ -1,0 +1,235 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
+)
+
+// Views are stored as Iceberg views in the catalogs that keep them
+// (catalog.Mount.Views) and expanded at planning: a reference to a view
+// becomes a subquery of the view's SQL, whose unqualified names resolve in
+// the view's own catalog and schema. The reader needs SELECT on the view
+// (checked as for a table, before the lookup) and on every table the view
+// reads (invoker's rights, Trino's SECURITY INVOKER): a view never lends
+// its creator's grants.
+
+// maxViewDepth bounds views over views; a cycle ends there too.
+const maxViewDepth = 16
+
+// viewsOf returns the view operations of ref's catalog, or
+// ErrUnsupported naming it.
+func (p *Planner) viewsOf(ref catalog.TableRef) (catalog.Views, error) {
+	mt, err := p.ddlMount(ref.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	v, err := mt.Views()
+	if err != nil {
+		return nil, fmt.Errorf("%w: views in %s: %w", ErrUnsupported, ref.Catalog, err)
+	}
+	return v, nil
+}
+
+// ddlCreateView runs CREATE [OR REPLACE] VIEW [IF NOT EXISTS] name AS
+// query. The query must plan (its names resolving in the view's schema);
+// its result columns are the view's schema. OR REPLACE drops the old view
+// and stores the new one (two catalog calls: iceberg-go v0.7.0 has no
+// view replace for the SQL catalog).
+func (p *Planner) ddlCreateView(ctx context.Context, sess Session, ps *ddlParser) error {
+	ps.i = 1
+	replace := ps.accept("OR", "REPLACE")
+	if !ps.accept("VIEW") {
+		return ps.unexpected()
+	}
+	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
+	parts, err := ps.name(3)
+	if err != nil {
+		return err
+	}
+	if !ps.at("AS") || ps.i+1 >= len(ps.toks) {
+		return ddlSyntaxf("CREATE VIEW needs AS query")
+	}
+	query := strings.TrimSpace(ps.text(ps.i+1, len(ps.toks)-1))
+	ref, err := ddlTableName(sess, parts)
+	if err != nil {
+		return err
+	}
+	ref = p.existingSchema(ctx, ref)
+	if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+		return err
+	}
+	views, err := p.viewsOf(ref)
+	if err != nil {
+		return err
+	}
+	viewSess := Session{Catalog: ref.Catalog, Schema: ref.Schema}
+	columns, err := p.queryColumns(ctx, viewSess, query)
+	if err != nil {
+		return err
+	}
+	schema, err := p.ddlColumns(ctx, ref.Table, columns)
+	if err != nil {
+		return err
+	}
+	if exists, _ := p.tableExists(ctx, ref); exists {
+		return fmt.Errorf("%w: %s is a table", ErrExists, ref)
+	}
+	if _, err := views.LoadView(ctx, ref.Ident()); err == nil {
+		switch {
+		case ifNotExists:
+			return nil
+		case !replace:
+			return fmt.Errorf("%w: view %s", ErrExists, ref)
+		}
+		if err := p.authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
+			return err
+		}
+		if err := views.DropView(ctx, ref.Ident()); err != nil {
+			return fmt.Errorf("replace view %s: %w", ref, err)
+		}
+	}
+	if err := views.CreateView(ctx, ref.Ident(), schema, query); err != nil {
+		switch {
+		case errors.Is(err, icecat.ErrViewAlreadyExists), errors.Is(err, icecat.ErrTableAlreadyExists):
+			return fmt.Errorf("%w: %s", ErrExists, ref)
+		case errors.Is(err, icecat.ErrNoSuchNamespace):
+			return fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
+		}
+		return fmt.Errorf("create view %s: %w", ref, err)
+	}
+	return nil
+}
+
+// ddlDropView runs DROP VIEW [IF EXISTS] name.
+func (p *Planner) ddlDropView(ctx context.Context, sess Session, ps *ddlParser) error {
+	ps.i = 2
+	ifExists := ps.accept("IF", "EXISTS")
+	parts, err := ps.name(3)
+	if err != nil {
+		return err
+	}
+	if ps.i < len(ps.toks) {
+		return ps.unexpected()
+	}
+	ref, err := ddlTableName(sess, parts)
+	if err != nil {
+		return err
+	}
+	ref = p.existingSchema(ctx, ref)
+	if err := p.authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
+		return err
+	}
+	views, err := p.viewsOf(ref)
+	if err != nil {
+		return err
+	}
+	if err := views.DropView(ctx, ref.Ident()); err != nil {
+		if errors.Is(err, icecat.ErrNoSuchView) || errors.Is(err, icecat.ErrNoSuchNamespace) {
+			if ifExists {
+				return nil
+			}
+			return fmt.Errorf("%w: view %s", ErrNotFound, ref)
+		}
+		return fmt.Errorf("drop view %s: %w", ref, err)
+	}
+	return nil
+}
+
+func (p *Planner) tableExists(ctx context.Context, ref catalog.TableRef) (bool, error) {
+	mt, err := p.ddlMount(ref.Catalog)
+	if err != nil {
+		return false, err
+	}
+	return mt.Catalog.CheckTableExists(ctx, ref.Ident())
+}
+
+// expandView turns the table reference n, which named no table, into a
+// subquery of the view ref names, and resolves the view's query in the
+// view's catalog and schema. ok is false when ref names no view (or its
+// catalog keeps none): the caller reports the missing table.
+func (r *resolver) expandView(ctx context.Context, n node, ref catalog.TableRef) (ok bool) {
+	views, err := r.p.viewsOf(ref)
+	if err != nil {
+		return false
+	}
+	v, err := views.LoadView(ctx, ref.Ident())
+	if err != nil {
+		return false
+	}
+	for _, seen := range r.viewPath {
+		if seen == ref {
+			r.err = fmt.Errorf("%w: view %s refers to itself", ErrInvalid, ref)
+			return true
+		}
+	}
+	if len(r.viewPath) >= maxViewDepth {
+		r.err = fmt.Errorf("%w: views nest deeper than %d at %s", ErrUnsupported, maxViewDepth, ref)
+		return true
+	}
+	vs := Session{Catalog: v.DefaultCatalog, Schema: strings.Join(v.DefaultNamespace, ".")}
+	if vs.Schema == "" {
+		vs.Schema = ref.Schema
+	}
+	text, err := r.conn.SerializeSQL(ctx, temporalClauses(quoteQualifiers(v.SQL)))
+	var ast *parsed
+	if err == nil {
+		ast, err = parseAST(text)
+	}
+	if err == nil {
+		substituteSession(ast, vs)
+		err = refuseEscapes(ast)
+	}
+	if err != nil {
+		r.err = fmt.Errorf("view %s: %w", ref, err)
+		return true
+	}
+	alias := str(n, "alias")
+	if alias == "" {
+		alias = ref.Table
+	}
+	for k := range n {
+		delete(n, k)
+	}
+	n["type"], n["alias"], n["sample"], n["subquery"], n["column_name_alias"] = "SUBQUERY", alias, nil, ast.root, []any{}
+	n["query_location"] = json.Number("18446744073709551615") // none, as DuckDB writes it
+	outer := r.s
+	r.s = vs
+	r.viewPath = append(r.viewPath, ref)
+	r.visit(ctx, ast.root, nil)
+	r.viewPath = r.viewPath[:len(r.viewPath)-1]
+	r.s = outer
+	return true
+}
+
+// viewNames lists the views of cat.schema the caller may see, sorted;
+// none when the catalog keeps no views.
+func (p *Planner) viewNames(ctx context.Context, cat, schema string) ([]string, error) {
+	views, err := p.viewsOf(catalog.TableRef{Catalog: cat, Schema: schema})
+	if err != nil {
+		return nil, nil
+	}
+	var out []string
+	for ident, err := range views.ListViews(ctx, strings.Split(schema, ".")) {
+		if err != nil {
+			return nil, fmt.Errorf("list views of %s.%s: %w", cat, schema, err)
+		}
+		if len(ident) == 0 {
+			continue
+		}
+		ref := catalog.TableRef{Catalog: cat, Schema: schema, Table: ident[len(ident)-1]}
+		if p.opts.Policy.CanSee(ctx, authz.TableObject(ref)) {
+			out = append(out, ref.Table)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
