@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeStep is one statement of corpus/writes: its SQL and the table
@@ -72,7 +73,13 @@ func TestDifferentialWriteStatements(t *testing.T) {
 	steps := loadWriteSteps(t, filepath.Join(corpusDir, "writes"))
 	env := startDiffEnv(t, []int{2}, []bool{false})
 	cfg := env.configs[0]
-	for _, st := range steps {
+	travels := 0
+	for i, st := range steps {
+		// The rows and snapshot before the statement, read back after it
+		// through each time-travel spelling (Trino's, Spark's, DuckDB's).
+		q := "SELECT * FROM " + st.table
+		before, berr := runReference(env.ref, q)
+		snap := localTable(t, env.s, st.table).CurrentSnapshot()
 		// The reference holds the tables as temp tables, which a table of
 		// the same name in main would not replace.
 		refSQL := strings.Replace(st.sql, "CREATE OR REPLACE TABLE", "CREATE OR REPLACE TEMP TABLE", 1)
@@ -90,11 +97,32 @@ func TestDifferentialWriteStatements(t *testing.T) {
 		if want, _ := r.RowsAffected(); n != want && !strings.HasPrefix(refSQL, "CREATE") {
 			t.Errorf("%s: count %d, DuckDB %d\n%s", st.pos, n, want, st.sql)
 		}
-		q := "SELECT * FROM " + st.table
 		want, werr := runReference(env.ref, q)
 		if d := cfg.check(q, false, want, werr); d != "" {
 			t.Errorf("%s: after\n%s\n%s", st.pos, st.sql, d)
 		}
+		// A replace with a new definition makes a new table, without the
+		// old one's history.
+		if snap == nil || berr != nil || localTable(t, env.s, st.table).SnapshotByID(snap.SnapshotID) == nil {
+			continue
+		}
+		at := time.UnixMilli(snap.TimestampMs).UTC().Format("2006-01-02 15:04:05.000")
+		spellings := []string{
+			fmt.Sprintf("FOR VERSION AS OF %d", snap.SnapshotID),
+			fmt.Sprintf("VERSION AS OF %d", snap.SnapshotID),
+			fmt.Sprintf("FOR SYSTEM_VERSION AS OF %d", snap.SnapshotID),
+			fmt.Sprintf("FOR TIMESTAMP AS OF TIMESTAMP '%s'", at),
+			fmt.Sprintf("TIMESTAMP AS OF TIMESTAMP '%s'", at),
+			fmt.Sprintf("AT (VERSION => %d)", snap.SnapshotID),
+		}
+		tq := q + " " + spellings[i%len(spellings)]
+		if d := cfg.check(tq, false, before, nil); d != "" {
+			t.Errorf("%s: the table before\n%s\nread back with %s:\n%s", st.pos, st.sql, tq, d)
+		}
+		travels++
 	}
-	t.Logf("%d write statements", len(steps))
+	if travels < len(steps)/2 {
+		t.Errorf("only %d of %d statements were read back through time travel", travels, len(steps))
+	}
+	t.Logf("%d write statements, %d read back through time travel", len(steps), travels)
 }
