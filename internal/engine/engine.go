@@ -71,7 +71,11 @@ type Engine struct {
 	ownTemp   bool
 	spillLock *os.File // held while the engine runs (spill.go)
 	viewCount atomic.Int64
+	memLimit  int64 // memory_limit in bytes
 }
+
+// MemoryLimit is the engine's DuckDB memory_limit in bytes.
+func (e *Engine) MemoryLimit() int64 { return e.memLimit }
 
 // Open starts a database and applies the lockdown on a bootstrap
 // connection, in the order DuckDB accepts it.
@@ -86,6 +90,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		o.MemoryLimit = DefaultMemoryLimit
 	}
 	e := &Engine{tempDir: o.TempDir}
+	e.memLimit, _ = ParseMemoryLimit(o.MemoryLimit) // Validate checked it
 	if e.tempDir == "" {
 		dir, err := os.MkdirTemp("", spillPattern)
 		if err != nil {

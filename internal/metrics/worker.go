@@ -15,6 +15,8 @@ import (
 type WorkerSource struct {
 	Stats  func() wire.WorkerStats
 	DuckDB func(ctx context.Context) (memory, temp int64, err error)
+	// MemoryLimit is its DuckDB's memory_limit in bytes.
+	MemoryLimit int64
 }
 
 // Worker holds the metrics of a process's workers: `serve` runs several
@@ -81,7 +83,7 @@ func (w *Worker) Served(kind, code string, rows, bytes int64, took, firstBatch t
 }
 
 type workerDescs struct {
-	streams, running, queued, hits, misses, entries, cacheBytes, evictions, duckMem, duckTemp *prometheus.Desc
+	streams, running, queued, hits, misses, entries, cacheBytes, evictions, duckMem, duckTemp, duckLimit *prometheus.Desc
 }
 
 func newWorkerDescs() workerDescs {
@@ -97,6 +99,7 @@ func newWorkerDescs() workerDescs {
 		evictions:  d("icefloe_metadata_cache_evictions_total", "Metadata cache entries dropped to stay within the bound."),
 		duckMem:    d("icefloe_duckdb_memory_bytes", "Memory DuckDB's buffer manager holds (duckdb_memory())."),
 		duckTemp:   d("icefloe_duckdb_spill_bytes", "Bytes DuckDB spilled to its temporary directory (duckdb_memory())."),
+		duckLimit:  d("icefloe_duckdb_memory_limit_bytes", "The memory_limit of the workers' DuckDB: the budget icefloe_duckdb_memory_bytes uses."),
 	}
 }
 
@@ -107,7 +110,7 @@ type workerGauges struct {
 
 func (g workerGauges) Describe(ch chan<- *prometheus.Desc) {
 	d := g.d
-	for _, x := range []*prometheus.Desc{d.streams, d.running, d.queued, d.hits, d.misses, d.entries, d.cacheBytes, d.evictions, d.duckMem, d.duckTemp} {
+	for _, x := range []*prometheus.Desc{d.streams, d.running, d.queued, d.hits, d.misses, d.entries, d.cacheBytes, d.evictions, d.duckMem, d.duckTemp, d.duckLimit} {
 		ch <- x
 	}
 }
@@ -120,8 +123,9 @@ func (g workerGauges) Collect(ch chan<- prometheus.Metric) {
 	srcs := append([]WorkerSource(nil), g.w.sources...)
 	g.w.mu.Unlock()
 	var st wire.WorkerStats
-	var mem, temp int64
+	var mem, temp, limit int64
 	for _, s := range srcs {
+		limit += s.MemoryLimit
 		x := s.Stats()
 		st.Streams += x.Streams
 		st.RunningFragments += x.RunningFragments
@@ -149,4 +153,5 @@ func (g workerGauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(d.evictions, counter, float64(st.Cache.Evictions))
 	ch <- prometheus.MustNewConstMetric(d.duckMem, gauge, float64(mem))
 	ch <- prometheus.MustNewConstMetric(d.duckTemp, gauge, float64(temp))
+	ch <- prometheus.MustNewConstMetric(d.duckLimit, gauge, float64(limit))
 }
