@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/flightsql"
@@ -133,6 +135,8 @@ type s3Cluster struct {
 	noCache    bool
 	// props are added to the s3 catalog's properties.
 	props map[string]string
+	// metrics, if set, registers the cluster's metrics.
+	metrics prometheus.Registerer
 }
 
 // startS3Cluster starts a standalone cluster with the server's catalog
@@ -154,6 +158,7 @@ func startS3Cluster(t testing.TB, srv *s3Server, dataDir string, c s3Cluster) *c
 		NoDataCache:    c.noCache,
 		DataCacheBytes: c.cacheBytes,
 		DataCacheDir:   c.cacheDir,
+		Metrics:        c.metrics,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
@@ -291,7 +296,8 @@ func TestObjectStoreReadWriteDelete(t *testing.T) {
 // and DuckDB read the copies directly.
 func TestObjectStoreCacheHits(t *testing.T) {
 	srv := startS3(t)
-	s := startS3Cluster(t, srv, t.TempDir(), s3Cluster{workers: 2})
+	reg := prometheus.NewRegistry()
+	s := startS3Cluster(t, srv, t.TempDir(), s3Cluster{workers: 2, metrics: reg})
 	cnxn := adbcConn(t, s.Addr())
 	const files, rows = 8, 200
 	fillTable(t, cnxn, "c", files, rows)
@@ -318,6 +324,23 @@ func TestObjectStoreCacheHits(t *testing.T) {
 	}
 	if d := s.Workers[0].DirectScans() + s.Workers[1].DirectScans() - direct; d == 0 {
 		t.Fatal("no scan read the copies with DuckDB")
+	}
+	// The Prometheus counters are the caches' own.
+	got, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range got {
+		fams[f.GetName()] = f
+	}
+	for name, want := range map[string]uint64{
+		"icefloe_data_cache_hits_total": after.Hits, "icefloe_data_cache_misses_total": after.Misses,
+		"icefloe_data_cache_fetched_bytes_total": after.FetchedBytes, "icefloe_data_cache_entries": uint64(after.Entries),
+	} {
+		if v := sample(fams, name); v != float64(want) {
+			t.Errorf("%s = %v, the caches count %d", name, v, want)
+		}
 	}
 }
 

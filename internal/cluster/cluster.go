@@ -158,7 +158,11 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		eng.Close()
 		return nil, err
 	}
-	o.Metrics.Add(metrics.WorkerSource{Stats: srv.Stats, DuckDB: duckMemory(eng), MemoryLimit: eng.MemoryLimit()})
+	src := metrics.WorkerSource{Stats: srv.Stats, DuckDB: duckMemory(eng), MemoryLimit: eng.MemoryLimit()}
+	if data != nil {
+		src.Data = data.Stats
+	}
+	o.Metrics.Add(src)
 	g := grpc.NewServer(o.Security.serverOptions()...)
 	srv.Register(g)
 	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, data: data, log: o.Logger, stop: make(chan struct{})}

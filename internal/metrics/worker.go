@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -17,6 +18,8 @@ type WorkerSource struct {
 	DuckDB func(ctx context.Context) (memory, temp int64, err error)
 	// MemoryLimit is its DuckDB's memory_limit in bytes.
 	MemoryLimit int64
+	// Data reads its data cache's counters; nil without one.
+	Data func() datacache.Stats
 }
 
 // Worker holds the metrics of a process's workers: `serve` runs several
@@ -83,7 +86,8 @@ func (w *Worker) Served(kind, code string, rows, bytes int64, took, firstBatch t
 }
 
 type workerDescs struct {
-	streams, running, queued, hits, misses, entries, cacheBytes, evictions, duckMem, duckTemp, duckLimit *prometheus.Desc
+	streams, running, queued, hits, misses, entries, cacheBytes, evictions, duckMem, duckTemp, duckLimit         *prometheus.Desc
+	dataHits, dataMisses, dataFetched, dataHitBytes, dataEntries, dataBytes, dataMax, dataEvictions, dataInvalid *prometheus.Desc
 }
 
 func newWorkerDescs() workerDescs {
@@ -100,6 +104,16 @@ func newWorkerDescs() workerDescs {
 		duckMem:    d("icefloe_duckdb_memory_bytes", "Memory DuckDB's buffer manager holds (duckdb_memory())."),
 		duckTemp:   d("icefloe_duckdb_spill_bytes", "Bytes DuckDB spilled to its temporary directory (duckdb_memory())."),
 		duckLimit:  d("icefloe_duckdb_memory_limit_bytes", "The memory_limit of the workers' DuckDB: the budget icefloe_duckdb_memory_bytes uses."),
+
+		dataHits:      d("icefloe_data_cache_hits_total", "Object-store data file reads the workers' data caches served from a local copy."),
+		dataMisses:    d("icefloe_data_cache_misses_total", "Object-store data file reads the workers' data caches fetched."),
+		dataFetched:   d("icefloe_data_cache_fetched_bytes_total", "Bytes the workers' data caches read from object stores."),
+		dataHitBytes:  d("icefloe_data_cache_hit_bytes_total", "Bytes the workers' data caches served from local copies."),
+		dataEntries:   d("icefloe_data_cache_entries", "Data files the workers' data caches hold."),
+		dataBytes:     d("icefloe_data_cache_bytes", "Bytes the workers' data caches hold on disk."),
+		dataMax:       d("icefloe_data_cache_max_bytes", "The workers' data cache bounds."),
+		dataEvictions: d("icefloe_data_cache_evictions_total", "Copies dropped to stay within the bound."),
+		dataInvalid:   d("icefloe_data_cache_invalidations_total", "Copies dropped because the object changed underneath."),
 	}
 }
 
@@ -110,7 +124,8 @@ type workerGauges struct {
 
 func (g workerGauges) Describe(ch chan<- *prometheus.Desc) {
 	d := g.d
-	for _, x := range []*prometheus.Desc{d.streams, d.running, d.queued, d.hits, d.misses, d.entries, d.cacheBytes, d.evictions, d.duckMem, d.duckTemp, d.duckLimit} {
+	for _, x := range []*prometheus.Desc{d.streams, d.running, d.queued, d.hits, d.misses, d.entries, d.cacheBytes, d.evictions, d.duckMem, d.duckTemp, d.duckLimit,
+		d.dataHits, d.dataMisses, d.dataFetched, d.dataHitBytes, d.dataEntries, d.dataBytes, d.dataMax, d.dataEvictions, d.dataInvalid} {
 		ch <- x
 	}
 }
@@ -124,8 +139,15 @@ func (g workerGauges) Collect(ch chan<- prometheus.Metric) {
 	g.w.mu.Unlock()
 	var st wire.WorkerStats
 	var mem, temp, limit int64
+	var data datacache.Stats
 	for _, s := range srcs {
 		limit += s.MemoryLimit
+		if s.Data != nil {
+			x := s.Data()
+			data.Hits, data.Misses, data.FetchedBytes, data.HitBytes = data.Hits+x.Hits, data.Misses+x.Misses, data.FetchedBytes+x.FetchedBytes, data.HitBytes+x.HitBytes
+			data.Entries, data.Bytes, data.MaxBytes = data.Entries+x.Entries, data.Bytes+x.Bytes, data.MaxBytes+x.MaxBytes
+			data.Evictions, data.Invalidations = data.Evictions+x.Evictions, data.Invalidations+x.Invalidations
+		}
 		x := s.Stats()
 		st.Streams += x.Streams
 		st.RunningFragments += x.RunningFragments
@@ -154,4 +176,13 @@ func (g workerGauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(d.duckMem, gauge, float64(mem))
 	ch <- prometheus.MustNewConstMetric(d.duckTemp, gauge, float64(temp))
 	ch <- prometheus.MustNewConstMetric(d.duckLimit, gauge, float64(limit))
+	ch <- prometheus.MustNewConstMetric(d.dataHits, counter, float64(data.Hits))
+	ch <- prometheus.MustNewConstMetric(d.dataMisses, counter, float64(data.Misses))
+	ch <- prometheus.MustNewConstMetric(d.dataFetched, counter, float64(data.FetchedBytes))
+	ch <- prometheus.MustNewConstMetric(d.dataHitBytes, counter, float64(data.HitBytes))
+	ch <- prometheus.MustNewConstMetric(d.dataEntries, gauge, float64(data.Entries))
+	ch <- prometheus.MustNewConstMetric(d.dataBytes, gauge, float64(data.Bytes))
+	ch <- prometheus.MustNewConstMetric(d.dataMax, gauge, float64(data.MaxBytes))
+	ch <- prometheus.MustNewConstMetric(d.dataEvictions, counter, float64(data.Evictions))
+	ch <- prometheus.MustNewConstMetric(d.dataInvalid, counter, float64(data.Invalidations))
 }
