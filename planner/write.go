@@ -336,10 +336,21 @@ func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write,
 	}
 	if err != nil {
 		p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
+		// A fragment cancelled because another failed may still be closing
+		// a file on its worker when this sweep runs (its results never
+		// arrive): sweep the statement's files again once it has stopped.
+		// The prefix is this attempt's alone.
+		go func() {
+			time.Sleep(lateSweep)
+			p.removeFiles(context.WithoutCancel(ctx), tgt, w.WriteUUID, nil)
+		}()
 		return nil, err
 	}
 	return res, nil
 }
+
+// lateSweep is how long after a failed write its files are swept again.
+const lateSweep = 2 * time.Second
 
 func decodeResults(tbl *table.Table, raw []wire.WriteResult) (*writeResults, error) {
 	md := tbl.Metadata()
