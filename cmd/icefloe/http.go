@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/metrics"
 )
 
@@ -61,4 +62,14 @@ func (r *roleFlags) startHTTP(reg prometheus.Gatherer, status http.Handler) (*me
 		return nil, fmt.Errorf("--http-addr: %w", err)
 	}
 	return srv, nil
+}
+
+// startCoordinatorHTTP starts the HTTP listener of a process that runs
+// coordinator c: its metrics, pprof when asked, and c's status page.
+func (r *roleFlags) startCoordinatorHTTP(reg prometheus.Gatherer, c *cluster.Coordinator) (*metrics.Server, error) {
+	page, err := c.StatusPage()
+	if err != nil {
+		return nil, err
+	}
+	return r.startHTTP(reg, page)
 }

@@ -278,12 +278,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.Coordinator.StatusPage()
-	if err != nil {
-		s.Close()
-		return err
-	}
-	web, err := r.startHTTP(reg, page)
+	web, err := r.startCoordinatorHTTP(reg, s.Coordinator)
 	if err != nil {
 		s.Close()
 		return err
@@ -380,12 +375,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	page, err := c.StatusPage()
-	if err != nil {
-		c.Close()
-		return err
-	}
-	web, err := r.startHTTP(reg, page)
+	web, err := r.startCoordinatorHTTP(reg, c)
 	if err != nil {
 		c.Close()
 		return err
