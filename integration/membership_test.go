@@ -181,10 +181,16 @@ const membershipKey = "ICEFLOE_TICKET_KEY=membership-test-key"
 // scans have groups for every worker.
 func seedTable(t testing.TB, cnxn adbc.Connection, name string, n int) {
 	t.Helper()
+	seedTableFiles(t, cnxn, name, n, 1000)
+}
+
+// seedTableFiles is seedTable with perFile rows in each file.
+func seedTableFiles(t testing.TB, cnxn adbc.Connection, name string, n, perFile int) {
+	t.Helper()
 	execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE %s (id BIGINT, g BIGINT)`, name))
-	for start := 0; start < n; start += 1000 {
+	for start := 0; start < n; start += perFile {
 		var b strings.Builder
-		for i := start; i < start+1000 && i < n; i++ {
+		for i := start; i < start+perFile && i < n; i++ {
 			if i > start {
 				b.WriteString(", ")
 			}

@@ -188,7 +188,9 @@ func TestTracingAcrossCoordinatorAndWorkers(t *testing.T) {
 	c := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir, "--config", cfg,
 		"--worker", w1.field("worker"), "--worker", w2.field("worker"))
 	cnxn := adbcConn(t, c.addr())
-	seedTable(t, cnxn, "t", 4000)
+	// Files go to workers by rendezvous hashing: 16 of them leave each
+	// worker some (4 left all to one in one run of eight).
+	seedTableFiles(t, cnxn, "t", 4000, 250)
 	waitPlanned(t, c.addr(), `SELECT * FROM t`, 10*time.Second, w1.field("worker"), w2.field("worker"))
 
 	// A window over the whole table gathers: one worker pulls every
