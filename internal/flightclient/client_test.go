@@ -205,6 +205,9 @@ func TestPoolKeepsHeldClients(t *testing.T) {
 	if err := pull(held); err != nil {
 		t.Fatalf("a held client that left the pool: %v", err)
 	}
+	if n := p.Open(); n != 2 {
+		t.Errorf("Open() = %d with one client in the pool and one held out of it, want 2", n)
+	}
 	release()
 	release() // letting go twice counts once
 	if err := pull(held); err == nil {
@@ -216,9 +219,15 @@ func TestPoolKeepsHeldClients(t *testing.T) {
 	if err := pull(other); err != nil {
 		t.Fatalf("a held client after Close: %v", err)
 	}
+	if n := p.Open(); n != 1 {
+		t.Errorf("Open() = %d after Close with one client held, want 1", n)
+	}
 	releaseOther()
 	if err := pull(other); err == nil {
 		t.Fatal("a client is still open after Close and its last holder let go")
+	}
+	if n := p.Open(); n != 0 {
+		t.Errorf("Open() = %d after Close and every holder let go, want 0", n)
 	}
 	if _, _, err := p.Hold(a); err == nil {
 		t.Fatal("Hold after Close")

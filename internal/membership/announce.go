@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -165,18 +166,14 @@ func (a *Announcer) announce(ctx context.Context, conn *grpc.ClientConn, drainin
 	if err != nil {
 		return err
 	}
-	stream, err := flight.NewFlightServiceClient(conn).DoAction(ctx, &flight.Action{Type: AnnounceAction, Body: body})
-	if err != nil {
-		return err
-	}
-	res, err := stream.Recv()
+	ack, err := flightclient.DoActionOne(ctx, flight.NewFlightServiceClient(conn), AnnounceAction, body)
 	if err != nil {
 		if status.Code(err) == codes.PermissionDenied {
 			return fmt.Errorf("%w (%s)", ErrKeyMismatch, status.Convert(err).Message())
 		}
 		return err
 	}
-	return CheckAck(a.o.Key, res.GetBody(), nonce)
+	return CheckAck(a.o.Key, ack, nonce)
 }
 
 // record logs an announcement's outcome when it differs from the last one
