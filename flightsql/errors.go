@@ -34,6 +34,9 @@ var (
 	// errDrainCancelled: a statement still running when the drain's grace
 	// period ended (Unavailable).
 	errDrainCancelled = errors.New("flightsql: the server is draining: the statement did not finish within the drain grace period and was cancelled")
+	// errNoRenew: RenewFlightEndpoint on a server whose planner cannot
+	// renew tickets (Unimplemented).
+	errNoRenew = errors.New("flightsql: RenewFlightEndpoint: the planner cannot renew tickets")
 	// ErrNoSession: the session middleware is not installed (FailedPrecondition).
 	ErrNoSession = errors.New("flightsql: no session: install Server.ServerOptions on the gRPC server")
 )
@@ -72,6 +75,7 @@ var codeTable = []struct {
 	{planner.ErrWriteFailed, codes.Aborted},
 	{planner.ErrCommitUnknown, codes.Unknown},
 	{planner.ErrUnsupported, codes.Unimplemented},
+	{errNoRenew, codes.Unimplemented},
 	{planner.ErrRefused, codes.PermissionDenied},
 	{planner.ErrDenied, codes.PermissionDenied},
 	{planner.ErrNoWorkers, codes.Unavailable},

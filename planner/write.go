@@ -20,8 +20,6 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/audit"
@@ -447,19 +445,19 @@ func (p *Planner) unreachable(loc string) {
 // fragmentError maps a write fragment's failure: the client's fault stays
 // InvalidArgument, anything else fails the statement as a whole.
 func fragmentError(loc string, err error) error {
-	st, ok := status.FromError(err)
-	if ok {
-		switch st.Code() {
-		case codes.InvalidArgument:
-			return fmt.Errorf("%w: %s", ErrInvalid, st.Message())
-		case codes.NotFound:
-			return fmt.Errorf("%w: %s", ErrNotFound, st.Message())
-		case codes.Unavailable:
-			return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, errWorkerGone, st.Message())
-		}
-		return fmt.Errorf("%w: worker %s: %s: %s", ErrWriteFailed, loc, st.Code(), st.Message())
+	f := flightclient.FailureOf(err)
+	if !f.Remote {
+		return fmt.Errorf("%w: worker %s: %v", ErrWriteFailed, loc, err)
 	}
-	return fmt.Errorf("%w: worker %s: %v", ErrWriteFailed, loc, err)
+	switch f.Kind {
+	case flightclient.Invalid:
+		return fmt.Errorf("%w: %s", ErrInvalid, f.Message)
+	case flightclient.NotFound:
+		return fmt.Errorf("%w: %s", ErrNotFound, f.Message)
+	case flightclient.Unavailable:
+		return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, errWorkerGone, f.Message)
+	}
+	return fmt.Errorf("%w: worker %s: %s: %s", ErrWriteFailed, loc, f.Code, f.Message)
 }
 
 // pullWrite runs one write fragment at loc and decodes the results it

@@ -261,3 +261,32 @@ func TestPullReportsUnavailable(t *testing.T) {
 		t.Errorf("told %q, want [%s %s]", told, dead, loc)
 	}
 }
+
+func TestFailureOf(t *testing.T) {
+	_, loc := start(t)
+	p := NewPool(Options{}, 0)
+	defer p.Close()
+	for ticket, want := range map[string]Failure{
+		"fail": {Kind: Unavailable, Remote: true, Code: "Unavailable"},
+		"half": {Kind: Other, Remote: true, Code: "Internal"},
+		"oom":  {Kind: Other, Remote: true, Code: "ResourceExhausted"},
+	} {
+		_, err := collect(t, p, context.Background(), []string{loc}, ticket, PullOptions{})
+		got := FailureOf(err)
+		if got.Kind != want.Kind || got.Remote != want.Remote || got.Code != want.Code || got.Message != err.Error() {
+			t.Errorf("%s: %+v, want %+v with the whole error as message", ticket, got, want)
+		}
+	}
+	for err, want := range map[error]Kind{
+		status.Error(codes.InvalidArgument, "x"):  Invalid,
+		status.Error(codes.NotFound, "x"):         NotFound,
+		status.Error(codes.PermissionDenied, "x"): Denied,
+	} {
+		if got := FailureOf(err); got.Kind != want || got.Message != "x" {
+			t.Errorf("%v: %+v, want kind %d", err, got, want)
+		}
+	}
+	if got := FailureOf(errors.New("dial")); got.Remote || got.Kind != Other {
+		t.Errorf("a local error: %+v", got)
+	}
+}

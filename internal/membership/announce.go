@@ -10,8 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/wire"
@@ -168,8 +166,8 @@ func (a *Announcer) announce(ctx context.Context, conn *grpc.ClientConn, drainin
 	}
 	ack, err := flightclient.DoActionOne(ctx, flight.NewFlightServiceClient(conn), AnnounceAction, body)
 	if err != nil {
-		if status.Code(err) == codes.PermissionDenied {
-			return fmt.Errorf("%w (%s)", ErrKeyMismatch, status.Convert(err).Message())
+		if f := flightclient.FailureOf(err); f.Kind == flightclient.Denied {
+			return fmt.Errorf("%w (%s)", ErrKeyMismatch, f.Message)
 		}
 		return err
 	}
