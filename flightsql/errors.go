@@ -11,6 +11,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
@@ -54,6 +55,7 @@ var codeTable = []struct {
 	{membership.ErrMalformed, codes.InvalidArgument},
 	{planner.ErrSyntax, codes.InvalidArgument},
 	{planner.ErrInvalid, codes.InvalidArgument},
+	{commit.ErrStatementID, codes.InvalidArgument},
 	{ErrHandle, codes.InvalidArgument},
 	{ErrNotQuery, codes.InvalidArgument},
 	{wire.ErrMalformed, codes.InvalidArgument},
@@ -68,6 +70,7 @@ var codeTable = []struct {
 	{icecat.ErrNoSuchNamespace, codes.NotFound},
 	{icecat.ErrNoSuchView, codes.NotFound},
 	{planner.ErrExists, codes.AlreadyExists},
+	{commit.ErrAlreadyCommitted, codes.AlreadyExists},
 	{icecat.ErrTableAlreadyExists, codes.AlreadyExists},
 	{icecat.ErrNamespaceAlreadyExists, codes.AlreadyExists},
 	{icecat.ErrViewAlreadyExists, codes.AlreadyExists},
@@ -138,4 +141,4 @@ func userMessage(err error) string {
 // packagePrefix matches the prefix icefloe's sentinel errors carry, at
 // the start of a message or of a wrapped one (after ": " or "; "), never
 // a word inside a sentence ("no live worker: …").
-var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)
+var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|commit|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)

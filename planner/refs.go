@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
@@ -70,7 +70,7 @@ func (p *Planner) commitMeta(ctx context.Context, tgt *writeTarget, change metaC
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	cat := ddlConflictCatalog{CatalogIO: tgt.mount.Catalog, stats: &p.commits, tries: new(atomic.Int32)}
+	cat := commit.Catalog(tgt.mount.Catalog, &p.commits)
 	for attempt := 0; ; attempt++ {
 		tbl := tgt.pinned.Table
 		reqs, updates, err := change(tbl)

@@ -24,6 +24,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/icemeta"
@@ -620,7 +621,7 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	if tgt.made {
 		cat = tgt.mount.Internal()
 	}
-	tbl, err := ddlWithRetries(tgt.pinned.Table, cat, replay, &p.commits)
+	tbl, err := commit.Table(tgt.pinned.Table, cat, replay, &p.commits)
 	if err != nil {
 		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 	}
@@ -636,7 +637,7 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 	}
 	committed, err := tx.Commit(ctx)
 	if err != nil {
-		if errors.Is(err, ErrAlreadyCommitted) {
+		if errors.Is(err, commit.ErrAlreadyCommitted) {
 			return fmt.Errorf("commit to %s: %w", tgt.ref, err)
 		}
 		if lostCommit(err) {
