@@ -22,6 +22,6 @@
 //   - attempts, conflicts, retries and the bytes the committed snapshots
 //     added are counted in Stats.
 //
-// It imports nothing of icefloe's above internal/: the planner's
-// statements decide what to commit, this package how.
+// It sits under planner: the planner's statements decide what to commit,
+// this package how.
 package commit
