@@ -165,13 +165,7 @@ func TestKilledWorkerSpillReclaimed(t *testing.T) {
 // outside the table, and the same statement then succeeds. Outcomes are
 // counted over several runs; a partial commit or a stray file is wrong.
 func TestWorkerKilledDuringInsertSelect(t *testing.T) {
-	bin := icefloeBin(t)
-	dir := t.TempDir()
-	env := []string{membershipKey}
-	c := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	worker := func() *role {
-		return startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir, "--announce", c.addr())
-	}
+	dir, c, worker := announcedCluster(t)
 	w1 := worker()
 	cnxn := adbcConn(t, c.addr())
 	seedTable(t, cnxn, "src", 8000)
@@ -286,6 +280,20 @@ func TestCoordinatorKilledDuringCreate(t *testing.T) {
 		}
 	}
 	t.Logf("CTAS %s; outcomes over %d killed runs: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+}
+
+// announcedCluster starts a coordinator on a fresh data dir and returns
+// them with a func that starts a worker announcing itself to it.
+func announcedCluster(t *testing.T) (dir string, c *role, worker func() *role) {
+	t.Helper()
+	bin := icefloeBin(t)
+	dir = t.TempDir()
+	env := []string{membershipKey}
+	c = startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	worker = func() *role {
+		return startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir, "--announce", c.addr())
+	}
+	return dir, c, worker
 }
 
 // rawStaging lists the staging tables in the embedded catalog of dataDir,
