@@ -163,7 +163,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		src.Data = data.Stats
 	}
 	o.Metrics.Add(src)
-	g := grpc.NewServer(o.Security.serverOptions()...)
+	g := grpc.NewServer(o.Security.serverOptions(o.Limits.idleCut(o.Logger))...)
 	srv.Register(g)
 	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, data: data, log: o.Logger, stop: make(chan struct{})}
 	go w.logCachesEvery(CacheLogInterval)
@@ -350,7 +350,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	if err != nil {
 		return fail(fmt.Errorf("coordinator listen %s: %w", o.Listen, err))
 	}
-	g := grpc.NewServer(o.Security.serverOptions(srv.ServerOptions()...)...)
+	g := grpc.NewServer(o.Security.serverOptions(append(srv.ServerOptions(), o.Limits.idleCut(o.Logger))...)...)
 	srv.Register(g)
 	hs := health.NewServer()
 	for _, name := range []string{"", flightServiceName, worker.LivenessService} {
