@@ -368,7 +368,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 
 // dropStaging drops, before the coordinator answers, the staging tables
 // of creates that a coordinator which died left behind (catalog.Staging),
-// once older than grace (DefaultStagingGrace when 0). Bounded: a catalog
+// once older than grace (DefaultStagingGrace when 0), and the folders of
+// those it left without a catalog entry (catalog.SweepStagingFolders).
+// It logs at Warn, the start-up level, what a crash left. Bounded: a catalog
 // that does not answer in time is left for the next start.
 func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duration, log *zap.Logger) {
 	if grace == 0 {
@@ -377,7 +379,10 @@ func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duratio
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, st := range mounts.DropStaging(ctx, grace) {
-		log.Info("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
+		log.Warn("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
+	}
+	for _, dir := range mounts.SweepStagingFolders(ctx, grace) {
+		log.Warn("removed the folder of a create that did not finish and has no catalog entry", zap.String("folder", dir))
 	}
 }
 
