@@ -85,6 +85,9 @@ func PurgeStaging(ctx context.Context, cat icecat.Catalog, ident table.Identifie
 type Staged struct {
 	Mount *Mount
 	Ident table.Identifier
+	// Finished is set by DropStaging when it renamed the table to its
+	// name rather than dropping it.
+	Finished bool
 }
 
 func (s Staged) String() string { return s.Mount.Name + "." + strings.Join(s.Ident, ".") }
@@ -137,7 +140,11 @@ func gone(err error) bool {
 // DropStaging purges the staging tables (Staging) whose metadata was last
 // written more than grace ago, and returns them: a statement still filling
 // one writes its metadata when it commits, then renames it at once. A
-// table that fails to load or drop is skipped.
+// staging table that holds a commit while no table has its name is a
+// statement that committed and died before its rename (a replace between
+// dropping the old table and renaming the new one): it is renamed instead,
+// and returned with Finished set. A table that fails to load, drop or
+// rename is skipped.
 func (m *Mounts) DropStaging(ctx context.Context, grace time.Duration) []Staged {
 	var dropped []Staged
 	for _, st := range m.Staging(ctx) {
@@ -145,11 +152,33 @@ func (m *Mounts) DropStaging(ctx context.Context, grace time.Duration) []Staged 
 		if err != nil || time.Since(time.UnixMilli(tbl.Metadata().LastUpdatedMillis())) < grace {
 			continue
 		}
+		if tbl.CurrentSnapshot() != nil {
+			target := stagingTarget(st.Ident)
+			exists, err := st.Mount.raw.CheckTableExists(ctx, target)
+			if err != nil {
+				continue
+			}
+			if !exists {
+				if _, err := st.Mount.raw.RenameTable(ctx, st.Ident, target); err == nil {
+					st.Finished = true
+					dropped = append(dropped, st)
+				}
+				continue
+			}
+		}
 		if PurgeStaging(ctx, st.Mount.raw, st.Ident) == nil {
 			dropped = append(dropped, st)
 		}
 	}
 	return dropped
+}
+
+// stagingTarget is the name a staging table was to get.
+func stagingTarget(ident table.Identifier) table.Identifier {
+	out := append(table.Identifier(nil), ident...)
+	name := out[len(out)-1]
+	out[len(out)-1] = name[:strings.Index(name, stagingMarker)]
+	return out
 }
 
 // SweepStagingFolders removes the folders of staging tables that no

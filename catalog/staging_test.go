@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 )
@@ -99,5 +102,60 @@ func TestSweepStagingFolders(t *testing.T) {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Fatalf("the folder %s: %v, want it removed", dir, err)
 		}
+	}
+}
+
+// TestDropStagingFinishesARename: a staging table that holds a commit
+// while no table has its name (a replace killed between dropping the old
+// table and renaming the new one) is renamed, not dropped; one whose
+// name is taken is dropped.
+func TestDropStagingFinishesARename(t *testing.T) {
+	ctx := context.Background()
+	cat, m := localMounts(t)
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
+	committed := func(name string) {
+		tbl, err := cat.CreateTable(ctx, icecat.ToIdentifier(DefaultSchema, name), sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+		b := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+		defer b.Release()
+		b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		at := array.NewTableFromRecords(asc, []arrow.RecordBatch{rec})
+		defer at.Release()
+		tx := tbl.NewTransaction()
+		if err := tx.AppendTable(ctx, at, 1024, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	committed(StagingName("gone"))
+	if _, err := cat.CreateTable(ctx, icecat.ToIdentifier(DefaultSchema, "taken"), sc); err != nil {
+		t.Fatal(err)
+	}
+	committed(StagingName("taken"))
+	time.Sleep(10 * time.Millisecond)
+	got := m.DropStaging(ctx, time.Millisecond)
+	finished := map[bool]int{}
+	for _, st := range got {
+		finished[st.Finished]++
+	}
+	if len(got) != 2 || finished[true] != 1 {
+		t.Fatalf("DropStaging: %+v, want one renamed and one dropped", got)
+	}
+	tbl, err := cat.LoadTable(ctx, icecat.ToIdentifier(DefaultSchema, "gone"))
+	if err != nil || tbl.CurrentSnapshot() == nil {
+		t.Fatalf("the renamed table: %v", err)
+	}
+	if taken, err := cat.LoadTable(ctx, icecat.ToIdentifier(DefaultSchema, "taken")); err != nil || taken.CurrentSnapshot() != nil {
+		t.Fatalf("the table whose name was taken: %v (it must stay as it was)", err)
+	}
+	if st := m.Staging(ctx); len(st) != 0 {
+		t.Fatalf("left: %v", st)
 	}
 }

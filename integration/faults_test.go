@@ -313,6 +313,7 @@ func TestCoordinatorKilledDuringCreate(t *testing.T) {
 		c = startProc(t, bin, env, cargs...)
 		outcome[k.name+": staging table dropped at restart"] += strings.Count(c.log(), "dropped the staging table")
 		outcome[k.name+": staging folder without a table removed at restart"] += strings.Count(c.log(), "removed the folder of a create")
+		outcome[k.name+": committed staging table renamed at restart"] += strings.Count(c.log(), "renamed the staging table")
 		after := adbcConn(t, c.addr())
 		got, err := query(t, after, fmt.Sprintf(`SELECT count(*) FROM made%d`, run))
 		var ae adbc.Error

@@ -379,6 +379,10 @@ func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duratio
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, st := range mounts.DropStaging(ctx, grace) {
+		if st.Finished {
+			log.Warn("renamed the staging table of a create or replace that committed but did not finish its rename", zap.String("table", st.String()))
+			continue
+		}
 		log.Warn("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
 	}
 	for _, dir := range mounts.SweepStagingFolders(ctx, grace) {
