@@ -167,7 +167,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		src.Data = data.Stats
 	}
 	o.Metrics.Add(src)
-	g := grpc.NewServer(o.Security.serverOptions()...)
+	g := grpc.NewServer(o.Security.serverOptions(o.Limits.idleCut(o.Logger))...)
 	srv.Register(g)
 	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, data: data, log: o.Logger, stop: make(chan struct{})}
 	go w.logCachesEvery(CacheLogInterval)
@@ -354,7 +354,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	if err != nil {
 		return fail(fmt.Errorf("coordinator listen %s: %w", o.Listen, err))
 	}
-	g := grpc.NewServer(o.Security.serverOptions(srv.ServerOptions()...)...)
+	g := grpc.NewServer(o.Security.serverOptions(append(srv.ServerOptions(), o.Limits.idleCut(o.Logger))...)...)
 	srv.Register(g)
 	hs := health.NewServer()
 	for _, name := range []string{"", flightServiceName, worker.LivenessService} {
@@ -372,7 +372,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 
 // dropStaging drops, before the coordinator answers, the staging tables
 // of creates that a coordinator which died left behind (catalog.Staging),
-// once older than grace (DefaultStagingGrace when 0). Bounded: a catalog
+// once older than grace (DefaultStagingGrace when 0), and the folders of
+// those it left without a catalog entry (catalog.SweepStagingFolders).
+// It logs at Warn, the start-up level, what a crash left. Bounded: a catalog
 // that does not answer in time is left for the next start.
 func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duration, log *zap.Logger) {
 	if grace == 0 {
@@ -381,7 +383,14 @@ func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duratio
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, st := range mounts.DropStaging(ctx, grace) {
-		log.Info("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
+		if st.Finished {
+			log.Warn("renamed the staging table of a create or replace that committed but did not finish its rename", zap.String("table", st.String()))
+			continue
+		}
+		log.Warn("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
+	}
+	for _, dir := range mounts.SweepStagingFolders(ctx, grace) {
+		log.Warn("removed the folder of a create that did not finish and has no catalog entry", zap.String("folder", dir))
 	}
 }
 
