@@ -330,6 +330,11 @@ func (pb *planBuilder) choose(ctx context.Context, root node) error {
 			why = "two-phase final does not bind to the query's schema"
 		}
 		reason = why
+		done, why, err := pb.shuffleGrouped(ctx, root, aggs)
+		if err != nil || done {
+			return err
+		}
+		reason += "; not shuffled: " + why
 	}
 	return pb.gather(reason)
 }

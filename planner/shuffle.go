@@ -38,10 +38,11 @@ import (
 // out of every fragment), and each large input must be read once, by
 // the join, so no subquery or CTE sees a part of it.
 
-// shuffleJoin is a join found to shuffle: its two large inputs and their
-// keys, cast to hash alike.
+// shuffleJoin is what a shuffle partitions: a join's two large inputs
+// and their keys, cast to hash alike (or one input and its key, for a
+// grouped query), and the inputs every partition reads in full.
 type shuffleJoin struct {
-	sides [2]shuffleSide
+	sides []shuffleSide
 	small []*input
 }
 
@@ -74,6 +75,7 @@ func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]b
 	}
 	n := min(len(pb.workers), pb.p.opts.ShufflePartitions)
 	if selectScatterReason(root, aggs) == "" {
+		pb.noteShuffle(ctx, sj, n, "row-wise")
 		return true, "", pb.shuffleRowwise(ctx, sj, n)
 	}
 	var tp *twoPhase
@@ -89,6 +91,7 @@ func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]b
 	if err != nil || ph == nil {
 		return false, "two-phase final does not bind to the query's schema", err
 	}
+	pb.noteShuffle(ctx, sj, n, ph.kind)
 	return true, "", pb.shuffleTwoPhase(ctx, sj, n, ph)
 }
 
@@ -269,7 +272,7 @@ func (w *joinWalk) keys(conds []node, a, b *input) bool {
 			lin, rin, lcol, rcol = rin, lin, rcol, lcol
 		}
 		if lin == a && rin == b {
-			w.found = &shuffleJoin{sides: [2]shuffleSide{{in: a, col: lcol}, {in: b, col: rcol}}}
+			w.found = &shuffleJoin{sides: []shuffleSide{{in: a, col: lcol}, {in: b, col: rcol}}}
 			return true
 		}
 	}
@@ -373,6 +376,11 @@ func (pb *planBuilder) noteShuffle(ctx context.Context, sj *shuffleJoin, n int, 
 	pb.note("estimate", "%s: %d bytes, %s; %s: %d bytes, %s; broadcast up to %d bytes, shuffle from %d bytes",
 		a.in.ref, a.in.bytes, pb.p.estimateRows(ctx, a.in), b.in.ref, b.in.bytes, pb.p.estimateRows(ctx, b.in),
 		pb.p.opts.BroadcastBytes, max(pb.p.opts.ShuffleBytes, 0))
+	pb.notePartitions(sj, n)
+}
+
+// notePartitions lists what each partition reads.
+func (pb *planBuilder) notePartitions(sj *shuffleJoin, n int) {
 	for _, s := range sj.small {
 		pb.note("broadcast", "%s read in full by every partition", s.ref)
 	}
@@ -381,8 +389,8 @@ func (pb *planBuilder) noteShuffle(ctx context.Context, sj *shuffleJoin, n int, 
 	}
 }
 
-// partition builds fragment j of n: partition j of every group of both
-// large inputs as children, the small inputs as scans.
+// partition builds fragment j of n: partition j of every group of the
+// partitioned inputs as children, the small inputs as scans.
 func (pb *planBuilder) partition(ctx context.Context, sj *shuffleJoin, j, n int, sql string, schema *arrow.Schema) (*wire.Ticket, error) {
 	var scans []wire.Scan
 	for _, s := range sj.small {
@@ -420,7 +428,6 @@ func (pb *planBuilder) partitionPlace(j int) place {
 
 // shuffleRowwise makes each partitioned fragment an endpoint.
 func (pb *planBuilder) shuffleRowwise(ctx context.Context, sj *shuffleJoin, n int) error {
-	pb.noteShuffle(ctx, sj, n, "row-wise")
 	pb.note("fragment", "%s", pb.b.sql)
 	for j := range n {
 		t, err := pb.partition(ctx, sj, j, n, pb.b.sql, pb.b.schema)
@@ -435,7 +442,6 @@ func (pb *planBuilder) shuffleRowwise(ctx context.Context, sj *shuffleJoin, n in
 // shuffleTwoPhase runs the partial step in each partitioned fragment and
 // the final over them.
 func (pb *planBuilder) shuffleTwoPhase(ctx context.Context, sj *shuffleJoin, n int, ph *phases) error {
-	pb.noteShuffle(ctx, sj, n, ph.kind)
 	pb.note("fragment", "partial: %s", ph.partialSQL)
 	pb.note("fragment", "final: %s", ph.final)
 	final := pb.ticket(nil, ph.final, pb.b.schema)

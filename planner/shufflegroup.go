@@ -1,0 +1,158 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/icefloe/icefloe/internal/engine"
+)
+
+// Shuffled single-table queries.
+//
+// A query over one large table that two-phase cannot split — a GROUP BY
+// with count(DISTINCT), median or another aggregate that does not
+// decompose; window functions that all PARTITION BY one column — falls
+// into independent parts by one column: a GROUP BY key, or the window
+// partition column every window shares. Partition j of N is every group's
+// rows whose column hashes to j (children as in shuffle.go), so every
+// group, or window partition, is whole in one fragment, and the query
+// over the table is the union of the query over the partitions. DISTINCT,
+// ORDER BY … LIMIT and LIMIT split as for a scatter (splitModifiers): each
+// fragment applies what it can, a final merges.
+
+// shuffleGrouped plans root over its one input as partitions of its
+// group (or window partition) column, when the table is at least
+// ShuffleBytes and the query allows it; it says why not otherwise.
+func (pb *planBuilder) shuffleGrouped(ctx context.Context, root node, aggs map[string]bool) (bool, string, error) {
+	if len(pb.workers) < 2 {
+		return false, "one worker", nil
+	}
+	in := pb.b.inputs[0]
+	from, _ := root["from_table"].(node)
+	switch {
+	case in.refs != 1 || in.meta != "" || from["sample"] != nil || root["sample"] != nil || len(anyList(from["column_name_alias"])) > 0:
+		return false, "not a plain table read once", nil
+	case hasSubquery(root):
+		return false, "subquery", nil
+	}
+	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
+		return false, "common table expression", nil
+	}
+	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && in.bytes < limit {
+		return false, fmt.Sprintf("%s is %d bytes, below the shuffle size %d", in.ref, in.bytes, limit), nil
+	}
+	w := &joinWalk{pb: pb, ctx: ctx, leaves: []*input{in}}
+	col, kind, why := groupColumn(w, root, aggs)
+	if col == "" {
+		return false, why, nil
+	}
+	sj := &shuffleJoin{sides: []shuffleSide{{in: in, col: col, hash: engine.Quote(col)}}}
+	n := min(len(pb.workers), pb.p.opts.ShufflePartitions)
+	tp, why := splitModifiers(root, fieldNames(pb.b.schema))
+	if tp == nil && why != "nothing to split" {
+		return false, why, nil
+	}
+	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
+		return false, "", err
+	}
+	if tp == nil {
+		pb.noteGrouped(ctx, sj, n, kind, "row-wise")
+		return true, "", pb.shuffleRowwise(ctx, sj, n)
+	}
+	ph, err := pb.phases(ctx, tp)
+	if err != nil || ph == nil {
+		return false, "final does not bind to the query's schema", err
+	}
+	pb.noteGrouped(ctx, sj, n, kind, ph.kind)
+	return true, "", pb.shuffleTwoPhase(ctx, sj, n, ph)
+}
+
+func (pb *planBuilder) noteGrouped(ctx context.Context, sj *shuffleJoin, n int, kind, split string) {
+	s := sj.sides[0]
+	pb.plan.Strategy = Shuffle
+	pb.note("strategy", "shuffle %s (%s partitioned on %s in %d partitions)", split, kind, s.col, n)
+	pb.note("estimate", "%s: %d bytes, %s; shuffle from %d bytes", s.in.ref, s.in.bytes, pb.p.estimateRows(ctx, s.in), max(pb.p.opts.ShuffleBytes, 0))
+	pb.notePartitions(sj, n)
+}
+
+// groupColumn is the column root's rows fall into independent parts by:
+// a plain column among its GROUP BY keys, or one every window function
+// partitions by.
+func groupColumn(w *joinWalk, root node, aggs map[string]bool) (col, kind, why string) {
+	if root["qualify"] != nil {
+		return "", "", "qualify"
+	}
+	above := node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}
+	if groups := anyList(root["group_expressions"]); len(groups) > 0 {
+		if len(anyList(root["group_sets"])) > 1 || str(root, "aggregate_handling") != "STANDARD_HANDLING" {
+			return "", "", "grouping sets"
+		}
+		if exprReason(above, nil) == "window function" {
+			return "", "", "window function over groups"
+		}
+		aliases := map[string]bool{}
+		items := anyList(root["select_list"])
+		for _, it := range items {
+			if a := str(asNode(it), "alias"); a != "" {
+				aliases[strings.ToLower(a)] = true
+			}
+		}
+		for _, g := range groups {
+			gn, _ := g.(node)
+			if i, ok := intConstant(gn); ok && i >= 1 && int(i) <= len(items) {
+				gn, _ = items[i-1].(node)
+			}
+			if parts := anyList(gn["column_names"]); len(parts) == 1 {
+				if name, _ := parts[0].(string); aliases[strings.ToLower(name)] {
+					continue // a select alias, not surely the column
+				}
+			}
+			if in, c := w.column(gn); in != nil {
+				return c, "group by", ""
+			}
+		}
+		return "", "", "no group key is a plain column"
+	}
+	// Windows, all partitioned by one column; no aggregate outside them.
+	var windows []node
+	agg := false
+	walk(above, func(n node) bool {
+		if str(n, "class") == "WINDOW" {
+			windows = append(windows, n)
+			return false
+		}
+		if str(n, "class") == "FUNCTION" && aggs[strings.ToLower(str(n, "function_name"))] {
+			agg = true
+		}
+		return true
+	})
+	if agg || len(windows) == 0 {
+		return "", "", "no group key"
+	}
+	count := map[string]int{}
+	for _, win := range windows {
+		seen := map[string]bool{}
+		for _, p := range anyList(win["partitions"]) {
+			pn, _ := p.(node)
+			if in, c := w.column(pn); in != nil && !seen[c] {
+				seen[c] = true
+				count[c]++
+			}
+		}
+	}
+	for c, k := range count {
+		if k == len(windows) && (col == "" || c < col) {
+			col = c
+		}
+	}
+	if col == "" {
+		return "", "", "windows share no PARTITION BY column"
+	}
+	return col, "window", ""
+}
+
+func asNode(v any) node {
+	n, _ := v.(node)
+	return n
+}
