@@ -255,7 +255,7 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 const (
 	shuffleConfig      = "w2-shuffle"
 	diffBroadcastBytes = 16 << 10
-	minShuffled        = 40
+	minShuffled        = 50
 )
 
 // referenceConn loads the current snapshot of each table (in full,

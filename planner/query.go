@@ -301,6 +301,11 @@ func (pb *planBuilder) choose(ctx context.Context, root node) error {
 			return err
 		}
 		reason = strings.ToLower(str(root, "setop_type")) + " (not a scatterable UNION ALL)"
+		done, why, err := pb.shuffleSetOp(ctx, root)
+		if err != nil || done {
+			return err
+		}
+		reason += "; not shuffled: " + why
 	}
 	if str(from, "type") == "JOIN" {
 		done, why, err := pb.shuffle(ctx, root, aggs)

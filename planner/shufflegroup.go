@@ -156,3 +156,106 @@ func asNode(v any) node {
 	n, _ := v.(node)
 	return n
 }
+
+// shuffleSetOp plans UNION (distinct), INTERSECT or EXCEPT of two
+// row-wise SELECTs over one table each as partitions of each branch's
+// first column: equal rows have equal first columns, so they meet in one
+// fragment (NULLs too, as set operations take them as equal).
+func (pb *planBuilder) shuffleSetOp(ctx context.Context, root node) (bool, string, error) {
+	if len(pb.workers) < 2 {
+		return false, "one worker", nil
+	}
+	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
+		return false, "common table expression", nil
+	}
+	if str(root, "setop_type") == "UNION" && root["setop_all"] == true {
+		return false, "union all", nil
+	}
+	byView := map[string]*input{}
+	for _, in := range pb.b.inputs {
+		byView[in.view] = in
+	}
+	var sides []shuffleSide
+	var total int64
+	for _, k := range []string{"left", "right"} {
+		br, _ := root[k].(node)
+		in, col, why := pb.branchColumn(ctx, br, byView)
+		if in == nil {
+			return false, why, nil
+		}
+		if len(sides) == 1 && sides[0].in == in {
+			if sides[0].col != col {
+				return false, "one table partitioned on two columns", nil
+			}
+			continue
+		}
+		sides = append(sides, shuffleSide{in: in, col: col})
+		total += in.bytes
+	}
+	if len(sides) != len(pb.b.inputs) {
+		return false, "tables outside the branches", nil
+	}
+	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && total < limit {
+		return false, fmt.Sprintf("the branches read %d bytes, below the shuffle size %d", total, limit), nil
+	}
+	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
+		return false, "", err
+	}
+	sj := &shuffleJoin{sides: sides}
+	if len(sides) == 1 {
+		sides[0].hash = engine.Quote(sides[0].col)
+	} else if why := pb.shuffleKeys(ctx, sj); why != "" {
+		return false, why, nil
+	}
+	n := min(len(pb.workers), pb.p.opts.ShufflePartitions)
+	kind := strings.ToLower(str(root, "setop_type"))
+	tp, why := splitModifiers(root, fieldNames(pb.b.schema))
+	if tp == nil && why != "nothing to split" {
+		return false, why, nil
+	}
+	if tp == nil {
+		pb.noteGrouped(ctx, sj, n, kind, "row-wise")
+		return true, "", pb.shuffleRowwise(ctx, sj, n)
+	}
+	ph, err := pb.phases(ctx, tp)
+	if err != nil || ph == nil {
+		return false, "final does not bind to the query's schema", err
+	}
+	pb.noteGrouped(ctx, sj, n, kind, ph.kind)
+	return true, "", pb.shuffleTwoPhase(ctx, sj, n, ph)
+}
+
+// branchColumn is a set operation branch's one input and the column its
+// first output is: the branch must be a row-wise SELECT of one table.
+func (pb *planBuilder) branchColumn(ctx context.Context, br node, byView map[string]*input) (*input, string, string) {
+	from, _ := br["from_table"].(node)
+	if str(br, "type") != "SELECT_NODE" || str(from, "type") != "BASE_TABLE" || selectScatterReason(br, nil) != "" || hasSubquery(br) {
+		return nil, "", "a branch is not a row-wise select of one table"
+	}
+	in := byView[str(from, "table_name")]
+	if in == nil || in.meta != "" || from["sample"] != nil || len(anyList(from["column_name_alias"])) > 0 {
+		return nil, "", "a branch is not a plain table"
+	}
+	items := anyList(br["select_list"])
+	if len(items) == 0 {
+		return nil, "", "a branch selects nothing"
+	}
+	first := asNode(items[0])
+	if str(first, "class") == "STAR" {
+		if str(first, "relation_name") != "" || first["columns"] == true || first["expr"] != nil ||
+			len(anyList(first["exclude_list"])) > 0 || len(anyList(first["qualified_exclude_list"])) > 0 ||
+			len(anyList(first["replace_list"])) > 0 || len(anyList(first["rename_list"])) > 0 {
+			return nil, "", "a branch's star is not plain"
+		}
+		sch, err := inputSchema(ctx, in)
+		if err != nil || sch.NumFields() == 0 {
+			return nil, "", "a branch's table has no columns"
+		}
+		return in, sch.Field(0).Name, ""
+	}
+	w := &joinWalk{pb: pb, ctx: ctx, leaves: []*input{in}}
+	if got, col := w.column(first); got == in {
+		return in, col, ""
+	}
+	return nil, "", "a branch's first column is not a column of its table"
+}
