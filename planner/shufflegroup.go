@@ -44,12 +44,17 @@ func (pb *planBuilder) shuffleGrouped(ctx context.Context, root node, aggs map[s
 	}
 	w := &joinWalk{pb: pb, ctx: ctx, leaves: []*input{in}}
 	col, kind, why := groupColumn(w, root, aggs)
+	var tp *twoPhase
 	if col == "" {
-		return false, why, nil
+		if col, tp = distinctCounts(w, root); col == "" {
+			return false, why, nil
+		}
+		kind, why = "count(DISTINCT)", ""
+	} else {
+		tp, why = splitModifiers(root, fieldNames(pb.b.schema))
 	}
 	sj := &shuffleJoin{sides: []shuffleSide{{in: in, col: col, hash: engine.Quote(col)}}}
 	n := min(len(pb.workers), pb.p.opts.ShufflePartitions)
-	tp, why := splitModifiers(root, fieldNames(pb.b.schema))
 	if tp == nil && why != "nothing to split" {
 		return false, why, nil
 	}
@@ -150,6 +155,51 @@ func groupColumn(w *joinWalk, root node, aggs map[string]bool) (col, kind, why s
 		return "", "", "windows share no PARTITION BY column"
 	}
 	return col, "window", ""
+}
+
+// distinctCounts splits a global aggregate whose DISTINCT aggregates all
+// count one column c — SELECT count(DISTINCT c), count(*), sum(x), … —
+// over partitions of c: each partition counts its own distinct values,
+// disjoint from the others', so the final sums the counts (and sums,
+// mins or maxes the plain count, sum, min and max). It returns c and the
+// split, or "" when the query is not of that shape.
+func distinctCounts(w *joinWalk, root node) (string, *twoPhase) {
+	if len(anyList(root["group_expressions"])) > 0 || root["having"] != nil || root["qualify"] != nil || len(anyList(root["modifiers"])) > 0 {
+		return "", nil
+	}
+	partial := clone(root)
+	var finals []string
+	col := ""
+	for i, it := range anyList(partial["select_list"]) {
+		f := asNode(it)
+		name := strings.ToLower(str(f, "function_name"))
+		if str(f, "class") != "FUNCTION" || f["filter"] != nil || len(anyList(asNode(f["order_bys"])["orders"])) > 0 {
+			return "", nil
+		}
+		re := map[string]string{"count": "sum", "count_star": "sum", "sum": "sum", "min": "min", "max": "max"}[name]
+		if f["distinct"] == true {
+			args := anyList(f["children"])
+			if name != "count" || len(args) != 1 {
+				return "", nil
+			}
+			in, c := w.column(asNode(args[0]))
+			if in == nil || (col != "" && c != col) {
+				return "", nil
+			}
+			col, re = c, "sum"
+		}
+		if re == "" {
+			return "", nil
+		}
+		a := fmt.Sprintf("__a%d", i)
+		withAlias(f, a)
+		finals = append(finals, fmt.Sprintf("%s(%s)", re, a))
+	}
+	if col == "" {
+		return "", nil
+	}
+	final := "SELECT " + strings.Join(finals, ", ") + " FROM " + partialsView
+	return col, &twoPhase{kind: "aggregate", partial: partial, final: final, wrap: true}
 }
 
 func asNode(v any) node {
