@@ -242,6 +242,11 @@ type CoordinatorOptions struct {
 	// TargetGroupBytes is planner.Options.TargetGroupBytes; 0 is the
 	// planner's default, 1 gives one file task per group.
 	TargetGroupBytes int64
+	// BroadcastBytes, ShuffleBytes and ShufflePartitions are the
+	// planner's join thresholds (planner.Options); 0 is the default.
+	BroadcastBytes    int64
+	ShuffleBytes      int64
+	ShufflePartitions int
 	// DataCache is planner.Options.DataCache: the workers cache
 	// object-store data files and read them with DuckDB.
 	DataCache bool
@@ -317,9 +322,12 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 
 		TicketTTL: o.TicketTTL,
 
-		TargetGroupBytes: o.TargetGroupBytes,
-		DirectDirs:       o.DirectDirs,
-		DataCache:        o.DataCache,
+		TargetGroupBytes:  o.TargetGroupBytes,
+		BroadcastBytes:    o.BroadcastBytes,
+		ShuffleBytes:      o.ShuffleBytes,
+		ShufflePartitions: o.ShufflePartitions,
+		DirectDirs:        o.DirectDirs,
+		DataCache:         o.DataCache,
 	})
 	if err != nil {
 		return fail(err)
@@ -445,8 +453,12 @@ type StandaloneOptions struct {
 	Key           *wire.Key // nil: a random key
 	WorkerEngine  engine.Options
 	Logger        *zap.Logger
-	// TargetGroupBytes is passed to the coordinator's planner.
-	TargetGroupBytes int64
+	// TargetGroupBytes, BroadcastBytes, ShuffleBytes and
+	// ShufflePartitions are passed to the coordinator's planner.
+	TargetGroupBytes  int64
+	BroadcastBytes    int64
+	ShuffleBytes      int64
+	ShufflePartitions int
 	// Catalogs are mounted besides the embedded one (see catalog.Open).
 	Catalogs []catalog.Config
 	// NoDirectScan keeps workers on iceberg-go's reader for local
@@ -584,9 +596,12 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		Limits:         o.Limits,
 		Metrics:        o.Metrics,
 
-		TargetGroupBytes: o.TargetGroupBytes,
-		DirectDirs:       directDirs,
-		DataCache:        directDirs != nil && !o.NoDataCache,
+		TargetGroupBytes:  o.TargetGroupBytes,
+		BroadcastBytes:    o.BroadcastBytes,
+		ShuffleBytes:      o.ShuffleBytes,
+		ShufflePartitions: o.ShufflePartitions,
+		DirectDirs:        directDirs,
+		DataCache:         directDirs != nil && !o.NoDataCache,
 	})
 	if err != nil {
 		return nil, err
