@@ -4,7 +4,7 @@
 // It starts `icefloe worker` twice and `icefloe coordinator` over them
 // (127.0.0.1, ports picked free, each stopped by PID at the end and on
 // Ctrl-C), loads TPC-H orders and lineitem from tpchgen-cli's Parquet
-// files through ADBC bulk ingest, then runs two phases of -duration each:
+// files through ADBC bulk ingest, then runs three phases of -duration each:
 //
 //   - mixed: -clients clients, each looping over a weighted mix of full
 //     table scans (all endpoints pulled in parallel), TPC-H-like
@@ -12,7 +12,9 @@
 //     file) and one-row INSERTs into a table of their own;
 //   - cross: the same clients plus one running cross joins of orders with
 //     itself (a count over a non-equi condition, a top-N sort of the
-//     whole product) under a session statement timeout.
+//     whole product) under a session statement timeout;
+//   - mixed again: the first phase once more, as the control (the INSERT
+//     table has grown, the cross joins are gone).
 //
 // Per kind and overall it reports queries per second, p50/p99 latency,
 // errors by gRPC code and wrong answers (each answer is compared with

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,10 +60,11 @@ func mainErr() int {
 	out := flag.String("out", "bench/load/out/results.json", "results file")
 	doc := flag.String("doc", "docs/benchmarks.md", "doc whose load section is rewritten (empty: none)")
 	report := flag.String("report", "", "only rewrite -doc's section from this results file")
+	notes := flag.String("notes", "bench/load/notes.md", "hand-written reading of the run, copied into the section after its summary")
 	logs := flag.String("logs", "bench/load/out/logs", "folder of the processes' logs (emptied first)")
 	flag.Parse()
 	if *report != "" {
-		if err := writeReport(*report, *doc); err != nil {
+		if err := writeReport(*report, *doc, *notes); err != nil {
 			logf("report: %v", err)
 			return 1
 		}
@@ -87,7 +89,7 @@ func mainErr() int {
 		return 1
 	}
 	if *doc != "" {
-		if err := writeReport(*out, *doc); err != nil {
+		if err := writeReport(*out, *doc, *notes); err != nil {
 			logf("report: %v", err)
 			return 1
 		}
@@ -173,11 +175,17 @@ func benchmark(ctx context.Context, bin, data, logs string, clients, workers int
 		return res, nil
 	}
 	ins := &inserts{acked: map[[2]int64]bool{}, failed: map[[2]int64]bool{}}
-	for i, cross := range []bool{false, true} {
-		name := "mixed"
-		if cross {
-			name = "mixed + cross joins"
-		}
+	if res.AloneInsert[0], err = insertsAlone(ctx, cnxn, ins, 9000); err != nil {
+		return res, err
+	}
+	// The third phase is the control: the mixed load again, on the table
+	// the INSERTs grew, without the cross joins.
+	phases := []struct {
+		name  string
+		cross bool
+	}{{"mixed", false}, {"mixed + cross joins", true}, {"mixed again", false}}
+	for i, ph := range phases {
+		name, cross := ph.name, ph.cross
 		logf("phase %q: %d clients%s for %s", name, clients, map[bool]string{true: " + 1 cross-join client"}[cross], duration)
 		ph, err := runPhase(ctx, c, db, w, ins, name, int64(i*1000), clients, cross, duration)
 		if ph != nil {
@@ -188,12 +196,44 @@ func benchmark(ctx context.Context, bin, data, logs string, clients, workers int
 			return res, err
 		}
 	}
-	res.Inserts, err = checkInserts(ctx, cnxn, ins)
+	if res.AloneInsert[1], err = insertsAlone(ctx, cnxn, ins, 9001); err != nil {
+		return res, err
+	}
+	res.Inserts, err = checkInserts(ctx, cnxn, ins, filepath.Join(dir, "data", "warehouse", "default.db", "load_inserts", "data"))
 	if err != nil {
 		return res, err
 	}
 	res.finish()
 	return res, nil
+}
+
+// aloneInserts is how many one-row INSERTs insertsAlone times.
+const aloneInserts = 9
+
+// insertsAlone times aloneInserts one-row INSERTs into load_inserts one
+// after another with nothing else running (under client id), and counts
+// the table's snapshots after them.
+func insertsAlone(ctx context.Context, cnxn adbc.Connection, ins *inserts, id int64) (alone, error) {
+	var ds []time.Duration
+	for seq := range int64(aloneInserts) {
+		o := insertOp(id, seq)
+		start := time.Now()
+		n, err := update(ctx, cnxn, o.sql)
+		if err != nil || n != 1 {
+			ins.add(o.insert, false)
+			return alone{}, fmt.Errorf("an INSERT alone: %d rows, %v", n, err)
+		}
+		ds = append(ds, time.Since(start))
+		ins.add(o.insert, true)
+	}
+	_, cells, err := run(ctx, cnxn, op{sql: `SELECT count(*) FROM "load_inserts$snapshots"`})
+	if err != nil {
+		return alone{}, err
+	}
+	a := alone{Snapshots: cells[0][0]}
+	slices.Sort(ds)
+	a.P50ms, a.MaxMs = ms(percentile(ds, 50)), ms(ds[len(ds)-1])
+	return a, nil
 }
 
 // waitWorkers waits until a write through the workers succeeds.
@@ -406,8 +446,21 @@ func settledGoroutines(ctx context.Context, c *cluster, before map[string]gorout
 
 // checkInserts compares load_inserts with what was acknowledged: every
 // acknowledged row exactly once, nothing else but rows of failed INSERTs.
-func checkInserts(ctx context.Context, cnxn adbc.Connection, ins *inserts) (insertCheck, error) {
+func checkInserts(ctx context.Context, cnxn adbc.Connection, ins *inserts, dataDir string) (insertCheck, error) {
 	chk := insertCheck{Acked: len(ins.acked), Failed: len(ins.failed)}
+	files, err := os.ReadDir(dataDir)
+	if err != nil {
+		return chk, err
+	}
+	_, listed, err := run(ctx, cnxn, op{sql: `SELECT count(*) FROM "load_inserts$files"`})
+	if err != nil {
+		return chk, err
+	}
+	var n int
+	if _, err := fmt.Sscan(listed[0][0], &n); err != nil {
+		return chk, err
+	}
+	chk.DataFiles, chk.StrayFiles = n, len(files)-n
 	_, cells, err := run(ctx, cnxn, op{sql: "SELECT client, seq FROM load_inserts"})
 	if err != nil {
 		return chk, err

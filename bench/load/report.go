@@ -16,8 +16,9 @@ const (
 	reportEnd   = "<!-- load:end -->"
 )
 
-// writeReport rewrites doc's load section from the results file path.
-func writeReport(path, doc string) error {
+// writeReport rewrites doc's load section from the results file path and
+// the hand-written reading of it in notes (a missing file: none).
+func writeReport(path, doc, notes string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -30,7 +31,11 @@ func writeReport(path, doc string) error {
 	if err != nil {
 		return err
 	}
-	body := reportBegin + "\n" + section(&r) + reportEnd
+	reading, err := os.ReadFile(notes)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	body := reportBegin + "\n" + section(&r, string(reading)) + reportEnd
 	s := string(text)
 	i, j := strings.Index(s, reportBegin), strings.Index(s, reportEnd)
 	if i >= 0 && j > i {
@@ -41,38 +46,76 @@ func writeReport(path, doc string) error {
 	return os.WriteFile(doc, []byte(s), 0o644)
 }
 
-func section(r *results) string {
+func section(r *results, notes string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("## Under load: %d clients, %d workers, %.0f s\n\n", r.Clients, r.Workers, r.Duration)
 	p("`bench/load` (a Go program: %d clients run truly in parallel and the client's own cost stays\n", r.Clients+1)
 	p("small) starts `icefloe worker` ×%d and `icefloe coordinator` over them as separate processes on\n", r.Workers)
 	p("127.0.0.1, loads TPC-H SF0.1 `orders` (%d rows) and `lineitem` (%d rows) through ADBC bulk\n", r.Dataset.Orders, r.Dataset.Lineitem)
-	p("ingest, and runs two phases of %.0f s. In each, %d clients (one ADBC Flight SQL connection each)\n", r.Duration, r.Clients)
+	p("ingest, and runs %d phases of %.0f s. In each, %d clients (one ADBC Flight SQL connection each)\n", len(r.Phases), r.Duration, r.Clients)
 	p("loop over a weighted mix:\n\n%s\n", mixText(r.Mix))
 	p("Every answer is checked against figures computed from the Parquet files while loading (row\n")
 	p("counts of the scans, the groups' counts and sums, the point rows), and at the end the INSERT\n")
 	p("table must hold exactly the acknowledged rows. The second phase adds one client that runs cross\n")
 	p("joins of `orders` with itself (a count over `a.o_custkey + b.o_custkey = 7777`, and a top-3 sort\n")
-	p("of the whole product by price), with the session option `statement_timeout` = `%s`.\n\n", r.Config.CrossClient)
+	p("of the whole product by price), with the session option `statement_timeout` = `%s`; the third\n", r.Config.CrossClient)
+	p("runs the mix alone again, as the control (on the table the INSERTs have grown).\n\n")
 	p("<!-- snippet: skip reason=\"a benchmark, minutes long\" -->\n```sh\nmake bench-load\n```\n\n")
 	p("Measured %s (%s) on %d cores and %.0f GiB shared with other work (builds, tests);\n", r.Started, r.Version, r.CPUs, r.MemoryGiB)
 	p("the 1-minute load average is given per phase, so read absolute latencies with it. Limits of the\n")
 	p("run (both configs; the workers also set `memory_limit: 1GB` for their DuckDB):\n\n")
 	p("```yaml\n%s```\n\n", r.Config.Coordinator)
+	summaryTable(&b, r)
+	if notes = strings.TrimSpace(notes); notes != "" {
+		p("%s\n\n", notes)
+	}
 	for _, ph := range r.Phases {
 		phaseSection(&b, r, ph)
 	}
 	in := r.Inserts
-	p("**INSERTs, both phases:** %d acknowledged, %d failed; the table holds %d rows: %d acknowledged\n", in.Acked, in.Failed, in.Rows, in.Lost)
+	p("**INSERTs, all phases:** %d acknowledged, %d failed; the table holds %d rows: %d acknowledged\n", in.Acked, in.Failed, in.Rows, in.Lost)
 	p("rows missing, %d doubled, %d rows of INSERTs that had failed (a client told \"error\" for a write\n", in.Doubled, in.FailedButCommitted)
-	p("that committed), %d never sent.\n\n", in.Unknown)
+	p("that committed), %d never sent. Its data folder holds %d files besides the table's %d (files of\n", in.Unknown, in.StrayFiles, in.DataFiles)
+	p("statements that failed and were not deleted).\n\n")
+	a0, a1 := r.AloneInsert[0], r.AloneInsert[1]
+	p("**One INSERT alone** (%d one after another, nothing else running): p50 %.0f ms, max %.0f ms before the\n", aloneInserts, a0.P50ms, a0.MaxMs)
+	p("phases (the table then had %s snapshots); p50 %.0f ms, max %.0f ms after them (%s snapshots).\n\n", a0.Snapshots, a1.P50ms, a1.MaxMs, a1.Snapshots)
 	if r.Failed != "" {
 		p("**The run failed:** %s\n\n", r.Failed)
 	}
 	p("Results: `bench/load/out/results.json` (every phase's RSS series, the cross-join client's\n")
 	p("attempts, a message per error code).\n")
 	return b.String()
+}
+
+// summaryTable compares the phases in one table: the mixed clients'
+// figures, the cheapest query's, the cross-join client's, memory and the
+// machine's load.
+func summaryTable(b *strings.Builder, r *results) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("| phase | mixed clients: answered/s | p50 | p99 | errors | `SELECT 1` p50 / p99 | INSERT p50 / p99 | cross-join client | workers left planning | peak RSS, largest process | load average (1 min) |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, ph := range r.Phases {
+		o := ph.Overall
+		one := ph.Kinds[kindPoint].Queries["SELECT 1"]
+		ins := ph.Kinds[kindInsert]
+		cross := "—"
+		if ph.Cross != nil {
+			cross = fmt.Sprintf("%d answered, %s", ph.Cross.Ops, errText(ph.Cross.Errors))
+		}
+		var peak int64
+		who := ""
+		for _, n := range r.Processes {
+			if ph.PeakRSSMiB[n] > peak {
+				peak, who = ph.PeakRSSMiB[n], n
+			}
+		}
+		p("| %s | %.1f | %.0f ms | %.0f ms | %s | %.0f / %.0f ms | %.0f / %.0f ms | %s | %d | %d MiB (%s) | %.1f–%.1f |\n",
+			ph.Name, o.PerSecond, o.P50ms, o.P99ms, errText(o.Errors), one.P50ms, one.P99ms, ins.P50ms, ins.P99ms, cross,
+			ph.WorkersLeftPlanning, peak, who, ph.Loadavg1m.Min, ph.Loadavg1m.Max)
+	}
+	p("\n")
 }
 
 func mixText(mix map[string]int) string {

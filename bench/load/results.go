@@ -35,7 +35,10 @@ type results struct {
 	Mix     map[string]int `json:"mix_weights"`
 	Phases  []*phase       `json:"phases"`
 	Inserts insertCheck    `json:"inserts"`
-	Failed  string         `json:"failed,omitempty"` // a wrong answer, a lost or doubled INSERT
+	// AloneInsert times one-row INSERTs with nothing else running, before
+	// the phases and after them.
+	AloneInsert [2]alone `json:"insert_alone_before_after"`
+	Failed      string   `json:"failed,omitempty"` // a wrong answer, a lost or doubled INSERT
 }
 
 type phase struct {
@@ -80,6 +83,12 @@ type kindResult struct {
 	WrongFirst string             `json:"wrong_first,omitempty"`
 }
 
+type alone struct {
+	P50ms     float64 `json:"p50_ms"`
+	MaxMs     float64 `json:"max_ms"`
+	Snapshots string  `json:"snapshots_after"`
+}
+
 type latency struct {
 	Ops   int     `json:"ops"`
 	P50ms float64 `json:"p50_ms"`
@@ -94,6 +103,8 @@ type insertCheck struct {
 	Doubled            int `json:"doubled"` // in the table more than once
 	FailedButCommitted int `json:"failed_but_committed"`
 	Unknown            int `json:"unknown"` // in the table, never sent
+	DataFiles          int `json:"data_files"`
+	StrayFiles         int `json:"stray_data_files"` // in the table's data folder, not in the table
 }
 
 func newResults(bin, data string, clients, workers int, duration time.Duration) *results {
