@@ -9,17 +9,17 @@
 //   - mixed: -clients clients, each looping over a weighted mix of full
 //     table scans (all endpoints pulled in parallel), TPC-H-like
 //     aggregates, point and small queries (SELECT 1, a filter hitting one
-//     file) and one-row INSERTs into a table of their own;
+//     file) and one-row INSERTs into a table of their own (a new one
+//     each phase, so the phases compare);
 //   - cross: the same clients plus one running cross joins of orders with
 //     itself (a count over a non-equi condition, a top-N sort of the
 //     whole product) under a session statement timeout;
-//   - mixed again: the first phase once more, as the control (the INSERT
-//     table has grown, the cross joins are gone).
+//   - mixed again: the first phase once more, as the control.
 //
 // Per kind and overall it reports queries per second, p50/p99 latency,
 // errors by gRPC code and wrong answers (each answer is compared with
 // figures computed from the Parquet files while loading; the INSERT
-// table must hold exactly the acknowledged rows at the end), the peak RSS
+// tables must hold exactly the acknowledged rows at the end), the peak RSS
 // of every process (VmRSS sampled every 250 ms, and VmHWM), goroutines of
 // every process before and after each phase (pprof), and the load
 // average. Results go to -out as JSON; -doc rewrites the section of

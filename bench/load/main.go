@@ -166,28 +166,34 @@ func benchmark(ctx context.Context, bin, data, logs string, clients, workers int
 		return res, err
 	}
 	res.Dataset.Orders, res.Dataset.Lineitem, res.Dataset.LoadSeconds = exp.orders, exp.lineitem, took
-	if _, err := update(ctx, cnxn, "CREATE TABLE load_inserts (client BIGINT, seq BIGINT)"); err != nil {
-		return res, err
-	}
 	w := newWorkload(exp)
 	if err := warmUp(ctx, cnxn, w); err != nil {
 		res.Failed = err.Error()
 		return res, nil
 	}
 	ins := &inserts{acked: map[[2]int64]bool{}, failed: map[[2]int64]bool{}}
-	if res.AloneInsert[0], err = insertsAlone(ctx, cnxn, ins, 9000); err != nil {
-		return res, err
-	}
-	// The third phase is the control: the mixed load again, on the table
-	// the INSERTs grew, without the cross joins.
+	// Each phase INSERTs into a table of its own, created empty, so the
+	// phases compare; the third is the control: the mixed load again,
+	// without the cross joins.
 	phases := []struct {
 		name  string
 		cross bool
 	}{{"mixed", false}, {"mixed + cross joins", true}, {"mixed again", false}}
+	var tables []string
 	for i, ph := range phases {
 		name, cross := ph.name, ph.cross
+		table := fmt.Sprintf("load_inserts_%d", i+1)
+		if _, err := update(ctx, cnxn, "CREATE TABLE "+table+" (client BIGINT, seq BIGINT)"); err != nil {
+			return res, err
+		}
+		tables = append(tables, table)
+		if i == 0 {
+			if res.AloneInsert[0], err = insertsAlone(ctx, cnxn, ins, table, 9000); err != nil {
+				return res, err
+			}
+		}
 		logf("phase %q: %d clients%s for %s", name, clients, map[bool]string{true: " + 1 cross-join client"}[cross], duration)
-		ph, err := runPhase(ctx, c, db, w, ins, name, int64(i*1000), clients, cross, duration)
+		ph, err := runPhase(ctx, c, db, w, ins, name, table, int64(i*1000), clients, cross, duration)
 		if ph != nil {
 			res.Phases = append(res.Phases, ph)
 			logPhase(ph)
@@ -196,10 +202,10 @@ func benchmark(ctx context.Context, bin, data, logs string, clients, workers int
 			return res, err
 		}
 	}
-	if res.AloneInsert[1], err = insertsAlone(ctx, cnxn, ins, 9001); err != nil {
+	if res.AloneInsert[1], err = insertsAlone(ctx, cnxn, ins, tables[len(tables)-1], 9001); err != nil {
 		return res, err
 	}
-	res.Inserts, err = checkInserts(ctx, cnxn, ins, filepath.Join(dir, "data", "warehouse", "default.db", "load_inserts", "data"))
+	res.Inserts, err = checkInserts(ctx, cnxn, ins, tables, filepath.Join(dir, "data", "warehouse", "default.db"))
 	if err != nil {
 		return res, err
 	}
@@ -210,13 +216,13 @@ func benchmark(ctx context.Context, bin, data, logs string, clients, workers int
 // aloneInserts is how many one-row INSERTs insertsAlone times.
 const aloneInserts = 9
 
-// insertsAlone times aloneInserts one-row INSERTs into load_inserts one
-// after another with nothing else running (under client id), and counts
-// the table's snapshots after them.
-func insertsAlone(ctx context.Context, cnxn adbc.Connection, ins *inserts, id int64) (alone, error) {
+// insertsAlone times aloneInserts one-row INSERTs into table one after
+// another with nothing else running (under client id), and counts the
+// table's snapshots after them.
+func insertsAlone(ctx context.Context, cnxn adbc.Connection, ins *inserts, table string, id int64) (alone, error) {
 	var ds []time.Duration
 	for seq := range int64(aloneInserts) {
-		o := insertOp(id, seq)
+		o := insertOp(table, id, seq)
 		start := time.Now()
 		n, err := update(ctx, cnxn, o.sql)
 		if err != nil || n != 1 {
@@ -226,7 +232,7 @@ func insertsAlone(ctx context.Context, cnxn adbc.Connection, ins *inserts, id in
 		ds = append(ds, time.Since(start))
 		ins.add(o.insert, true)
 	}
-	_, cells, err := run(ctx, cnxn, op{sql: `SELECT count(*) FROM "load_inserts$snapshots"`})
+	_, cells, err := run(ctx, cnxn, op{sql: fmt.Sprintf(`SELECT count(*) FROM "%s$snapshots"`, table)})
 	if err != nil {
 		return alone{}, err
 	}
@@ -282,7 +288,7 @@ func warmUp(ctx context.Context, cnxn adbc.Connection, w *workload) error {
 
 // runPhase runs clients mixed clients (ids from idBase) and, with cross,
 // one cross-join client, for duration; then lets the processes settle.
-func runPhase(ctx context.Context, c *cluster, db adbc.Database, w *workload, ins *inserts, name string, idBase int64,
+func runPhase(ctx context.Context, c *cluster, db adbc.Database, w *workload, ins *inserts, name, table string, idBase int64,
 	clients int, cross bool, duration time.Duration) (*phase, error) {
 	ph := &phase{Name: name, Clients: clients, CrossClient: cross, Goroutines: map[string][2]goroutineCount{}, HWMReset: true}
 	before := map[string]goroutineCount{}
@@ -332,11 +338,11 @@ func runPhase(ctx context.Context, c *cluster, db adbc.Database, w *workload, in
 	stopAt := start.Add(duration)
 	var wg sync.WaitGroup
 	for i, cn := range conns {
-		wg.Go(func() { client(ctx, cn, idBase+int64(i), stopAt, w.mixed, tallies, ins, false) })
+		wg.Go(func() { client(ctx, cn, idBase+int64(i), table, stopAt, w.mixed, tallies, ins, false) })
 	}
 	if cross {
 		wg.Go(func() {
-			client(ctx, crossCnxn, idBase+999, stopAt, func(_ *rand.Rand, n int) op { return w.crossJoin(n) }, tallies, ins, true)
+			client(ctx, crossCnxn, idBase+999, table, stopAt, func(_ *rand.Rand, n int) op { return w.crossJoin(n) }, tallies, ins, true)
 		})
 	}
 	wg.Wait()
@@ -444,35 +450,40 @@ func settledGoroutines(ctx context.Context, c *cluster, before map[string]gorout
 	}
 }
 
-// checkInserts compares load_inserts with what was acknowledged: every
-// acknowledged row exactly once, nothing else but rows of failed INSERTs.
-func checkInserts(ctx context.Context, cnxn adbc.Connection, ins *inserts, dataDir string) (insertCheck, error) {
+// checkInserts compares the INSERT tables with what was acknowledged:
+// every acknowledged row exactly once, nothing else but rows of failed
+// INSERTs; and counts the files in their data folders (under warehouse)
+// that the tables do not list.
+func checkInserts(ctx context.Context, cnxn adbc.Connection, ins *inserts, tables []string, warehouse string) (insertCheck, error) {
 	chk := insertCheck{Acked: len(ins.acked), Failed: len(ins.failed)}
-	files, err := os.ReadDir(dataDir)
-	if err != nil {
-		return chk, err
-	}
-	_, listed, err := run(ctx, cnxn, op{sql: `SELECT count(*) FROM "load_inserts$files"`})
-	if err != nil {
-		return chk, err
-	}
-	var n int
-	if _, err := fmt.Sscan(listed[0][0], &n); err != nil {
-		return chk, err
-	}
-	chk.DataFiles, chk.StrayFiles = n, len(files)-n
-	_, cells, err := run(ctx, cnxn, op{sql: "SELECT client, seq FROM load_inserts"})
-	if err != nil {
-		return chk, err
-	}
-	chk.Rows = len(cells)
 	seen := map[[2]int64]int{}
-	for _, row := range cells {
-		var k [2]int64
-		if _, err := fmt.Sscan(row[0]+" "+row[1], &k[0], &k[1]); err != nil {
-			return chk, fmt.Errorf("load_inserts row %v: %w", row, err)
+	for _, t := range tables {
+		files, err := os.ReadDir(filepath.Join(warehouse, t, "data"))
+		if err != nil {
+			return chk, err
 		}
-		seen[k]++
+		_, listed, err := run(ctx, cnxn, op{sql: fmt.Sprintf(`SELECT count(*) FROM "%s$files"`, t)})
+		if err != nil {
+			return chk, err
+		}
+		var n int
+		if _, err := fmt.Sscan(listed[0][0], &n); err != nil {
+			return chk, err
+		}
+		chk.DataFiles += n
+		chk.StrayFiles += len(files) - n
+		_, cells, err := run(ctx, cnxn, op{sql: "SELECT client, seq FROM " + t})
+		if err != nil {
+			return chk, err
+		}
+		chk.Rows += len(cells)
+		for _, row := range cells {
+			var k [2]int64
+			if _, err := fmt.Sscan(row[0]+" "+row[1], &k[0], &k[1]); err != nil {
+				return chk, fmt.Errorf("%s row %v: %w", t, row, err)
+			}
+			seen[k]++
+		}
 	}
 	for k, n := range seen {
 		switch {

@@ -54,13 +54,13 @@ func section(r *results, notes string) string {
 	p("small) starts `icefloe worker` ×%d and `icefloe coordinator` over them as separate processes on\n", r.Workers)
 	p("127.0.0.1, loads TPC-H SF0.1 `orders` (%d rows) and `lineitem` (%d rows) through ADBC bulk\n", r.Dataset.Orders, r.Dataset.Lineitem)
 	p("ingest, and runs %d phases of %.0f s. In each, %d clients (one ADBC Flight SQL connection each)\n", len(r.Phases), r.Duration, r.Clients)
-	p("loop over a weighted mix:\n\n%s\n", mixText(r.Mix))
+	p("loop over a weighted mix (each phase INSERTs into a new table):\n\n%s\n", mixText(r.Mix))
 	p("Every answer is checked against figures computed from the Parquet files while loading (row\n")
 	p("counts of the scans, the groups' counts and sums, the point rows), and at the end the INSERT\n")
 	p("table must hold exactly the acknowledged rows. The second phase adds one client that runs cross\n")
 	p("joins of `orders` with itself (a count over `a.o_custkey + b.o_custkey = 7777`, and a top-3 sort\n")
 	p("of the whole product by price), with the session option `statement_timeout` = `%s`; the third\n", r.Config.CrossClient)
-	p("runs the mix alone again, as the control (on the table the INSERTs have grown).\n\n")
+	p("runs the mix alone again, as the control.\n\n")
 	p("<!-- snippet: skip reason=\"a benchmark, minutes long\" -->\n```sh\nmake bench-load\n```\n\n")
 	p("Measured %s (%s) on %d cores and %.0f GiB shared with other work (builds, tests);\n", r.Started, r.Version, r.CPUs, r.MemoryGiB)
 	p("the 1-minute load average is given per phase, so read absolute latencies with it. Limits of the\n")
@@ -74,13 +74,14 @@ func section(r *results, notes string) string {
 		phaseSection(&b, r, ph)
 	}
 	in := r.Inserts
-	p("**INSERTs, all phases:** %d acknowledged, %d failed; the table holds %d rows: %d acknowledged\n", in.Acked, in.Failed, in.Rows, in.Lost)
+	p("**INSERTs, all phases:** %d acknowledged, %d failed; the tables hold %d rows: %d acknowledged\n", in.Acked, in.Failed, in.Rows, in.Lost)
 	p("rows missing, %d doubled, %d rows of INSERTs that had failed (a client told \"error\" for a write\n", in.Doubled, in.FailedButCommitted)
-	p("that committed), %d never sent. Its data folder holds %d files besides the table's %d (files of\n", in.Unknown, in.StrayFiles, in.DataFiles)
+	p("that committed), %d never sent. Their data folders hold %d files besides the tables' %d (files of\n", in.Unknown, in.StrayFiles, in.DataFiles)
 	p("statements that failed and were not deleted).\n\n")
 	a0, a1 := r.AloneInsert[0], r.AloneInsert[1]
-	p("**One INSERT alone** (%d one after another, nothing else running): p50 %.0f ms, max %.0f ms before the\n", aloneInserts, a0.P50ms, a0.MaxMs)
-	p("phases (the table then had %s snapshots); p50 %.0f ms, max %.0f ms after them (%s snapshots).\n\n", a0.Snapshots, a1.P50ms, a1.MaxMs, a1.Snapshots)
+	p("**One INSERT alone** (%d one after another, nothing else running): p50 %.0f ms, max %.0f ms into the\n", aloneInserts, a0.P50ms, a0.MaxMs)
+	p("first phase's new table (%s snapshots after them); p50 %.0f ms, max %.0f ms into the last phase's table\n", a0.Snapshots, a1.P50ms, a1.MaxMs)
+	p("after it (%s snapshots after them).\n\n", a1.Snapshots)
 	if r.Failed != "" {
 		p("**The run failed:** %s\n\n", r.Failed)
 	}

@@ -111,9 +111,9 @@ func (w *workload) point(r *rand.Rand) op {
 	}
 }
 
-func insertOp(client, seq int64) op {
+func insertOp(table string, client, seq int64) op {
 	return op{kind: kindInsert, name: "one-row INSERT", update: true, insert: [2]int64{client, seq},
-		sql: fmt.Sprintf("INSERT INTO load_inserts VALUES (%d, %d)", client, seq)}
+		sql: fmt.Sprintf("INSERT INTO %s VALUES (%d, %d)", table, client, seq)}
 }
 
 // crossJoin alternates a count over a non-equi condition of orders with
@@ -293,14 +293,15 @@ func (in *inserts) add(key [2]int64, ok bool) {
 	}
 }
 
-// client loops over ops until stop, recording each in tallies[kind].
-func client(ctx context.Context, cnxn adbc.Connection, id int64, stop time.Time, next func(r *rand.Rand, n int) op,
+// client loops over ops until stop, recording each in tallies[kind];
+// its INSERTs go to table.
+func client(ctx context.Context, cnxn adbc.Connection, id int64, table string, stop time.Time, next func(r *rand.Rand, n int) op,
 	tallies map[string]*tally, ins *inserts, keep bool) {
 	r := rand.New(rand.NewPCG(uint64(id), 42))
 	for n := 0; time.Now().Before(stop) && ctx.Err() == nil; n++ {
 		o := next(r, n)
 		if o.kind == kindInsert {
-			o = insertOp(id, int64(n))
+			o = insertOp(table, id, int64(n))
 		}
 		octx, cancel := context.WithTimeout(ctx, opTimeout)
 		start := time.Now()
