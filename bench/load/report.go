@@ -57,7 +57,7 @@ func section(r *results, notes string) string {
 	p("loop over a weighted mix (each phase INSERTs into a new table):\n\n%s\n", mixText(r.Mix))
 	p("Every answer is checked against figures computed from the Parquet files while loading (row\n")
 	p("counts of the scans, the groups' counts and sums, the point rows), and at the end the INSERT\n")
-	p("table must hold exactly the acknowledged rows. The second phase adds one client that runs cross\n")
+	p("tables must hold exactly the acknowledged rows. The second phase adds one client that runs cross\n")
 	p("joins of `orders` with itself (a count over `a.o_custkey + b.o_custkey = 7777`, and a top-3 sort\n")
 	p("of the whole product by price), with the session option `statement_timeout` = `%s`; the third\n", r.Config.CrossClient)
 	p("runs the mix alone again, as the control.\n\n")
@@ -127,8 +127,12 @@ func mixText(mix map[string]int) string {
 		kindInsert:    "one-row `INSERT`s into a table of their own",
 	}
 	var b strings.Builder
-	for _, m := range mixWeights {
-		fmt.Fprintf(&b, "- %d%% %s;\n", mix[m.kind], what[m.kind])
+	for i, m := range mixWeights {
+		end := ";"
+		if i == len(mixWeights)-1 {
+			end = "."
+		}
+		fmt.Fprintf(&b, "- %d%% %s%s\n", mix[m.kind], what[m.kind], end)
 	}
 	return b.String()
 }
