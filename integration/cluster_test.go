@@ -14,6 +14,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/streamidle"
 )
 
 // clusterConfig configures StartCluster.
@@ -71,6 +72,10 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 	if cfg.dataDir == "" {
 		cfg.dataDir = t.TempDir()
 	}
+	if cfg.limits.StreamIdleTimeout == 0 {
+		// Every stream runs through the idle cut, as in the binary.
+		cfg.limits.StreamIdleTimeout = streamidle.DefaultTimeout
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
@@ -123,4 +128,37 @@ func openADBC(t testing.TB, dbOpts map[string]string) adbc.Connection {
 	}
 	t.Cleanup(func() { cnxn.Close() })
 	return cnxn
+}
+
+// TestWorkerClosesPeerClients: a worker that gathered pulled its children
+// through pooled Flight clients of its peers; stopping the worker closes
+// them.
+func TestWorkerClosesPeerClients(t *testing.T) {
+	s := StartCluster(t, Workers(2), IcebergGoReads())
+	cnxn := adbcConn(t, s.Addr())
+	seedTableFiles(t, cnxn, "t", 400, 100)
+	// A window over the whole table gathers: one worker pulls every
+	// group's child fragment from the workers.
+	got := mustQuery(t, cnxn, `SELECT count(*), max(rn) FROM (SELECT row_number() OVER (ORDER BY id) AS rn FROM t)`)
+	if want := "400 | 400"; len(got.rows) != 1 || got.rows[0] != want {
+		t.Fatalf("gather answered %v, want %s", got.rows, want)
+	}
+	open := 0
+	for _, w := range s.Workers {
+		open += w.PeerClients()
+	}
+	if open == 0 {
+		t.Fatal("no worker holds a client of a peer after a gather: the test pulls no children")
+	}
+	if err := cnxn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range s.Workers {
+		if n := w.PeerClients(); n != 0 {
+			t.Errorf("worker %d still holds %d clients of its peers after it stopped", i, n)
+		}
+	}
 }
