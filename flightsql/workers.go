@@ -23,11 +23,17 @@ import (
 )
 
 // Defaults for a WorkerPool: a worker that dies leaves planning within
-// about DefaultHealthInterval (its connection is refused at once); one
-// that hangs within DefaultHealthInterval + DefaultHealthTimeout.
+// about DefaultHealthInterval (its connection is refused at once, and a
+// query's failed call to it counts too); one that hangs after
+// DefaultHealthMisses checks in a row time out, within about
+// DefaultHealthMisses × (DefaultHealthInterval + DefaultHealthTimeout).
+// A single check that times out is not enough: a worker starved of CPU
+// by a heavy query answers late, and planning without it (or failing
+// `SELECT 1` with "no live worker") would only make things worse.
 const (
 	DefaultHealthInterval = 500 * time.Millisecond
 	DefaultHealthTimeout  = 800 * time.Millisecond
+	DefaultHealthMisses   = 3
 )
 
 // StaticWorkers is a fixed list of workers, always live: the in-process
@@ -90,7 +96,10 @@ type member struct {
 	draining       bool
 	conn           *grpc.ClientConn
 	serving        bool
-	keyOK          bool
+	// misses counts health checks in a row that timed out while the
+	// worker was serving: it leaves planning at DefaultHealthMisses.
+	misses int
+	keyOK  bool
 	// live is what Live last said about it, to log changes; refused
 	// says a key mismatch was logged.
 	live, refused bool
@@ -384,7 +393,7 @@ func (p *WorkerPool) checkOne(ctx context.Context, loc string) {
 	conn, keyOK := m.conn, m.keyOK
 	p.mu.Unlock()
 
-	serving := p.health(ctx, conn, loc)
+	serving, timedOut := p.health(ctx, conn, loc)
 	var keyErr error
 	if serving && !keyOK {
 		keyErr = p.keyCheck(ctx, conn)
@@ -397,7 +406,17 @@ func (p *WorkerPool) checkOne(ctx context.Context, loc string) {
 	if m2, ok := p.members[loc]; !ok || m2 != m {
 		return
 	}
-	m.serving = serving
+	switch {
+	case serving || !timedOut || !m.serving:
+		m.misses = 0
+		m.serving = serving
+	case m.misses+1 >= DefaultHealthMisses:
+		m.misses = 0
+		m.serving = false
+	default:
+		m.misses++
+		p.log.Debug("worker health check timed out; it stays in planning until it misses more", zap.String("worker", loc), zap.Int("misses", m.misses))
+	}
 	switch {
 	case errors.Is(keyErr, membership.ErrKeyMismatch):
 		if !m.refused {
@@ -421,15 +440,17 @@ func (p *WorkerPool) checkOne(ctx context.Context, loc string) {
 	p.updateLiveLocked(loc, m, "health check")
 }
 
-func (p *WorkerPool) health(ctx context.Context, conn *grpc.ClientConn, loc string) bool {
+// health runs one health check: serving, or whether it failed only by
+// timing out (the worker may be slow rather than gone).
+func (p *WorkerPool) health(ctx context.Context, conn *grpc.ClientConn, loc string) (serving, timedOut bool) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ""})
 	if err != nil {
 		p.log.Debug("worker health check failed", zap.String("worker", loc), zap.Error(err))
-		return false
+		return false, status.Code(err) == codes.DeadlineExceeded
 	}
-	return res.GetStatus() == healthpb.HealthCheckResponse_SERVING
+	return res.GetStatus() == healthpb.HealthCheckResponse_SERVING, false
 }
 
 // keyCheck sends the worker a sealed challenge and checks its answer.

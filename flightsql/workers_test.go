@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,4 +292,66 @@ func TestWorkerPoolUnreachable(t *testing.T) {
 	if !strings.HasPrefix(w.loc, "grpc://") {
 		t.Fatal(w.loc)
 	}
+}
+
+// slowHealth answers health checks late while slow is set, as a worker
+// starved of CPU does, and counts the checks it got meanwhile.
+type slowHealth struct {
+	*health.Server
+	slow      atomic.Bool
+	slowCalls atomic.Int32
+}
+
+func (s *slowHealth) Check(ctx context.Context, r *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if s.slow.Load() {
+		s.slowCalls.Add(1)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+	}
+	return s.Server.Check(ctx, r)
+}
+
+// TestWorkerPoolSlowWorkerStays: one health check that times out does not
+// take a worker out of planning (a worker busy with a heavy query answers
+// late); DefaultHealthMisses in a row do, and it comes back when it
+// answers again.
+func TestWorkerPoolSlowWorkerStays(t *testing.T) {
+	key := testKey(t, "pool test key")
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &slowHealth{Server: health.NewServer()}
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	flight.RegisterFlightServiceServer(srv, &keyChecker{key: key})
+	go srv.Serve(lis)
+	defer srv.Stop()
+	pool, err := NewWorkerPool(key, []string{"grpc://" + lis.Addr().String()},
+		WithHealthInterval(100*time.Millisecond), WithHealthTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if len(pool.Live()) != 1 {
+		t.Fatal("worker not live after Start")
+	}
+	hs.slow.Store(true)
+	// The second slow check arrives only after the first timed out.
+	eventually(t, "a second slow check", func() bool { return hs.slowCalls.Load() >= 2 })
+	if len(pool.Live()) != 1 {
+		t.Fatalf("worker left planning after one timed-out check, want it to stay until %d", DefaultHealthMisses)
+	}
+	eventually(t, "the worker to leave after missing checks", func() bool { return len(pool.Live()) == 0 })
+	if n := hs.slowCalls.Load(); n < DefaultHealthMisses {
+		t.Fatalf("left after %d slow checks, want %d", n, DefaultHealthMisses)
+	}
+	hs.slow.Store(false)
+	eventually(t, "the worker to come back", func() bool { return len(pool.Live()) == 1 })
 }
