@@ -15,6 +15,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -77,7 +78,7 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 	if err != nil {
 		return fmt.Errorf("%w: child ticket: %v", errInternal, err)
 	}
-	schema, err := flight.DeserializeSchema(first.Schema, s.opts.Allocator)
+	schema, err := flight.DeserializeSchema(first.Schema, alloc(ctx))
 	if err != nil {
 		return fmt.Errorf("%w: child schema: %v", errInternal, err)
 	}
@@ -133,7 +134,7 @@ func (s *Server) pullChild(ctx context.Context, c wire.Child, schema *arrow.Sche
 		return fmt.Errorf("%w: child without locations", errInternal)
 	}
 	err := s.peers.Pull(ctx, c.Locations, c.Ticket, flightclient.PullOptions{
-		Allocator: s.opts.Allocator,
+		Allocator: alloc(ctx),
 		CheckSchema: func(got *arrow.Schema) error {
 			if !got.Equal(schema) {
 				return errors.New("child schema differs from the planned one")
@@ -141,6 +142,10 @@ func (s *Server) pullChild(ctx context.Context, c wire.Child, schema *arrow.Sche
 			return nil
 		},
 	}, func(rec arrow.RecordBatch) error {
+		if err := membudget.Check(alloc(ctx)); err != nil {
+			rec.Release()
+			return err
+		}
 		select {
 		case out <- rec:
 			return nil

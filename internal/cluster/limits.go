@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/membudget"
 )
 
 // Config keys of the limits, named in the errors a client sees when one
@@ -28,6 +29,14 @@ type Limits struct {
 	// ingest that did not finish) must be before a starting coordinator
 	// drops it; 0 is DefaultStagingGrace.
 	StagingGrace time.Duration
+	// Memory, when set, is the process's budget of Go-side Arrow buffers,
+	// shared by its workers (worker.Options.Budget).
+	Memory *membudget.Budget
+	// MaxStatementBytes bounds a statement's text (flightsql.Options);
+	// MaxValueBytes a value built from a count (planner.Options). 0 means
+	// their defaults.
+	MaxStatementBytes int
+	MaxValueBytes     int64
 }
 
 // Defaults of the binary's limits.

@@ -15,6 +15,7 @@ var resourceMarks = []string{
 	"max_temp_directory_size",
 	"No space left on device",
 	"Disk full",
+	"limit key " + ValueSizeKey,
 }
 
 // IsResourceError says whether err is DuckDB running out of memory or of
@@ -36,4 +37,28 @@ func IsResourceError(err error) bool {
 		}
 	}
 	return false
+}
+
+// Config keys of the limits behind DuckDB's resource errors.
+const (
+	MemoryKey   = "limits.memory_budget"
+	TempSizeKey = "limits.max_temp_directory_size"
+	// ValueSizeKey bounds one value built from a count (repeat, lpad):
+	// the planner's guard raises an error naming it.
+	ValueSizeKey = "limits.max_value_bytes"
+)
+
+// ResourceKey is the config key of the limit a resource error (see
+// IsResourceError) hit: the spill disk's or the memory budget's.
+func ResourceKey(err error) string {
+	msg := err.Error()
+	if strings.Contains(msg, "limit key "+ValueSizeKey) {
+		return ValueSizeKey
+	}
+	for _, m := range resourceMarks[1:4] {
+		if strings.Contains(msg, m) {
+			return TempSizeKey
+		}
+	}
+	return MemoryKey
 }
