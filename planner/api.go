@@ -49,6 +49,9 @@ const (
 	// DefaultBroadcastBytes is the largest table a join reads in full in
 	// every fragment of its large side.
 	DefaultBroadcastBytes = 32 << 20
+	// DefaultMaxValueBytes is the largest value repeat, lpad, rpad or
+	// list_resize may build.
+	DefaultMaxValueBytes = 256 << 20
 )
 
 // Session holds the defaults for unqualified names.
@@ -119,6 +122,10 @@ type Options struct {
 	// BroadcastBytes is the size up to which a joined table is read in
 	// full by every fragment of the large side; 0 means the default.
 	BroadcastBytes int64
+	// MaxValueBytes bounds the one value a function such as repeat or
+	// lpad may build from a count (valuesize.go); 0 means
+	// DefaultMaxValueBytes.
+	MaxValueBytes int64
 	// Runtime, when set, serves the system.runtime tables and CALL
 	// system.cancel_query (runtime.go).
 	Runtime Runtime
