@@ -57,6 +57,9 @@ var _ Planner = (*planner.Planner)(nil)
 const (
 	// DefaultPreparedTTL is how long a prepared-statement handle stays valid.
 	DefaultPreparedTTL = 24 * time.Hour
+	// DefaultMaxStatementBytes bounds a statement's text: DuckDB's
+	// syntax tree of a statement takes some hundred times its text.
+	DefaultMaxStatementBytes = 1 << 20
 	// DefaultVersion is the server version GetSqlInfo reports when
 	// Options.Version is empty.
 	DefaultVersion = "dev"
@@ -92,6 +95,9 @@ type Options struct {
 	Policy *authz.Policy
 	// Audit, when set, gets one line per statement (audit.go).
 	Audit *audit.Log
+	// MaxStatementBytes bounds the text of one statement; 0 means
+	// DefaultMaxStatementBytes, -1 none.
+	MaxStatementBytes int
 	// Admission bounds the statements running at once (admission.go);
 	// its zero value admits everything.
 	Admission admit.Options
@@ -188,6 +194,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.DefaultSchema == "" {
 		o.DefaultSchema = catalog.DefaultSchema
+	}
+	if o.MaxStatementBytes == 0 {
+		o.MaxStatementBytes = DefaultMaxStatementBytes
 	}
 	if o.PreparedTTL == 0 {
 		o.PreparedTTL = DefaultPreparedTTL
