@@ -14,6 +14,7 @@ import (
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -105,7 +106,7 @@ func ToStatus(err error) error {
 	// given: no message leaves with a catalog's secret in it.
 	msg := catalog.ScrubText(userMessage(err))
 	switch {
-	case admit.Exhausted(err), errors.Is(err, ErrStatementTooLarge), status.Code(err) == codes.ResourceExhausted:
+	case admit.Exhausted(err), membudget.Exhausted(err), errors.Is(err, ErrStatementTooLarge), status.Code(err) == codes.ResourceExhausted:
 		return status.Error(codes.ResourceExhausted, msg)
 	case errors.Is(err, admit.ErrStatementTimeout):
 		return status.Error(codes.DeadlineExceeded, msg)

@@ -23,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
@@ -95,6 +96,9 @@ type Options struct {
 	Policy *authz.Policy
 	// Audit, when set, gets one line per statement (audit.go).
 	Audit *audit.Log
+	// Budget, when set, accounts the Arrow buffers the single-endpoint
+	// proxy holds to each query and the process (internal/membudget).
+	Budget *membudget.Budget
 	// MaxStatementBytes bounds the text of one statement; 0 means
 	// DefaultMaxStatementBytes, -1 none.
 	MaxStatementBytes int

@@ -13,8 +13,12 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"google.golang.org/grpc/codes"
+
+	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/internal/membudget"
 )
 
 // The memory budget of TestMemoryBudget's server, and the overhead
@@ -204,4 +208,49 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 	}
 	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
+}
+
+// TestGoSideBudget: with a small budget of Go-side Arrow buffers, a scan
+// streamed straight from the table (the passthrough, which decodes ahead)
+// ends with RESOURCE_EXHAUSTED naming limits.query_memory or
+// limits.memory_budget and the query id, every buffer it held is
+// released (the budget counts 0 again), and a query whose buffers fit
+// still answers.
+func TestGoSideBudget(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		process, each int64
+		key           string
+	}{
+		{"per query", 0, 256 << 10, "limits.query_memory"},
+		{"per process", 256 << 10, 0, "limits.memory_budget"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			budget := membudget.New(c.process, c.each, nil)
+			s := StartCluster(t, Demo(), WithLimits(cluster.Limits{Memory: budget}))
+			cnxn := adbcConn(t, s.Addr())
+			proxied := adbcConn(t, s.Addr(), map[string]string{
+				adbcflight.OptionRPCCallHeaderPrefix + "x-icefloe-single-endpoint": "true"})
+			for _, cn := range []adbc.Connection{cnxn, proxied} {
+				err := runADBC(cn, "SELECT * FROM orders", false, false)
+				wantLimit(t, c.name, err, codes.ResourceExhausted, "(limit key "+c.key+")")
+				if !queryIDRe.MatchString(err.Error()) {
+					t.Fatalf("%q does not name the query id", err)
+				}
+			}
+			if n, err := countOrders(cnxn); err != nil || n != 50000 {
+				t.Fatalf("count(*) = %d, %v", n, err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for budget.Used() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the budget still counts %d bytes after the queries ended", budget.Used())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if budget.Peak() <= 256<<10 {
+				t.Fatalf("peak %d: the scan's buffers were not counted", budget.Peak())
+			}
+		})
+	}
 }

@@ -340,6 +340,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Admission:         o.Limits.Statements,
 		StatementTimeout:  o.Limits.StatementTimeout,
 		MaxStatementBytes: o.Limits.MaxStatementBytes,
+		Budget:            o.Limits.Memory,
 	})
 	if err != nil {
 		return fail(err)
