@@ -89,6 +89,42 @@ func TestMemoryBudget(t *testing.T) {
 			wantPeak(t, pid, c.name)
 		})
 	}
+	t.Run("50 abandoned streams", func(t *testing.T) {
+		// Each reads one batch of a scan streamed straight from the
+		// table, then nothing more.
+		var readers []array.RecordReader
+		defer func() {
+			for _, r := range readers {
+				r.Release()
+			}
+		}()
+		stop := smallQueries(t, small)
+		for range 50 {
+			stmt, err := big.NewStatement()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stmt.Close()
+			if err := stmt.SetSqlQuery("SELECT * FROM orders"); err != nil {
+				t.Fatal(err)
+			}
+			rdr, _, err := stmt.ExecuteQuery(context.Background())
+			if err != nil {
+				wantLimit(t, "an abandoned stream", err, codes.ResourceExhausted, "limit key limits.")
+				continue
+			}
+			readers = append(readers, rdr)
+			if !rdr.Next() && rdr.Err() != nil {
+				wantLimit(t, "an abandoned stream", rdr.Err(), codes.ResourceExhausted, "limit key limits.")
+			}
+		}
+		time.Sleep(2 * time.Second)
+		if stop() == 0 {
+			t.Fatal("no small query answered while 50 streams stalled")
+		}
+		t.Logf("RSS with 50 streams stalled: %d MiB", procStatus(t, pid, "VmRSS")>>20)
+		wantPeak(t, pid, "50 abandoned streams")
+	})
 	t.Run("stalled cross join stream", func(t *testing.T) {
 		stmt, err := big.NewStatement()
 		if err != nil {
