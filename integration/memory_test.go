@@ -61,23 +61,28 @@ func TestMemoryBudget(t *testing.T) {
 		}
 		return b.String() + ")"
 	}
+	if err := runADBC(big, "CREATE TABLE big_values (s VARCHAR)", true, false); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, sql, key string
+		update         bool
 	}{
 		// A hash aggregate over the 2.5·10⁹ rows of the cross product:
 		// DuckDB spills until the spill limit.
-		{"cross join aggregate", "SELECT a.customer_id * 1000003 + b.amount AS k, count(*) AS n FROM orders a, orders b GROUP BY k ORDER BY n DESC LIMIT 3", "limits.max_temp_directory_size"},
+		{"cross join aggregate", "SELECT a.customer_id * 1000003 + b.amount AS k, count(*) AS n FROM orders a, orders b GROUP BY k ORDER BY n DESC LIMIT 3", "limits.max_temp_directory_size", false},
 		// A 3 GB string, which DuckDB builds outside its memory_limit.
-		{"huge repeat", "SELECT length(repeat('x', 3000000000)) AS n", "limits.max_value_bytes"},
-		{"huge IN list", inList(200000), "limits.max_statement_bytes"},
+		{"huge repeat", "SELECT length(repeat('x', 3000000000)) AS n", "limits.max_value_bytes", false},
+		{"huge repeat inserted", "INSERT INTO big_values VALUES (repeat('x', 3000000000))", "limits.max_value_bytes", true},
+		{"huge IN list", inList(200000), "limits.max_statement_bytes", false},
 		// Under the statement limit, its syntax tree does not fit the
 		// planner's share of the budget.
-		{"IN list under the text limit", inList(100000), "limits.memory_budget"},
+		{"IN list under the text limit", inList(100000), "limits.memory_budget", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			stop := smallQueries(t, small)
-			err := runADBC(big, c.sql, false, false)
+			err := runADBC(big, c.sql, c.update, false)
 			answered := stop()
 			wantLimit(t, c.name, err, codes.ResourceExhausted, "(limit key "+c.key+")")
 			if !queryIDRe.MatchString(err.Error()) {

@@ -165,3 +165,36 @@ func stringConst(s string) node {
 	return node{"class": "CONSTANT", "type": "VALUE_CONSTANT", "alias": "", "query_location": jsonMax,
 		"value": node{"type": node{"id": "VARCHAR", "type_info": nil}, "is_null": false, "value": s}}
 }
+
+// constantValueSizes refuses a sized call whose count is an integer
+// constant that, times the length of a constant string first argument
+// (repeat), passes limit: for client text DuckDB runs as it is (INSERT …
+// VALUES), where the guard of boundValueSizes cannot be put.
+func constantValueSizes(root node, limit int64) error {
+	var err error
+	walk(root, func(n node) bool {
+		name, sc, kids, ok := sizedCall(n)
+		if !ok || err != nil {
+			return err == nil
+		}
+		count, _ := kids[sc.arg].(node)
+		c, ok := intConstant(count)
+		if !ok {
+			return true
+		}
+		size := int64(1)
+		if first, _ := kids[0].(node); sc.times && first != nil {
+			if _, _, v, ok := constant(first); ok {
+				if s, ok := v.(string); ok {
+					size = max(1, int64(len(s)))
+				}
+			}
+		}
+		if c > limit/size {
+			err = fmt.Errorf("%w: value too large: %s would build a value of more than %d bytes (limit key %s)",
+				ErrInvalid, name, limit, engine.ValueSizeKey)
+		}
+		return true
+	})
+	return err
+}
