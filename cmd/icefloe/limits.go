@@ -7,9 +7,12 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membudget"
+	"github.com/icefloe/icefloe/internal/metrics"
 )
 
 // LimitsConfig bounds what runs at once and for how long
@@ -169,11 +172,12 @@ func (l *LimitsConfig) memory(coordinator bool, workers int) (membudget.Shares, 
 }
 
 // applyMemory sets the Go runtime's soft memory limit to the Go share of
-// the budget (unless GOMEMLIMIT is set) and puts the process's budget of
-// Arrow buffers in lim.
-func applyMemory(sh membudget.Shares, lim *cluster.Limits) {
+// the budget (unless GOMEMLIMIT is set), puts the process's budget of
+// Arrow buffers in lim and registers its gauges in reg.
+func applyMemory(sh membudget.Shares, lim *cluster.Limits, reg prometheus.Registerer) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(sh.GoLimit)
 	}
 	lim.Memory = membudget.New(sh.Arrow, sh.Query, nil)
+	metrics.RegisterBudget(reg, lim.Memory)
 }

@@ -266,7 +266,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	lim := r.cfg.Limits.limits()
-	applyMemory(mem, &lim)
+	applyMemory(mem, &lim, reg)
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
 		Listen:            *r.listen,
 		WorkerHost:        host,
@@ -374,7 +374,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		return err
 	}
 	lim := r.cfg.Limits.limits()
-	applyMemory(mem, &lim)
+	applyMemory(mem, &lim, reg)
 	c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
 		Listen:         *r.listen,
 		Key:            key,
@@ -461,12 +461,13 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if *advertise == "" {
 		*advertise = r.cfg.AdvertiseHost
 	}
+	reg := newMetricsRegistry()
 	mem, err := r.cfg.Limits.memory(false, 1)
 	if err != nil {
 		return err
 	}
 	lim := r.cfg.Limits.limits()
-	applyMemory(mem, &lim)
+	applyMemory(mem, &lim, reg)
 	eo := r.engineOptions(mem.Worker, mem.WorkerTemp)
 	if *direct {
 		abs, err := filepath.Abs(*r.dataDir)
@@ -497,7 +498,6 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 			announce[i] = sec.Scheme() + a
 		}
 	}
-	reg := newMetricsRegistry()
 	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
 		Listen:        *r.listen,
 		AdvertiseHost: *advertise,
