@@ -12,6 +12,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
@@ -40,6 +41,9 @@ var (
 	// ErrStatementTooLarge: a statement's text is longer than
 	// Options.MaxStatementBytes (ResourceExhausted).
 	ErrStatementTooLarge = errors.New("flightsql: statement too large")
+	// errNoRenew: RenewFlightEndpoint on a server whose planner cannot
+	// renew tickets (Unimplemented).
+	errNoRenew = errors.New("flightsql: RenewFlightEndpoint: the planner cannot renew tickets")
 	// ErrNoSession: the session middleware is not installed (FailedPrecondition).
 	ErrNoSession = errors.New("flightsql: no session: install Server.ServerOptions on the gRPC server")
 )
@@ -57,6 +61,7 @@ var codeTable = []struct {
 	{membership.ErrMalformed, codes.InvalidArgument},
 	{planner.ErrSyntax, codes.InvalidArgument},
 	{planner.ErrInvalid, codes.InvalidArgument},
+	{commit.ErrStatementID, codes.InvalidArgument},
 	{ErrHandle, codes.InvalidArgument},
 	{ErrNotQuery, codes.InvalidArgument},
 	{wire.ErrMalformed, codes.InvalidArgument},
@@ -71,6 +76,7 @@ var codeTable = []struct {
 	{icecat.ErrNoSuchNamespace, codes.NotFound},
 	{icecat.ErrNoSuchView, codes.NotFound},
 	{planner.ErrExists, codes.AlreadyExists},
+	{commit.ErrAlreadyCommitted, codes.AlreadyExists},
 	{icecat.ErrTableAlreadyExists, codes.AlreadyExists},
 	{icecat.ErrNamespaceAlreadyExists, codes.AlreadyExists},
 	{icecat.ErrViewAlreadyExists, codes.AlreadyExists},
@@ -78,6 +84,7 @@ var codeTable = []struct {
 	{planner.ErrWriteFailed, codes.Aborted},
 	{planner.ErrCommitUnknown, codes.Unknown},
 	{planner.ErrUnsupported, codes.Unimplemented},
+	{errNoRenew, codes.Unimplemented},
 	{planner.ErrRefused, codes.PermissionDenied},
 	{planner.ErrDenied, codes.PermissionDenied},
 	{planner.ErrNoWorkers, codes.Unavailable},
@@ -140,7 +147,7 @@ func userMessage(err error) string {
 // packagePrefix matches the prefix icefloe's sentinel errors carry, at
 // the start of a message or of a wrapped one (after ": " or "; "), never
 // a word inside a sentence ("no live worker: …").
-var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)
+var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|commit|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)
 
 // KeyMaxStatementBytes is the config key of Options.MaxStatementBytes.
 const KeyMaxStatementBytes = "limits.max_statement_bytes"

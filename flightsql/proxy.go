@@ -258,20 +258,8 @@ func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, mem memory.A
 	}
 	o := s.pullOptions()
 	o.Allocator = mem
-	err = s.opts.Flight.Pull(out, e.Locations, e.Ticket, o,
-		func(rec arrow.RecordBatch) error {
-			if err := membudget.Check(mem); err != nil {
-				rec.Release()
-				return err
-			}
-			select {
-			case c <- flight.StreamChunk{Data: rec}:
-				return nil
-			case <-ctx.Done():
-				rec.Release()
-				return context.Cause(ctx)
-			}
-		})
+	err = s.opts.Flight.Pull(out, e.Locations, e.Ticket, o, membudget.Guard(mem,
+		flightclient.SendTo(ctx, c, func(rec arrow.RecordBatch) flight.StreamChunk { return flight.StreamChunk{Data: rec} })))
 	var pe *flightclient.PullError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("flightsql: proxy: %w", pe)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -162,6 +163,19 @@ func Check(mem memory.Allocator) error {
 		return a.Err()
 	}
 	return nil
+}
+
+// Guard returns send preceded by Check(mem): a batch that arrives with
+// its query or the process past its limit is released, and the limit's
+// error returned instead (for the callbacks of flightclient.Pull).
+func Guard(mem memory.Allocator, send func(arrow.RecordBatch) error) func(arrow.RecordBatch) error {
+	return func(rec arrow.RecordBatch) error {
+		if err := Check(mem); err != nil {
+			rec.Release()
+			return err
+		}
+		return send(rec)
+	}
 }
 
 // Size prints n bytes in binary units, e.g. "1.5 GiB".
