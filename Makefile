@@ -189,4 +189,4 @@ clean:
 
 # Also the test tools the integration suites installed.
 distclean: clean
-	rm -rf integration/.venv integration/.venv-catalogs integration/.venv-tpch integration/.venv-tpcds integration/.venv-sidebyside integration/.venv-bench integration/.tpch-data integration/.m2 integration/java/target integration/.tools
+	rm -rf integration/.venv integration/.venv-catalogs integration/.venv-tpch integration/.venv-tpcds integration/.venv-sidebyside integration/.venv-bench integration/.tpch-data integration/.tpcds-data integration/.m2 integration/java/target integration/.tools

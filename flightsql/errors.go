@@ -166,10 +166,11 @@ func (e *resourceError) Unwrap() error { return e.err }
 func (e *resourceError) UserMessage() string { return e.wrap(userMessage(e.err)) }
 
 func (e *resourceError) wrap(msg string) string {
-	if strings.Contains(msg, "(limit key ") {
+	key := engine.ResourceKey(e.err)
+	if key == "" || strings.Contains(msg, "(limit key ") {
 		return "query " + e.queryID + ": " + msg
 	}
-	return "query " + e.queryID + ": " + msg + " (limit key " + engine.ResourceKey(e.err) + ")"
+	return "query " + e.queryID + ": " + msg + " (limit key " + key + ")"
 }
 
 // namedResource names the query and the limit in an engine's resource

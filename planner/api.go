@@ -52,6 +52,13 @@ const (
 	// DefaultMaxValueBytes is the largest value repeat, lpad, rpad or
 	// list_resize may build.
 	DefaultMaxValueBytes = 256 << 20
+	// DefaultShuffleBytes is the size from which a join of two tables
+	// above the broadcast size is shuffled rather than gathered: the
+	// smaller of the two must be at least this large.
+	DefaultShuffleBytes = 64 << 20
+	// DefaultShufflePartitions caps the partitions of a shuffled join
+	// (one per live worker).
+	DefaultShufflePartitions = 16
 )
 
 // Session holds the defaults for unqualified names.
@@ -126,6 +133,15 @@ type Options struct {
 	// lpad may build from a count (valuesize.go); 0 means
 	// DefaultMaxValueBytes.
 	MaxValueBytes int64
+	// ShuffleBytes is the size from which a join of two tables larger
+	// than BroadcastBytes runs as hash-partitioned fragments on every
+	// worker instead of on one (shuffle.go): the smaller table must be at
+	// least this large. 0 means DefaultShuffleBytes; negative shuffles
+	// every join that can be.
+	ShuffleBytes int64
+	// ShufflePartitions caps a shuffled join's partitions, one per live
+	// worker; 0 means DefaultShufflePartitions.
+	ShufflePartitions int
 	// Runtime, when set, serves the system.runtime tables and CALL
 	// system.cancel_query (runtime.go).
 	Runtime Runtime
@@ -149,6 +165,8 @@ const (
 	Scatter  Strategy = "scatter"
 	TwoPhase Strategy = "two-phase"
 	Gather   Strategy = "gather"
+	// Shuffle runs a join as hash-partitioned fragments (shuffle.go).
+	Shuffle Strategy = "shuffle"
 )
 
 // Plan is a planned query: its result schema and one endpoint per ticket.

@@ -301,6 +301,18 @@ func (pb *planBuilder) choose(ctx context.Context, root node) error {
 			return err
 		}
 		reason = strings.ToLower(str(root, "setop_type")) + " (not a scatterable UNION ALL)"
+		done, why, err := pb.shuffleSetOp(ctx, root)
+		if err != nil || done {
+			return err
+		}
+		reason += "; not shuffled: " + why
+	}
+	if str(from, "type") == "JOIN" {
+		done, why, err := pb.shuffle(ctx, root, aggs)
+		if err != nil || done {
+			return err
+		}
+		reason += "; not shuffled: " + why
 	}
 	if len(b.inputs) == 1 && len(b.inputs[0].groups) == 1 {
 		// Partials and a final over one group would only add a hop: run
@@ -323,6 +335,11 @@ func (pb *planBuilder) choose(ctx context.Context, root node) error {
 			why = "two-phase final does not bind to the query's schema"
 		}
 		reason = why
+		done, why, err := pb.shuffleGrouped(ctx, root, aggs)
+		if err != nil || done {
+			return err
+		}
+		reason += "; not shuffled: " + why
 	}
 	return pb.gather(reason)
 }
@@ -503,75 +520,95 @@ func (pb *planBuilder) deparse(p *parsed) (string, error) {
 	return pb.conn.DeserializeSQL(context.Background(), doc)
 }
 
-// twoPhase plans partial fragments per group (children) and one final
-// endpoint over them. It returns false when the final step does not bind
-// to exactly the query's schema, so the caller gathers instead.
-func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (bool, error) {
+// phases is a two-phase split bound over the query's inputs: the partial
+// SQL, the schema its rows have and the final SQL over them.
+type phases struct {
+	kind          string
+	partialSQL    string
+	partialSchema *arrow.Schema
+	final         string
+	childLimit    int64
+}
+
+// phases binds tp's partial step and checks its final step binds over the
+// partials to exactly the query's schema; nil when it does not.
+func (pb *planBuilder) phases(ctx context.Context, tp *twoPhase) (*phases, error) {
 	partialSQL, err := pb.deparse(statement(tp.partial))
 	if err != nil {
-		return false, nil
+		return nil, nil
 	}
 	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
-		return false, err
+		return nil, err
 	}
 	rdr, err := pb.conn.Query(ctx, partialSQL, engine.QueryOptions{})
 	if err != nil {
-		return false, nil
+		return nil, nil
 	}
 	partialSchema := rdr.Schema()
 	rdr.Release()
 	final := tp.final
 	if tp.finalAST != nil {
 		if final, err = pb.deparse(statement(tp.finalAST)); err != nil {
-			return false, nil
+			return nil, nil
 		}
 	}
 	if tp.wrap {
 		if pb.b.duckTypes == nil {
-			return false, nil
+			return nil, nil
 		}
 		final = castWrap(final, fieldNames(pb.b.schema), pb.b.duckTypes)
 	}
 	// The final must bind over the partials to exactly the bound schema.
 	if err := pb.conn.Exec(ctx, "DROP TABLE IF EXISTS "+partialsView); err != nil {
-		return false, err
+		return nil, err
 	}
 	empty, err := array.NewRecordReader(partialSchema, nil)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	err = pb.conn.LoadTable(ctx, partialsView, empty)
 	empty.Release()
 	if err != nil {
-		return false, nil
+		return nil, nil
 	}
 	frdr, err := pb.conn.Query(ctx, final, engine.QueryOptions{})
 	if err != nil {
-		return false, nil
+		return nil, nil
 	}
 	ok := sameSchema(frdr.Schema(), pb.b.schema)
 	frdr.Release()
 	if !ok {
-		return false, nil
+		return nil, nil
+	}
+	return &phases{kind: tp.kind, partialSQL: partialSQL, partialSchema: partialSchema, final: final, childLimit: tp.childLimit}, nil
+}
+
+// twoPhase plans partial fragments per group (children) and one final
+// endpoint over them. It returns false when the final step does not bind
+// to exactly the query's schema, so the caller gathers instead.
+func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (bool, error) {
+	ph, err := pb.phases(ctx, tp)
+	if err != nil || ph == nil {
+		return false, err
 	}
 	pb.plan.Strategy = TwoPhase
-	pb.note("strategy", "two-phase (%s)", tp.kind)
-	pb.note("fragment", "partial: %s", partialSQL)
-	pb.note("fragment", "final: %s", final)
-	final_ := pb.ticket(nil, final, pb.b.schema)
-	final_.ChildLimit = tp.childLimit
+	pb.note("strategy", "two-phase (%s)", ph.kind)
+	pb.note("fragment", "partial: %s", ph.partialSQL)
+	pb.note("fragment", "final: %s", ph.final)
+	final := pb.ticket(nil, ph.final, pb.b.schema)
+	final.ChildLimit = ph.childLimit
 	for i, g := range in.groups {
 		scan, err := encodeScan(in, g)
 		if err != nil {
 			return false, err
 		}
-		c, err := pb.child(partialsView, pb.ticket([]wire.Scan{scan}, partialSQL, partialSchema), in.places[i])
+		c, err := pb.child(partialsView, pb.ticket([]wire.Scan{scan}, ph.partialSQL, ph.partialSchema), in.places[i])
 		if err != nil {
 			return false, err
 		}
-		final_.Children = append(final_.Children, c)
+		final.Children = append(final.Children, c)
 	}
-	pb.endpoint(final_)
+	pb.endpoint(final)
 	return true, nil
 }
 

@@ -34,8 +34,9 @@ func namedResourceError(queryID string, err error) error {
 	if err == nil || !engine.IsResourceError(err) {
 		return err
 	}
-	if strings.Contains(err.Error(), "(limit key ") {
+	key := engine.ResourceKey(err)
+	if key == "" || strings.Contains(err.Error(), "(limit key ") {
 		return fmt.Errorf("query %s: %w", queryID, err)
 	}
-	return fmt.Errorf("query %s: %w (limit key %s)", queryID, err, engine.ResourceKey(err))
+	return fmt.Errorf("query %s: %w (limit key %s)", queryID, err, key)
 }

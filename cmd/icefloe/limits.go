@@ -13,6 +13,7 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/metrics"
+	"github.com/icefloe/icefloe/internal/streamidle"
 )
 
 // LimitsConfig bounds what runs at once and for how long
@@ -55,6 +56,10 @@ type LimitsConfig struct {
 	// MaxValueBytes bounds one value built by repeat, lpad, rpad,
 	// list_resize or array_resize; empty is the default.
 	MaxValueBytes string `yaml:"max_value_bytes,omitempty"`
+	// StreamIdleTimeout cuts a stream whose client stopped reading, or an
+	// upload that stopped sending; 0 means the default, a negative
+	// duration none.
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout,omitempty"`
 }
 
 func (l *LimitsConfig) validate() error {
@@ -126,6 +131,12 @@ func (l *LimitsConfig) limits() cluster.Limits {
 	lim.MaxStatementBytes = l.MaxStatementBytes
 	if l.MaxValueBytes != "" {
 		lim.MaxValueBytes, _ = engine.ParseMemoryLimit(l.MaxValueBytes) // validate checked it
+	}
+	switch idle := l.StreamIdleTimeout; {
+	case idle == 0:
+		lim.StreamIdleTimeout = streamidle.DefaultTimeout
+	case idle > 0:
+		lim.StreamIdleTimeout = idle
 	}
 	return lim
 }

@@ -288,6 +288,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		TicketTTL:         r.cfg.TicketTTL,
 		Limits:            lim,
 		Metrics:           reg,
+
+		BroadcastBytes:    r.cfg.BroadcastBytes,
+		ShuffleBytes:      r.cfg.ShuffleBytes,
+		ShufflePartitions: r.cfg.ShufflePartitions,
 	})
 	if err != nil {
 		return err
@@ -391,6 +395,10 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		TicketTTL:      r.cfg.TicketTTL,
 		Limits:         lim,
 		Metrics:        reg,
+
+		BroadcastBytes:    r.cfg.BroadcastBytes,
+		ShuffleBytes:      r.cfg.ShuffleBytes,
+		ShufflePartitions: r.cfg.ShufflePartitions,
 	})
 	if err != nil {
 		return err

@@ -3,23 +3,27 @@ package engine
 import (
 	"errors"
 	"strings"
+	"syscall"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
 
 // resourceMarks are the texts of DuckDB's errors that say it ran out of a
 // resource rather than that the statement is wrong: its memory_limit, or
-// the disk of its spill folder (max_temp_directory_size or a full disk).
+// the disk of its spill folder (max_temp_directory_size or a full disk);
+// and the text of ENOSPC, a full warehouse disk, as it reads once it
+// crossed from a worker to the coordinator.
 var resourceMarks = []string{
 	"Out of Memory Error",
 	"max_temp_directory_size",
 	"No space left on device",
 	"Disk full",
+	"no space left on device",
 	"limit key " + ValueSizeKey,
 }
 
 // IsResourceError says whether err is DuckDB running out of memory or of
-// spill disk: the statement may succeed later or with more resources, so
+// spill disk, or a write finding its disk full: the statement may succeed later or with more resources, so
 // it is ResourceExhausted at the Flight boundary, and running it at
 // another worker of the same size will not help.
 func IsResourceError(err error) bool {
@@ -27,7 +31,7 @@ func IsResourceError(err error) bool {
 		return false
 	}
 	var de *duckdb.Error
-	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory {
+	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory || errors.Is(err, syscall.ENOSPC) {
 		return true
 	}
 	msg := err.Error()
@@ -49,16 +53,18 @@ const (
 )
 
 // ResourceKey is the config key of the limit a resource error (see
-// IsResourceError) hit: the spill disk's or the memory budget's.
+// IsResourceError) hit: the value size's, the spill disk's or the memory
+// budget's; "" for a full disk, which is no limit of icefloe's.
 func ResourceKey(err error) string {
 	msg := err.Error()
-	if strings.Contains(msg, "limit key "+ValueSizeKey) {
+	var de *duckdb.Error
+	switch {
+	case strings.Contains(msg, "limit key "+ValueSizeKey):
 		return ValueSizeKey
+	case strings.Contains(msg, "max_temp_directory_size"):
+		return TempSizeKey
+	case strings.Contains(msg, "Out of Memory Error"), errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory:
+		return MemoryKey
 	}
-	for _, m := range resourceMarks[1:4] {
-		if strings.Contains(msg, m) {
-			return TempSizeKey
-		}
-	}
-	return MemoryKey
+	return ""
 }
