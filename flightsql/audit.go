@@ -2,6 +2,7 @@ package flightsql
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/tracing"
 )
 
@@ -36,9 +38,14 @@ func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx con
 	ctx, q := s.queries.Begin(ctx, auth.Name(ctx), kind, audit.Redact(sql))
 	var rows int64
 	defer func() {
+		err = namedResource(queries.IDFrom(ctx), err)
 		q.SetCode(status.Code(ToStatus(err)).String())
 		q.Done(err, rows)
 	}()
+	if n := s.opts.MaxStatementBytes; n > 0 && len(sql) > n {
+		return fmt.Errorf("%w: query %s: the statement's text is %d bytes, more than %d (limit key %s)",
+			ErrStatementTooLarge, queries.IDFrom(ctx), len(sql), n, KeyMaxStatementBytes)
+	}
 	if s.opts.Audit == nil {
 		e := &audit.Entry{Kind: kind}
 		rows, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"google.golang.org/grpc/codes"
@@ -12,7 +13,9 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/commit"
+	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -35,6 +38,9 @@ var (
 	// errDrainCancelled: a statement still running when the drain's grace
 	// period ended (Unavailable).
 	errDrainCancelled = errors.New("flightsql: the server is draining: the statement did not finish within the drain grace period and was cancelled")
+	// ErrStatementTooLarge: a statement's text is longer than
+	// Options.MaxStatementBytes (ResourceExhausted).
+	ErrStatementTooLarge = errors.New("flightsql: statement too large")
 	// errNoRenew: RenewFlightEndpoint on a server whose planner cannot
 	// renew tickets (Unimplemented).
 	errNoRenew = errors.New("flightsql: RenewFlightEndpoint: the planner cannot renew tickets")
@@ -107,7 +113,7 @@ func ToStatus(err error) error {
 	// given: no message leaves with a catalog's secret in it.
 	msg := catalog.ScrubText(userMessage(err))
 	switch {
-	case admit.Exhausted(err), status.Code(err) == codes.ResourceExhausted:
+	case admit.Exhausted(err), membudget.Exhausted(err), errors.Is(err, ErrStatementTooLarge), status.Code(err) == codes.ResourceExhausted:
 		return status.Error(codes.ResourceExhausted, msg)
 	case errors.Is(err, admit.ErrStatementTimeout):
 		return status.Error(codes.DeadlineExceeded, msg)
@@ -142,3 +148,38 @@ func userMessage(err error) string {
 // the start of a message or of a wrapped one (after ": " or "; "), never
 // a word inside a sentence ("no live worker: …").
 var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|commit|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)
+
+// KeyMaxStatementBytes is the config key of Options.MaxStatementBytes.
+const KeyMaxStatementBytes = "limits.max_statement_bytes"
+
+// resourceError is a statement's engine running out of a resource,
+// naming the statement's query id and the limit's config key.
+type resourceError struct {
+	queryID string
+	err     error
+}
+
+func (e *resourceError) Error() string { return e.wrap(e.err.Error()) }
+func (e *resourceError) Unwrap() error { return e.err }
+
+// UserMessage keeps the words of an error written for people.
+func (e *resourceError) UserMessage() string { return e.wrap(userMessage(e.err)) }
+
+func (e *resourceError) wrap(msg string) string {
+	key := engine.ResourceKey(e.err)
+	if key == "" || strings.Contains(msg, "(limit key ") {
+		return "query " + e.queryID + ": " + msg
+	}
+	return "query " + e.queryID + ": " + msg + " (limit key " + key + ")"
+}
+
+// namedResource names the query and the limit in an engine's resource
+// error that does not name them yet; other errors pass as they are.
+func namedResource(queryID string, err error) error {
+	var re *resourceError
+	if err == nil || queryID == "" || !engine.IsResourceError(err) || errors.As(err, &re) ||
+		strings.Contains(err.Error(), "query "+queryID) {
+		return err
+	}
+	return &resourceError{queryID: queryID, err: err}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
@@ -22,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -191,6 +193,12 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 			}
 		}
 	}()
+	mem := memory.Allocator(s.alloc)
+	if s.opts.Budget != nil {
+		a := s.opts.Budget.Account(pt.QueryID)
+		defer a.Close()
+		mem = a
+	}
 	chans := make([]chan flight.StreamChunk, len(pt.Endpoints))
 	var wg sync.WaitGroup
 	for i, e := range pt.Endpoints {
@@ -199,7 +207,7 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 		go func() {
 			defer wg.Done()
 			defer close(chans[i])
-			if err := s.pullEndpoint(ctx, e, chans[i]); err != nil {
+			if err := s.pullEndpoint(ctx, e, mem, chans[i]); err != nil {
 				select {
 				case chans[i] <- flight.StreamChunk{Err: err}:
 				case <-ctx.Done():
@@ -243,13 +251,15 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 
 // pullEndpoint reads one worker endpoint into c, trying its locations in
 // order until one answers.
-func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, c chan<- flight.StreamChunk) error {
+func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, mem memory.Allocator, c chan<- flight.StreamChunk) error {
 	out, err := s.asCaller(ctx)
 	if err != nil {
 		return err
 	}
-	err = s.opts.Flight.Pull(out, e.Locations, e.Ticket, s.pullOptions(),
-		flightclient.SendTo(ctx, c, func(rec arrow.RecordBatch) flight.StreamChunk { return flight.StreamChunk{Data: rec} }))
+	o := s.pullOptions()
+	o.Allocator = mem
+	err = s.opts.Flight.Pull(out, e.Locations, e.Ticket, o, membudget.Guard(mem,
+		flightclient.SendTo(ctx, c, func(rec arrow.RecordBatch) flight.StreamChunk { return flight.StreamChunk{Data: rec} })))
 	var pe *flightclient.PullError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("flightsql: proxy: %w", pe)

@@ -23,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
@@ -57,6 +58,9 @@ var _ Planner = (*planner.Planner)(nil)
 const (
 	// DefaultPreparedTTL is how long a prepared-statement handle stays valid.
 	DefaultPreparedTTL = 24 * time.Hour
+	// DefaultMaxStatementBytes bounds a statement's text: DuckDB's
+	// syntax tree of a statement takes some hundred times its text.
+	DefaultMaxStatementBytes = 1 << 20
 	// DefaultVersion is the server version GetSqlInfo reports when
 	// Options.Version is empty.
 	DefaultVersion = "dev"
@@ -92,6 +96,12 @@ type Options struct {
 	Policy *authz.Policy
 	// Audit, when set, gets one line per statement (audit.go).
 	Audit *audit.Log
+	// Budget, when set, accounts the Arrow buffers the single-endpoint
+	// proxy holds to each query and the process (internal/membudget).
+	Budget *membudget.Budget
+	// MaxStatementBytes bounds the text of one statement; 0 means
+	// DefaultMaxStatementBytes, -1 none.
+	MaxStatementBytes int
 	// Admission bounds the statements running at once (admission.go);
 	// its zero value admits everything.
 	Admission admit.Options
@@ -188,6 +198,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.DefaultSchema == "" {
 		o.DefaultSchema = catalog.DefaultSchema
+	}
+	if o.MaxStatementBytes == 0 {
+		o.MaxStatementBytes = DefaultMaxStatementBytes
 	}
 	if o.PreparedTTL == 0 {
 		o.PreparedTTL = DefaultPreparedTTL

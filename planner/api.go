@@ -49,6 +49,9 @@ const (
 	// DefaultBroadcastBytes is the largest table a join reads in full in
 	// every fragment of its large side.
 	DefaultBroadcastBytes = 32 << 20
+	// DefaultMaxValueBytes is the largest value repeat, lpad, rpad or
+	// list_resize may build.
+	DefaultMaxValueBytes = 256 << 20
 	// DefaultShuffleBytes is the size from which a join of two tables
 	// above the broadcast size is shuffled rather than gathered: the
 	// smaller of the two must be at least this large.
@@ -126,6 +129,10 @@ type Options struct {
 	// BroadcastBytes is the size up to which a joined table is read in
 	// full by every fragment of the large side; 0 means the default.
 	BroadcastBytes int64
+	// MaxValueBytes bounds the one value a function such as repeat or
+	// lpad may build from a count (valuesize.go); 0 means
+	// DefaultMaxValueBytes.
+	MaxValueBytes int64
 	// ShuffleBytes is the size from which a join of two tables larger
 	// than BroadcastBytes runs as hash-partitioned fragments on every
 	// worker instead of on one (shuffle.go): the smaller table must be at

@@ -64,8 +64,9 @@ func plainSelect(n node) bool {
 
 // checkValues checks that text (what follows INSERT INTO t [(cols)]) is
 // exactly a VALUES list of expressions without queries, so that the
-// INSERT it ends is an INSERT of those rows and nothing else.
-func checkValues(ctx context.Context, conn *engine.Conn, text string) error {
+// INSERT it ends is an INSERT of those rows and nothing else, and that no
+// constant count makes a value larger than maxValue (valuesize.go).
+func checkValues(ctx context.Context, conn *engine.Conn, text string, maxValue int64) error {
 	root, err := parseNode(ctx, conn, text)
 	if err != nil {
 		return err
@@ -86,6 +87,9 @@ func checkValues(ctx context.Context, conn *engine.Conn, text string) error {
 	})
 	if sub {
 		return fmt.Errorf("%w: queries inside INSERT … VALUES", ErrUnsupported)
+	}
+	if err := constantValueSizes(root, maxValue); err != nil {
+		return err
 	}
 	return refuseEscapes(statement(root))
 }

@@ -793,7 +793,7 @@ func (p *Planner) insertValues(ctx context.Context, sess Session, parts []string
 	}
 	// DuckDB checks that the client's text is one VALUES list, and then
 	// that the INSERT it ends is one INSERT statement.
-	if err := checkValues(ctx, conn, values); err != nil {
+	if err := checkValues(ctx, conn, values, p.opts.MaxValueBytes); err != nil {
 		return 0, err
 	}
 	if err := fillStandIn(ctx, conn, "INSERT INTO "+standIn+" "+columns, values, b); err != nil {

@@ -587,7 +587,7 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *ddlPar
 	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
 		return nil, fmt.Errorf("insert into %s: stand-in: %w", ref, err)
 	}
-	if err := checkValues(ctx, conn, values); err != nil {
+	if err := checkValues(ctx, conn, values, p.opts.MaxValueBytes); err != nil {
 		return nil, err
 	}
 	return paramTypes(ctx, conn, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO "+standIn+" "+columns+" "+values)

@@ -27,6 +27,9 @@ func New(o Options) (*Planner, error) {
 	if o.TargetGroupBytes == 0 {
 		o.TargetGroupBytes = DefaultTargetGroupBytes
 	}
+	if o.MaxValueBytes == 0 {
+		o.MaxValueBytes = DefaultMaxValueBytes
+	}
 	if o.BroadcastBytes == 0 {
 		o.BroadcastBytes = DefaultBroadcastBytes
 	}

@@ -833,6 +833,10 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err := p.resolve(ctx, conn, s, b); err != nil {
 		return nil, err
 	}
+	// After resolve, which inlines views: their calls are guarded too.
+	if err := boundValueSizes(ctx, conn, ast, p.opts.MaxValueBytes); err != nil {
+		return nil, err
+	}
 	root, _ := ast.root["node"].(node)
 	if !b.ambiguous {
 		pruneColumns(root, b.inputs, b.aliases)

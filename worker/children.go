@@ -15,6 +15,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -77,7 +78,7 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 	if err != nil {
 		return fmt.Errorf("%w: child ticket: %v", errInternal, err)
 	}
-	schema, err := flight.DeserializeSchema(first.Schema, s.opts.Allocator)
+	schema, err := flight.DeserializeSchema(first.Schema, alloc(ctx))
 	if err != nil {
 		return fmt.Errorf("%w: child schema: %v", errInternal, err)
 	}
@@ -133,14 +134,14 @@ func (s *Server) pullChild(ctx context.Context, c wire.Child, schema *arrow.Sche
 		return fmt.Errorf("%w: child without locations", errInternal)
 	}
 	err := s.peers.Pull(ctx, c.Locations, c.Ticket, flightclient.PullOptions{
-		Allocator: s.opts.Allocator,
+		Allocator: alloc(ctx),
 		CheckSchema: func(got *arrow.Schema) error {
 			if !got.Equal(schema) {
 				return errors.New("child schema differs from the planned one")
 			}
 			return nil
 		},
-	}, flightclient.SendTo(ctx, out, flightclient.Batch))
+	}, membudget.Guard(alloc(ctx), flightclient.SendTo(ctx, out, flightclient.Batch)))
 	var pe *flightclient.PullError
 	if err == nil || !errors.As(err, &pe) {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -132,7 +133,7 @@ func statusOf(ctx context.Context, err error) error {
 		// Already a status, e.g. from sending to a client that went away.
 		return err
 	}
-	if admit.Exhausted(err) {
+	if admit.Exhausted(err) || membudget.Exhausted(err) {
 		return status.Error(codes.ResourceExhausted, err.Error())
 	}
 	var qe *queryError

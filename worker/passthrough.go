@@ -29,7 +29,7 @@ func (s *Server) passthrough(ctx context.Context, sc wire.Scan, schema *arrow.Sc
 	}
 	defer done()
 	rdr.Retain() // one reference for the merger, one for done
-	merged := engine.Merge(rdr, s.sendOptions())
+	merged := engine.Merge(rdr, s.sendOptions(ctx))
 	defer merged.Release()
 	_, _, err = s.send(ctx, schema, merged, stream)
 	var qe *queryError

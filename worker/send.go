@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/membudget"
 )
 
 // send streams rdr to the client with exactly schema, the one the
@@ -20,13 +21,14 @@ import (
 // default is 16 MiB). It returns the rows and batches sent.
 // sendOptions shape a result the worker streams to a client: merged
 // toward BatchRows rows, within BatchBytes, flushed after FlushAfter.
-func (s *Server) sendOptions() engine.QueryOptions {
+func (s *Server) sendOptions(ctx context.Context) engine.QueryOptions {
 	return engine.QueryOptions{BatchRows: s.opts.BatchRows, BatchBytes: s.opts.BatchBytes,
-		FlushAfter: s.opts.FlushAfter, Allocator: s.opts.Allocator}
+		FlushAfter: s.opts.FlushAfter, Allocator: alloc(ctx)}
 }
 
 func (s *Server) send(ctx context.Context, schema *arrow.Schema, rdr array.RecordReader, stream flight.DataStreamWriter) (rows int64, batches int, err error) {
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.opts.Allocator))
+	mem := alloc(ctx)
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	defer func() {
 		if cerr := w.Close(); err == nil && cerr != nil {
 			err = cerr
@@ -35,6 +37,9 @@ func (s *Server) send(ctx context.Context, schema *arrow.Schema, rdr array.Recor
 	for rdr.Next() {
 		if err := ctx.Err(); err != nil {
 			return rows, batches, context.Cause(ctx)
+		}
+		if err := membudget.Check(mem); err != nil {
+			return rows, batches, err
 		}
 		rec := rdr.RecordBatch()
 		if rec.NumRows() == 0 {

@@ -30,6 +30,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/inflight"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
@@ -76,6 +77,11 @@ type Options struct {
 	// data files and merging result batches. Defaults to
 	// memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Budget, when set, accounts each fragment's Go-side Arrow buffers
+	// (scans decoded ahead, pulled children, merged results) to its query
+	// and the process, allocating through the budget's allocator; a
+	// fragment past either limit fails with ResourceExhausted (memory.go).
+	Budget *membudget.Budget
 	// BatchRows is the row count small result chunks are merged toward;
 	// 0 means DefaultBatchRows.
 	BatchRows int
@@ -317,7 +323,7 @@ func (s *Server) query(ctx context.Context, conn *engine.Conn, sql string, schem
 		span.SetAttributes(attribute.Int64("icefloe.rows", rows))
 		tracing.End(span, err)
 	}()
-	rdr, err := conn.Query(ctx, sql, s.sendOptions())
+	rdr, err := conn.Query(ctx, sql, s.sendOptions(ctx))
 	if err != nil {
 		return 0, 0, &queryError{err: err}
 	}
@@ -339,6 +345,8 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err := s.admit(ctx, t); err != nil {
 		return err
 	}
+	ctx, closeAccount := s.account(ctx, t.QueryID)
+	defer closeAccount()
 	ctx, q, end, err := s.queries.begin(ctx, t)
 	if err != nil {
 		return err
@@ -349,6 +357,7 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 		ms.q = q
 	}
 	err = s.limited(ctx, t, func(ctx context.Context) error { return s.run(ctx, t, ms, start) })
+	err = namedResourceError(t.QueryID, err)
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errQueryCancelled) {
 		err = cause
 	}
@@ -366,7 +375,7 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	if len(t.Schema) == 0 {
 		return fmt.Errorf("%w: ticket has no result schema", wire.ErrMalformed)
 	}
-	schema, err := flight.DeserializeSchema(t.Schema, s.opts.Allocator)
+	schema, err := flight.DeserializeSchema(t.Schema, alloc(ctx))
 	if err != nil {
 		return fmt.Errorf("%w: result schema: %v", wire.ErrMalformed, err)
 	}
@@ -381,7 +390,7 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	// The schema goes out before any input is read: clients (and the
 	// workers pulling this fragment) learn it at once and can cancel while
 	// the work runs.
-	if stream, err = flightio.SendSchema(stream, schema, s.opts.Allocator); err != nil {
+	if stream, err = flightio.SendSchema(stream, schema, alloc(ctx)); err != nil {
 		return err
 	}
 	if t.Passthrough && len(t.Scans) == 1 && len(t.Children) == 0 && t.Scans[0].MetadataTable == "" {

@@ -13,7 +13,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/suggest"
@@ -198,9 +197,6 @@ func (c Config) effective() Config {
 	if e.TicketKey == "" && os.Getenv(TicketKeyEnv) != "" {
 		e.TicketKey = os.Getenv(TicketKeyEnv)
 	}
-	if e.MemoryLimit == "" {
-		e.MemoryLimit = cluster.DefaultWorkerMemory
-	}
 	if e.MetadataCacheBytes == 0 {
 		e.MetadataCacheBytes = catalog.DefaultMetadataCacheBytes
 	}
@@ -224,7 +220,7 @@ func (c Config) effectiveText() string {
 	var b strings.Builder
 	b.WriteString("# effective config: defaults applied, secrets redacted\n")
 	if c.MemoryLimit == "" {
-		b.WriteString("# memory_limit: the workers'; a coordinator's planner takes " + cluster.DefaultPlannerMemory + "\n")
+		b.WriteString("# memory_limit: none: each DuckDB takes its share of limits.memory_budget\n")
 	}
 	if e.Threads == 0 {
 		b.WriteString("# threads: 0 is one per CPU\n")

@@ -187,8 +187,15 @@ func (r *roleFlags) dataCache(f dataCacheFlags) (dir string, bytes int64, err er
 	return dir, bytes, err
 }
 
-func (r *roleFlags) engineOptions() engine.Options {
-	return engine.Options{Threads: r.cfg.Threads, MemoryLimit: r.cfg.MemoryLimit}
+// engineOptions configure one DuckDB of the process: its share of the
+// memory budget and spill disk (membudget.Split), unless memory_limit
+// sets each DuckDB's limit.
+func (r *roleFlags) engineOptions(limit, temp int64) engine.Options {
+	eo := engine.Options{Threads: r.cfg.Threads, MemoryLimit: r.cfg.MemoryLimit, MaxTempDirSize: temp}
+	if eo.MemoryLimit == "" {
+		eo.MemoryLimit = fmt.Sprintf("%dKiB", max(limit, engine.MinMemoryLimit)>>10)
+	}
+	return eo
 }
 
 // key returns the cluster key from config or environment; required says
@@ -254,26 +261,33 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer sec.Audit.Close()
 	reg := newMetricsRegistry()
+	mem, err := r.cfg.Limits.memory(true, *workers)
+	if err != nil {
+		return err
+	}
+	lim := r.cfg.Limits.limits()
+	applyMemory(mem, &lim, reg)
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
-		Listen:         *r.listen,
-		WorkerHost:     host,
-		AdvertiseHost:  *advertise,
-		Workers:        *workers,
-		DataDir:        *r.dataDir,
-		Demo:           *demo,
-		Key:            key,
-		WorkerEngine:   r.engineOptions(),
-		Logger:         log,
-		Catalogs:       r.cfg.Catalogs,
-		WorkerCache:    r.cfg.MetadataCacheBytes,
-		NoDirectScan:   !*direct,
-		NoDataCache:    cacheDir == "",
-		DataCacheDir:   cacheDir,
-		DataCacheBytes: cacheBytes,
-		Security:       sec,
-		TicketTTL:      r.cfg.TicketTTL,
-		Limits:         r.cfg.Limits.limits(),
-		Metrics:        reg,
+		Listen:            *r.listen,
+		WorkerHost:        host,
+		AdvertiseHost:     *advertise,
+		Workers:           *workers,
+		DataDir:           *r.dataDir,
+		Demo:              *demo,
+		Key:               key,
+		WorkerEngine:      r.engineOptions(mem.Worker, mem.WorkerTemp),
+		CoordinatorEngine: r.engineOptions(mem.Planner, mem.PlannerTemp),
+		Logger:            log,
+		Catalogs:          r.cfg.Catalogs,
+		WorkerCache:       r.cfg.MetadataCacheBytes,
+		NoDirectScan:      !*direct,
+		NoDataCache:       cacheDir == "",
+		DataCacheDir:      cacheDir,
+		DataCacheBytes:    cacheBytes,
+		Security:          sec,
+		TicketTTL:         r.cfg.TicketTTL,
+		Limits:            lim,
+		Metrics:           reg,
 
 		BroadcastBytes:    r.cfg.BroadcastBytes,
 		ShuffleBytes:      r.cfg.ShuffleBytes,
@@ -359,6 +373,12 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		return err
 	}
 	reg := newMetricsRegistry()
+	mem, err := r.cfg.Limits.memory(true, 0)
+	if err != nil {
+		return err
+	}
+	lim := r.cfg.Limits.limits()
+	applyMemory(mem, &lim, reg)
 	c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
 		Listen:         *r.listen,
 		Key:            key,
@@ -367,13 +387,13 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		Membership:     pool,
 		DefaultCatalog: catalog.LocalCatalogName,
 		DefaultSchema:  catalog.DefaultSchema,
-		Engine:         r.engineOptions(),
+		Engine:         r.engineOptions(mem.Planner, mem.PlannerTemp),
 		Logger:         log,
 		DirectDirs:     directDirs,
 		DataCache:      *workerCache,
 		Security:       sec,
 		TicketTTL:      r.cfg.TicketTTL,
-		Limits:         r.cfg.Limits.limits(),
+		Limits:         lim,
 		Metrics:        reg,
 
 		BroadcastBytes:    r.cfg.BroadcastBytes,
@@ -449,7 +469,14 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if *advertise == "" {
 		*advertise = r.cfg.AdvertiseHost
 	}
-	eo := r.engineOptions()
+	reg := newMetricsRegistry()
+	mem, err := r.cfg.Limits.memory(false, 1)
+	if err != nil {
+		return err
+	}
+	lim := r.cfg.Limits.limits()
+	applyMemory(mem, &lim, reg)
+	eo := r.engineOptions(mem.Worker, mem.WorkerTemp)
 	if *direct {
 		abs, err := filepath.Abs(*r.dataDir)
 		if err != nil {
@@ -479,7 +506,6 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 			announce[i] = sec.Scheme() + a
 		}
 	}
-	reg := newMetricsRegistry()
 	w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
 		Listen:        *r.listen,
 		AdvertiseHost: *advertise,
@@ -488,7 +514,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		Logger:        log,
 		Announce:      announce,
 		Security:      sec,
-		Limits:        r.cfg.Limits.limits(),
+		Limits:        lim,
 		Metrics:       metrics.NewWorker(reg),
 
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,

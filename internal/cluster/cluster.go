@@ -150,6 +150,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		DataCache: data,
 		Logger:    o.Logger,
 		Allocator: memory.DefaultAllocator,
+		Budget:    o.Limits.Memory,
 		Peers:     o.Security.Client(),
 		Audit:     o.Security.Audit.WithNode("worker " + addr),
 
@@ -328,6 +329,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		ShufflePartitions: o.ShufflePartitions,
 		DirectDirs:        o.DirectDirs,
 		DataCache:         o.DataCache,
+		MaxValueBytes:     o.Limits.MaxValueBytes,
 	})
 	if err != nil {
 		return fail(err)
@@ -347,8 +349,10 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Membership:     o.Membership,
 		Queries:        reg,
 
-		Admission:        o.Limits.Statements,
-		StatementTimeout: o.Limits.StatementTimeout,
+		Admission:         o.Limits.Statements,
+		StatementTimeout:  o.Limits.StatementTimeout,
+		MaxStatementBytes: o.Limits.MaxStatementBytes,
+		Budget:            o.Limits.Memory,
 	})
 	if err != nil {
 		return fail(err)
@@ -452,7 +456,10 @@ type StandaloneOptions struct {
 	Demo          bool
 	Key           *wire.Key // nil: a random key
 	WorkerEngine  engine.Options
-	Logger        *zap.Logger
+	// CoordinatorEngine configures the coordinator's DuckDB; an empty
+	// TempDir means DataDir/spill/coordinator.
+	CoordinatorEngine engine.Options
+	Logger            *zap.Logger
 	// TargetGroupBytes, BroadcastBytes, ShuffleBytes and
 	// ShufflePartitions are passed to the coordinator's planner.
 	TargetGroupBytes  int64
@@ -589,7 +596,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		Workers:        workers,
 		DefaultCatalog: catalog.LocalCatalogName,
 		DefaultSchema:  catalog.DefaultSchema,
-		Engine:         engine.Options{TempDir: filepath.Join(o.DataDir, "spill", "coordinator")},
+		Engine:         o.coordinatorEngine(),
 		Logger:         o.Logger,
 		Security:       o.Security,
 		TicketTTL:      o.TicketTTL,
@@ -607,6 +614,15 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		return nil, err
 	}
 	return s, nil
+}
+
+// coordinatorEngine is CoordinatorEngine with its spill folder filled in.
+func (o StandaloneOptions) coordinatorEngine() engine.Options {
+	eo := o.CoordinatorEngine
+	if eo.TempDir == "" {
+		eo.TempDir = filepath.Join(o.DataDir, "spill", "coordinator")
+	}
+	return eo
 }
 
 // dataCache is worker i's data cache configuration.

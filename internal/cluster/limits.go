@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/streamidle"
 )
 
@@ -32,6 +33,14 @@ type Limits struct {
 	// ingest that did not finish) must be before a starting coordinator
 	// drops it; 0 is DefaultStagingGrace.
 	StagingGrace time.Duration
+	// Memory, when set, is the process's budget of Go-side Arrow buffers,
+	// shared by its workers (worker.Options.Budget).
+	Memory *membudget.Budget
+	// MaxStatementBytes bounds a statement's text (flightsql.Options);
+	// MaxValueBytes a value built from a count (planner.Options). 0 means
+	// their defaults.
+	MaxStatementBytes int
+	MaxValueBytes     int64
 	// StreamIdleTimeout cuts a stream whose client stopped reading (or an
 	// upload that stopped sending) for that long (package streamidle); 0
 	// cuts nothing. The binary starts from streamidle.DefaultTimeout.

@@ -28,6 +28,11 @@ type Options struct {
 	Threads int
 	// MemoryLimit is DuckDB's memory_limit, e.g. "2GB".
 	MemoryLimit string
+	// MaxTempDirSize is DuckDB's max_temp_directory_size in bytes: how
+	// much the engine may spill to TempDir before a statement fails with
+	// an out-of-disk error; 0 keeps DuckDB's default (90% of the free
+	// disk).
+	MaxTempDirSize int64
 	// TempDir is the private spill folder. It is created with mode 0700
 	// and emptied at Open of what a process that ended without Close left
 	// there (unless another live engine holds it). Empty means a new
@@ -50,6 +55,9 @@ func (o Options) Validate() error {
 	}
 	if err := validateMemoryLimit(o.MemoryLimit); err != nil {
 		errs = append(errs, err)
+	}
+	if o.MaxTempDirSize < 0 {
+		errs = append(errs, fmt.Errorf("engine: max temp directory size must be >= 0, got %d", o.MaxTempDirSize))
 	}
 	if strings.ContainsAny(o.TempDir, "'\\") {
 		errs = append(errs, errors.New("engine: temp dir has a quote"))
@@ -128,6 +136,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		"SET autoinstall_known_extensions = false",
 		"SET autoload_known_extensions = false",
 		"SET GLOBAL TimeZone = 'UTC'",
+	}
+	if o.MaxTempDirSize > 0 {
+		settings = append(settings, fmt.Sprintf("SET max_temp_directory_size = '%dB'", o.MaxTempDirSize))
 	}
 	if len(o.ReadDirs) > 0 {
 		quoted := make([]string, len(o.ReadDirs))

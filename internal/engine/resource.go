@@ -19,6 +19,7 @@ var resourceMarks = []string{
 	"No space left on device",
 	"Disk full",
 	"no space left on device",
+	"limit key " + ValueSizeKey,
 }
 
 // IsResourceError says whether err is DuckDB running out of memory or of
@@ -40,4 +41,30 @@ func IsResourceError(err error) bool {
 		}
 	}
 	return false
+}
+
+// Config keys of the limits behind DuckDB's resource errors.
+const (
+	MemoryKey   = "limits.memory_budget"
+	TempSizeKey = "limits.max_temp_directory_size"
+	// ValueSizeKey bounds one value built from a count (repeat, lpad):
+	// the planner's guard raises an error naming it.
+	ValueSizeKey = "limits.max_value_bytes"
+)
+
+// ResourceKey is the config key of the limit a resource error (see
+// IsResourceError) hit: the value size's, the spill disk's or the memory
+// budget's; "" for a full disk, which is no limit of icefloe's.
+func ResourceKey(err error) string {
+	msg := err.Error()
+	var de *duckdb.Error
+	switch {
+	case strings.Contains(msg, "limit key "+ValueSizeKey):
+		return ValueSizeKey
+	case strings.Contains(msg, "max_temp_directory_size"):
+		return TempSizeKey
+	case strings.Contains(msg, "Out of Memory Error"), errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory:
+		return MemoryKey
+	}
+	return ""
 }
