@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -34,7 +38,9 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if !ok {
 		return 0, ToStatus(fmt.Errorf("%w: bulk ingest", planner.ErrUnsupported))
 	}
-	in := planner.Ingest{Catalog: cmd.GetCatalog(), Schema: cmd.GetSchema(), Table: cmd.GetTable(), Rows: rdr}
+	rows := &budgetedRows{RecordReader: rdr, mem: s.alloc}
+	defer rows.done()
+	in := planner.Ingest{Catalog: cmd.GetCatalog(), Schema: cmd.GetSchema(), Table: cmd.GetTable(), Rows: rows}
 	if opts := cmd.GetTableDefinitionOptions(); opts != nil {
 		switch opts.IfNotExist {
 		case flightsql.TableDefinitionOptionsTableNotExistOptionFail:
@@ -58,4 +64,51 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 		return n, err
 	})
 	return n, ToStatus(err)
+}
+
+// budgetedRows counts each batch of a client's stream toward the process's
+// memory budget while it is the current one (the IPC reader decodes it in
+// place from the gRPC message, so no allocator sees it), and ends the
+// stream with the budget's error when a batch arrives while the process
+// is past its budget (mem is a membudget account; other allocators count
+// nothing).
+type budgetedRows struct {
+	array.RecordReader
+	mem     memory.Allocator
+	release func()
+	err     error
+}
+
+func (r *budgetedRows) Next() bool {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+	if r.err != nil || !r.RecordReader.Next() {
+		return false
+	}
+	if a, ok := r.mem.(*membudget.Account); ok {
+		r.release = a.Hold(util.TotalRecordSize(r.RecordReader.RecordBatch()))
+	}
+	if err := membudget.Check(r.mem); err != nil {
+		r.err = fmt.Errorf("bulk ingest: %w", err)
+		return false
+	}
+	return true
+}
+
+func (r *budgetedRows) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.RecordReader.Err()
+}
+
+// done stops counting the current batch (the stream itself is released
+// by its owner).
+func (r *budgetedRows) done() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
 }

@@ -225,6 +225,11 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{opts: o, log: o.Logger, alloc: o.Allocator, session: newSessionMiddleware(), gate: newDrainGate(), statements: statements,
 		queries: o.Queries}
+	if o.Budget != nil {
+		// What clients stream in (bulk ingest, parameters) and the
+		// metadata results count toward the process's budget.
+		s.alloc = o.Budget.Process("client stream")
+	}
 	s.Alloc = o.Allocator
 	for id, v := range sqlInfo(o) {
 		if err := s.RegisterSqlInfo(id, v); err != nil {

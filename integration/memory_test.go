@@ -279,6 +279,14 @@ func TestGoSideBudget(t *testing.T) {
 					t.Fatalf("%q does not name the query id", err)
 				}
 			}
+			if c.process > 0 {
+				// A bulk ingest's batches count toward the process: one
+				// of 40,000 rows (~1 MiB) is past a 256 KiB budget, and
+				// nothing is committed.
+				_, err := ingest(t, cnxn, "budget_ingest", adbc.OptionValueIngestModeCreate, ingestRows(t, 0, 2, 40000))
+				wantLimit(t, c.name+" ingest", err, codes.ResourceExhausted, "(limit key "+c.key+")")
+				wantRows(t, cnxn, `SELECT count(*) FROM information_schema.tables WHERE table_name = 'budget_ingest'`, "0")
+			}
 			if n, err := countOrders(cnxn); err != nil || n != 50000 {
 				t.Fatalf("count(*) = %d, %v", n, err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/util"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
@@ -20,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/icemeta"
+	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -49,7 +51,13 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		}
 		err = toStatus(ctx, err)
 	}()
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.opts.Allocator))
+	// The stream's batches count toward the process's budget: one is held
+	// at a time, and a batch arriving past the budget ends the ingest.
+	mem := s.opts.Allocator
+	if s.opts.Budget != nil {
+		mem = s.opts.Budget.Process("ingest stream")
+	}
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(mem))
 	if err != nil {
 		return fmt.Errorf("%w: ingest stream: %v", wire.ErrMalformed, err)
 	}
@@ -94,14 +102,29 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 			if rec.NumRows() == 0 {
 				continue
 			}
+			// Decoded in place from the gRPC message: no allocator sees
+			// the batch, so it is held by size while it is written.
+			release := func() {}
+			if a, ok := mem.(*membudget.Account); ok {
+				release = a.Hold(util.TotalRecordSize(rec))
+			}
+			if err := membudget.Check(mem); err != nil {
+				release()
+				readErr = fmt.Errorf("query %s: %w", t.QueryID, err)
+				yield(nil, readErr)
+				return
+			}
 			for i, f := range target.Fields() {
 				if !f.Nullable && rec.Column(i).NullN() > 0 {
+					release()
 					readErr = &queryError{err: fmt.Errorf("NULL in NOT NULL column %s", f.Name)}
 					yield(nil, readErr)
 					return
 				}
 			}
-			if !yield(array.NewRecordBatch(target, rec.Columns(), rec.NumRows()), nil) {
+			more := yield(array.NewRecordBatch(target, rec.Columns(), rec.NumRows()), nil)
+			release()
+			if !more {
 				return
 			}
 		}

@@ -83,6 +83,15 @@ func (b *Budget) Account(queryID string) *Account {
 	return &Account{b: b, id: queryID, q: q}
 }
 
+// Process opens an account that counts toward the process's total only,
+// named what in its errors: for buffers decoded before their query is
+// known or shared by a server's streams (the Arrow messages of DoPut:
+// a bulk ingest holds one batch per stream at a time). Its Err checks the
+// process's limit.
+func (b *Budget) Process(what string) *Account {
+	return &Account{b: b, id: what, q: &query{}, process: true}
+}
+
 func (b *Budget) add(q *query, n int64) {
 	q.used.Add(n)
 	u := b.used.Add(n)
@@ -93,10 +102,11 @@ func (b *Budget) add(q *query, n int64) {
 // Account is one fragment's or statement's allocator, counting toward its
 // query's total and the process's.
 type Account struct {
-	b      *Budget
-	id     string
-	q      *query
-	closed atomic.Bool
+	b       *Budget
+	id      string
+	q       *query
+	process bool // Process: no query, no query limit
+	closed  atomic.Bool
 }
 
 var _ memory.Allocator = (*Account)(nil)
@@ -122,6 +132,19 @@ func (a *Account) Free(b []byte) {
 	a.b.mem.Free(b)
 }
 
+// Hold counts n bytes the account did not allocate (buffers decoded in
+// place from a gRPC message, which no allocator sees) until the returned
+// function is called.
+func (a *Account) Hold(n int64) (release func()) {
+	a.b.add(a.q, n)
+	var once atomic.Bool
+	return func() {
+		if !once.Swap(true) {
+			a.b.add(a.q, -n)
+		}
+	}
+}
+
 // QueryID is the query the account counts for.
 func (a *Account) QueryID() string { return a.id }
 
@@ -130,6 +153,13 @@ func (a *Account) QueryID() string { return a.id }
 // otherwise.
 func (a *Account) Err() error {
 	b := a.b
+	if a.process {
+		if u := b.used.Load(); b.limit > 0 && u > b.limit {
+			return fmt.Errorf("%w: %s: the process holds %s of Arrow buffers, over its share of the memory budget, %s (limit key %s)",
+				ErrExhausted, a.id, Size(u), Size(b.limit), BudgetKey)
+		}
+		return nil
+	}
 	if q := a.q.used.Load(); b.queryLimit > 0 && q > b.queryLimit {
 		return fmt.Errorf("%w: query %s holds %s of Arrow buffers, over its limit of %s (limit key %s)",
 			ErrExhausted, a.id, Size(q), Size(b.queryLimit), QueryKey)
@@ -144,7 +174,7 @@ func (a *Account) Err() error {
 // Close ends the account: a query whose accounts are all closed leaves the
 // budget's table (its buffers still count until they are freed).
 func (a *Account) Close() {
-	if a.closed.Swap(true) {
+	if a.closed.Swap(true) || a.process {
 		return
 	}
 	b := a.b

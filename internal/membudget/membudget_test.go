@@ -143,3 +143,34 @@ func TestSplit(t *testing.T) {
 		t.Fatal("default budget")
 	}
 }
+
+// TestProcessAccount: a process account counts toward the process's total
+// with no query limit of its own, and names itself when the process is past
+// its budget.
+func TestProcessAccount(t *testing.T) {
+	b := New(1<<20, 256<<10, nil)
+	p := b.Process("ingest stream")
+	buf := p.Allocate(512 << 10)
+	if err := p.Err(); err != nil {
+		t.Fatalf("512 KiB of a 1 MiB process budget, over the 256 KiB query limit: %v", err)
+	}
+	q := b.Account("q1")
+	defer q.Close()
+	qb := q.Allocate(600 << 10)
+	err := p.Err()
+	if !Exhausted(err) || !strings.Contains(err.Error(), BudgetKey) || !strings.Contains(err.Error(), "ingest stream") {
+		t.Fatalf("1.1 MiB over a 1 MiB budget: err = %v", err)
+	}
+	q.Free(qb)
+	p.Free(buf)
+	release := p.Hold(2 << 20)
+	if err := p.Err(); !Exhausted(err) {
+		t.Fatalf("2 MiB held of a 1 MiB budget: err = %v", err)
+	}
+	release()
+	release()
+	p.Close()
+	if b.Used() != 0 || b.QueryUsed("ingest stream") != 0 {
+		t.Fatalf("used %d after every free", b.Used())
+	}
+}
