@@ -1044,9 +1044,10 @@ func (r *resolver) visit(ctx context.Context, v any, scope cteScope) {
 		if m, ok := x["cte_map"].(node); ok {
 			scope = r.withCTEs(ctx, m, scope)
 		}
-		for k, c := range x {
+		// In key order, so that tables get the same views in every run.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if k != "cte_map" {
-				r.visit(ctx, c, scope)
+				r.visit(ctx, x[k], scope)
 			}
 		}
 	}
