@@ -22,6 +22,8 @@ type twoPhase struct {
 	wrap     bool
 	// childLimit is how many partial rows are enough (LIMIT alone).
 	childLimit int64
+	// order are the final's ORDER BY keys (top-n).
+	order string
 }
 
 // selectScatterReason says why a SELECT node is not row-wise: the query
@@ -222,7 +224,7 @@ func planRowwise(sel node, names []string) (*twoPhase, string) {
 		if distinct != nil {
 			sel = "DISTINCT *"
 		}
-		return &twoPhase{kind: "top-n", partial: partial,
+		return &twoPhase{kind: "top-n", partial: partial, order: keys,
 			final: fmt.Sprintf("SELECT %s FROM %s ORDER BY %s%s", sel, partialsView, keys, tail)}, ""
 	case order != nil:
 		return nil, "order by without limit"
