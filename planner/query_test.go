@@ -25,6 +25,19 @@ func (f fixedWorkers) Live() []Worker { return f }
 // testPlanner returns a planner over a fresh local catalog with table
 // default.t (id long, s string) appended in `files` commits.
 func testPlanner(t *testing.T, workers fixedWorkers, files int) (*Planner, *wire.Key) {
+	return testPlannerTables(t, workers, testTable{"t", files})
+}
+
+// testTable is a table of a test catalog: (id long, s string), appended
+// in files commits of 10 rows each, ids counting up from 0.
+type testTable struct {
+	name  string
+	files int
+}
+
+// testPlannerTables returns a planner over a fresh local catalog with the
+// tables in schema default.
+func testPlannerTables(t *testing.T, workers fixedWorkers, tables ...testTable) (*Planner, *wire.Key) {
 	t.Helper()
 	ctx := context.Background()
 	cat, props, err := catalog.OpenLocal(ctx, t.TempDir())
@@ -44,29 +57,31 @@ func testPlanner(t *testing.T, workers fixedWorkers, files int) (*Planner, *wire
 	schema := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "s", Type: iceberg.PrimitiveTypes.String})
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"default", "t"}, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
 	asch, err := table.SchemaToArrowSchema(schema, nil, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for f := 0; f < files; f++ {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, asch)
-		for i := 0; i < 10; i++ {
-			b.Field(0).(*array.Int64Builder).Append(int64(f*10 + i))
-			b.Field(1).(*array.StringBuilder).Append(fmt.Sprint("v", i))
-		}
-		rec := b.NewRecordBatch()
-		b.Release()
-		tx := tbl.NewTransaction()
-		if err := tx.AppendTable(ctx, array.NewTableFromRecords(asch, []arrow.RecordBatch{rec}), 10, nil); err != nil {
+	for _, tt := range tables {
+		tbl, err := cat.CreateTable(ctx, table.Identifier{"default", tt.name}, schema)
+		if err != nil {
 			t.Fatal(err)
 		}
-		rec.Release()
-		if tbl, err = tx.Commit(ctx); err != nil {
-			t.Fatal(err)
+		for f := 0; f < tt.files; f++ {
+			b := array.NewRecordBuilder(memory.DefaultAllocator, asch)
+			for i := 0; i < 10; i++ {
+				b.Field(0).(*array.Int64Builder).Append(int64(f*10 + i))
+				b.Field(1).(*array.StringBuilder).Append(fmt.Sprint("v", i))
+			}
+			rec := b.NewRecordBatch()
+			b.Release()
+			tx := tbl.NewTransaction()
+			if err := tx.AppendTable(ctx, array.NewTableFromRecords(asch, []arrow.RecordBatch{rec}), 10, nil); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+			if tbl, err = tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	key, _ := wire.RandomKey()

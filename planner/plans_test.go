@@ -1,0 +1,59 @@
+package planner
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestPlans prints the plans of the queries in testdata/plans: the rules
+// tried and the plan tree with its estimates. `go test -run TestPlans
+// ./planner/ -rewrite` rewrites the expected plans.
+//
+//	plan [workers=N]
+//	<query>
+//	----
+//	<rules and tree>
+//
+// The catalog holds default.t (8 files of 10 rows), default.u (1 file) and
+// default.e (no files); files are placed by their first id, so the groups
+// are the same in every run. N is 1 or 2 workers of 2 slots (2 by
+// default).
+func TestPlans(t *testing.T) {
+	testHookAffinityKey = func(task table.FileScanTask) string {
+		return hex.EncodeToString(task.File.LowerBoundValues()[1])
+	}
+	t.Cleanup(func() { testHookAffinityKey = nil })
+	planners := map[int]*Planner{}
+	datadriven.RunTest(t, "testdata/plans", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "plan" {
+			d.Fatalf(t, "unknown command %s", d.Cmd)
+		}
+		workers := 2
+		if d.HasArg("workers") {
+			d.ScanArgs(t, "workers", &workers)
+		}
+		p := planners[workers]
+		if p == nil {
+			ws := fixedWorkers{{Location: "grpc://w1:1", Slots: 2}, {Location: "grpc://w2:2", Slots: 2}}[:workers]
+			p, _ = testPlannerTables(t, ws, testTable{"t", 8}, testTable{"u", 1}, testTable{"e", 0})
+			planners[workers] = p
+		}
+		plan, err := p.Plan(context.Background(), Session{Catalog: "local", Schema: "default"}, strings.TrimSpace(d.Input))
+		if err != nil {
+			return fmt.Sprintf("error: %v\n", err)
+		}
+		var b strings.Builder
+		for _, l := range planLines(plan) {
+			if k, v, _ := strings.Cut(l, "\t"); k == "rule" || k == "plan" {
+				b.WriteString(v + "\n")
+			}
+		}
+		return b.String()
+	})
+}
