@@ -305,13 +305,13 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (*
 	}
 	s := pb.scan(in, false)
 	partial := &plan.Fragment{Role: "partial", SQL: partialSQL, Schema: partialSchema, Per: s, Place: plan.PlaceGroups,
-		In: []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, In: s}}}
+		In: []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: s}}}
 	ex := &plan.Exchange{Kind: plan.ExchangeGather, View: partialsView, In: []plan.Node{partial}}
 	if tp.kind == "top-n" {
 		ex.Kind, ex.Order = plan.ExchangeMerge, tp.order
 	}
 	root := &plan.Fragment{Role: "final", SQL: final, Schema: pb.b.schema, Place: plan.PlaceAny, ChildLimit: tp.childLimit,
-		In: []plan.Node{&plan.Aggregate{Phase: plan.Final, Kind: tp.kind, In: ex}}}
+		In: []plan.Node{&plan.Aggregate{Phase: plan.Final, Kind: tp.kind, Rows: tp.finalRows, Global: tp.global, In: ex}}}
 	return &plan.Result{Strategy: plan.TwoPhase, Label: "two-phase (" + tp.kind + ")", Endpoints: []*plan.Fragment{root}}, nil
 }
 
@@ -400,15 +400,48 @@ func estimate(n plan.Node) {
 	case *plan.Scan:
 		return
 	case *plan.Aggregate:
-		fig.EstRows, fig.EstBytes = plan.Unknown, plan.Unknown
+		fig.EstRows, fig.EstBytes = aggregateRows(x), plan.Unknown
 	case *plan.Fragment:
 		fig.EstRows, fig.EstBytes = plan.Unknown, plan.Unknown
-		if x.Per != nil && (x.Passthrough || x.Role == "child") {
+		switch {
+		case x.Per != nil && (x.Passthrough || x.Role == "child"):
 			fig.EstRows, fig.EstBytes = x.Per.EstRows, x.Per.EstBytes
+		case len(x.In) == 1:
+			if a, ok := x.In[0].(*plan.Aggregate); ok {
+				fig.EstRows = a.EstRows
+			}
 		}
 	default:
 		fig.EstRows, fig.EstBytes = sumFigures(n.Inputs())
 	}
+}
+
+// aggregateRows estimates the rows of a partial or final step summed over
+// its instances: one per instance without group keys, at most its LIMIT
+// of each partial's group (or of all partials' rows), else unknown.
+func aggregateRows(a *plan.Aggregate) int64 {
+	in := a.In.Stats().EstRows
+	switch {
+	case a.Global && a.Phase == plan.Final:
+		return 1
+	case a.Global:
+		if s, ok := a.In.(*plan.Scan); ok {
+			return int64(len(s.Groups))
+		}
+	case a.Rows > 0 && a.Phase == plan.Partial:
+		if s, ok := a.In.(*plan.Scan); ok {
+			var n int64
+			for _, g := range s.Groups {
+				n += min(a.Rows, g.Rows)
+			}
+			return n
+		}
+	case a.Rows > 0 && in != plan.Unknown:
+		return min(a.Rows, in)
+	case a.Rows > 0:
+		return a.Rows
+	}
+	return plan.Unknown
 }
 
 func sumFigures(ns []plan.Node) (rows, bytes int64) {

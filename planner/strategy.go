@@ -24,6 +24,10 @@ type twoPhase struct {
 	childLimit int64
 	// order are the final's ORDER BY keys (top-n).
 	order string
+	// partialRows and finalRows cap the rows a partial and the final
+	// return (LIMIT; 0: no cap); global: no group keys, one row each.
+	partialRows, finalRows int64
+	global                 bool
 }
 
 // selectScatterReason says why a SELECT node is not row-wise: the query
@@ -224,7 +228,7 @@ func planRowwise(sel node, names []string) (*twoPhase, string) {
 		if distinct != nil {
 			sel = "DISTINCT *"
 		}
-		return &twoPhase{kind: "top-n", partial: partial, order: keys,
+		return &twoPhase{kind: "top-n", partial: partial, order: keys, partialRows: n + off, finalRows: n,
 			final: fmt.Sprintf("SELECT %s FROM %s ORDER BY %s%s", sel, partialsView, keys, tail)}, ""
 	case order != nil:
 		return nil, "order by without limit"
@@ -233,10 +237,15 @@ func planRowwise(sel node, names []string) (*twoPhase, string) {
 			mods = append(mods, limitModifier(n+off))
 		}
 		partial["modifiers"] = mods
-		return &twoPhase{kind: "distinct", partial: partial, final: "SELECT DISTINCT * FROM " + partialsView + tail}, ""
+		tp := &twoPhase{kind: "distinct", partial: partial, final: "SELECT DISTINCT * FROM " + partialsView + tail}
+		if limit != nil {
+			tp.partialRows, tp.finalRows = n+off, n
+		}
+		return tp, ""
 	case limit != nil:
 		partial["modifiers"] = []any{limitModifier(n + off)}
-		return &twoPhase{kind: "limit", partial: partial, final: "SELECT * FROM " + partialsView + tail, childLimit: n + off}, ""
+		return &twoPhase{kind: "limit", partial: partial, final: "SELECT * FROM " + partialsView + tail, childLimit: n + off,
+			partialRows: n + off, finalRows: n}, ""
 	}
 	return nil, "nothing to split"
 }

@@ -83,7 +83,7 @@ type Verdict struct {
 
 func (v Verdict) String() string {
 	if v.Applied {
-		return v.Rule + ": applies"
+		return v.Rule + ": applies (" + v.Reason + ")"
 	}
 	return v.Rule + ": does not apply (" + v.Reason + ")"
 }
@@ -278,13 +278,26 @@ type Aggregate struct {
 	Phase Phase
 	// Kind is "aggregate", "top-n", "limit" or "distinct".
 	Kind string
-	In   Node
+	// Rows caps the rows each instance returns (a LIMIT; 0: no cap).
+	Rows int64
+	// Global: no group keys, so each instance returns one row.
+	Global bool
+	In     Node
 	Figures
 }
 
 func (a *Aggregate) Inputs() []Node { return []Node{a.In} }
 
-func (a *Aggregate) Head() string { return "Aggregate " + a.Phase.String() + " " + a.Kind }
+func (a *Aggregate) Head() string {
+	s := "Aggregate " + a.Phase.String() + " " + a.Kind
+	if a.Global {
+		s += ", one row per stream"
+	}
+	if a.Rows > 0 {
+		s += fmt.Sprintf(", at most %d rows per stream", a.Rows)
+	}
+	return s
+}
 
 // Group is one group of a scan's files: a fragment instance's share.
 type Group struct {

@@ -63,7 +63,7 @@ func TestVerdict(t *testing.T) {
 	if got := (Verdict{Rule: "broadcast", Reason: "join of large tables"}).String(); got != "broadcast: does not apply (join of large tables)" {
 		t.Errorf("verdict: %q", got)
 	}
-	if got := (Verdict{Rule: "gather", Applied: true, Reason: "x"}).String(); got != "gather: applies" {
+	if got := (Verdict{Rule: "gather", Applied: true, Reason: "x"}).String(); got != "gather: applies (x)" {
 		t.Errorf("verdict: %q", got)
 	}
 }
