@@ -3,12 +3,16 @@ package planner
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/icefloe/icefloe/planner/plan"
+	"github.com/icefloe/icefloe/wire"
 )
 
 // TestPlans prints the plans of the queries in testdata/plans: the rules
@@ -56,4 +60,16 @@ func TestPlans(t *testing.T) {
 		}
 		return b.String()
 	})
+}
+
+// TestLowerRefusesHashExchange: no rule builds a hash exchange yet, and
+// lowering one fails naming it rather than sealing a ticket that would
+// read the wrong rows.
+func TestLowerRefusesHashExchange(t *testing.T) {
+	pb := &planBuilder{}
+	ex := &plan.Exchange{Kind: plan.ExchangeHash, Keys: [][]string{{"k"}}, Partitions: 4, View: "__icefloe_t0"}
+	err := pb.attach(&wire.Ticket{}, &plan.Fragment{}, []plan.Node{ex}, 0, nil)
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "Exchange hash on (k) into 4 partitions") {
+		t.Fatalf("lowering a hash exchange: %v", err)
+	}
 }
