@@ -137,7 +137,7 @@ func ruleUnionAll(_ context.Context, pb *planBuilder, q *shape) (outcome, error)
 
 // ruleOneGroup: partials and a final over one group would only add a
 // hop, so a query over one group runs whole where the group's files are.
-func ruleOneGroup(_ context.Context, pb *planBuilder, q *shape) (outcome, error) {
+func ruleOneGroup(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
 	switch {
 	case q.root == nil:
 		return no("no query node")
@@ -146,7 +146,8 @@ func ruleOneGroup(_ context.Context, pb *planBuilder, q *shape) (outcome, error)
 	case len(pb.b.inputs[0].groups) != 1:
 		return no(fmt.Sprintf("%d groups", len(pb.b.inputs[0].groups)))
 	}
-	return outcome{res: pb.gather("one group"), why: "one group"}, nil
+	res, err := pb.gatherPlan(ctx, "one group")
+	return outcome{res: res, why: "one group"}, err
 }
 
 func ruleTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
@@ -337,13 +338,6 @@ func (pb *planBuilder) bindsOver(ctx context.Context, final string, partials *ar
 	ok := sameSchema(frdr.Schema(), pb.b.schema)
 	frdr.Release()
 	return ok, nil
-}
-
-// gather runs the whole query where one group's files are: a plan that
-// cannot fail, for ruleOneGroup.
-func (pb *planBuilder) gather(reason string) *plan.Result {
-	res, _ := pb.gatherPlan(context.Background(), reason)
-	return res
 }
 
 // gatherPlan runs the whole query on one worker, which pulls every
