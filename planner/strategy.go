@@ -62,28 +62,45 @@ func selectScatterReason(sel node, aggregates map[string]bool) string {
 }
 
 // exprReason finds windows, subqueries and aggregates anywhere under n.
+// When there are several, the reason is the same in every run (the AST's
+// maps are walked in random order): a window before a subquery in FROM
+// before a subquery before an aggregate, aggregates by name.
 func exprReason(n node, aggregates map[string]bool) string {
 	reason := ""
-	walk(n, func(x node) bool {
-		if reason != "" {
-			return false
+	note := func(r string) {
+		if reason == "" || reasonRank(r) < reasonRank(reason) || reasonRank(r) == reasonRank(reason) && r < reason {
+			reason = r
 		}
+	}
+	walk(n, func(x node) bool {
 		switch str(x, "class") {
 		case "WINDOW":
-			reason = "window function"
+			note("window function")
 		case "SUBQUERY":
-			reason = "subquery"
+			note("subquery")
 		case "FUNCTION":
 			if aggregates[strings.ToLower(str(x, "function_name"))] {
-				reason = "aggregate " + str(x, "function_name")
+				note("aggregate " + str(x, "function_name"))
 			}
 		}
 		if isTableRef(x) && str(x, "type") == "SUBQUERY" {
-			reason = "subquery in FROM"
+			note("subquery in FROM")
 		}
 		return true
 	})
 	return reason
+}
+
+func reasonRank(r string) int {
+	switch r {
+	case "window function":
+		return 0
+	case "subquery in FROM":
+		return 1
+	case "subquery":
+		return 2
+	}
+	return 3
 }
 
 // joinLeaves returns the base tables of a join tree, leftmost first, and
