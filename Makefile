@@ -11,6 +11,7 @@
 #   make bench-tpch-s3     TPC-H with the tables on S3 (versitygw), cold and warm data caches, vs DuckDB (SF=1)
 #   make bench-latency     tiny queries through Python ADBC vs DuckDB in-process: p50/p99
 #   make bench-tpcds       TPC-DS SF0.1's 99 queries through Python ADBC: median cost above DuckDB
+#   make bench-sidebyside  TPC-H SF1+10 and TPC-DS SF1 vs DuckDB, 1 and 2 pinned workers (scaling)
 #   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
 #   make image             the same image without a daemon or registry: buildah, FROM scratch
 #   make clean             remove build output; distclean also removes installed test tools
@@ -42,7 +43,7 @@ SHELL := /bin/bash
 go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
 
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
-	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency bench-tpcds docker image clean distclean
+	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency bench-tpcds bench-sidebyside docker image clean distclean
 
 # VERSION is what icefloe --version prints (the commit when no tag).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
@@ -160,6 +161,17 @@ bench-tpcds: build
 	scripts/ensure-venv integration/.venv-tpcds bench/tpcds/requirements.txt
 	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-tpcds/bin/python bench/tpcds/bench.py --sf $(TPCDS_SF)
 
+# Side by side (bench/sidebyside): TPC-H at SIDE_TPCH_SF and TPC-DS at
+# SIDE_TPCDS_SF, each with 1 and 2 workers pinned to their own cores
+# (taskset), next to DuckDB on the same Parquet files in the same run;
+# rewrites docs/benchmarks.md's side-by-side section. Reported, never asserted.
+SIDE_TPCH_SF ?= 1,10
+SIDE_TPCDS_SF ?= 1
+bench-sidebyside: build
+	scripts/ensure-venv integration/.venv-sidebyside bench/sidebyside/requirements.txt
+	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-sidebyside/bin/python bench/sidebyside/bench.py \
+		--tpch-sf $(SIDE_TPCH_SF) --tpcds-sf $(SIDE_TPCDS_SF)
+
 # ---- packaging ----------------------------------------------------------------
 
 docker:
@@ -177,4 +189,4 @@ clean:
 
 # Also the test tools the integration suites installed.
 distclean: clean
-	rm -rf integration/.venv integration/.venv-catalogs integration/.venv-tpch integration/.venv-tpcds integration/.venv-bench integration/.tpch-data integration/.m2 integration/java/target integration/.tools
+	rm -rf integration/.venv integration/.venv-catalogs integration/.venv-tpch integration/.venv-tpcds integration/.venv-sidebyside integration/.venv-bench integration/.tpch-data integration/.tpcds-data integration/.m2 integration/java/target integration/.tools

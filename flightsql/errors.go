@@ -11,6 +11,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
@@ -34,6 +35,9 @@ var (
 	// errDrainCancelled: a statement still running when the drain's grace
 	// period ended (Unavailable).
 	errDrainCancelled = errors.New("flightsql: the server is draining: the statement did not finish within the drain grace period and was cancelled")
+	// errNoRenew: RenewFlightEndpoint on a server whose planner cannot
+	// renew tickets (Unimplemented).
+	errNoRenew = errors.New("flightsql: RenewFlightEndpoint: the planner cannot renew tickets")
 	// ErrNoSession: the session middleware is not installed (FailedPrecondition).
 	ErrNoSession = errors.New("flightsql: no session: install Server.ServerOptions on the gRPC server")
 )
@@ -51,6 +55,7 @@ var codeTable = []struct {
 	{membership.ErrMalformed, codes.InvalidArgument},
 	{planner.ErrSyntax, codes.InvalidArgument},
 	{planner.ErrInvalid, codes.InvalidArgument},
+	{commit.ErrStatementID, codes.InvalidArgument},
 	{ErrHandle, codes.InvalidArgument},
 	{ErrNotQuery, codes.InvalidArgument},
 	{wire.ErrMalformed, codes.InvalidArgument},
@@ -65,6 +70,7 @@ var codeTable = []struct {
 	{icecat.ErrNoSuchNamespace, codes.NotFound},
 	{icecat.ErrNoSuchView, codes.NotFound},
 	{planner.ErrExists, codes.AlreadyExists},
+	{commit.ErrAlreadyCommitted, codes.AlreadyExists},
 	{icecat.ErrTableAlreadyExists, codes.AlreadyExists},
 	{icecat.ErrNamespaceAlreadyExists, codes.AlreadyExists},
 	{icecat.ErrViewAlreadyExists, codes.AlreadyExists},
@@ -72,6 +78,7 @@ var codeTable = []struct {
 	{planner.ErrWriteFailed, codes.Aborted},
 	{planner.ErrCommitUnknown, codes.Unknown},
 	{planner.ErrUnsupported, codes.Unimplemented},
+	{errNoRenew, codes.Unimplemented},
 	{planner.ErrRefused, codes.PermissionDenied},
 	{planner.ErrDenied, codes.PermissionDenied},
 	{planner.ErrNoWorkers, codes.Unavailable},
@@ -134,4 +141,4 @@ func userMessage(err error) string {
 // packagePrefix matches the prefix icefloe's sentinel errors carry, at
 // the start of a message or of a wrapped one (after ": " or "; "), never
 // a word inside a sentence ("no live worker: …").
-var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)
+var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|commit|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)

@@ -249,15 +249,7 @@ func (s *Server) pullEndpoint(ctx context.Context, e proxyEndpoint, c chan<- fli
 		return err
 	}
 	err = s.opts.Flight.Pull(out, e.Locations, e.Ticket, s.pullOptions(),
-		func(rec arrow.RecordBatch) error {
-			select {
-			case c <- flight.StreamChunk{Data: rec}:
-				return nil
-			case <-ctx.Done():
-				rec.Release()
-				return context.Cause(ctx)
-			}
-		})
+		flightclient.SendTo(ctx, c, func(rec arrow.RecordBatch) flight.StreamChunk { return flight.StreamChunk{Data: rec} }))
 	var pe *flightclient.PullError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("flightsql: proxy: %w", pe)

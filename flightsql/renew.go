@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -32,7 +30,7 @@ func (s *Server) RenewFlightEndpoint(ctx context.Context, req *flight.RenewFligh
 	}
 	r, ok := s.opts.Planner.(Renewer)
 	if !ok {
-		return nil, status.Error(codes.Unimplemented, "RenewFlightEndpoint: the planner cannot renew tickets")
+		return nil, ToStatus(errNoRenew)
 	}
 	sealed, expires, err := r.Renew(ctx, ep.GetTicket().GetTicket())
 	if err != nil {

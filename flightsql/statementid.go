@@ -5,12 +5,12 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/internal/commit"
 )
 
 // HeaderStatementID names the call header in which a client gives a
 // statement its own id (an idempotency key): every snapshot the statement
-// commits records it (planner.StatementIDProp), and the same statement
+// commits records it (commit.StatementIDProp), and the same statement
 // sent again under the same id, after a failure whose outcome the client
 // could not see, commits nothing again and fails with AlreadyExists.
 // ADBC clients set it with the option
@@ -28,5 +28,5 @@ func withStatementID(ctx context.Context) (context.Context, error) {
 	if len(ids) == 0 {
 		return ctx, nil
 	}
-	return planner.WithStatementID(ctx, ids[len(ids)-1])
+	return commit.WithStatementID(ctx, ids[len(ids)-1])
 }

@@ -440,18 +440,14 @@ func (p *WorkerPool) keyCheck(ctx context.Context, conn *grpc.ClientConn) error 
 	if err != nil {
 		return err
 	}
-	stream, err := flight.NewFlightServiceClient(conn).DoAction(ctx, &flight.Action{Type: membership.KeyCheckAction, Body: challenge})
-	if err != nil {
-		return err
-	}
-	res, err := stream.Recv()
+	answer, err := flightclient.DoActionOne(ctx, flight.NewFlightServiceClient(conn), membership.KeyCheckAction, challenge)
 	if err != nil {
 		if status.Code(err) == codes.PermissionDenied {
 			return membership.ErrKeyMismatch
 		}
 		return err
 	}
-	return membership.CheckAnswer(p.key, res.GetBody(), nonce)
+	return membership.CheckAnswer(p.key, answer, nonce)
 }
 
 func (m *member) isLive() bool { return m.serving && m.keyOK && !m.draining }

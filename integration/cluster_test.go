@@ -124,3 +124,36 @@ func openADBC(t testing.TB, dbOpts map[string]string) adbc.Connection {
 	t.Cleanup(func() { cnxn.Close() })
 	return cnxn
 }
+
+// TestWorkerClosesPeerClients: a worker that gathered pulled its children
+// through pooled Flight clients of its peers; stopping the worker closes
+// them.
+func TestWorkerClosesPeerClients(t *testing.T) {
+	s := StartCluster(t, Workers(2), IcebergGoReads())
+	cnxn := adbcConn(t, s.Addr())
+	seedTableFiles(t, cnxn, "t", 400, 100)
+	// A window over the whole table gathers: one worker pulls every
+	// group's child fragment from the workers.
+	got := mustQuery(t, cnxn, `SELECT count(*), max(rn) FROM (SELECT row_number() OVER (ORDER BY id) AS rn FROM t)`)
+	if want := "400 | 400"; len(got.rows) != 1 || got.rows[0] != want {
+		t.Fatalf("gather answered %v, want %s", got.rows, want)
+	}
+	open := 0
+	for _, w := range s.Workers {
+		open += w.PeerClients()
+	}
+	if open == 0 {
+		t.Fatal("no worker holds a client of a peer after a gather: the test pulls no children")
+	}
+	if err := cnxn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range s.Workers {
+		if n := w.PeerClients(); n != 0 {
+			t.Errorf("worker %d still holds %d clients of its peers after it stopped", i, n)
+		}
+	}
+}

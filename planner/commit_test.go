@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -155,7 +156,7 @@ func TestStatementID(t *testing.T) {
 		}
 		var out []string
 		for _, snap := range pin.Table.Metadata().Snapshots() {
-			out = append(out, snap.Summary.Properties[StatementIDProp])
+			out = append(out, snap.Summary.Properties[commit.StatementIDProp])
 		}
 		return out
 	}
@@ -165,7 +166,7 @@ func TestStatementID(t *testing.T) {
 	if got := ids(); len(got) != 1 || len(got[0]) != 36 {
 		t.Fatalf("statement ids of the snapshots: %q, want one UUID", got)
 	}
-	sctx, err := WithStatementID(ctx, "load-2026-12-01:part.7")
+	sctx, err := commit.WithStatementID(ctx, "load-2026-12-01:part.7")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,12 +176,12 @@ func TestStatementID(t *testing.T) {
 	warehouse := filepath.Join(dir, "warehouse")
 	files := parquetFiles(t, warehouse)
 	for _, q := range []string{"INSERT INTO c VALUES (10), (11), (12)", "INSERT INTO c VALUES (99)"} {
-		again, err := WithStatementID(ctx, "load-2026-12-01:part.7")
+		again, err := commit.WithStatementID(ctx, "load-2026-12-01:part.7")
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = p.Exec(again, s, q)
-		if !errors.Is(err, ErrAlreadyCommitted) || !strings.Contains(err.Error(), "load-2026-12-01:part.7") {
+		if !errors.Is(err, commit.ErrAlreadyCommitted) || !strings.Contains(err.Error(), "load-2026-12-01:part.7") {
 			t.Fatalf("run again under the same id: %v, want ErrAlreadyCommitted naming the id", err)
 		}
 	}
@@ -190,9 +191,9 @@ func TestStatementID(t *testing.T) {
 	if got := ids(); len(got) != 2 || got[1] != "load-2026-12-01:part.7" {
 		t.Fatalf("statement ids of the snapshots: %q", got)
 	}
-	for _, bad := range []string{"", "a b", "x;DROP", strings.Repeat("x", MaxStatementIDLen+1)} {
-		if _, err := WithStatementID(ctx, bad); !errors.Is(err, ErrInvalid) {
-			t.Errorf("statement id %q: %v, want ErrInvalid", bad, err)
+	for _, bad := range []string{"", "a b", "x;DROP", strings.Repeat("x", commit.MaxStatementIDLen+1)} {
+		if _, err := commit.WithStatementID(ctx, bad); !errors.Is(err, commit.ErrStatementID) {
+			t.Errorf("statement id %q: %v, want ErrStatementID", bad, err)
 		}
 	}
 	// The catalog applies the commit and the answer is lost.

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -437,7 +438,7 @@ func (p *Planner) commitRewrite(ctx context.Context, tgt *writeTarget, base int6
 		if lerr != nil || !onlyAppendsSince(fresh.Table, base) {
 			return 0, err
 		}
-		if serr := sleepCtx(ctx, retryWait(attempt+1)); serr != nil {
+		if serr := commit.Backoff(ctx, attempt+1); serr != nil {
 			return 0, err
 		}
 		tgt.pinned = fresh

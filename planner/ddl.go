@@ -3,35 +3,38 @@ package planner
 import (
 	"context"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/orphans"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // DefaultCommitRetries is the commit.retry.num-retries that CREATE TABLE
-// sets and that INSERT uses on tables that do not set it (iceberg-go's own
-// default is 0: no retry on a conflicting commit).
-const DefaultCommitRetries = 4
+// sets and that INSERT uses on tables that do not set it (see
+// commit.DefaultRetries).
+const DefaultCommitRetries = commit.DefaultRetries
+
+// CommitStats count the planner's commits to the catalogs.
+type CommitStats = commit.Stats
+
+// Commits returns the planner's commit counters.
+func (p *Planner) Commits() *CommitStats { return &p.commits }
 
 // ddlAlloc allocates the Arrow data INSERT builds; tests swap in a checked
 // allocator.
@@ -65,7 +68,7 @@ func (p *Planner) ExecBatch(ctx context.Context, sess Session, query string, par
 }
 
 func (p *Planner) execBatch(ctx context.Context, sess Session, query string, b *paramBatch) (int64, error) {
-	ctx = withStatement(ctx)
+	ctx = commit.WithStatement(ctx)
 	ps, err := updateTokens(query)
 	if err != nil {
 		return 0, err
@@ -1033,197 +1036,6 @@ func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema, firstRow int6
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return out, err
-}
-
-// ddlWithRetries returns tbl set up to retry a conflicting commit.
-//
-// iceberg-go reads commit.retry.num-retries from the properties of the
-// table a transaction starts from, so a table that does not set it gets a
-// copy whose in-memory properties do; the catalog's copy is left as it is.
-//
-// It also commits through ddlConflictCatalog: iceberg-go retries only
-// errors wrapping table.ErrCommitFailed, but its SQL catalog reports a
-// requirement that no longer holds (another writer committed first) as a
-// plain error, so without the wrapper only a narrow race is retried.
-//
-// With replay false the copy's retries are set to zero whatever the table
-// says: a lost race fails at once, for callers that must rebuild the
-// commit themselves (see commitFiles).
-//
-// Before a commit reaches the catalog, summaryCatalog makes the partition
-// summaries of the snapshot's new manifests right (see summaries.go).
-func ddlWithRetries(tbl *table.Table, cat table.CatalogIO, replay bool, stats *CommitStats) (*table.Table, error) {
-	meta := tbl.Metadata()
-	retries := ""
-	if _, ok := tbl.Properties()[table.CommitNumRetriesKey]; !ok {
-		retries = strconv.Itoa(DefaultCommitRetries)
-	}
-	if !replay {
-		retries = "0"
-	}
-	if retries != "" {
-		b, err := table.MetadataBuilderFromBase(meta, tbl.MetadataLocation())
-		if err != nil {
-			return nil, err
-		}
-		if err := b.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: retries}); err != nil {
-			return nil, err
-		}
-		if meta, err = b.Build(); err != nil {
-			return nil, err
-		}
-	}
-	fsF := func(ctx context.Context) (iceio.IO, error) { return tbl.FS(ctx) }
-	commits := summaryCatalog{CatalogIO: ddlConflictCatalog{CatalogIO: cat, stats: stats, tries: new(atomic.Int32)}, fs: fsF, meta: meta}
-	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), fsF, commits), nil
-}
-
-// ddlConflictCatalog turns a commit that lost a race into
-// table.ErrCommitFailed, which iceberg-go retries against the refreshed
-// table. It checks the requirements against the catalog's current metadata
-// before committing (nothing is sent if one fails) and again after a
-// commit error that is not ErrCommitFailed: a requirement that no longer
-// holds, with none of the commit's snapshots in the table, means the commit
-// did not land and cannot land later (the catalog checks the same
-// requirements when it applies a commit). Any other error keeps its
-// unknown outcome and is not retried.
-// It counts the attempts of one commit in stats.
-type ddlConflictCatalog struct {
-	table.CatalogIO
-	stats *CommitStats
-	tries *atomic.Int32 // attempts of this commit
-}
-
-func (c ddlConflictCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (meta table.Metadata, loc string, err error) {
-	defer func() { c.stats.attempt(c.tries, err) }()
-	before, err := c.lost(ctx, ident, reqs, nil)
-	if err != nil {
-		return nil, "", err
-	}
-	st := statementOf(ctx)
-	if st != nil {
-		if prior := st.committedBefore(before.Metadata()); prior != nil {
-			return nil, "", fmt.Errorf("%w: statement id %q made snapshot %d of %s; nothing was committed again", ErrAlreadyCommitted, st.id, prior.SnapshotID, strings.Join(ident, "."))
-		}
-		if updates, err = st.stamp(updates); err != nil {
-			return nil, "", err
-		}
-	}
-	meta, loc, err = c.CatalogIO.CommitTable(ctx, ident, reqs, updates)
-	if err == nil {
-		st.committedIn(updates)
-		if snaps, ok := ddlAddedSnapshots(updates); ok {
-			c.stats.committed(snaps)
-		}
-		return meta, loc, nil
-	}
-	if errors.Is(err, table.ErrCommitFailed) {
-		c.removeLostMetadata(ctx, ident, before, updates)
-		return meta, loc, err
-	}
-	current, lost := c.lost(ctx, ident, reqs, updates)
-	if errors.Is(lost, table.ErrCommitFailed) {
-		return nil, "", fmt.Errorf("%w: %w", lost, err)
-	}
-	if current != nil && landed(current.Metadata(), updates) {
-		// The answer was lost, not the commit.
-		st.committedIn(updates)
-		if snaps, ok := ddlAddedSnapshots(updates); ok {
-			c.stats.committed(snaps)
-		}
-		return current.Metadata(), current.MetadataLocation(), nil
-	}
-	return nil, "", err
-}
-
-// landed says whether meta holds a snapshot updates add.
-func landed(meta table.Metadata, updates []table.Update) bool {
-	added, ok := ddlAddedSnapshots(updates)
-	if !ok {
-		return false
-	}
-	for _, snap := range added {
-		if meta.SnapshotByID(snap.SnapshotID) != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// lost returns an error wrapping table.ErrCommitFailed if a requirement
-// fails against the current metadata and none of the snapshots updates
-// add is in it; it also returns the table it loaded.
-func (c ddlConflictCatalog) lost(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (*table.Table, error) {
-	current, err := c.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, err
-	}
-	meta := current.Metadata()
-	if _, ok := ddlAddedSnapshots(updates); !ok || landed(meta, updates) {
-		return current, nil
-	}
-	for _, r := range reqs {
-		if err := r.Validate(meta); err != nil {
-			return current, fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
-		}
-	}
-	return current, nil
-}
-
-// removeLostMetadata deletes the metadata file a commit that lost its
-// race wrote before the catalog refused it (a catalog that writes table
-// metadata itself, as iceberg-go's SQL catalog does, leaves it behind).
-// That file holds the commit's new snapshots, which no other metadata
-// file can, and its version follows one between before's and the
-// current table's. Best effort: the statement already failed.
-func (c ddlConflictCatalog) removeLostMetadata(ctx context.Context, ident table.Identifier, before *table.Table, updates []table.Update) {
-	snaps, ok := ddlAddedSnapshots(updates)
-	if !ok || len(snaps) == 0 || before == nil {
-		return
-	}
-	current, err := c.LoadTable(ctx, ident)
-	if err != nil {
-		return
-	}
-	fsys, err := current.FS(ctx)
-	if err != nil {
-		return
-	}
-	known := map[string]bool{current.MetadataLocation(): true}
-	for e := range current.Metadata().PreviousFiles() {
-		known[e.MetadataFile] = true
-	}
-	lo := orphans.MetadataVersion(before.MetadataLocation()) + 1
-	hi := orphans.MetadataVersion(current.MetadataLocation())
-	ours := func(m table.Metadata) bool {
-		for _, s := range snaps {
-			if m.SnapshotByID(s.SnapshotID) != nil {
-				return true
-			}
-		}
-		return false
-	}
-	_, _ = orphans.RemoveLostMetadata(ctx, fsys, current.MetadataLocation(), lo, hi, known, ours)
-}
-
-// ddlAddedSnapshots returns the snapshots updates add, read from their
-// REST form (the update type is not exported); ok is false if one cannot
-// be read.
-func ddlAddedSnapshots(updates []table.Update) (snaps []table.Snapshot, ok bool) {
-	for _, u := range updates {
-		if u.Action() != "add-snapshot" {
-			continue
-		}
-		var v struct {
-			Snapshot table.Snapshot `json:"snapshot"`
-		}
-		b, err := json.Marshal(u)
-		if err != nil || json.Unmarshal(b, &v) != nil || v.Snapshot.SnapshotID == 0 {
-			return nil, false
-		}
-		snaps = append(snaps, v.Snapshot)
-	}
-	return snaps, true
 }
 
 // ---- names ----

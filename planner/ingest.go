@@ -24,6 +24,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/wire"
@@ -75,7 +76,7 @@ type Ingest struct {
 // is NULL; a NULL in a NOT NULL column fails the ingest and commits
 // nothing.
 func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, error) {
-	ctx = withStatement(ctx)
+	ctx = commit.WithStatement(ctx)
 	ref := catalog.TableRef{Catalog: in.Catalog, Schema: in.Schema, Table: in.Table}
 	if ref.Catalog == "" {
 		ref.Catalog = sess.Catalog

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
@@ -59,43 +59,24 @@ func init() {
 
 // metaChange computes a metadata commit from the current table: its
 // requirements (the table UUID is added) and updates.
-type metaChange func(tbl *table.Table) ([]table.Requirement, []table.Update, error)
+type metaChange = commit.Meta
 
-// commitMeta commits change to tgt's table, recomputing it from the
-// refreshed table when a concurrent commit broke a requirement.
-// tgt.pinned is the table committed against last.
+// commitMeta commits change to tgt's table through commit.Run,
+// recomputing it from the refreshed table when a concurrent commit broke
+// a requirement. tgt.pinned is the table committed against last.
 func (p *Planner) commitMeta(ctx context.Context, tgt *writeTarget, change metaChange) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("commit to %s: nothing was committed: %w", tgt.ref, context.Cause(ctx))
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-	defer cancel()
-	cat := ddlConflictCatalog{CatalogIO: tgt.mount.Catalog, stats: &p.commits, tries: new(atomic.Int32)}
-	for attempt := 0; ; attempt++ {
-		tbl := tgt.pinned.Table
-		reqs, updates, err := change(tbl)
-		if err != nil || len(updates) == 0 {
-			return err
-		}
-		reqs = append(reqs, table.AssertTableUUID(tbl.Metadata().TableUUID()))
-		_, _, err = cat.CommitTable(ctx, tgt.ref.Ident(), reqs, updates)
-		switch {
-		case err == nil:
-			return nil
-		case !errors.Is(err, table.ErrCommitFailed):
-			return fmt.Errorf("%w on %s: the commit may or may not have been applied: %v", ErrCommitUnknown, tgt.ref, err)
-		case attempt >= DefaultCommitRetries:
-			return fmt.Errorf("%w on %s: nothing was committed: %v", ErrConflict, tgt.ref, err)
-		}
-		if err := sleepCtx(ctx, retryWait(attempt+1)); err != nil {
-			return err
-		}
+	r := p.commitRequest(tgt)
+	r.Catalog = tgt.mount.Catalog
+	r.Meta = change
+	r.Reload = func(ctx context.Context) (*table.Table, error) {
 		fresh, err := p.opts.Mounts.LoadTable(ctx, tgt.ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		tgt.pinned = fresh
+		return fresh.Table, nil
 	}
+	return commit.Run(ctx, r)
 }
 
 // refHead is the snapshot id ref points at and the requirement that it

@@ -12,6 +12,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 )
 
 // Bulk ingest mode replace (ADBC "replace") on an existing table.
@@ -152,7 +153,7 @@ func (p *Planner) commitReplaceWith(ctx context.Context, tgt *writeTarget, res *
 	var err error
 	for attempt := range replaceAttempts {
 		if attempt > 0 {
-			if serr := sleepCtx(ctx, retryWait(attempt)); serr != nil {
+			if serr := commit.Backoff(ctx, attempt); serr != nil {
 				break
 			}
 			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.ref)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -18,14 +17,12 @@ import (
 	"github.com/apache/iceberg-go/codec"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/icemeta"
@@ -39,11 +36,11 @@ var (
 	// ErrConflict: the statement's commit lost to concurrent commits even
 	// after retrying against the refreshed table; its files were deleted and
 	// nothing was committed (Aborted).
-	ErrConflict = errors.New("planner: commit conflict")
+	ErrConflict = commit.ErrConflict
 	// ErrCommitUnknown: the commit failed in a way that leaves its outcome
 	// unknown (the catalog may have applied it); the statement's files were
 	// kept (Unknown).
-	ErrCommitUnknown = errors.New("planner: commit outcome unknown")
+	ErrCommitUnknown = commit.ErrUnknown
 	// ErrWriteFailed: a write fragment failed, e.g. its worker went away;
 	// nothing was committed and the statement's files were deleted
 	// (Aborted).
@@ -447,19 +444,19 @@ func (p *Planner) unreachable(loc string) {
 // fragmentError maps a write fragment's failure: the client's fault stays
 // InvalidArgument, anything else fails the statement as a whole.
 func fragmentError(loc string, err error) error {
-	st, ok := status.FromError(err)
-	if ok {
-		switch st.Code() {
-		case codes.InvalidArgument:
-			return fmt.Errorf("%w: %s", ErrInvalid, st.Message())
-		case codes.NotFound:
-			return fmt.Errorf("%w: %s", ErrNotFound, st.Message())
-		case codes.Unavailable:
-			return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, errWorkerGone, st.Message())
-		}
-		return fmt.Errorf("%w: worker %s: %s: %s", ErrWriteFailed, loc, st.Code(), st.Message())
+	f := flightclient.FailureOf(err)
+	if !f.Remote {
+		return fmt.Errorf("%w: worker %s: %v", ErrWriteFailed, loc, err)
 	}
-	return fmt.Errorf("%w: worker %s: %v", ErrWriteFailed, loc, err)
+	switch f.Kind {
+	case flightclient.Invalid:
+		return fmt.Errorf("%w: %s", ErrInvalid, f.Message)
+	case flightclient.NotFound:
+		return fmt.Errorf("%w: %s", ErrNotFound, f.Message)
+	case flightclient.Unavailable:
+		return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, errWorkerGone, f.Message)
+	}
+	return fmt.Errorf("%w: worker %s: %s: %s", ErrWriteFailed, loc, f.Code, f.Message)
 }
 
 // pullWrite runs one write fragment at loc and decodes the results it
@@ -507,7 +504,7 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *write
 	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 {
 			p.commits.Retries.Add(1)
-			if serr := sleepCtx(ctx, retryWait(attempt)); serr != nil {
+			if serr := commit.Backoff(ctx, attempt); serr != nil {
 				break
 			}
 			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.ref)
@@ -526,27 +523,6 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *write
 	}
 	return res.rows, nil
 }
-
-// retryWait is a jittered pause before attempt (≥ 1) of a commit, growing
-// from about 10 ms to at most about half a second.
-func retryWait(attempt int) time.Duration {
-	base := min(10*time.Millisecond<<min(attempt, 6), 500*time.Millisecond)
-	return base/2 + time.Duration(rand.Int64N(int64(base/2)+1))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// commitTimeout bounds one commit attempt once it has started.
-const commitTimeout = 2 * time.Minute
 
 // commitFiles commits worker-written files once: added alone as an append,
 // or replacing deleted (copy-on-write). On a v3 table each added file gets
@@ -600,59 +576,37 @@ func (p *Planner) commitOnce(ctx context.Context, tgt *writeTarget, change func(
 }
 
 // commitWith applies change to a transaction on the target (base is the
-// metadata it starts from) and commits it; replay says whether iceberg-go
-// may retry a lost race against the refreshed table.
-//
-// A statement cancelled before its commit starts commits nothing; once
-// started, the commit runs to its end (at most commitTimeout) whatever
-// happens to ctx, so that a client's cancel never leaves its outcome
-// unknown.
-func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) (err error) {
+// metadata it starts from) and commits it through commit.Run; replay says
+// whether iceberg-go may retry a lost race against the refreshed table.
+// Under EXPLAIN it stops before anything is committed.
+func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
 	if err := dryRunOf(ctx).stop(); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("commit to %s: nothing was committed: %w", tgt.ref, context.Cause(ctx))
+	r := p.commitRequest(tgt)
+	r.Tx, r.Replay = change, replay
+	r.After = func(ctx context.Context, before table.Metadata, committed *table.Table) {
+		var snap int64
+		if s := committed.CurrentSnapshot(); s != nil {
+			snap = s.SnapshotID
+		}
+		audit.From(ctx).Wrote(tgt.ref.String(), snap)
+		p.afterCommit(ctx, tgt, before, committed)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-	defer cancel()
-	ctx, span := tracing.Span(ctx, "commit", attribute.String("icefloe.table", tgt.ref.String()))
-	defer func() { tracing.End(span, err) }()
+	return commit.Run(ctx, r)
+}
+
+// commitRequest is a commit to tgt's table: to the internal catalog for
+// a table the statement made (staged), otherwise to its mount's.
+func (p *Planner) commitRequest(tgt *writeTarget) commit.Request {
 	cat := tgt.mount.Catalog
 	if tgt.made {
 		cat = tgt.mount.Internal()
 	}
-	tbl, err := ddlWithRetries(tgt.pinned.Table, cat, replay, &p.commits)
-	if err != nil {
-		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
+	return commit.Request{
+		Name: tgt.ref.String(), Ident: tgt.ref.Ident(),
+		Table: tgt.pinned.Table, Catalog: cat, Branch: tgt.branch, Stats: &p.commits,
 	}
-	tx := tbl.NewTransaction()
-	if tgt.branch != "" {
-		tx = tbl.NewTransactionOnBranch(tgt.branch)
-	}
-	if err := change(tx, tbl.Metadata()); err != nil {
-		if lostCommit(err) {
-			return fmt.Errorf("%w on %s: %v", ErrConflict, tgt.ref, err)
-		}
-		return fmt.Errorf("commit to %s: %w", tgt.ref, err)
-	}
-	committed, err := tx.Commit(ctx)
-	if err != nil {
-		if errors.Is(err, ErrAlreadyCommitted) {
-			return fmt.Errorf("commit to %s: %w", tgt.ref, err)
-		}
-		if lostCommit(err) {
-			return fmt.Errorf("%w on %s: nothing was committed and the statement's files were deleted: %v", ErrConflict, tgt.ref, err)
-		}
-		return fmt.Errorf("%w on %s: the commit may or may not have been applied; its files were kept: %v", ErrCommitUnknown, tgt.ref, err)
-	}
-	var snap int64
-	if s := committed.CurrentSnapshot(); s != nil {
-		snap = s.SnapshotID
-	}
-	audit.From(ctx).Wrote(tgt.ref.String(), snap)
-	p.afterCommit(ctx, tgt, tbl.Metadata(), committed)
-	return nil
 }
 
 // fileBytes is the size of data files, for the audit log.
@@ -769,11 +723,4 @@ func sortKeys(tbl *table.Table, seen []string) []string {
 		keys = append(keys, q+dir+nulls)
 	}
 	return keys
-}
-
-// lostCommit tells a commit that definitely did not land: a conflict
-// iceberg-go gave up retrying, or a base that diverged from the branch
-// (validated before anything is sent to the catalog).
-func lostCommit(err error) bool {
-	return errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged)
 }

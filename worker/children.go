@@ -140,15 +140,7 @@ func (s *Server) pullChild(ctx context.Context, c wire.Child, schema *arrow.Sche
 			}
 			return nil
 		},
-	}, func(rec arrow.RecordBatch) error {
-		select {
-		case out <- rec:
-			return nil
-		case <-ctx.Done():
-			rec.Release()
-			return context.Cause(ctx)
-		}
-	})
+	}, flightclient.SendTo(ctx, out, flightclient.Batch))
 	var pe *flightclient.PullError
 	if err == nil || !errors.As(err, &pe) {
 		return err

@@ -38,6 +38,12 @@ import (
 // A float or double column that may hold NaN (directscan.MayHoldNaN) is
 // read with can_have_nan = true, or DuckDB would prune row groups on
 // footer min/max that leave NaN out.
+//
+// With a schema map DuckDB binds read_parquet without opening a file and
+// estimates it at 0 rows, which wrecks its join order (an 8-table join
+// planned with a 10^12-row intermediate); the view passes the files'
+// record counts from the manifests as explicit_cardinality instead
+// (directscan.Rows).
 
 // directFiles returns the local paths of the scan's files and the columns
 // to read, when the direct path reads exactly what iceberg-go would.
@@ -134,21 +140,9 @@ func (s *Server) fileFieldIDs(paths []string) map[string]map[int]string {
 	return out
 }
 
-// loadDirect makes sc.View a view over read_parquet of the scan's files
-// and reports whether it could; false leaves the iceberg-go path to the
-// caller.
-func (s *Server) loadDirect(ctx context.Context, conn *engine.Conn, tbl *table.Table, schema *iceberg.Schema, tasks []table.FileScanTask, sc wire.Scan) (bool, error) {
-	if len(s.opts.Engine.ReadDirs()) == 0 {
-		return false, nil
-	}
-	tasks, err := s.localize(ctx, conn, tbl, scanName(sc), schema, tasks, sc.Columns) // cached.go
-	if err != nil {
-		return false, err
-	}
-	paths, fields, ok := s.directFiles(schema, tbl.Metadata(), tasks, sc.Columns)
-	if !ok {
-		return false, nil
-	}
+// directView is the statement that makes view a view over read_parquet of
+// paths (the tasks' files), reading fields by field id.
+func directView(view string, paths []string, fields []iceberg.NestedField, tasks []table.FileScanTask) string {
 	files := make([]string, len(paths))
 	for i, p := range paths {
 		files[i] = engine.QuoteString(p)
@@ -166,8 +160,26 @@ func (s *Server) loadDirect(ctx context.Context, conn *engine.Conn, tbl *table.T
 	if directscan.MayHoldNaN(tasks, fields) {
 		nan = ", can_have_nan = true"
 	}
-	q := fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT %s FROM read_parquet([%s], schema = MAP {%s}%s)",
-		engine.Quote(sc.View), strings.Join(cols, ", "), strings.Join(files, ", "), strings.Join(entries, ", "), nan)
+	return fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT %s FROM read_parquet([%s], schema = MAP {%s}, explicit_cardinality = %d%s)",
+		engine.Quote(view), strings.Join(cols, ", "), strings.Join(files, ", "), strings.Join(entries, ", "), directscan.Rows(tasks), nan)
+}
+
+// loadDirect makes sc.View a view over read_parquet of the scan's files
+// and reports whether it could; false leaves the iceberg-go path to the
+// caller.
+func (s *Server) loadDirect(ctx context.Context, conn *engine.Conn, tbl *table.Table, schema *iceberg.Schema, tasks []table.FileScanTask, sc wire.Scan) (bool, error) {
+	if len(s.opts.Engine.ReadDirs()) == 0 {
+		return false, nil
+	}
+	tasks, err := s.localize(ctx, conn, tbl, scanName(sc), schema, tasks, sc.Columns) // cached.go
+	if err != nil {
+		return false, err
+	}
+	paths, fields, ok := s.directFiles(schema, tbl.Metadata(), tasks, sc.Columns)
+	if !ok {
+		return false, nil
+	}
+	q := directView(sc.View, paths, fields, tasks)
 	if err := conn.Exec(ctx, q); err != nil {
 		// DuckDB checks the files when it binds the view: one may have
 		// gone since its footer was cached. iceberg-go's read then says

@@ -14,12 +14,32 @@ import (
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/wire"
 )
 
 // errInternal marks a fault of the worker or of the ticket the coordinator
 // built, not of the client's statement.
 var errInternal = errors.New("worker: internal error")
+
+// Sentinels of failed actions.
+var (
+	// errBadAction: an action's body does not decode (InvalidArgument).
+	errBadAction = errors.New("worker: malformed action")
+	// errCoordinatorAction: an action that the coordinator serves, not a
+	// worker (Unimplemented).
+	errCoordinatorAction = errors.New("worker: action served by the coordinator")
+)
+
+// actionError is a failed action whose message is exactly msg; kind, a
+// sentinel above, decides its code.
+type actionError struct {
+	kind error
+	msg  string
+}
+
+func (e *actionError) Error() string { return e.msg }
+func (e *actionError) Unwrap() error { return e.kind }
 
 // queryError is DuckDB failing to run the fragment SQL or to produce its
 // rows, e.g. a division by zero or a failed cast on the data.
@@ -72,6 +92,15 @@ func statusOf(ctx context.Context, err error) error {
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	// A coordinator's key check sealed with another key, or not one.
+	case errors.Is(err, membership.ErrKeyMismatch):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, membership.ErrMalformed):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, errBadAction):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, errCoordinatorAction):
+		return status.Error(codes.Unimplemented, err.Error())
 	// Ticket errors carry only their fixed text: nothing about the key.
 	case errors.Is(err, wire.ErrUnsealed):
 		return status.Error(codes.Unauthenticated, wire.ErrUnsealed.Error())

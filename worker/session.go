@@ -2,12 +2,11 @@ package worker
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/icefloe/icefloe/internal/auth"
@@ -32,7 +31,7 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	case flight.SetSessionOptionsActionType:
 		var req flight.SetSessionOptionsRequest
 		if err := proto.Unmarshal(a.GetBody(), &req); err != nil {
-			return status.Errorf(codes.InvalidArgument, "unable to unmarshal SetSessionOptionsRequest: %v", err)
+			return toStatus(stream.Context(), &actionError{errBadAction, fmt.Sprintf("unable to unmarshal SetSessionOptionsRequest: %v", err)})
 		}
 		res = &flight.SetSessionOptionsResult{}
 	case flight.GetSessionOptionsActionType:
@@ -51,11 +50,11 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 		}
 		return stream.Send(&flight.Result{})
 	default:
-		return status.Errorf(codes.Unimplemented, "worker: action %q is served by the coordinator", a.GetType())
+		return toStatus(stream.Context(), &actionError{errCoordinatorAction, fmt.Sprintf("worker: action %q is served by the coordinator", a.GetType())})
 	}
 	body, err := proto.Marshal(res)
 	if err != nil {
-		return status.Errorf(codes.Internal, "worker: encode %s result: %v", a.GetType(), err)
+		return toStatus(stream.Context(), fmt.Errorf("worker: encode %s result: %v", a.GetType(), err))
 	}
 	return stream.Send(&flight.Result{Body: body})
 }
@@ -75,10 +74,9 @@ func (s *Server) keyCheck(challenge []byte, stream flight.FlightService_DoAction
 		}
 		s.log.Error("refused a coordinator's key check: its ticket key differs from this worker's; set the same ticket_key (ICEFLOE_TICKET_KEY) on both",
 			zap.String("from", from))
-		return status.Error(codes.PermissionDenied, err.Error())
 	}
 	if err != nil {
-		return status.Error(codes.InvalidArgument, err.Error())
+		return toStatus(stream.Context(), err)
 	}
 	return stream.Send(&flight.Result{Body: answer})
 }

@@ -2,11 +2,16 @@ package worker
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/membership"
+	"github.com/icefloe/icefloe/wire"
 )
 
 // The JDBC driver sends the connection's session options to every worker
@@ -26,11 +31,34 @@ func TestSessionActionsAccepted(t *testing.T) {
 	if err != nil || closed.GetStatus() != flight.CloseSessionResultClosed {
 		t.Fatalf("CloseSession: %v %v", closed, err)
 	}
-	stream, err := f.client.DoAction(ctx, &flight.Action{Type: "CreatePreparedStatement"})
-	if err == nil {
-		_, err = stream.Recv()
+}
+
+// Actions the worker refuses keep their codes and messages.
+func TestRefusedActions(t *testing.T) {
+	f := newFixture(t)
+	other, err := wire.RandomKey()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if status.Code(err) != codes.Unimplemented {
-		t.Fatalf("other actions: %v, want Unimplemented", err)
+	foreign, _, err := membership.NewChallenge(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		typ  string
+		body []byte
+		code codes.Code
+		msg  string
+	}{
+		{"CreatePreparedStatement", nil, codes.Unimplemented, `worker: action "CreatePreparedStatement" is served by the coordinator`},
+		{flight.SetSessionOptionsActionType, []byte{0xff}, codes.InvalidArgument, "unable to unmarshal SetSessionOptionsRequest: "},
+		{membership.KeyCheckAction, foreign, codes.PermissionDenied, membership.ErrKeyMismatch.Error()},
+		{membership.KeyCheckAction, []byte("not sealed"), codes.InvalidArgument, membership.ErrMalformed.Error() + ": "},
+	} {
+		_, err := flightclient.DoAction(context.Background(), f.client, c.typ, c.body)
+		st, _ := status.FromError(err)
+		if st.Code() != c.code || !strings.HasPrefix(st.Message(), c.msg) {
+			t.Errorf("%s: %v, want %s %q", c.typ, err, c.code, c.msg)
+		}
 	}
 }

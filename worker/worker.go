@@ -259,6 +259,10 @@ func (s *Server) Shutdown() {
 // clients of its peers.
 func (s *Server) Close() error { return s.peers.Close() }
 
+// PeerClients is how many Flight clients of its peers the worker holds
+// open: 0 once Close returned and every pull has ended.
+func (s *Server) PeerClients() int { return s.peers.Open() }
+
 // begin registers a DoGet so Shutdown can cancel it. The caller calls end.
 func (s *Server) begin(parent context.Context) (ctx context.Context, end func(), err error) {
 	s.mu.Lock()

@@ -9,8 +9,9 @@ One run, one machine, one copy of the data:
    ADBC bulk ingest, as bench/tpch does);
 3. each of the extension's 99 queries runs through Python ADBC and its
    answer is compared with DuckDB's on the same Parquet files (same
-   columns and types, same rows in order; "same rows" when only the order
-   of rows differs, as ORDER BY over ties allows); then --reps timed runs
+   columns and types, same rows in order; "same rows" when they are the
+   same as multisets, or tied at a final LIMIT, see tpcds.compare); then
+   --reps timed runs
    alternate icefloe and DuckDB in-process (2 threads), so both see the
    same load. A query icefloe does not finish within --timeout counts as
    an error (its statement is cancelled).
@@ -30,11 +31,10 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tpch"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-import pyarrow.parquet as pq  # noqa: E402
-
-import tpch  # noqa: E402
+import tpcds  # noqa: E402
+import tpch  # noqa: E402 - tpcds puts bench/tpch on the path
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -43,81 +43,14 @@ def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def duckdb_tpcds():
-    """A DuckDB connection with the tpcds extension loaded from its package."""
-    import duckdb
-    import duckdb_extension_tpcds
-
-    con = duckdb.connect()
-    ext = pathlib.Path(duckdb_extension_tpcds.__file__).parent / "extensions" / f"v{duckdb.__version__}" / "tpcds.duckdb_extension"
-    con.execute(f"LOAD '{ext}'")
-    return con
-
-
-def generate(sf, out):
-    """Writes the TPC-DS tables at sf as Parquet into out once (a stamp
-    marks a complete run); returns the table names and the 99 queries."""
-    out.mkdir(parents=True, exist_ok=True)
-    con = duckdb_tpcds()
-    queries = [(f"q{n:02d}", q.strip().rstrip(";")) for n, q in
-               con.execute("SELECT query_nr, query FROM tpcds_queries() ORDER BY query_nr").fetchall()]
-    stamp = out / ".complete"
-    if not (stamp.exists() and stamp.read_text() == str(sf)):
-        con.execute(f"CALL dsdgen(sf={sf})")
-        for (t,) in con.execute("SHOW TABLES").fetchall():
-            con.execute(f"COPY {t} TO '{out / (t + '.parquet')}' (FORMAT parquet)")
-        stamp.write_text(str(sf))
-    tables = sorted(p.stem for p in out.glob("*.parquet"))
-    return tables, queries
-
-
-def reference(data, tables):
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute("SET threads = 2")
-    for t in tables:
-        con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{data / (t + '.parquet')}')")
-    return con
-
-
-def load(srv, data, tables):
-    conn = srv.connect()
-    try:
-        for t in tables:
-            path = str(data / f"{t}.parquet")
-            tpch.update(conn, tpch.ddl(t, pq.read_schema(path)))
-            cur = conn.cursor()
-            # Wide tables: batches of 16 Ki rows stay under gRPC's 16 MiB message limit.
-            n = cur.adbc_ingest(t, tpch.parquet_reader(path, batch_rows=16 * 1024), mode="append")
-            cur.close()
-            if n != pq.ParquetFile(path).metadata.num_rows:
-                raise RuntimeError(f"ingest {t}: {n} rows")
-    finally:
-        conn.close()
-
-
-def connect(srv, timeout):
-    """A connection whose statements icefloe cancels after timeout (the
-    session option statement_timeout, kept in the session cookie)."""
-    import adbc_driver_flightsql.dbapi as fsql
-
-    conn = fsql.connect(srv.uri, autocommit=True, db_kwargs={"adbc.flight.sql.rpc.with_cookie_middleware": "true"})
-    conn.adbc_connection.set_options(**{"adbc.flight.sql.session.option.statement_timeout": timeout})
-    return conn
-
-
-def compare(got, want):
-    """'same' (rows in order), 'same rows' (other order) or the difference."""
-    d = tpch.diff(got, want)
-    if not d:
+def compare(got, want, sql, duck):
+    """'same' (rows in order), 'same rows' (tpcds.compare: as multisets, or
+    ties at a final LIMIT) or the difference."""
+    if not tpch.diff(got, want):
         return "same"
-    if got.schema.names == want.schema.names and got.num_rows == want.num_rows:
-        key = lambda r: tuple((v is None, repr(v)) for v in r.values())  # noqa: E731
-        if not tpch.diff(got.from_pylist(sorted(got.to_pylist(), key=key), schema=got.schema),
-                         want.from_pylist(sorted(want.to_pylist(), key=key), schema=want.schema)):
-            return "same rows"
-    return d.splitlines()[0][:200]
+    uncut = tpcds.without_limit(sql)
+    d = tpcds.compare(got, want, duck.execute(uncut).to_arrow_table() if uncut else None)
+    return "same rows" if not d else d[:200]
 
 
 def run_query(conn, duck, name, sql, reps):
@@ -128,7 +61,7 @@ def run_query(conn, duck, name, sql, reps):
         r["error"] = str(e).splitlines()[0][:300]
         return r
     want = tpch.run_duckdb(duck, sql)
-    r["answer"] = compare(got, want)
+    r["answer"] = compare(got, want, sql, duck)
     ti, td = [], []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -156,7 +89,7 @@ def main():
         print("tpcds: ICEFLOE_BIN is not set", file=sys.stderr)
         return 2
     data = pathlib.Path(args.data) / f"sf{args.sf}"
-    tables, queries = generate(args.sf, data)
+    tables, queries = tpcds.generate(args.sf, data)
     if args.only:
         keep = set(args.only.split(","))
         queries = [q for q in queries if q[0] in keep]
@@ -167,11 +100,11 @@ def main():
     try:
         with tpch.Server(binary, work, workers=2) as srv:
             t0 = time.perf_counter()
-            load(srv, data, tables)
+            tpcds.load(srv, data, tables)
             res["load_s"] = time.perf_counter() - t0
             log(f"loaded in {res['load_s']:.1f} s")
-            duck = reference(data, tables)
-            conn = connect(srv, args.timeout)
+            duck = tpcds.reference(data, tables)
+            conn = tpcds.connect(srv.uri, args.timeout)
             for name, sql in queries:
                 r = run_query(conn, duck, name, sql, args.reps)
                 res["queries"].append(r)

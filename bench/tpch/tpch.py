@@ -73,24 +73,7 @@ class Server:
             [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), "--workers", str(workers), *args],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
         self.log = []
-        ready, got = {}, threading.Event()
-
-        def pump():
-            for line in self.proc.stderr:
-                self.log.append(line.rstrip("\n"))
-                i = line.find("ready\t{")
-                if i >= 0 and not got.is_set():
-                    try:
-                        ready.update(json.loads(line[i + len("ready\t"):]))
-                    except ValueError:
-                        pass
-                    got.set()
-            got.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not got.wait(180) or not ready:
-            self.proc.kill()
-            raise RuntimeError("icefloe serve did not become ready:\n" + "\n".join(self.log[-30:]))
+        ready = _ready_fields(self.proc, "icefloe serve", self.log)
         self.uri = ready["coordinator"]
         self.data_dir = pathlib.Path(data_dir)
 
@@ -116,6 +99,101 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _ready_fields(proc, what, log, timeout=180):
+    """Reads proc's stderr on a thread into log and returns the fields of
+    its JSON `ready` line (a zap console line `… ready\t{…}`)."""
+    ready, got = {}, threading.Event()
+
+    def pump():
+        for line in proc.stderr:
+            log.append(line.rstrip("\n"))
+            i = line.find("ready\t{")
+            if i >= 0 and not got.is_set():
+                try:
+                    ready.update(json.loads(line[i + len("ready\t"):]))
+                except ValueError:
+                    pass
+                got.set()
+        got.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not got.wait(timeout) or not ready:
+        proc.kill()
+        raise RuntimeError(f"{what} did not become ready:\n" + "\n".join(log[-30:]))
+    return ready
+
+
+def peak_rss_bytes(pid):
+    """The process's peak resident set (VmHWM) in bytes, or None."""
+    try:
+        for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+class Cluster:
+    """`icefloe coordinator` and `workers` `icefloe worker` processes on
+    free ports over one data folder, stopped by stop(). pin, when set,
+    lists one CPU list per worker (taskset -c), e.g. ["0", "1"]; the
+    coordinator is not pinned. Has the same connect()/uri as Server."""
+
+    def __init__(self, binary, data_dir, workers=2, pin=None, env=None, args=(), session=None):
+        e = dict(os.environ)
+        e.setdefault("ICEFLOE_TICKET_KEY", os.urandom(16).hex())
+        e.update(env or {})
+        self.session = session
+        self.data_dir = pathlib.Path(data_dir)
+        self.log = []
+        self.workers = []
+        try:
+            addrs = []
+            for i in range(workers):
+                cmd = [binary, "worker", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *args]
+                if pin:
+                    cmd = ["taskset", "-c", pin[i % len(pin)], *cmd]
+                w = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
+                self.workers.append(w)
+                addrs.append(_ready_fields(w, f"worker {i}", self.log)["worker"])
+            cmd = [binary, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *args]
+            for a in addrs:
+                cmd += ["--worker", a]
+            self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
+            self.uri = _ready_fields(self.proc, "coordinator", self.log)["coordinator"]
+        except BaseException:
+            self.stop()
+            raise
+
+    connect = Server.connect
+
+    def peak_rss(self):
+        """{'coordinator': bytes, 'worker0': bytes, …} of VmHWM so far."""
+        out = {"coordinator": peak_rss_bytes(self.proc.pid)} if hasattr(self, "proc") else {}
+        for i, w in enumerate(self.workers):
+            out[f"worker{i}"] = peak_rss_bytes(w.pid)
+        return out
+
+    def stop(self):
+        procs = ([self.proc] if hasattr(self, "proc") else []) + self.workers
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
     def __enter__(self):
         return self

@@ -498,15 +498,7 @@ func (c *sqlClient) pull(ctx context.Context, idx int, ep *flight.FlightEndpoint
 			}
 			return nil
 		},
-	}, func(rec arrow.RecordBatch) error {
-		select {
-		case out <- rec:
-			return nil
-		case <-ctx.Done():
-			rec.Release()
-			return ctx.Err()
-		}
-	})
+	}, flightclient.SendTo(ctx, out, flightclient.Batch))
 	var pe *flightclient.PullError
 	if !errors.As(err, &pe) {
 		return err

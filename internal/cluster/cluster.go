@@ -103,6 +103,10 @@ func (w *Worker) DirectScans() int64 { return w.srv.DirectScans() }
 // statement timeout passed.
 func (w *Worker) TimedOutFragments() int64 { return w.srv.TimedOutFragments() }
 
+// PeerClients is how many Flight clients of its peers the worker holds
+// open (see worker.Server.PeerClients).
+func (w *Worker) PeerClients() int { return w.srv.PeerClients() }
+
 // Location is the worker's Flight location URI (grpc+tls:// with TLS).
 func (w *Worker) Location() string { return w.scheme + w.Addr }
 

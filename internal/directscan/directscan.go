@@ -90,6 +90,17 @@ func Files(tasks []table.FileScanTask, canRead func(path string) bool) (paths []
 	return paths, true
 }
 
+// Rows is the number of rows the tasks read, from their files' record
+// counts (exact for whole files without delete files): the estimate a
+// direct scan gives DuckDB's planner.
+func Rows(tasks []table.FileScanTask) int64 {
+	var n int64
+	for _, t := range tasks {
+		n += t.File.Count()
+	}
+	return n
+}
+
 // MayHoldNaN tells whether a float or double column among fields may hold
 // NaN in one of the tasks' files: its nan_value_counts entry is not 0, or
 // the file has none (writers other than icefloe may leave it out).

@@ -165,6 +165,7 @@ type Pool struct {
 	opts    Options
 	mu      sync.Mutex
 	closed  bool
+	open    int // clients dialed and not yet closed
 	clients *lru.Cache[string, *pooled]
 }
 
@@ -182,13 +183,29 @@ func NewPool(o Options, size int) *Pool {
 	if size <= 0 {
 		size = DefaultPoolSize
 	}
-	c, _ := lru.NewWithEvict[string, *pooled](size, func(_ string, e *pooled) {
+	p := &Pool{opts: o}
+	p.clients, _ = lru.NewWithEvict[string, *pooled](size, func(_ string, e *pooled) {
 		e.evicted = true
 		if e.holds == 0 {
-			_ = e.cl.Close()
+			p.closeLocked(e)
 		}
 	})
-	return &Pool{opts: o, clients: c}
+	return p
+}
+
+// closeLocked closes a client that left the pool and is no longer held.
+func (p *Pool) closeLocked(e *pooled) {
+	_ = e.cl.Close()
+	p.open--
+}
+
+// Open returns how many clients the pool has dialed and not yet closed:
+// those in the pool and those that left it but are still held. It is 0
+// after Close once every holder has let go.
+func (p *Pool) Open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.open
 }
 
 // Options returns the options the pool dials with.
@@ -210,6 +227,7 @@ func (p *Pool) Hold(loc string) (flight.Client, func(), error) {
 			return nil, nil, err
 		}
 		e = &pooled{cl: cl}
+		p.open++
 		p.clients.Add(loc, e)
 	}
 	e.holds++
@@ -222,7 +240,7 @@ func (p *Pool) release(e *pooled) {
 	defer p.mu.Unlock()
 	e.holds--
 	if e.evicted && e.holds == 0 {
-		_ = e.cl.Close()
+		p.closeLocked(e)
 	}
 }
 

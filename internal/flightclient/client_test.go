@@ -205,6 +205,9 @@ func TestPoolKeepsHeldClients(t *testing.T) {
 	if err := pull(held); err != nil {
 		t.Fatalf("a held client that left the pool: %v", err)
 	}
+	if n := p.Open(); n != 2 {
+		t.Errorf("Open() = %d with one client in the pool and one held out of it, want 2", n)
+	}
 	release()
 	release() // letting go twice counts once
 	if err := pull(held); err == nil {
@@ -216,9 +219,15 @@ func TestPoolKeepsHeldClients(t *testing.T) {
 	if err := pull(other); err != nil {
 		t.Fatalf("a held client after Close: %v", err)
 	}
+	if n := p.Open(); n != 1 {
+		t.Errorf("Open() = %d after Close with one client held, want 1", n)
+	}
 	releaseOther()
 	if err := pull(other); err == nil {
 		t.Fatal("a client is still open after Close and its last holder let go")
+	}
+	if n := p.Open(); n != 0 {
+		t.Errorf("Open() = %d after Close and every holder let go, want 0", n)
 	}
 	if _, _, err := p.Hold(a); err == nil {
 		t.Fatal("Hold after Close")
@@ -250,5 +259,34 @@ func TestPullReportsUnavailable(t *testing.T) {
 	defer mu.Unlock()
 	if len(told) != 2 || told[0] != dead || told[1] != loc {
 		t.Errorf("told %q, want [%s %s]", told, dead, loc)
+	}
+}
+
+func TestFailureOf(t *testing.T) {
+	_, loc := start(t)
+	p := NewPool(Options{}, 0)
+	defer p.Close()
+	for ticket, want := range map[string]Failure{
+		"fail": {Kind: Unavailable, Remote: true, Code: "Unavailable"},
+		"half": {Kind: Other, Remote: true, Code: "Internal"},
+		"oom":  {Kind: Other, Remote: true, Code: "ResourceExhausted"},
+	} {
+		_, err := collect(t, p, context.Background(), []string{loc}, ticket, PullOptions{})
+		got := FailureOf(err)
+		if got.Kind != want.Kind || got.Remote != want.Remote || got.Code != want.Code || got.Message != err.Error() {
+			t.Errorf("%s: %+v, want %+v with the whole error as message", ticket, got, want)
+		}
+	}
+	for err, want := range map[error]Kind{
+		status.Error(codes.InvalidArgument, "x"):  Invalid,
+		status.Error(codes.NotFound, "x"):         NotFound,
+		status.Error(codes.PermissionDenied, "x"): Denied,
+	} {
+		if got := FailureOf(err); got.Kind != want || got.Message != "x" {
+			t.Errorf("%v: %+v, want kind %d", err, got, want)
+		}
+	}
+	if got := FailureOf(errors.New("dial")); got.Remote || got.Kind != Other {
+		t.Errorf("a local error: %+v", got)
 	}
 }

@@ -105,6 +105,24 @@ func (p *Pool) Pull(ctx context.Context, locs []string, ticket []byte, o PullOpt
 	return pe
 }
 
+// SendTo returns a Pull callback that sends each batch on out, wrapped by
+// wrap, until ctx is done: then it releases the batch and returns ctx's
+// cause.
+func SendTo[T any](ctx context.Context, out chan<- T, wrap func(arrow.RecordBatch) T) func(arrow.RecordBatch) error {
+	return func(rec arrow.RecordBatch) error {
+		select {
+		case out <- wrap(rec):
+			return nil
+		case <-ctx.Done():
+			rec.Release()
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// Batch is the wrap of SendTo for a channel of batches.
+func Batch(rec arrow.RecordBatch) arrow.RecordBatch { return rec }
+
 // final says whether a location's error would be the same at every
 // location: the fragment ran out of memory or disk (ResourceExhausted) or
 // ran past its statement timeout (DeadlineExceeded), so it is not tried

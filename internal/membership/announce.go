@@ -10,9 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -165,18 +164,14 @@ func (a *Announcer) announce(ctx context.Context, conn *grpc.ClientConn, drainin
 	if err != nil {
 		return err
 	}
-	stream, err := flight.NewFlightServiceClient(conn).DoAction(ctx, &flight.Action{Type: AnnounceAction, Body: body})
+	ack, err := flightclient.DoActionOne(ctx, flight.NewFlightServiceClient(conn), AnnounceAction, body)
 	if err != nil {
-		return err
-	}
-	res, err := stream.Recv()
-	if err != nil {
-		if status.Code(err) == codes.PermissionDenied {
-			return fmt.Errorf("%w (%s)", ErrKeyMismatch, status.Convert(err).Message())
+		if f := flightclient.FailureOf(err); f.Kind == flightclient.Denied {
+			return fmt.Errorf("%w (%s)", ErrKeyMismatch, f.Message)
 		}
 		return err
 	}
-	return CheckAck(a.o.Key, res.GetBody(), nonce)
+	return CheckAck(a.o.Key, ack, nonce)
 }
 
 // record logs an announcement's outcome when it differs from the last one

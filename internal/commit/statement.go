@@ -1,7 +1,8 @@
-package planner
+package commit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -20,9 +21,15 @@ const StatementIDProp = "icefloe.statement-id"
 // MaxStatementIDLen bounds a client's statement id.
 const MaxStatementIDLen = 128
 
-// ErrAlreadyCommitted: a statement under the same id already committed on
-// the table; nothing was committed again (AlreadyExists).
-var ErrAlreadyCommitted = fmt.Errorf("%w: the statement already committed", ErrExists)
+// Errors of statement ids.
+var (
+	// ErrAlreadyCommitted: a statement under the same id already
+	// committed on the table; nothing was committed again (AlreadyExists).
+	ErrAlreadyCommitted = errors.New("commit: already exists: the statement already committed")
+	// ErrStatementID: a client's statement id that is not one
+	// (InvalidArgument).
+	ErrStatementID = errors.New("commit: invalid statement")
+)
 
 // stmtRun is what the commits of one statement share.
 type stmtRun struct {
@@ -38,7 +45,7 @@ type statementKey struct{}
 // snapshot the statement commits records it, and a commit finds the
 // table already holding a snapshot of that id from an earlier run fails
 // with ErrAlreadyCommitted. An id is 1 to MaxStatementIDLen letters,
-// digits or ._:- characters; anything else is ErrInvalid.
+// digits or ._:- characters; anything else is ErrStatementID.
 func WithStatementID(ctx context.Context, id string) (context.Context, error) {
 	if err := checkStatementID(id); err != nil {
 		return ctx, err
@@ -48,20 +55,20 @@ func WithStatementID(ctx context.Context, id string) (context.Context, error) {
 
 func checkStatementID(id string) error {
 	if id == "" || len(id) > MaxStatementIDLen {
-		return fmt.Errorf("%w: a statement id has 1 to %d characters, not %d", ErrInvalid, MaxStatementIDLen, len(id))
+		return fmt.Errorf("%w: a statement id has 1 to %d characters, not %d", ErrStatementID, MaxStatementIDLen, len(id))
 	}
 	for _, r := range id {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == ':' || r == '-'
 		if !ok {
-			return fmt.Errorf("%w: a statement id holds only letters, digits and . _ : -, not %q", ErrInvalid, r)
+			return fmt.Errorf("%w: a statement id holds only letters, digits and . _ : -, not %q", ErrStatementID, r)
 		}
 	}
 	return nil
 }
 
-// withStatement returns ctx carrying a statement: the client's if it
+// WithStatement returns ctx carrying a statement: the client's if it
 // named one, else a fresh one with an id of icefloe's choosing.
-func withStatement(ctx context.Context) context.Context {
+func WithStatement(ctx context.Context) context.Context {
 	if statementOf(ctx) != nil {
 		return ctx
 	}
@@ -82,7 +89,7 @@ func (s *stmtRun) stamp(updates []table.Update) ([]table.Update, error) {
 		if u.Action() != table.UpdateAddSnapshot {
 			continue
 		}
-		snaps, ok := ddlAddedSnapshots([]table.Update{u})
+		snaps, ok := AddedSnapshots([]table.Update{u})
 		if !ok || len(snaps) != 1 {
 			return nil, fmt.Errorf("record the statement id: unreadable snapshot update")
 		}
@@ -124,7 +131,7 @@ func (s *stmtRun) committedIn(updates []table.Update) {
 	if s == nil {
 		return
 	}
-	snaps, _ := ddlAddedSnapshots(updates)
+	snaps, _ := AddedSnapshots(updates)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.own == nil {

@@ -1,4 +1,4 @@
-package planner
+package commit
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type summaryCatalog struct {
 }
 
 func (c summaryCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
-	snaps, ok := ddlAddedSnapshots(updates)
+	snaps, ok := AddedSnapshots(updates)
 	if ok && len(snaps) > 0 {
 		fsys, err := c.fs(ctx)
 		if err != nil {

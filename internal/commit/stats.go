@@ -1,4 +1,4 @@
-package planner
+package commit
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// CommitStats count the planner's commits to the catalogs.
-type CommitStats struct {
+// Stats count commits to the catalogs.
+type Stats struct {
 	// Attempts are the commits sent to a catalog (each retry included);
 	// Conflicts those that lost to a concurrent commit; Retries the
 	// attempts after the first of one statement's commit.
@@ -20,7 +20,7 @@ type CommitStats struct {
 }
 
 // committed counts the bytes the snapshots of a landed commit added.
-func (s *CommitStats) committed(snaps []table.Snapshot) {
+func (s *Stats) committed(snaps []table.Snapshot) {
 	if s == nil {
 		return
 	}
@@ -35,7 +35,7 @@ func (s *CommitStats) committed(snaps []table.Snapshot) {
 }
 
 // attempt counts one commit attempt of a commit that made tries of them.
-func (s *CommitStats) attempt(tries *atomic.Int32, err error) {
+func (s *Stats) attempt(tries *atomic.Int32, err error) {
 	if s == nil {
 		return
 	}
@@ -47,6 +47,3 @@ func (s *CommitStats) attempt(tries *atomic.Int32, err error) {
 		s.Conflicts.Add(1)
 	}
 }
-
-// Commits returns the planner's commit counters.
-func (p *Planner) Commits() *CommitStats { return &p.commits }

@@ -1,0 +1,243 @@
+"""TPC-H and TPC-DS side by side with DuckDB, and scaling with pinned workers.
+
+One run, one machine, one copy of each dataset:
+
+1. data: TPC-H at each --tpch-sf (tpchgen-cli, cached in
+   integration/.tpch-data) and TPC-DS at each --tpcds-sf (DuckDB's tpcds
+   extension, cached in bench/tpcds/out/data), one Parquet file per table;
+2. per dataset, the tables are loaded once through icefloe (CREATE TABLE,
+   ADBC bulk ingest) into a data folder that the later clusters reuse;
+3. per worker count in --workers, a cluster of `icefloe coordinator` and
+   that many `icefloe worker` processes, each worker pinned to its own core
+   with taskset (worker i on CPU i; the coordinator is not pinned) unless
+   --no-pin; every query's first answer is compared with DuckDB's on the
+   same Parquet files, then --reps timed runs; the workers' peak RSS
+   (VmHWM) is recorded per query;
+4. DuckDB in-process (threads = the machine's CPUs) runs the same queries
+   on the Parquet files, --reps times each, in the same run.
+
+Reports per dataset: icefloe's total per worker count next to DuckDB's,
+the ratio, the queries above 3x DuckDB, and the speed-up of the largest
+worker count over 1. Writes --out (JSON) and docs/benchmarks.md's section
+between `<!-- sidebyside:begin -->` and `<!-- sidebyside:end -->`.
+Reported, never asserted. Run: `make bench-sidebyside`.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "bench" / "tpch"))
+
+import importlib.util  # noqa: E402
+
+import tpch  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("tpcds_bench", ROOT / "bench" / "tpcds" / "bench.py")
+tpcds = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tpcds)
+
+BEGIN, END = "<!-- sidebyside:begin -->", "<!-- sidebyside:end -->"
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def datasets(args):
+    """(label, tables loader, queries, duckdb reference factory) per dataset."""
+    out = []
+    tpchgen = str(pathlib.Path(sys.executable).parent / "tpchgen-cli")
+    for sf in filter(None, args.tpch_sf.split(",")):
+        data = tpch.generate(tpchgen, sf, ROOT / "integration" / ".tpch-data" / f"sf{sf}")
+        out.append({
+            "name": f"TPC-H SF {sf}", "data": data, "queries": tpch.queries(),
+            "load": lambda srv, data=data: tpch.load(srv, data, log=log),
+            "reference": lambda data=data: tpch.duckdb_on_parquet(data, threads=os.cpu_count()),
+        })
+    for sf in filter(None, args.tpcds_sf.split(",")):
+        data = ROOT / "bench" / "tpcds" / "out" / "data" / f"sf{float(sf)}"
+        tables, qs = tpcds.generate(float(sf), data)
+        out.append({
+            "name": f"TPC-DS SF {sf}", "data": data, "queries": qs,
+            "load": lambda srv, data=data, tables=tables: tpcds.load(srv, data, tables),
+            "reference": lambda data=data, tables=tables: _reference(tpcds.reference(data, tables)),
+        })
+    return out
+
+
+def _reference(con):
+    con.execute(f"SET threads = {os.cpu_count()}")
+    return con
+
+
+def pins(workers, pin):
+    if not pin:
+        return None
+    cpus = os.cpu_count() or 1
+    return [str(i % cpus) for i in range(workers)]
+
+
+def timed(fn, reps):
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def run_cluster(binary, work, ds, workers, args, ref):
+    """Runs every query of ds on a cluster of workers; returns per-query rows."""
+    rows = {}
+    with tpch.Cluster(binary, work, workers=workers, pin=pins(workers, args.pin)) as cl:
+        conn = tpcds.connect(cl, args.timeout)
+        try:
+            for name, sql in ds["queries"]:
+                r = {}
+                try:
+                    got = tpch.run_icefloe(conn, sql)
+                    r["answer"] = tpcds.compare(got, tpch.run_duckdb(ref, sql))
+                    r["seconds"] = timed(lambda: tpch.run_icefloe(conn, sql), args.reps)
+                except Exception as e:  # noqa: BLE001 - reported per query
+                    r["error"] = str(e).splitlines()[0][:300]
+                r["peak_rss"] = cl.peak_rss()
+                rows[name] = r
+                log(f"{ds['name']} workers={workers} {name}: "
+                    + (f"error {r['error']}" if "error" in r else f"{r['answer']:10s} {r['seconds'] * 1e3:9.1f} ms"))
+        finally:
+            conn.close()
+    return rows
+
+
+def run_dataset(binary, ds, args):
+    res = {"name": ds["name"], "workers": {}, "duckdb": {}}
+    work = pathlib.Path(tempfile.mkdtemp(prefix="icefloe-sidebyside-"))
+    try:
+        counts = sorted({int(w) for w in args.workers.split(",")})
+        with tpch.Cluster(binary, work, workers=max(counts)) as cl:
+            t0 = time.perf_counter()
+            ds["load"](cl)
+            res["load_s"] = time.perf_counter() - t0
+        log(f"{ds['name']}: loaded in {res['load_s']:.1f} s")
+        ref = ds["reference"]()
+        for name, sql in ds["queries"]:
+            res["duckdb"][name] = timed(lambda: tpch.run_duckdb(ref, sql), args.reps)
+        for w in counts:
+            res["workers"][str(w)] = run_cluster(binary, work, ds, w, args, ref)
+        ref.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def summary(res):
+    """Totals over the queries every worker count answered right."""
+    runs = res["workers"]
+    ok = [q for q in res["duckdb"] if all(runs[w].get(q, {}).get("answer") in ("same", "same rows") for w in runs)]
+    s = {"queries": len(res["duckdb"]), "answered_right": len(ok), "duckdb_total_s": sum(res["duckdb"][q] for q in ok)}
+    for w, rows in runs.items():
+        total = sum(rows[q]["seconds"] for q in ok)
+        above = sorted(((rows[q]["seconds"] / res["duckdb"][q], q) for q in ok
+                        if rows[q]["seconds"] > 3 * res["duckdb"][q]), reverse=True)
+        s[w] = {"total_s": total, "ratio": total / s["duckdb_total_s"] if s["duckdb_total_s"] else None,
+                "above_3x": [(q, round(r, 1)) for r, q in above],
+                "wrong": [q for q, r in rows.items() if r.get("answer") not in ("same", "same rows")],
+                "peak_rss_worker_max": max((v or 0) for r in rows.values()
+                                           for k, v in r["peak_rss"].items() if k.startswith("worker"))}
+    ws = sorted(runs, key=int)
+    if len(ws) > 1 and s[ws[-1]]["total_s"]:
+        s["speedup"] = s[ws[0]]["total_s"] / s[ws[-1]]["total_s"]
+    return s
+
+
+def markdown(all_res):
+    lines = [f"Measured {all_res['started']} on {all_res['cpus']} CPUs, load average "
+             f"{all_res['loadavg_start'][0]:.1f} at the start and {all_res['loadavg_end'][0]:.1f} at the end; "
+             f"median of {all_res['reps']} runs per query; workers pinned: {all_res['pin']}.", "",
+             "| dataset | workers | icefloe total | DuckDB total | ratio | queries above 3× DuckDB | wrong | peak worker RSS |",
+             "|---|---|---|---|---|---|---|---|"]
+    for res in all_res["datasets"]:
+        s = res["summary"]
+        for w in sorted(res["workers"], key=int):
+            x = s[w]
+            above = ", ".join(f"{q} ({r}×)" for q, r in x["above_3x"][:8]) or "none"
+            if len(x["above_3x"]) > 8:
+                above += f", … ({len(x['above_3x'])} in all)"
+            lines.append(f"| {res['name']} | {w} | {x['total_s']:.2f} s | {s['duckdb_total_s']:.2f} s | "
+                         f"{x['ratio']:.2f}× | {above} | {', '.join(x['wrong']) or 'none'} | "
+                         f"{x['peak_rss_worker_max'] / 2**20:.0f} MiB |")
+    lines.append("")
+    for res in all_res["datasets"]:
+        s = res["summary"]
+        if "speedup" in s:
+            ws = sorted(res["workers"], key=int)
+            lines.append(f"- {res['name']}: {ws[-1]} pinned workers are {s['speedup']:.2f}× as fast as {ws[0]} "
+                         f"(over the {s['answered_right']} of {s['queries']} queries every run answered right).")
+    return "\n".join(lines) + "\n"
+
+
+def write_docs(md):
+    doc = ROOT / "docs" / "benchmarks.md"
+    text = doc.read_text()
+    body = f"{BEGIN}\n{md}{END}"
+    if BEGIN in text and END in text:
+        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: body, text, flags=re.S)
+    else:
+        text += "\n## Side by side: TPC-H and TPC-DS, 1 and 2 pinned workers\n\n`make bench-sidebyside`.\n\n" + body + "\n"
+    doc.write_text(text)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tpch-sf", default="1,10", help="comma-separated TPC-H scale factors")
+    ap.add_argument("--tpcds-sf", default="1", help="comma-separated TPC-DS scale factors")
+    ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    ap.add_argument("--no-pin", dest="pin", action="store_false", help="do not pin workers to cores")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--timeout", default="600s", help="icefloe's statement timeout per run of a query")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "sidebyside" / "out" / "results.json"))
+    ap.add_argument("--no-docs", dest="docs", action="store_false", help="do not rewrite docs/benchmarks.md")
+    args = ap.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so every cluster started is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    binary = os.environ.get("ICEFLOE_BIN")
+    if not binary:
+        print("sidebyside: ICEFLOE_BIN is not set", file=sys.stderr)
+        return 2
+    binary = str(pathlib.Path(binary).resolve())
+    if args.pin and not shutil.which("taskset"):
+        print("sidebyside: taskset (util-linux) is needed to pin workers; or pass --no-pin", file=sys.stderr)
+        return 2
+    all_res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cpus": os.cpu_count(),
+               "reps": args.reps, "pin": args.pin, "loadavg_start": os.getloadavg(), "datasets": []}
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for ds in datasets(args):
+        res = run_dataset(binary, ds, args)
+        res["summary"] = summary(res)
+        all_res["datasets"].append(res)
+        out.write_text(json.dumps(all_res, indent=1, default=str))
+    all_res["loadavg_end"] = os.getloadavg()
+    out.write_text(json.dumps(all_res, indent=1, default=str))
+    md = markdown(all_res)
+    print(md)
+    if args.docs:
+        write_docs(md)
+    wrong = [r["name"] for r in all_res["datasets"] for w in r["summary"] if isinstance(r["summary"][w], dict)
+             and r["summary"][w]["wrong"]]
+    log(f"results in {out}")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
