@@ -14,6 +14,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/streamidle"
 )
 
 // clusterConfig configures StartCluster.
@@ -70,6 +71,10 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 	}
 	if cfg.dataDir == "" {
 		cfg.dataDir = t.TempDir()
+	}
+	if cfg.limits.StreamIdleTimeout == 0 {
+		// Every stream runs through the idle cut, as in the binary.
+		cfg.limits.StreamIdleTimeout = streamidle.DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

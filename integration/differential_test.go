@@ -174,8 +174,8 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 	})
 	env := &diffEnv{s: s, dataDir: dataDir}
 	// startCoord starts a coordinator over the workers at locs.
-	startCoord := func(name string, locs []string, target int64, direct []string) *cluster.Coordinator {
-		c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
+	startCoord := func(name string, locs []string, target int64, direct []string, tune ...func(*cluster.CoordinatorOptions)) *cluster.Coordinator {
+		o := cluster.CoordinatorOptions{
 			Listen:           "127.0.0.1:0",
 			Key:              key,
 			Mounts:           s.Mounts,
@@ -185,7 +185,11 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 			Engine:           engine.Options{Threads: 1, TempDir: t.TempDir()},
 			TargetGroupBytes: target,
 			DirectDirs:       direct,
-		})
+		}
+		for _, f := range tune {
+			f(&o)
+		}
+		c, err := cluster.StartCoordinator(ctx, o)
 		if err != nil {
 			t.Fatalf("start coordinator %s: %v", name, err)
 		}
@@ -234,9 +238,25 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 		}
 		c := startCoord("w2-iceberg-go", locs, 0, nil)
 		env.configs = append(env.configs, &diffConfig{name: "w2-iceberg-go", workers: 2, coord: c, cnxn: adbcConn(t, c.Addr)})
+		// Two workers that shuffle every join of two tables above
+		// diffBroadcastBytes they can, with groups of one file.
+		locs = []string{s.Workers[0].Location(), s.Workers[1].Location()}
+		c = startCoord(shuffleConfig, locs, 1, nil, func(o *cluster.CoordinatorOptions) {
+			o.BroadcastBytes, o.ShuffleBytes = diffBroadcastBytes, -1
+		})
+		env.configs = append(env.configs, &diffConfig{name: shuffleConfig, workers: 2, oneFile: true, coord: c, cnxn: adbcConn(t, c.Addr)})
 	}
 	return env
 }
+
+// shuffleConfig names the configuration that shuffles joins; the tables
+// above diffBroadcastBytes (all but region, nation and strs) count as large
+// there.
+const (
+	shuffleConfig      = "w2-shuffle"
+	diffBroadcastBytes = 16 << 10
+	minShuffled        = 50
+)
 
 // referenceConn loads the current snapshot of each table (in full,
 // through iceberg-go, deletes applied) into one single-node DuckDB under
@@ -553,6 +573,8 @@ func TestDifferential(t *testing.T) {
 	}
 	refs := make([]refResult, len(cases))
 	strategies := map[string][]string{}
+	var shuffled []string
+	shuffling := env.configs[slices.IndexFunc(env.configs, func(c *diffConfig) bool { return c.name == shuffleConfig })]
 	for i, c := range cases {
 		res, err := runReference(env.ref, c.sql)
 		if err != nil {
@@ -565,6 +587,16 @@ func TestDifferential(t *testing.T) {
 			st = string(plan.Strategy)
 		}
 		strategies[st] = append(strategies[st], c.name)
+		if plan, err := shuffling.coord.Planner.Plan(context.Background(), diffSession, c.sql); err == nil && plan.Strategy == planner.Shuffle {
+			shuffled = append(shuffled, c.name)
+		}
+	}
+	// The shuffling configuration must shuffle what it claims to: joins
+	// of every kind, with and without small tables, and aggregates and
+	// top-n over them.
+	t.Logf("%s shuffles %d corpus queries: %s", shuffleConfig, len(shuffled), strings.Join(shuffled, " "))
+	if len(shuffled) < minShuffled {
+		t.Errorf("%s shuffles %d corpus queries, want at least %d", shuffleConfig, len(shuffled), minShuffled)
 	}
 
 	// The configurations run in parallel (they share the workers, which

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
+	icecat "github.com/apache/iceberg-go/catalog"
 
 	"github.com/icefloe/icefloe/catalog"
 )
@@ -232,12 +235,14 @@ func TestWorkerKilledDuringInsertSelect(t *testing.T) {
 	t.Logf("statement %s; outcomes over %d runs with a worker killed: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
 }
 
-// TestCoordinatorKilledDuringCreate: a CREATE TABLE … AS whose
-// coordinator is killed (SIGKILL) at a random moment of it leaves either
-// no table or the table with all its rows, never an empty or partial one;
-// the restarted coordinator drops the staging table the dead one left
-// (limits.staging_grace is set short), and the same statement then
-// succeeds. Outcomes are counted over several runs.
+// TestCoordinatorKilledDuringCreate: a statement that makes a table — a
+// CREATE TABLE … AS, an ingest create, an ingest replace with a stream of
+// another shape — whose coordinator is killed (SIGKILL) at a random moment
+// of it leaves either no table (the old one for a replace) or the new
+// table with all its rows, never an empty, partial or missing one; the
+// restarted coordinator drops the staging table the dead one left
+// (limits.staging_grace is set short) with every file of it, and the same
+// statement then succeeds. Outcomes are counted over several runs of each.
 func TestCoordinatorKilledDuringCreate(t *testing.T) {
 	bin := icefloeBin(t)
 	dir := t.TempDir()
@@ -250,42 +255,127 @@ func TestCoordinatorKilledDuringCreate(t *testing.T) {
 	cargs := []string{"coordinator", "--config", cfg, "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
 	c := startProc(t, bin, env, cargs...)
 	seedTable(t, adbcConn(t, c.addr()), "src", 4000)
-	ctas := func(run int) string { return fmt.Sprintf(`CREATE TABLE made%d AS SELECT id, g FROM src`, run) }
-	start := time.Now()
-	execUpdate(t, adbcConn(t, c.addr()), ctas(0))
-	took := time.Since(start)
-
-	const runs = 5
-	outcome := map[string]int{}
-	for run := 1; run <= runs; run++ {
+	// Each statement makes 200,000 rows: src 50 times over, or an ingest
+	// of 40 batches; sum(id) tells the whole.
+	const rows = 200000
+	var vals []string
+	for k := range 50 {
+		vals = append(vals, fmt.Sprintf("(%d)", k))
+	}
+	times := strings.Join(vals, ", ")
+	kinds := []struct {
+		name string
+		// before readies run's table; make runs the statement.
+		before func(cnxn adbc.Connection, run int)
+		make   func(cnxn adbc.Connection, run int) (int64, error)
+		// old is the row count of run's table before the statement, ""
+		// when there is none; sum is sum(id) of the made table.
+		old, sum string
+	}{
+		{"ctas", func(adbc.Connection, int) {}, func(cnxn adbc.Connection, run int) (int64, error) {
+			return tryUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE made%d AS SELECT id, g, k FROM src, (VALUES %s) v(k)`, run, times))
+		}, "", "399900000"},
+		{"ingest create", func(adbc.Connection, int) {}, func(cnxn adbc.Connection, run int) (int64, error) {
+			return ingestCancel(t, cnxn, fmt.Sprintf("made%d", run), adbc.OptionValueIngestModeCreate, ingestRows(t, 0, 40, 5000))
+		}, "", "19999900000"},
+		{"ingest replace", func(cnxn adbc.Connection, run int) {
+			execUpdate(t, cnxn, fmt.Sprintf(`CREATE TABLE made%d (a INTEGER, b VARCHAR)`, run))
+			execUpdate(t, cnxn, fmt.Sprintf(`INSERT INTO made%d VALUES (1, 'x'), (2, 'y')`, run))
+		}, func(cnxn adbc.Connection, run int) (int64, error) {
+			return ingestCancel(t, cnxn, fmt.Sprintf("made%d", run), adbc.OptionValueIngestModeReplace, ingestRows(t, 0, 40, 5000))
+		}, "2", "19999900000"},
+	}
+	// How long each takes once warm, to spread the kills over it.
+	took := make([]time.Duration, len(kinds))
+	for run := range 2 * len(kinds) {
+		k := kinds[run%len(kinds)]
 		cnxn := adbcConn(t, c.addr())
+		k.before(cnxn, run)
+		start := time.Now()
+		if n, err := k.make(cnxn, run); err != nil || n != rows {
+			t.Fatalf("%s: %d, %v", k.name, n, err)
+		}
+		took[run%len(kinds)] = time.Since(start)
+	}
+
+	const runsEach = 3
+	outcome := map[string]int{}
+	for run := 2 * len(kinds); run < len(kinds)*(runsEach+2); run++ {
+		k, took := kinds[run%len(kinds)], took[run%len(kinds)]
+		cnxn := adbcConn(t, c.addr())
+		k.before(cnxn, run)
 		done := make(chan error, 1)
-		go func() { _, err := tryUpdate(t, cnxn, ctas(run)); done <- err }()
-		time.Sleep(took/4 + time.Duration(rand.Int64N(int64(took)*3/4+1)))
+		go func() { _, err := k.make(cnxn, run); done <- err }()
+		time.Sleep(time.Duration(rand.Int64N(int64(took) + 1)))
 		c.cmd.Process.Kill()
 		first := <-done
 		c.waitExit(10 * time.Second)
 		c = startProc(t, bin, env, cargs...)
-		outcome["staging table dropped at restart"] += strings.Count(c.log(), "dropped the staging table")
+		outcome[k.name+": staging table dropped at restart"] += strings.Count(c.log(), "dropped the staging table")
+		outcome[k.name+": staging folder without a table removed at restart"] += strings.Count(c.log(), "removed the folder of a create")
+		outcome[k.name+": committed staging table renamed at restart"] += strings.Count(c.log(), "renamed the staging table")
 		after := adbcConn(t, c.addr())
 		got, err := query(t, after, fmt.Sprintf(`SELECT count(*) FROM made%d`, run))
 		var ae adbc.Error
 		switch {
-		case err == nil && got.rows[0] == "4000":
-			outcome["created whole"]++
-		case errors.As(err, &ae) && ae.Code == adbc.StatusNotFound:
-			outcome["no table"]++
-			if n, err := tryUpdate(t, after, ctas(run)); err != nil || n != 4000 {
-				t.Fatalf("run %d: the same CTAS again: %d, %v", run, n, err)
+		case err == nil && got.rows[0] == fmt.Sprint(rows):
+			outcome[k.name+": made whole"]++
+			wantRows(t, after, fmt.Sprintf(`SELECT sum(id) FROM made%d`, run), k.sum)
+		case k.old == "" && errors.As(err, &ae) && ae.Code == adbc.StatusNotFound,
+			k.old != "" && err == nil && got.rows[0] == k.old:
+			outcome[k.name+": as before"]++
+			if n, err := k.make(after, run); err != nil || n != rows {
+				t.Fatalf("run %d: the same %s again: %d, %v", run, k.name, n, err)
 			}
 		default:
-			t.Fatalf("run %d (wrong): the table after the kill: %v, %v (first run: %v)", run, got.rows, err, first)
+			t.Fatalf("run %d (wrong): the table after a %s was killed: %v, %v (first run: %v)", run, k.name, got.rows, err, first)
 		}
 		if left := rawStaging(t, dir); len(left) > 0 {
 			t.Fatalf("run %d: staging tables left after the restart: %v\n%s", run, left, c.log())
 		}
+		if left := strayStagingFiles(t, dir); len(left) > 0 {
+			t.Fatalf("run %d: files of a staging table left after the restart: %v", run, left)
+		}
 	}
-	t.Logf("CTAS %s; outcomes over %d killed runs: %v; wrong: 0", took.Round(time.Millisecond), runs, outcome)
+	t.Logf("statements %v; outcomes over %d killed runs of each: %v; wrong: 0", took, runsEach, outcome)
+}
+
+// strayStagingFiles lists the files under the warehouse of dataDir that
+// a staging table (catalog.IsStaging) wrote and no table holds: a create
+// keeps its staging location when it renames the table, so the files of
+// one that finished stay where they are.
+func strayStagingFiles(t testing.TB, dataDir string) []string {
+	t.Helper()
+	ctx := context.Background()
+	cat, _, err := catalog.OpenLocal(ctx, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for ident, err := range cat.ListTables(ctx, icecat.ToIdentifier(catalog.DefaultSchema)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, strings.TrimPrefix(tbl.Metadata().Location(), "file://")+"/")
+	}
+	var out []string
+	err = filepath.WalkDir(filepath.Join(dataDir, "warehouse"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !catalog.IsStaging(path) {
+			return err
+		}
+		if !slices.ContainsFunc(live, func(loc string) bool { return strings.HasPrefix(path, loc) }) {
+			out = append(out, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // rawStaging lists the staging tables in the embedded catalog of dataDir,

@@ -50,6 +50,13 @@ const (
 	// DefaultBroadcastBytes is the largest table a join reads in full in
 	// every fragment of its large side.
 	DefaultBroadcastBytes = 32 << 20
+	// DefaultShuffleBytes is the size from which a join of two tables
+	// above the broadcast size is shuffled rather than gathered: the
+	// smaller of the two must be at least this large.
+	DefaultShuffleBytes = 64 << 20
+	// DefaultShufflePartitions caps the partitions of a shuffled join
+	// (one per live worker).
+	DefaultShufflePartitions = 16
 )
 
 // Session holds the defaults for unqualified names.
@@ -120,6 +127,15 @@ type Options struct {
 	// BroadcastBytes is the size up to which a joined table is read in
 	// full by every fragment of the large side; 0 means the default.
 	BroadcastBytes int64
+	// ShuffleBytes is the size from which a join of two tables larger
+	// than BroadcastBytes runs as hash-partitioned fragments on every
+	// worker instead of on one (shuffle.go): the smaller table must be at
+	// least this large. 0 means DefaultShuffleBytes; negative shuffles
+	// every join that can be.
+	ShuffleBytes int64
+	// ShufflePartitions caps a shuffled join's partitions, one per live
+	// worker; 0 means DefaultShufflePartitions.
+	ShufflePartitions int
 	// Runtime, when set, serves the system.runtime tables and CALL
 	// system.cancel_query (runtime.go).
 	Runtime Runtime
@@ -143,6 +159,8 @@ const (
 	Scatter  = plan.Scatter
 	TwoPhase = plan.TwoPhase
 	Gather   = plan.Gather
+	// Shuffle runs a join or an aggregate as hash-partitioned fragments (shuffle.go).
+	Shuffle = plan.Shuffle
 )
 
 // Plan is a planned query: its result schema and one endpoint per ticket.

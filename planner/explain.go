@@ -108,7 +108,9 @@ func explainLines(res *plan.Result, scans []*plan.Scan) []string {
 		add("files", "%s: %d of %d files, %d of %d bytes after pruning, %d groups", s.Table, s.Files, s.FilesBefore, s.Bytes, s.BytesBefore, len(s.Groups))
 		add("rows", "%s: %s", s.Table, s.RowsNote)
 	}
-	add("strategy", "%s", res.Label)
+	if len(res.Endpoints) > 0 { // else the rule that sealed its tickets noted it
+		add("strategy", "%s", res.Label)
+	}
 	plan.Walk(res, func(n plan.Node) {
 		f, ok := n.(*plan.Fragment)
 		if !ok {

@@ -187,3 +187,9 @@ func (p *Planner) readStats(ctx context.Context, tbl *table.Table, f table.Parti
 	c.files[f.StatisticsPath] = rows
 	return rows, nil
 }
+
+// rowsNote is estimateRows' text.
+func (p *Planner) rowsNote(ctx context.Context, in *input) string {
+	_, s := p.estimateRows(ctx, in)
+	return s
+}

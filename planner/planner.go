@@ -30,6 +30,12 @@ func New(o Options) (*Planner, error) {
 	if o.BroadcastBytes == 0 {
 		o.BroadcastBytes = DefaultBroadcastBytes
 	}
+	if o.ShuffleBytes == 0 {
+		o.ShuffleBytes = DefaultShuffleBytes
+	}
+	if o.ShufflePartitions == 0 {
+		o.ShufflePartitions = DefaultShufflePartitions
+	}
 	log := o.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -60,6 +66,9 @@ func (o Options) Validate() error {
 	}
 	if o.TargetGroupBytes < 0 {
 		errs = append(errs, errors.New("planner: TargetGroupBytes must be >= 0"))
+	}
+	if o.ShufflePartitions < 0 {
+		errs = append(errs, errors.New("planner: ShufflePartitions must be >= 0"))
 	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/cockroachdb/datadriven"
 
@@ -45,7 +47,14 @@ func TestPlans(t *testing.T) {
 		p := planners[workers]
 		if p == nil {
 			ws := fixedWorkers{{Location: "grpc://w1:1", Slots: 2}, {Location: "grpc://w2:2", Slots: 2}}[:workers]
-			p, _ = testPlannerTables(t, ws, testTable{"t", 8}, testTable{"u", 1}, testTable{"e", 0})
+			var cat icecat.Catalog
+			p, _, cat = testPlannerWith(t, ws, 8, nil)
+			schema := iceberg.NewSchema(0,
+				iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+				iceberg.NestedField{ID: 2, Name: "s", Type: iceberg.PrimitiveTypes.String})
+			row := func(f, i int) []any { return []any{int64(f*10 + i), fmt.Sprint("v", i)} }
+			testTable(t, cat, "u", schema, 1, row)
+			testTable(t, cat, "e", schema, 0, row)
 			planners[workers] = p
 		}
 		plan, err := p.Plan(context.Background(), Session{Catalog: "local", Schema: "default"}, strings.TrimSpace(d.Input))

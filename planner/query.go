@@ -362,6 +362,69 @@ func (pb *planBuilder) deparse(p *parsed) (string, error) {
 	return pb.conn.DeserializeSQL(context.Background(), doc)
 }
 
+// phases is a two-phase split bound over the query's inputs: the partial
+// SQL, the schema its rows have and the final SQL over them.
+type phases struct {
+	kind          string
+	partialSQL    string
+	partialSchema *arrow.Schema
+	final         string
+	childLimit    int64
+}
+
+// phases binds tp's partial step and checks its final step binds over the
+// partials to exactly the query's schema; nil when it does not.
+func (pb *planBuilder) phases(ctx context.Context, tp *twoPhase) (*phases, error) {
+	partialSQL, err := pb.deparse(statement(tp.partial))
+	if err != nil {
+		return nil, nil
+	}
+	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
+		return nil, err
+	}
+	rdr, err := pb.conn.Query(ctx, partialSQL, engine.QueryOptions{})
+	if err != nil {
+		return nil, nil
+	}
+	partialSchema := rdr.Schema()
+	rdr.Release()
+	final := tp.final
+	if tp.finalAST != nil {
+		if final, err = pb.deparse(statement(tp.finalAST)); err != nil {
+			return nil, nil
+		}
+	}
+	if tp.wrap {
+		if pb.b.duckTypes == nil {
+			return nil, nil
+		}
+		final = castWrap(final, fieldNames(pb.b.schema), pb.b.duckTypes)
+	}
+	// The final must bind over the partials to exactly the bound schema.
+	if err := pb.conn.Exec(ctx, "DROP TABLE IF EXISTS "+partialsView); err != nil {
+		return nil, err
+	}
+	empty, err := array.NewRecordReader(partialSchema, nil)
+	if err != nil {
+		return nil, err
+	}
+	err = pb.conn.LoadTable(ctx, partialsView, empty)
+	empty.Release()
+	if err != nil {
+		return nil, nil
+	}
+	frdr, err := pb.conn.Query(ctx, final, engine.QueryOptions{})
+	if err != nil {
+		return nil, nil
+	}
+	ok := sameSchema(frdr.Schema(), pb.b.schema)
+	frdr.Release()
+	if !ok {
+		return nil, nil
+	}
+	return &phases{kind: tp.kind, partialSQL: partialSQL, partialSchema: partialSchema, final: final, childLimit: tp.childLimit}, nil
+}
+
 // gatherPlace is where a gather that reads its inputs itself runs: where
 // its largest input's files are, so that worker's data cache holds them
 // across queries (the group's place when the input is one group, else the

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
@@ -25,19 +26,13 @@ func (f fixedWorkers) Live() []Worker { return f }
 // testPlanner returns a planner over a fresh local catalog with table
 // default.t (id long, s string) appended in `files` commits.
 func testPlanner(t *testing.T, workers fixedWorkers, files int) (*Planner, *wire.Key) {
-	return testPlannerTables(t, workers, testTable{"t", files})
+	p, key, _ := testPlannerWith(t, workers, files, nil)
+	return p, key
 }
 
-// testTable is a table of a test catalog: (id long, s string), appended
-// in files commits of 10 rows each, ids counting up from 0.
-type testTable struct {
-	name  string
-	files int
-}
-
-// testPlannerTables returns a planner over a fresh local catalog with the
-// tables in schema default.
-func testPlannerTables(t *testing.T, workers fixedWorkers, tables ...testTable) (*Planner, *wire.Key) {
+// testPlannerWith is testPlanner with options set by opts; it returns the
+// catalog too, for more tables (testTable).
+func testPlannerWith(t *testing.T, workers fixedWorkers, files int, opts func(*Options)) (*Planner, *wire.Key, icecat.Catalog) {
 	t.Helper()
 	ctx := context.Background()
 	cat, props, err := catalog.OpenLocal(ctx, t.TempDir())
@@ -57,39 +52,60 @@ func testPlannerTables(t *testing.T, workers fixedWorkers, tables ...testTable) 
 	schema := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "s", Type: iceberg.PrimitiveTypes.String})
+	testTable(t, cat, "t", schema, files, func(f, i int) []any { return []any{int64(f*10 + i), fmt.Sprint("v", i)} })
+	key, _ := wire.RandomKey()
+	o := Options{Mounts: m, Engine: eng, Key: key, Workers: workers, Flight: testPool(t)}
+	if opts != nil {
+		opts(&o)
+	}
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, key, cat
+}
+
+// testTable creates default.name with schema, appended in `files`
+// commits of ten rows each, row(f, i) being row i of commit f (int64,
+// int32 and string cells).
+func testTable(t *testing.T, cat icecat.Catalog, name string, schema *iceberg.Schema, files int, row func(f, i int) []any) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"default", name}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	asch, err := table.SchemaToArrowSchema(schema, nil, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range tables {
-		tbl, err := cat.CreateTable(ctx, table.Identifier{"default", tt.name}, schema)
-		if err != nil {
+	for f := 0; f < files; f++ {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, asch)
+		for i := 0; i < 10; i++ {
+			for c, v := range row(f, i) {
+				switch v := v.(type) {
+				case int64:
+					b.Field(c).(*array.Int64Builder).Append(v)
+				case int32:
+					b.Field(c).(*array.Int32Builder).Append(v)
+				case string:
+					b.Field(c).(*array.StringBuilder).Append(v)
+				case nil:
+					b.Field(c).AppendNull()
+				}
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		tx := tbl.NewTransaction()
+		if err := tx.AppendTable(ctx, array.NewTableFromRecords(asch, []arrow.RecordBatch{rec}), 10, nil); err != nil {
 			t.Fatal(err)
 		}
-		for f := 0; f < tt.files; f++ {
-			b := array.NewRecordBuilder(memory.DefaultAllocator, asch)
-			for i := 0; i < 10; i++ {
-				b.Field(0).(*array.Int64Builder).Append(int64(f*10 + i))
-				b.Field(1).(*array.StringBuilder).Append(fmt.Sprint("v", i))
-			}
-			rec := b.NewRecordBatch()
-			b.Release()
-			tx := tbl.NewTransaction()
-			if err := tx.AppendTable(ctx, array.NewTableFromRecords(asch, []arrow.RecordBatch{rec}), 10, nil); err != nil {
-				t.Fatal(err)
-			}
-			rec.Release()
-			if tbl, err = tx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
+		rec.Release()
+		if tbl, err = tx.Commit(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
-	key, _ := wire.RandomKey()
-	p, err := New(Options{Mounts: m, Engine: eng, Key: key, Workers: workers, Flight: testPool(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, key
 }
 
 var twoWorkers = fixedWorkers{{Location: "grpc://w1:1", Slots: 2}, {Location: "grpc://w2:2", Slots: 2}}

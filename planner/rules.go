@@ -6,9 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner/plan"
 )
@@ -48,8 +45,11 @@ var rules = []rule{
 	{"scatter", ruleScatter},
 	{"broadcast", ruleBroadcast},
 	{"union all", ruleUnionAll},
+	{"shuffle set operation", ruleShuffleSetOp},
+	{"shuffle join", ruleShuffleJoin},
 	{"one group", ruleOneGroup},
 	{"two-phase", ruleTwoPhase},
+	{"shuffle grouped", ruleShuffleGrouped},
 	{"gather", ruleGather},
 }
 
@@ -178,6 +178,57 @@ func ruleTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, erro
 	return outcome{res: res, why: tp.kind + " splits into partials and a final"}, nil
 }
 
+// The shuffle rules (shuffle.go, shufflegroup.go) still seal their
+// tickets themselves: built returns the plan of one that did, a result
+// with no fragments of its own.
+
+// built is the outcome of a rule that sealed its tickets itself.
+func built(pb *planBuilder, why string) (outcome, error) {
+	return outcome{res: &plan.Result{Strategy: pb.plan.Strategy, Label: string(pb.plan.Strategy) + " (tickets sealed by the rule)"}, why: why}, nil
+}
+
+// notShuffled is a shuffle rule's refusal: it adds to why the query
+// gathers.
+func notShuffled(q *shape, why string) (outcome, error) {
+	return blame(q.why + "; not shuffled: " + why)
+}
+
+func ruleShuffleSetOp(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	if str(q.root, "type") != "SET_OPERATION_NODE" {
+		return no("not a set operation")
+	}
+	done, why, err := pb.shuffleSetOp(ctx, q.root)
+	if err != nil || done {
+		o, _ := built(pb, "set operation shuffles")
+		return o, err
+	}
+	return notShuffled(q, why)
+}
+
+func ruleShuffleJoin(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	if str(q.from, "type") != "JOIN" {
+		return no("not a join")
+	}
+	done, why, err := pb.shuffle(ctx, q.root, q.aggs)
+	if err != nil || done {
+		o, _ := built(pb, "join shuffles")
+		return o, err
+	}
+	return notShuffled(q, why)
+}
+
+func ruleShuffleGrouped(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	if q.root == nil || len(pb.b.inputs) != 1 || str(q.root, "type") != "SELECT_NODE" || str(q.from, "type") != "BASE_TABLE" {
+		return no("not a select from one table")
+	}
+	done, why, err := pb.shuffleGrouped(ctx, q.root, q.aggs)
+	if err != nil || done {
+		o, _ := built(pb, "grouped query shuffles")
+		return o, err
+	}
+	return notShuffled(q, why)
+}
+
 func ruleGather(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
 	res, err := pb.gatherPlan(ctx, q.why)
 	return outcome{res: res, why: q.why}, err
@@ -276,34 +327,11 @@ func (pb *planBuilder) unionAll(root node, aggs map[string]bool) (*plan.Result, 
 // endpoint over them. It returns nil when the final step does not bind
 // to exactly the query's schema, so the caller gathers instead.
 func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (*plan.Result, error) {
-	partialSQL, err := pb.deparse(statement(tp.partial))
-	if err != nil {
-		return nil, nil
-	}
-	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
+	ph, err := pb.phases(ctx, tp)
+	if err != nil || ph == nil {
 		return nil, err
 	}
-	rdr, err := pb.conn.Query(ctx, partialSQL, engine.QueryOptions{})
-	if err != nil {
-		return nil, nil
-	}
-	partialSchema := rdr.Schema()
-	rdr.Release()
-	final := tp.final
-	if tp.finalAST != nil {
-		if final, err = pb.deparse(statement(tp.finalAST)); err != nil {
-			return nil, nil
-		}
-	}
-	if tp.wrap {
-		if pb.b.duckTypes == nil {
-			return nil, nil
-		}
-		final = castWrap(final, fieldNames(pb.b.schema), pb.b.duckTypes)
-	}
-	if ok, err := pb.bindsOver(ctx, final, partialSchema); !ok || err != nil {
-		return nil, err
-	}
+	partialSQL, partialSchema, final := ph.partialSQL, ph.partialSchema, ph.final
 	s := pb.scan(in, false)
 	partial := &plan.Fragment{Role: "partial", SQL: partialSQL, Schema: partialSchema, Per: s, Place: plan.PlaceGroups,
 		In: []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: s}}}
@@ -314,30 +342,6 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (*
 	root := &plan.Fragment{Role: "final", SQL: final, Schema: pb.b.schema, Place: plan.PlaceAny, ChildLimit: tp.childLimit,
 		In: []plan.Node{&plan.Aggregate{Phase: plan.Final, Kind: tp.kind, Rows: tp.finalRows, Global: tp.global, In: ex}}}
 	return &plan.Result{Strategy: plan.TwoPhase, Label: "two-phase (" + tp.kind + ")", Endpoints: []*plan.Fragment{root}}, nil
-}
-
-// bindsOver tells whether final binds over partials of the given schema
-// to exactly the query's schema.
-func (pb *planBuilder) bindsOver(ctx context.Context, final string, partials *arrow.Schema) (bool, error) {
-	if err := pb.conn.Exec(ctx, "DROP TABLE IF EXISTS "+partialsView); err != nil {
-		return false, err
-	}
-	empty, err := array.NewRecordReader(partials, nil)
-	if err != nil {
-		return false, err
-	}
-	err = pb.conn.LoadTable(ctx, partialsView, empty)
-	empty.Release()
-	if err != nil {
-		return false, nil
-	}
-	frdr, err := pb.conn.Query(ctx, final, engine.QueryOptions{})
-	if err != nil {
-		return false, nil
-	}
-	ok := sameSchema(frdr.Schema(), pb.b.schema)
-	frdr.Release()
-	return ok, nil
 }
 
 // gatherPlan runs the whole query on one worker, which pulls every

@@ -202,14 +202,24 @@ func limitModifier(n int64) node {
 // obstacle to scattering is DISTINCT, ORDER BY … LIMIT or LIMIT. names are
 // the bound output names.
 func planRowwise(sel node, names []string) (*twoPhase, string) {
-	order, limit, distinct, other := modifiersOf(sel)
-	if other {
+	if _, _, _, other := modifiersOf(sel); other {
 		return nil, "modifier"
 	}
 	probe := clone(sel)
 	probe["modifiers"] = []any{}
 	if r := selectScatterReason(probe, nil); r != "" {
 		return nil, r
+	}
+	return splitModifiers(sel, names)
+}
+
+// splitModifiers splits a SELECT whose result without its modifiers is
+// the union of its parts' results into a partial with the modifiers each
+// part can apply (DISTINCT, top-N, LIMIT) and a final over the partials.
+func splitModifiers(sel node, names []string) (*twoPhase, string) {
+	order, limit, distinct, other := modifiersOf(sel)
+	if other {
+		return nil, "modifier"
 	}
 	if !uniqueFold(names) {
 		return nil, "duplicate output names"

@@ -28,6 +28,8 @@ def main():
     ap.add_argument("--cache", required=True, help="folder for the generated Parquet files (reused)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated query names")
+    ap.add_argument("--config", default="", help="a YAML config for `icefloe serve` (e.g. join thresholds)")
+    ap.add_argument("--explain", action="store_true", help="print each query's strategy")
     a = ap.parse_args()
     binary = os.environ.get("ICEFLOE_BIN")
     if not binary:
@@ -45,7 +47,8 @@ def main():
     ref = tpch.duckdb_on_parquet(data)
     passed, failed = 0, []
     with tempfile.TemporaryDirectory(prefix="icefloe-tpch-") as d:
-        with tpch.Server(binary, d, workers=a.workers) as srv:
+        args = ("--config", a.config) if a.config else ()
+        with tpch.Server(binary, d, workers=a.workers, args=args) as srv:
             tpch.load(srv, data)
             conn = srv.connect()
             try:
@@ -58,6 +61,9 @@ def main():
                         print(f"FAIL {name}: {type(e).__name__}: {e}")
                         continue
                     took = time.perf_counter() - t0
+                    if a.explain:
+                        plan = tpch.run_icefloe(conn, "EXPLAIN " + sql).to_pylist()
+                        print("     " + "; ".join(r["value"] for r in plan if r["item"] == "strategy"))
                     d_ = tpch.diff(got, tpch.run_duckdb(ref, sql))
                     if d_:
                         failed.append(name)

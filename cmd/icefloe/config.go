@@ -65,6 +65,12 @@ type Config struct {
 	// TicketTTL is how long a planned ticket stays valid (e.g. 5m); 0
 	// means the planner's default.
 	TicketTTL time.Duration `yaml:"ticket_ttl,omitempty"`
+	// BroadcastBytes, ShuffleBytes and ShufflePartitions choose how a
+	// coordinator runs joins (planner.Options); 0 means the planner's
+	// defaults, a negative ShuffleBytes shuffles every join that can be.
+	BroadcastBytes    int64 `yaml:"broadcast_bytes,omitempty"`
+	ShuffleBytes      int64 `yaml:"shuffle_bytes,omitempty"`
+	ShufflePartitions int   `yaml:"shuffle_partitions,omitempty"`
 	// Auth turns authentication (and authorization) on.
 	Auth *AuthConfig `yaml:"auth,omitempty"`
 	// TLS turns TLS on for every listener.
@@ -216,6 +222,12 @@ func (c Config) Validate() error {
 	}
 	if c.TicketTTL < 0 {
 		errs = append(errs, fmt.Errorf("config: ticket_ttl: must be >= 0, got %s", c.TicketTTL))
+	}
+	if c.BroadcastBytes < 0 {
+		errs = append(errs, fmt.Errorf("config: broadcast_bytes: must be >= 0, got %d", c.BroadcastBytes))
+	}
+	if c.ShufflePartitions < 0 {
+		errs = append(errs, fmt.Errorf("config: shuffle_partitions: must be >= 0, got %d", c.ShufflePartitions))
 	}
 	errs = append(errs, c.Auth.validate(), c.TLS.validate(), c.Limits.validate(), c.Tracing.validate())
 	seen := map[string]int{catalog.LocalCatalogName: -1}

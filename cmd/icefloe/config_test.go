@@ -74,6 +74,7 @@ func TestConfigValidateNamesEveryKey(t *testing.T) {
 	p := writeConfig(t, `
 workers: -1
 data_cache_bytes: -5
+shuffle_partitions: -2
 catalogs:
   - name: local
     type: rest
@@ -90,6 +91,7 @@ catalogs:
 	for _, want := range []string{
 		"workers: must be >= 0",
 		"data_cache_bytes: must be >= 0",
+		"shuffle_partitions: must be >= 0",
 		`catalogs[0].name: "local" is the embedded catalog's name`,
 		"catalogs[0].properties.uri: required",
 		`catalogs[1].type: "nope"`,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/internal/streamidle"
 )
 
 // LimitsConfig bounds what runs at once and for how long
@@ -32,6 +33,10 @@ type LimitsConfig struct {
 	// staging table a create that did not finish left; 0 means the
 	// default.
 	StagingGrace time.Duration `yaml:"staging_grace,omitempty"`
+	// StreamIdleTimeout cuts a stream whose client stopped reading, or an
+	// upload that stopped sending; 0 means the default, a negative
+	// duration none.
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout,omitempty"`
 }
 
 func (l *LimitsConfig) validate() error {
@@ -89,5 +94,11 @@ func (l *LimitsConfig) limits() cluster.Limits {
 		count(l.MaxQueuedFragments, cluster.DefaultMaxQueuedFragments),
 		qt, l.StatementTimeout)
 	lim.StagingGrace = l.StagingGrace
+	switch idle := l.StreamIdleTimeout; {
+	case idle == 0:
+		lim.StreamIdleTimeout = streamidle.DefaultTimeout
+	case idle > 0:
+		lim.StreamIdleTimeout = idle
+	}
 	return lim
 }

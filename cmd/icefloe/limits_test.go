@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/internal/streamidle"
 )
 
 func TestLimitsConfig(t *testing.T) {
@@ -17,6 +18,15 @@ func TestLimitsConfig(t *testing.T) {
 		l.Fragments.MaxPerPrincipal != 2 || l.Fragments.MaxQueued != 0 || l.Fragments.MaxRunning != cluster.DefaultMaxRunningFragments ||
 		l.StatementTimeout != time.Minute || l.Fragments.QueueTimeout != cluster.DefaultQueueTimeout {
 		t.Fatalf("limits %+v", l)
+	}
+	if l.StreamIdleTimeout != streamidle.DefaultTimeout {
+		t.Fatalf("stream idle timeout %s, want the default", l.StreamIdleTimeout)
+	}
+	if l := (&LimitsConfig{StreamIdleTimeout: -time.Second}).limits(); l.StreamIdleTimeout != 0 {
+		t.Fatalf("a negative stream_idle_timeout gave %s, want none", l.StreamIdleTimeout)
+	}
+	if l := (&LimitsConfig{StreamIdleTimeout: time.Second}).limits(); l.StreamIdleTimeout != time.Second {
+		t.Fatalf("stream_idle_timeout 1s gave %s", l.StreamIdleTimeout)
 	}
 	if err := (&LimitsConfig{MaxQueuedStatements: -2, StatementTimeout: -time.Second}).validate(); err == nil ||
 		err.Error() != "config: limits.max_queued_statements: must be >= -1, got -2\nconfig: limits.statement_timeout: must be >= 0, got -1s" {

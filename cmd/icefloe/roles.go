@@ -274,6 +274,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		TicketTTL:      r.cfg.TicketTTL,
 		Limits:         r.cfg.Limits.limits(),
 		Metrics:        reg,
+
+		BroadcastBytes:    r.cfg.BroadcastBytes,
+		ShuffleBytes:      r.cfg.ShuffleBytes,
+		ShufflePartitions: r.cfg.ShufflePartitions,
 	})
 	if err != nil {
 		return err
@@ -371,6 +375,10 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		TicketTTL:      r.cfg.TicketTTL,
 		Limits:         r.cfg.Limits.limits(),
 		Metrics:        reg,
+
+		BroadcastBytes:    r.cfg.BroadcastBytes,
+		ShuffleBytes:      r.cfg.ShuffleBytes,
+		ShufflePartitions: r.cfg.ShufflePartitions,
 	})
 	if err != nil {
 		return err

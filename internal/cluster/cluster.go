@@ -167,7 +167,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		src.Data = data.Stats
 	}
 	o.Metrics.Add(src)
-	g := grpc.NewServer(o.Security.serverOptions()...)
+	g := grpc.NewServer(o.Security.serverOptions(o.Limits.idleCut(o.Logger))...)
 	srv.Register(g)
 	w := &Worker{Addr: addr, scheme: o.Security.Scheme(), srv: srv, grpc: g, engine: eng, done: make(chan error, 1), cache: cache, data: data, log: o.Logger, stop: make(chan struct{})}
 	go w.logCachesEvery(CacheLogInterval)
@@ -242,6 +242,11 @@ type CoordinatorOptions struct {
 	// TargetGroupBytes is planner.Options.TargetGroupBytes; 0 is the
 	// planner's default, 1 gives one file task per group.
 	TargetGroupBytes int64
+	// BroadcastBytes, ShuffleBytes and ShufflePartitions are the
+	// planner's join thresholds (planner.Options); 0 is the default.
+	BroadcastBytes    int64
+	ShuffleBytes      int64
+	ShufflePartitions int
 	// DataCache is planner.Options.DataCache: the workers cache
 	// object-store data files and read them with DuckDB.
 	DataCache bool
@@ -317,9 +322,12 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 
 		TicketTTL: o.TicketTTL,
 
-		TargetGroupBytes: o.TargetGroupBytes,
-		DirectDirs:       o.DirectDirs,
-		DataCache:        o.DataCache,
+		TargetGroupBytes:  o.TargetGroupBytes,
+		BroadcastBytes:    o.BroadcastBytes,
+		ShuffleBytes:      o.ShuffleBytes,
+		ShufflePartitions: o.ShufflePartitions,
+		DirectDirs:        o.DirectDirs,
+		DataCache:         o.DataCache,
 	})
 	if err != nil {
 		return fail(err)
@@ -354,7 +362,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	if err != nil {
 		return fail(fmt.Errorf("coordinator listen %s: %w", o.Listen, err))
 	}
-	g := grpc.NewServer(o.Security.serverOptions(srv.ServerOptions()...)...)
+	g := grpc.NewServer(o.Security.serverOptions(append(srv.ServerOptions(), o.Limits.idleCut(o.Logger))...)...)
 	srv.Register(g)
 	hs := health.NewServer()
 	for _, name := range []string{"", flightServiceName, worker.LivenessService} {
@@ -372,7 +380,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 
 // dropStaging drops, before the coordinator answers, the staging tables
 // of creates that a coordinator which died left behind (catalog.Staging),
-// once older than grace (DefaultStagingGrace when 0). Bounded: a catalog
+// once older than grace (DefaultStagingGrace when 0), and the folders of
+// those it left without a catalog entry (catalog.SweepStagingFolders).
+// It logs at Warn, the start-up level, what a crash left. Bounded: a catalog
 // that does not answer in time is left for the next start.
 func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duration, log *zap.Logger) {
 	if grace == 0 {
@@ -381,7 +391,14 @@ func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duratio
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, st := range mounts.DropStaging(ctx, grace) {
-		log.Info("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
+		if st.Finished {
+			log.Warn("renamed the staging table of a create or replace that committed but did not finish its rename", zap.String("table", st.String()))
+			continue
+		}
+		log.Warn("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
+	}
+	for _, dir := range mounts.SweepStagingFolders(ctx, grace) {
+		log.Warn("removed the folder of a create that did not finish and has no catalog entry", zap.String("folder", dir))
 	}
 }
 
@@ -436,8 +453,12 @@ type StandaloneOptions struct {
 	Key           *wire.Key // nil: a random key
 	WorkerEngine  engine.Options
 	Logger        *zap.Logger
-	// TargetGroupBytes is passed to the coordinator's planner.
-	TargetGroupBytes int64
+	// TargetGroupBytes, BroadcastBytes, ShuffleBytes and
+	// ShufflePartitions are passed to the coordinator's planner.
+	TargetGroupBytes  int64
+	BroadcastBytes    int64
+	ShuffleBytes      int64
+	ShufflePartitions int
 	// Catalogs are mounted besides the embedded one (see catalog.Open).
 	Catalogs []catalog.Config
 	// NoDirectScan keeps workers on iceberg-go's reader for local
@@ -575,9 +596,12 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		Limits:         o.Limits,
 		Metrics:        o.Metrics,
 
-		TargetGroupBytes: o.TargetGroupBytes,
-		DirectDirs:       directDirs,
-		DataCache:        directDirs != nil && !o.NoDataCache,
+		TargetGroupBytes:  o.TargetGroupBytes,
+		BroadcastBytes:    o.BroadcastBytes,
+		ShuffleBytes:      o.ShuffleBytes,
+		ShufflePartitions: o.ShufflePartitions,
+		DirectDirs:        directDirs,
+		DataCache:         directDirs != nil && !o.NoDataCache,
 	})
 	if err != nil {
 		return nil, err

@@ -3,7 +3,11 @@ package cluster
 import (
 	"time"
 
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
 	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/streamidle"
 )
 
 // Config keys of the limits, named in the errors a client sees when one
@@ -28,6 +32,10 @@ type Limits struct {
 	// ingest that did not finish) must be before a starting coordinator
 	// drops it; 0 is DefaultStagingGrace.
 	StagingGrace time.Duration
+	// StreamIdleTimeout cuts a stream whose client stopped reading (or an
+	// upload that stopped sending) for that long (package streamidle); 0
+	// cuts nothing. The binary starts from streamidle.DefaultTimeout.
+	StreamIdleTimeout time.Duration
 }
 
 // Defaults of the binary's limits.
@@ -44,8 +52,22 @@ const (
 
 // DefaultLimits are the binary's limits when its config sets none.
 func DefaultLimits() Limits {
-	return NewLimits(DefaultMaxRunningStatements, 0, DefaultMaxQueuedStatements,
+	l := NewLimits(DefaultMaxRunningStatements, 0, DefaultMaxQueuedStatements,
 		DefaultMaxRunningFragments, 0, DefaultMaxQueuedFragments, DefaultQueueTimeout, 0)
+	l.StreamIdleTimeout = streamidle.DefaultTimeout
+	return l
+}
+
+// idleCut is the server option that cuts the role's idle streams, logging
+// each cut.
+func (l Limits) idleCut(log *zap.Logger) grpc.ServerOption {
+	return grpc.ChainStreamInterceptor(streamidle.Interceptor(streamidle.Options{
+		Timeout: l.StreamIdleTimeout,
+		OnCut: func(method string, sending bool) {
+			log.Info("cut an idle stream", zap.String("method", method), zap.Bool("client_stopped_reading", sending),
+				zap.Duration("stream_idle_timeout", l.StreamIdleTimeout))
+		},
+	}))
 }
 
 // NewLimits names the limits' keys and nouns around the given counts.

@@ -53,3 +53,9 @@ func duckMemory(eng *engine.Engine) func(context.Context) (int64, int64, error) 
 func (c *Coordinator) StatusPage() (http.Handler, error) {
 	return status.New(status.Options{Runtime: c.Runtime, Auth: c.security.Auth, Policy: c.security.policy()})
 }
+
+// DuckDBMemory is what the worker's DuckDB buffer manager holds and has
+// spilled now (duckdb_memory()).
+func (w *Worker) DuckDBMemory(ctx context.Context) (mem, temp int64, err error) {
+	return duckMemory(w.engine)(ctx)
+}

@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -243,6 +246,11 @@ func TestIsResourceError(t *testing.T) {
 	err = drain(conn.Query(ctx, "SELECT 'a'::INTEGER AS n", QueryOptions{}))
 	if err == nil || IsResourceError(err) {
 		t.Fatalf("cast error counted as resource error: %v", err)
+	}
+	// A full disk under a write, and its text as a peer reports it.
+	full := fmt.Errorf("write data file: %w", &fs.PathError{Op: "write", Path: "/w/t/data/f.parquet", Err: syscall.ENOSPC})
+	if !IsResourceError(full) || !IsResourceError(errors.New("worker: rpc error: code = Internal desc = "+full.Error())) {
+		t.Fatalf("a full disk not counted as a resource error: %v", full)
 	}
 }
 

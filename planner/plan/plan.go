@@ -71,6 +71,7 @@ const (
 	Scatter  Strategy = "scatter"
 	TwoPhase Strategy = "two-phase"
 	Gather   Strategy = "gather"
+	Shuffle  Strategy = "shuffle"
 )
 
 // Verdict is what one rule said of a query: the plan's rule applied, the

@@ -1,0 +1,462 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// Shuffled (repartitioned) joins.
+//
+// A join of two inputs larger than BroadcastBytes runs as N partitioned
+// fragments, one per live worker (at most ShufflePartitions). Fragment j
+// pulls partition j of every scan group of both large inputs — a child
+// `SELECT * FROM <view> WHERE hash(<key>) % N = j` over the group, run
+// where the group's files are — and reads the small inputs in full
+// (broadcast), then runs the query over them. Rows whose keys are equal
+// hash alike, so fragment j sees every match of its rows, and for every
+// join type: a row without a match in its partition has none anywhere.
+//
+// A row-wise query over the join is the union of the fragments: each is
+// an endpoint. An aggregate, top-n, limit or distinct runs its partial
+// step (planAggregate, planRowwise) in each fragment and the final over
+// them, the fragments being the final's children.
+//
+// The keys come from an equality (= or IS NOT DISTINCT FROM) between a
+// column of each large input, in the ON of the join that meets them or
+// at the top of WHERE. Both keys are cast to one type before hashing
+// (any two integer types to BIGINT or HUGEINT; other types only when
+// equal), so equal values hash equally; NULL keys all land in one
+// partition. Small inputs must not be on the preserved side of an outer
+// join whose other side is partitioned (their unmatched rows would come
+// out of every fragment), and each large input must be read once, by
+// the join, so no subquery or CTE sees a part of it.
+
+// shuffleJoin is what a shuffle partitions: a join's two large inputs
+// and their keys, cast to hash alike (or one input and its key, for a
+// grouped query), and the inputs every partition reads in full.
+type shuffleJoin struct {
+	sides []shuffleSide
+	small []*input
+}
+
+type shuffleSide struct {
+	in   *input
+	col  string // the key column, as the input's schema names it
+	hash string // the expression the partition children hash
+}
+
+// shuffle plans root as a shuffled join when its FROM joins two large
+// inputs on a key and the statistics favour it. It returns why not when
+// it does not.
+func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]bool) (bool, string, error) {
+	if len(pb.workers) < 2 {
+		return false, "one worker", nil
+	}
+	sj, why := pb.shuffleable(ctx, root)
+	if sj == nil {
+		return false, why, nil
+	}
+	a, b := sj.sides[0].in, sj.sides[1].in
+	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && min(a.bytes, b.bytes) < limit {
+		return false, fmt.Sprintf("smaller side %s is %d bytes, below the shuffle size %d", a.ref, min(a.bytes, b.bytes), limit), nil
+	}
+	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
+		return false, "", err
+	}
+	if why := pb.shuffleKeys(ctx, sj); why != "" {
+		return false, why, nil
+	}
+	n := min(len(pb.workers), pb.p.opts.ShufflePartitions)
+	if selectScatterReason(root, aggs) == "" {
+		pb.noteShuffle(ctx, sj, n, "row-wise")
+		return true, "", pb.shuffleRowwise(ctx, sj, n)
+	}
+	var tp *twoPhase
+	if exprReason(node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}, aggs) != "" || len(anyList(root["group_expressions"])) > 0 {
+		tp, why = planAggregate(root, aggs)
+	} else {
+		tp, why = planRowwise(root, fieldNames(pb.b.schema))
+	}
+	if tp == nil {
+		return false, why, nil
+	}
+	ph, err := pb.phases(ctx, tp)
+	if err != nil || ph == nil {
+		return false, "two-phase final does not bind to the query's schema", err
+	}
+	pb.noteShuffle(ctx, sj, n, ph.kind)
+	return true, "", pb.shuffleTwoPhase(ctx, sj, n, ph)
+}
+
+// shuffleable finds the join's two large inputs and their keys.
+func (pb *planBuilder) shuffleable(ctx context.Context, root node) (*shuffleJoin, string) {
+	if str(root, "type") != "SELECT_NODE" {
+		return nil, "not a select"
+	}
+	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
+		return nil, "common table expression"
+	}
+	if hasSubquery(root) {
+		return nil, "subquery"
+	}
+	byView := map[string]*input{}
+	large := map[*input]bool{}
+	for _, in := range pb.b.inputs {
+		byView[in.view] = in
+		if in.meta != "" {
+			return nil, "metadata table"
+		}
+		if in.bytes > pb.p.opts.BroadcastBytes {
+			if in.refs != 1 {
+				return nil, fmt.Sprintf("large table %s is read %d times", in.ref, in.refs)
+			}
+			large[in] = true
+		}
+	}
+	if len(large) != 2 {
+		return nil, fmt.Sprintf("%d large tables, a shuffle joins 2", len(large))
+	}
+	from, _ := root["from_table"].(node)
+	w := &joinWalk{pb: pb, ctx: ctx, byView: byView, large: large, where: whereConjuncts(root)}
+	walk(from, func(n node) bool {
+		if str(n, "type") == "BASE_TABLE" && byView[str(n, "table_name")] != nil {
+			w.leaves = append(w.leaves, byView[str(n, "table_name")])
+		}
+		return true
+	})
+	if _, ok := w.visit(from); !ok {
+		return nil, w.why
+	}
+	if w.found == nil {
+		return nil, "no equality between the large tables' columns"
+	}
+	for _, in := range pb.b.inputs {
+		if !large[in] {
+			w.found.small = append(w.found.small, in)
+		}
+	}
+	return w.found, ""
+}
+
+// joinWalk checks a join tree bottom up: each subtree is partitioned
+// (holds large inputs) or replicated (only small ones).
+type joinWalk struct {
+	pb     *planBuilder
+	ctx    context.Context
+	byView map[string]*input
+	large  map[*input]bool
+	where  []node
+	leaves []*input // every input of the FROM, for unqualified columns
+	found  *shuffleJoin
+	why    string
+}
+
+func (w *joinWalk) fail(format string, args ...any) ([]*input, bool) {
+	if w.why == "" {
+		w.why = fmt.Sprintf(format, args...)
+	}
+	return nil, false
+}
+
+// visit returns the large inputs under n.
+func (w *joinWalk) visit(n node) ([]*input, bool) {
+	switch str(n, "type") {
+	case "BASE_TABLE":
+		in := w.byView[str(n, "table_name")]
+		if in == nil || n["sample"] != nil {
+			return w.fail("join of something other than tables")
+		}
+		if len(anyList(n["column_name_alias"])) > 0 && w.large[in] {
+			return w.fail("large table with renamed columns")
+		}
+		if w.large[in] {
+			return []*input{in}, true
+		}
+		return nil, true
+	case "JOIN":
+	default:
+		return w.fail("join of %s", strings.ToLower(str(n, "type")))
+	}
+	jt, rt := str(n, "join_type"), str(n, "ref_type")
+	if rt != "REGULAR" && rt != "CROSS" {
+		return w.fail("%s join", strings.ToLower(rt))
+	}
+	cond, _ := n["condition"].(node)
+	if cond != nil && exprReason(cond, nil) != "" {
+		return w.fail("join condition with a subquery")
+	}
+	l, _ := n["left"].(node)
+	r, _ := n["right"].(node)
+	ll, lok := w.visit(l)
+	rl, rok := w.visit(r)
+	if !lok || !rok {
+		return nil, false
+	}
+	switch {
+	case len(ll) == 0 && len(rl) == 0:
+		return nil, true
+	case len(ll) > 0 && len(rl) > 0:
+		if len(ll) != 1 || len(rl) != 1 || len(anyList(n["using_columns"])) > 0 {
+			return w.fail("join of large tables with USING")
+		}
+		switch jt {
+		case "INNER", "LEFT", "RIGHT", "OUTER", "FULL", "SEMI", "ANTI":
+		default:
+			return w.fail("%s join of the large tables", strings.ToLower(jt))
+		}
+		conds := slices.Clone(w.where)
+		if cond != nil {
+			conds = append(conds, conjuncts(cond)...)
+		}
+		if !w.keys(conds, ll[0], rl[0]) {
+			return w.fail("no equality between %s and %s", ll[0].ref, rl[0].ref)
+		}
+		return append(ll, rl...), true
+	}
+	// One side partitioned, the other replicated: the replicated side's
+	// rows must not be preserved.
+	part := "left"
+	if len(ll) == 0 {
+		part = "right"
+	}
+	switch {
+	case jt == "INNER":
+	case (jt == "LEFT" || jt == "SEMI" || jt == "ANTI") && part == "left":
+	case jt == "RIGHT" && part == "right":
+	default:
+		return w.fail("small table on the preserved side of a %s join", strings.ToLower(jt))
+	}
+	return append(ll, rl...), true
+}
+
+// whereConjuncts are the top-level conjuncts of root's WHERE.
+func whereConjuncts(root node) []node {
+	w, _ := root["where_clause"].(node)
+	if w == nil {
+		return nil
+	}
+	return conjuncts(w)
+}
+
+// hasSubquery tells whether a subquery appears anywhere under n: it could
+// read a large input, of which a fragment holds only a part.
+func hasSubquery(n node) bool {
+	found := false
+	walk(n, func(x node) bool {
+		if str(x, "class") == "SUBQUERY" || (isTableRef(x) && str(x, "type") == "SUBQUERY") {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// keys finds an equality between a column of a and one of b.
+func (w *joinWalk) keys(conds []node, a, b *input) bool {
+	for _, c := range conds {
+		if str(c, "class") != "COMPARISON" || (str(c, "type") != "COMPARE_EQUAL" && str(c, "type") != "COMPARE_NOT_DISTINCT_FROM") {
+			continue
+		}
+		l, _ := c["left"].(node)
+		r, _ := c["right"].(node)
+		lin, lcol := w.column(l)
+		rin, rcol := w.column(r)
+		if lin == b && rin == a {
+			lin, rin, lcol, rcol = rin, lin, rcol, lcol
+		}
+		if lin == a && rin == b {
+			w.found = &shuffleJoin{sides: []shuffleSide{{in: a, col: lcol}, {in: b, col: rcol}}}
+			return true
+		}
+	}
+	return false
+}
+
+// column resolves a column reference to its input and the column's name
+// in the input's schema; nil when it is not a plain column of one input.
+func (w *joinWalk) column(n node) (*input, string) {
+	if str(n, "class") != "COLUMN_REF" {
+		return nil, ""
+	}
+	var parts []string
+	for _, p := range anyList(n["column_names"]) {
+		s, _ := p.(string)
+		parts = append(parts, s)
+	}
+	var cands []*input
+	switch len(parts) {
+	case 1:
+		cands = w.leaves
+	case 2:
+		if in := w.pb.b.aliases[strings.ToLower(parts[0])]; in != nil {
+			cands = []*input{in}
+		}
+	default:
+		return nil, ""
+	}
+	var found *input
+	name := ""
+	for _, in := range cands {
+		sch, err := inputSchema(w.ctx, in)
+		if err != nil {
+			return nil, ""
+		}
+		for _, f := range sch.Fields() {
+			if strings.EqualFold(f.Name, parts[len(parts)-1]) {
+				if found != nil && found != in {
+					return nil, "" // ambiguous
+				}
+				found, name = in, f.Name
+			}
+		}
+	}
+	return found, name
+}
+
+// shuffleKeys sets the hash expressions of both sides, cast to one type,
+// or says why the keys cannot hash alike.
+func (pb *planBuilder) shuffleKeys(ctx context.Context, sj *shuffleJoin) string {
+	var types [2]string
+	for i, s := range sj.sides {
+		t := typeNames(ctx, pb.conn, "SELECT "+engine.Quote(s.col)+" FROM "+engine.Quote(s.in.view), 1)
+		if t == nil {
+			return "key type unknown"
+		}
+		types[i] = t[0]
+	}
+	common, ok := hashType(types[0], types[1])
+	if !ok {
+		return fmt.Sprintf("keys of types %s and %s do not hash alike", types[0], types[1])
+	}
+	for i := range sj.sides {
+		s := &sj.sides[i]
+		s.hash = engine.Quote(s.col)
+		if common != types[i] {
+			s.hash = "CAST(" + s.hash + " AS " + common + ")"
+		}
+	}
+	return ""
+}
+
+// hashType is the type both keys are cast to before hashing: DuckDB's
+// hash depends on the type, and an equality compares across integer
+// types.
+func hashType(a, b string) (string, bool) {
+	if a == b {
+		return a, true
+	}
+	rank := map[string]int{"TINYINT": 1, "SMALLINT": 1, "INTEGER": 1, "BIGINT": 1, "UTINYINT": 1, "USMALLINT": 1, "UINTEGER": 1, "UBIGINT": 2, "HUGEINT": 2}
+	ra, rb := rank[a], rank[b]
+	switch {
+	case ra == 0 || rb == 0:
+		return "", false
+	case ra == 2 || rb == 2:
+		return "HUGEINT", true
+	}
+	return "BIGINT", true
+}
+
+// partitionSQL selects partition j of n of a side's rows.
+func partitionSQL(s shuffleSide, j, n int) string {
+	return fmt.Sprintf("SELECT * FROM %s WHERE hash(%s) %% %d = %d", engine.Quote(s.in.view), s.hash, n, j)
+}
+
+// noteShuffle explains the decision with the statistics it was made on.
+func (pb *planBuilder) noteShuffle(ctx context.Context, sj *shuffleJoin, n int, kind string) {
+	a, b := sj.sides[0], sj.sides[1]
+	pb.plan.Strategy = Shuffle
+	pb.note("strategy", "shuffle %s (hash join of %s and %s on %s = %s in %d partitions)", kind, a.in.ref, b.in.ref, a.col, b.col, n)
+	pb.note("estimate", "%s: %d bytes, %s; %s: %d bytes, %s; broadcast up to %d bytes, shuffle from %d bytes",
+		a.in.ref, a.in.bytes, pb.p.rowsNote(ctx, a.in), b.in.ref, b.in.bytes, pb.p.rowsNote(ctx, b.in),
+		pb.p.opts.BroadcastBytes, max(pb.p.opts.ShuffleBytes, 0))
+	pb.notePartitions(sj, n)
+}
+
+// notePartitions lists what each partition reads.
+func (pb *planBuilder) notePartitions(sj *shuffleJoin, n int) {
+	for _, s := range sj.small {
+		pb.note("broadcast", "%s read in full by every partition", s.ref)
+	}
+	for _, s := range sj.sides {
+		pb.note("partition", "%s: %s", s.in.ref, partitionSQL(s, 0, n))
+	}
+}
+
+// partition builds fragment j of n: partition j of every group of the
+// partitioned inputs as children, the small inputs as scans.
+func (pb *planBuilder) partition(ctx context.Context, sj *shuffleJoin, j, n int, sql string, schema *arrow.Schema) (*wire.Ticket, error) {
+	var scans []wire.Scan
+	for _, s := range sj.small {
+		scan, err := encodeScan(s, s.tasks)
+		if err != nil {
+			return nil, err
+		}
+		scans = append(scans, scan)
+	}
+	t := pb.ticket(scans, sql, schema)
+	for _, s := range sj.sides {
+		viewSchema, err := pb.conn.QuerySchema(ctx, "SELECT * FROM "+engine.Quote(s.in.view))
+		if err != nil {
+			return nil, err
+		}
+		for i, g := range s.in.groups {
+			scan, err := encodeScan(s.in, g)
+			if err != nil {
+				return nil, err
+			}
+			c, err := pb.child(s.in.view, pb.ticket([]wire.Scan{scan}, partitionSQL(s, j, n), viewSchema), s.in.places[i])
+			if err != nil {
+				return nil, err
+			}
+			t.Children = append(t.Children, c)
+		}
+	}
+	return t, nil
+}
+
+// partitionPlace puts fragment j on worker j, the next as fallback.
+func (pb *planBuilder) partitionPlace(j int) place {
+	return place{owner: j % len(pb.workers), fallback: (j + 1) % len(pb.workers)}
+}
+
+// shuffleRowwise makes each partitioned fragment an endpoint.
+func (pb *planBuilder) shuffleRowwise(ctx context.Context, sj *shuffleJoin, n int) error {
+	pb.note("fragment", "%s", pb.b.sql)
+	for j := range n {
+		t, err := pb.partition(ctx, sj, j, n, pb.b.sql, pb.b.schema)
+		if err != nil {
+			return err
+		}
+		pb.endpointAt(t, pb.partitionPlace(j))
+	}
+	return nil
+}
+
+// shuffleTwoPhase runs the partial step in each partitioned fragment and
+// the final over them.
+func (pb *planBuilder) shuffleTwoPhase(ctx context.Context, sj *shuffleJoin, n int, ph *phases) error {
+	pb.note("fragment", "partial: %s", ph.partialSQL)
+	pb.note("fragment", "final: %s", ph.final)
+	final := pb.ticket(nil, ph.final, pb.b.schema)
+	final.ChildLimit = ph.childLimit
+	for j := range n {
+		t, err := pb.partition(ctx, sj, j, n, ph.partialSQL, ph.partialSchema)
+		if err != nil {
+			return err
+		}
+		c, err := pb.child(partialsView, t, pb.partitionPlace(j))
+		if err != nil {
+			return err
+		}
+		final.Children = append(final.Children, c)
+	}
+	pb.endpoint(final)
+	return nil
+}
