@@ -12,6 +12,7 @@
 #   make bench-latency     tiny queries through Python ADBC vs DuckDB in-process: p50/p99
 #   make bench-tpcds       TPC-DS SF0.1's 99 queries through Python ADBC: median cost above DuckDB
 #   make bench-sidebyside  TPC-H SF1+10 and TPC-DS SF1 vs DuckDB, 1 and 2 pinned workers (scaling)
+#   make bench-load        coordinator + 2 workers under 16 clients for 60 s, then with a cross join; rewrites docs/benchmarks.md's load section
 #   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
 #   make image             the same image without a daemon or registry: buildah, FROM scratch
 #   make clean             remove build output; distclean also removes installed test tools
@@ -43,7 +44,7 @@ SHELL := /bin/bash
 go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
 
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
-	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency bench-tpcds bench-sidebyside docker image clean distclean
+	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency bench-tpcds bench-sidebyside bench-load docker image clean distclean
 
 # VERSION is what icefloe --version prints (the commit when no tag).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
@@ -171,6 +172,25 @@ bench-sidebyside: build
 	scripts/ensure-venv integration/.venv-sidebyside bench/sidebyside/requirements.txt
 	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-sidebyside/bin/python bench/sidebyside/bench.py \
 		--tpch-sf $(SIDE_TPCH_SF) --tpcds-sf $(SIDE_TPCDS_SF)
+
+# Load test (bench/load, a Go program): `icefloe coordinator` and
+# LOAD_WORKERS `icefloe worker`s as processes, TPC-H SF0.1 orders and
+# lineitem (generated once by tpchgen-cli into integration/.tpch-data),
+# LOAD_CLIENTS clients mixing scans, aggregates, point queries and INSERTs
+# for LOAD_DURATION, then the same with one client running cross joins.
+# Writes bench/load/out/results.json and rewrites docs/benchmarks.md's
+# load section. Reported, never asserted, except that a wrong answer or a
+# lost or doubled INSERT fails it. Not part of make test.
+LOAD_CLIENTS  ?= 16
+LOAD_WORKERS  ?= 2
+LOAD_DURATION ?= 60s
+bench-load: build
+	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
+	integration/.venv-tpch/bin/python -c 'import sys; sys.path.insert(0, "bench/tpch"); import tpch; \
+	  tpch.generate("integration/.venv-tpch/bin/tpchgen-cli", 0.1, "integration/.tpch-data/sf0.1")'
+	$(GO) run ./bench/load -bin $(abspath $(BIN)) -data integration/.tpch-data/sf0.1 \
+	  -clients $(LOAD_CLIENTS) -workers $(LOAD_WORKERS) -duration $(LOAD_DURATION) \
+	  -out bench/load/out/results.json -doc docs/benchmarks.md
 
 # ---- packaging ----------------------------------------------------------------
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/icefloe/icefloe/internal/readyline"
 )
 
 // icefloeBin returns the binary under test: $ICEFLOE_BIN (the Makefile
@@ -39,11 +40,8 @@ func readyLine(t *testing.T, stderr io.Reader, logCopy *bytes.Buffer) map[string
 		for sc.Scan() {
 			line := sc.Text()
 			logCopy.WriteString(line + "\n")
-			if i := strings.Index(line, "ready\t{"); i >= 0 {
-				var fields map[string]any
-				if json.Unmarshal([]byte(line[i+len("ready\t"):]), &fields) == nil {
-					found <- fields
-				}
+			if fields := readyline.Fields(line); fields != nil {
+				found <- fields
 			}
 		}
 		close(found)

@@ -168,13 +168,7 @@ func TestKilledWorkerSpillReclaimed(t *testing.T) {
 // outside the table, and the same statement then succeeds. Outcomes are
 // counted over several runs; a partial commit or a stray file is wrong.
 func TestWorkerKilledDuringInsertSelect(t *testing.T) {
-	bin := icefloeBin(t)
-	dir := t.TempDir()
-	env := []string{membershipKey}
-	c := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	worker := func() *role {
-		return startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir, "--announce", c.addr())
-	}
+	dir, c, worker := announcedCluster(t)
 	w1 := worker()
 	cnxn := adbcConn(t, c.addr())
 	seedTable(t, cnxn, "src", 8000)
@@ -376,6 +370,20 @@ func strayStagingFiles(t testing.TB, dataDir string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// announcedCluster starts a coordinator on a fresh data dir and returns
+// them with a func that starts a worker announcing itself to it.
+func announcedCluster(t *testing.T) (dir string, c *role, worker func() *role) {
+	t.Helper()
+	bin := icefloeBin(t)
+	dir = t.TempDir()
+	env := []string{membershipKey}
+	c = startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	worker = func() *role {
+		return startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir, "--announce", c.addr())
+	}
+	return dir, c, worker
 }
 
 // rawStaging lists the staging tables in the embedded catalog of dataDir,

@@ -3,7 +3,6 @@ package integration
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/icefloe/icefloe/internal/readyline"
 )
 
 // role is an icefloe process of a membership test, stopped by PID.
@@ -53,7 +54,7 @@ func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 			r.mu.Lock()
 			r.logs.WriteString(line + "\n")
 			r.mu.Unlock()
-			if f := readyFields(line); f != nil {
+			if f := readyline.Fields(line); f != nil {
 				ready <- f
 			}
 		}
@@ -72,18 +73,6 @@ func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 		t.Fatalf("%v not ready after 2 minutes:\n%s", args, r.log())
 	}
 	return r
-}
-
-func readyFields(line string) map[string]any {
-	i := strings.Index(line, "ready\t{")
-	if i < 0 {
-		return nil
-	}
-	var f map[string]any
-	if err := json.Unmarshal([]byte(line[i+len("ready\t"):]), &f); err != nil {
-		return nil
-	}
-	return f
 }
 
 func (r *role) log() string {

@@ -540,7 +540,11 @@ func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, ad
 			return err
 		}
 		if len(deleted) == 0 {
-			return tx.AddDataFiles(ctx, files, nil)
+			// Workers name every file they write anew (the statement's
+			// write UUID), so none can be in the table yet: skip
+			// iceberg-go's duplicate check, which reads every manifest
+			// of the table and made each append cost O(snapshots).
+			return tx.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck())
 		}
 		return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, files, nil)
 	})

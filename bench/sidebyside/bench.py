@@ -4,7 +4,7 @@ One run, one machine, one copy of each dataset:
 
 1. data: TPC-H at each --tpch-sf (tpchgen-cli, cached in
    integration/.tpch-data) and TPC-DS at each --tpcds-sf (DuckDB's tpcds
-   extension, cached in bench/tpcds/out/data), one Parquet file per table;
+   extension, cached in integration/.tpcds-data), one Parquet file per table;
 2. per dataset, the tables are loaded once through icefloe (CREATE TABLE,
    ADBC bulk ingest) into a data folder that the later clusters reuse;
 3. per worker count in --workers, a cluster of `icefloe coordinator` and
@@ -38,13 +38,10 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "bench" / "tpch"))
 
-import importlib.util  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench" / "tpcds"))
 
 import tpch  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("tpcds_bench", ROOT / "bench" / "tpcds" / "bench.py")
-tpcds = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tpcds)
+import tpcds  # noqa: E402
 
 BEGIN, END = "<!-- sidebyside:begin -->", "<!-- sidebyside:end -->"
 
@@ -65,19 +62,14 @@ def datasets(args):
             "reference": lambda data=data: tpch.duckdb_on_parquet(data, threads=os.cpu_count()),
         })
     for sf in filter(None, args.tpcds_sf.split(",")):
-        data = ROOT / "bench" / "tpcds" / "out" / "data" / f"sf{float(sf)}"
+        data = ROOT / "integration" / ".tpcds-data" / f"sf{sf}"
         tables, qs = tpcds.generate(float(sf), data)
         out.append({
             "name": f"TPC-DS SF {sf}", "data": data, "queries": qs,
             "load": lambda srv, data=data, tables=tables: tpcds.load(srv, data, tables),
-            "reference": lambda data=data, tables=tables: _reference(tpcds.reference(data, tables)),
+            "reference": lambda data=data, tables=tables: tpcds.reference(data, tables, threads=os.cpu_count()),
         })
     return out
-
-
-def _reference(con):
-    con.execute(f"SET threads = {os.cpu_count()}")
-    return con
 
 
 def pins(workers, pin):
@@ -100,13 +92,13 @@ def run_cluster(binary, work, ds, workers, args, ref):
     """Runs every query of ds on a cluster of workers; returns per-query rows."""
     rows = {}
     with tpch.Cluster(binary, work, workers=workers, pin=pins(workers, args.pin)) as cl:
-        conn = tpcds.connect(cl, args.timeout)
+        conn = tpcds.connect(cl.uri, args.timeout)
         try:
             for name, sql in ds["queries"]:
                 r = {}
                 try:
                     got = tpch.run_icefloe(conn, sql)
-                    r["answer"] = tpcds.compare(got, tpch.run_duckdb(ref, sql))
+                    r["answer"] = tpcds.answer(got, tpch.run_duckdb(ref, sql), sql, ref)
                     r["seconds"] = timed(lambda: tpch.run_icefloe(conn, sql), args.reps)
                 except Exception as e:  # noqa: BLE001 - reported per query
                     r["error"] = str(e).splitlines()[0][:300]
@@ -138,6 +130,67 @@ def run_dataset(binary, ds, args):
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return res
+
+
+# A join of TPC-H's two large tables on their key: gathered on one worker,
+# or shuffled (hash-partitioned over the workers) by the coordinator's
+# thresholds (docs/configuration.md: broadcast_bytes, shuffle_bytes).
+MEMORY_JOIN = """SELECT o_orderpriority, count(*) AS n, sum(l_extendedprice) AS price
+FROM orders JOIN lineitem ON l_orderkey = o_orderkey
+WHERE l_commitdate < l_receiptdate
+GROUP BY o_orderpriority ORDER BY o_orderpriority"""
+MEMORY_PLANS = {
+    "gather": "shuffle_bytes: 1125899906842624\n",
+    "shuffle": "broadcast_bytes: 1048576\nshuffle_bytes: -1\n",
+}
+
+
+def run_memory(binary, data, args):
+    """Peak RSS per worker and time of MEMORY_JOIN gathered vs shuffled,
+    each on fresh worker processes (VmHWM is a process's peak), 2 workers."""
+    out = {"query": MEMORY_JOIN, "plans": {}}
+    work = pathlib.Path(tempfile.mkdtemp(prefix="icefloe-sidebyside-mem-"))
+    try:
+        with tpch.Cluster(binary, work, workers=2) as cl:
+            tpch.load(cl, data, tables=["orders", "lineitem"], log=log)
+        ref = tpch.duckdb_on_parquet(data, threads=os.cpu_count())
+        want = tpch.run_duckdb(ref, MEMORY_JOIN)
+        out["duckdb_s"] = timed(lambda: tpch.run_duckdb(ref, MEMORY_JOIN), args.reps)
+        for name, cfg in MEMORY_PLANS.items():
+            path = work / f"{name}.yaml"
+            path.write_text(cfg)
+            with tpch.Cluster(binary, work, workers=2, pin=pins(2, args.pin),
+                              coordinator_args=("--config", str(path))) as cl:
+                conn = tpcds.connect(cl.uri, args.timeout)
+                try:
+                    r = {"answer": tpcds.answer(tpch.run_icefloe(conn, MEMORY_JOIN), want, MEMORY_JOIN, ref)}
+                    r["seconds"] = timed(lambda: tpch.run_icefloe(conn, MEMORY_JOIN), args.reps)
+                    cur = conn.cursor()
+                    cur.execute("EXPLAIN " + MEMORY_JOIN)
+                    rows = [tuple(str(v) for v in row) for row in cur.fetchall()]
+                    r["strategy"] = next((row[-1] for row in rows if row[0] == "strategy"), "?")
+                    cur.close()
+                finally:
+                    conn.close()
+                r["peak_rss"] = cl.peak_rss()
+            out["plans"][name] = r
+            log(f"memory {name}: {r}")
+        ref.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def memory_markdown(m):
+    lines = ["", f"A join of `orders` and `lineitem` on the order key (TPC-H SF {m['sf']}, 2 pinned workers, "
+             "fresh processes per plan; DuckDB "
+             f"{m['duckdb_s']:.2f} s):", "",
+             "| plan | time | answer | peak RSS worker 0 | peak RSS worker 1 | coordinator |", "|---|---|---|---|---|---|"]
+    for name, r in m["plans"].items():
+        rss = r["peak_rss"]
+        lines.append(f"| {name}: {r['strategy']} | {r['seconds']:.2f} s | {r['answer']} | {rss['worker0'] / 2**20:.0f} MiB | "
+                     f"{rss['worker1'] / 2**20:.0f} MiB | {rss['coordinator'] / 2**20:.0f} MiB |")
+    return "\n".join(lines) + "\n"
 
 
 def summary(res):
@@ -206,6 +259,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--timeout", default="600s", help="icefloe's statement timeout per run of a query")
     ap.add_argument("--out", default=str(ROOT / "bench" / "sidebyside" / "out" / "results.json"))
+    ap.add_argument("--memory-sf", default="", help="TPC-H scale factor of the gather-vs-shuffle memory run "
+                    "(default: the largest --tpch-sf; 'none' skips it)")
     ap.add_argument("--no-docs", dest="docs", action="store_false", help="do not rewrite docs/benchmarks.md")
     args = ap.parse_args()
     # SIGTERM unwinds like Ctrl-C, so every cluster started is stopped.
@@ -227,9 +282,17 @@ def main():
         res["summary"] = summary(res)
         all_res["datasets"].append(res)
         out.write_text(json.dumps(all_res, indent=1, default=str))
+    msf = args.memory_sf or max(filter(None, args.tpch_sf.split(",")), key=float, default="none")
+    if msf != "none":
+        tpchgen = str(pathlib.Path(sys.executable).parent / "tpchgen-cli")
+        data = tpch.generate(tpchgen, msf, ROOT / "integration" / ".tpch-data" / f"sf{msf}")
+        all_res["memory"] = run_memory(binary, data, args)
+        all_res["memory"]["sf"] = msf
     all_res["loadavg_end"] = os.getloadavg()
     out.write_text(json.dumps(all_res, indent=1, default=str))
     md = markdown(all_res)
+    if "memory" in all_res:
+        md += memory_markdown(all_res["memory"])
     print(md)
     if args.docs:
         write_docs(md)

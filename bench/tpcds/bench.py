@@ -43,16 +43,6 @@ def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def compare(got, want, sql, duck):
-    """'same' (rows in order), 'same rows' (tpcds.compare: as multisets, or
-    ties at a final LIMIT) or the difference."""
-    if not tpch.diff(got, want):
-        return "same"
-    uncut = tpcds.without_limit(sql)
-    d = tpcds.compare(got, want, duck.execute(uncut).to_arrow_table() if uncut else None)
-    return "same rows" if not d else d[:200]
-
-
 def run_query(conn, duck, name, sql, reps):
     r = {"name": name}
     try:
@@ -61,7 +51,7 @@ def run_query(conn, duck, name, sql, reps):
         r["error"] = str(e).splitlines()[0][:300]
         return r
     want = tpch.run_duckdb(duck, sql)
-    r["answer"] = compare(got, want, sql, duck)
+    r["answer"] = tpcds.answer(got, want, sql, duck)
     ti, td = [], []
     for _ in range(reps):
         t0 = time.perf_counter()

@@ -261,3 +261,14 @@ def compare(got, want, want_uncut=None):
         return f"{len(extra)} row(s) not in DuckDB's answer even without the LIMIT, e.g. {extra[0]}"
     missing = _unmatched(wr, gr)
     return f"{len(extra)} row(s) not in DuckDB's answer, e.g. {extra[0]}; {len(missing)} of DuckDB's missing, e.g. {missing[0]}"
+
+
+def answer(got, want, sql, duck):
+    """'same' (rows in order), 'same rows' (compare: as multisets, or ties
+    at a final LIMIT, checked against duck's answer without it) or the
+    difference."""
+    if not tpch.diff(got, want):
+        return "same"
+    uncut = without_limit(sql)
+    d = compare(got, want, duck.execute(uncut).to_arrow_table() if uncut else None)
+    return "same rows" if not d else d[:200]

@@ -148,7 +148,7 @@ class Cluster:
     lists one CPU list per worker (taskset -c), e.g. ["0", "1"]; the
     coordinator is not pinned. Has the same connect()/uri as Server."""
 
-    def __init__(self, binary, data_dir, workers=2, pin=None, env=None, args=(), session=None):
+    def __init__(self, binary, data_dir, workers=2, pin=None, env=None, args=(), coordinator_args=(), session=None):
         e = dict(os.environ)
         e.setdefault("ICEFLOE_TICKET_KEY", os.urandom(16).hex())
         e.update(env or {})
@@ -165,7 +165,7 @@ class Cluster:
                 w = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
                 self.workers.append(w)
                 addrs.append(_ready_fields(w, f"worker {i}", self.log)["worker"])
-            cmd = [binary, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *args]
+            cmd = [binary, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *args, *coordinator_args]
             for a in addrs:
                 cmd += ["--worker", a]
             self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
