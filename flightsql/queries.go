@@ -114,10 +114,15 @@ func redactPlan(explain string) string {
 	lines := strings.Split(explain, "\n")
 	for i, l := range lines {
 		key, val, ok := strings.Cut(l, "\t")
-		if !ok || (key != "fragment" && key != "filter") {
-			continue
+		switch {
+		case ok && (key == "fragment" || key == "filter"):
+			lines[i] = key + "\t" + audit.Redact(val)
+		case ok && key == "plan":
+			// A plan tree's line: its indentation, then a node's SQL or
+			// filter among figures.
+			body := strings.TrimLeft(val, " ")
+			lines[i] = key + "\t" + val[:len(val)-len(body)] + audit.Redact(body)
 		}
-		lines[i] = key + "\t" + audit.Redact(val)
 	}
 	return strings.Join(lines, "\n")
 }

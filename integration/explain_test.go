@@ -20,6 +20,9 @@ func TestExplainAnalyzeAndWrites(t *testing.T) {
 	endpoint := regexp.MustCompile(`^analyze endpoint \d+ \| (\d+) rows, (\d+) bytes, first batch after .*, done after .*, served by grpc://`)
 	total := regexp.MustCompile(`^analyze total \| (\d+) rows, (\d+) bytes from (\d+) endpoints \((\d+) child fragments\) in `)
 	child := regexp.MustCompile(`^analyze endpoint \d+ child \d+ \(__icefloe_\w+\) \| (\d+) rows, (\d+) bytes, .*, served by grpc://`)
+	// The plan tree's result and fragments carry the measured figures.
+	result := regexp.MustCompile(`^plan \| Result .*; actual (\d+) rows, (\d+) bytes, .* in (\d+) streams\)$`)
+	partial := regexp.MustCompile(`^plan \| +Fragment (?:partial|child) .*; actual (\d+) rows, \d+ bytes, .* in (\d+) streams\)$`)
 	for q, wantChildren := range map[string]bool{
 		"SELECT * FROM orders":                                            false, // scatter
 		"SELECT status, count(*) FROM orders GROUP BY status":             true,  // two-phase
@@ -28,9 +31,17 @@ func TestExplainAnalyzeAndWrites(t *testing.T) {
 	} {
 		want := int64(len(mustQuery(t, cnxn, q).rows))
 		res := mustQuery(t, cnxn, "EXPLAIN ANALYZE "+q)
-		var sum, endpoints, children, childRows int64
-		var tot []string
+		var sum, endpoints, children, childRows, treeChildren, treeChildRows int64
+		var tot, root []string
 		for _, l := range res.rows {
+			if m := result.FindStringSubmatch(l); m != nil {
+				root = m
+			}
+			if m := partial.FindStringSubmatch(l); m != nil {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				k, _ := strconv.ParseInt(m[2], 10, 64)
+				treeChildRows, treeChildren = treeChildRows+n, treeChildren+k
+			}
 			if m := endpoint.FindStringSubmatch(l); m != nil {
 				n, _ := strconv.ParseInt(m[1], 10, 64)
 				if b, _ := strconv.ParseInt(m[2], 10, 64); b <= 0 && n > 0 {
@@ -53,6 +64,12 @@ func TestExplainAnalyzeAndWrites(t *testing.T) {
 		}
 		if sum != want || tot[1] != strconv.FormatInt(want, 10) || tot[3] != strconv.FormatInt(endpoints, 10) {
 			t.Errorf("EXPLAIN ANALYZE %s: endpoints stream %d rows (total line %s), the query returns %d:\n%s", q, sum, tot[0], want, strings.Join(res.rows, "\n"))
+		}
+		if root == nil || root[1] != strconv.FormatInt(want, 10) || root[3] != strconv.FormatInt(endpoints, 10) {
+			t.Errorf("EXPLAIN ANALYZE %s: the plan tree's result says %v, want %d rows in %d streams:\n%s", q, root, want, endpoints, strings.Join(res.rows, "\n"))
+		}
+		if treeChildren != children || treeChildRows != childRows {
+			t.Errorf("EXPLAIN ANALYZE %s: the plan tree's child fragments have %d rows in %d streams, the child lines %d in %d:\n%s", q, treeChildRows, treeChildren, childRows, children, strings.Join(res.rows, "\n"))
 		}
 		if tot[4] != strconv.FormatInt(children, 10) || (children > 0) != wantChildren || wantChildren && childRows == 0 {
 			t.Errorf("EXPLAIN ANALYZE %s: %d child fragments with %d rows (total line %s), want children %v:\n%s", q, children, childRows, tot[0], wantChildren, strings.Join(res.rows, "\n"))

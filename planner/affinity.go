@@ -143,6 +143,19 @@ func mostBytes(seconds map[int]int64) int {
 	return best
 }
 
+// testHookAffinityKey, when set, replaces a task's file path as its
+// rendezvous key: the plan tests' files have random names, their
+// placements must not.
+var testHookAffinityKey func(table.FileScanTask) string
+
+// affinityKey is what places a task: its file's path.
+func affinityKey(t table.FileScanTask) string {
+	if testHookAffinityKey != nil {
+		return testHookAffinityKey(t)
+	}
+	return t.File.FilePath()
+}
+
 // placeTasks gives each task an owner and a fallback (its next worker in
 // hash order after the owner): largest first, each to the first worker in
 // its file's order that is not saturated, or the least loaded when all
@@ -178,13 +191,13 @@ func placeTasks(tasks []table.FileScanTask, workers []Worker, target int64) (own
 		if c := cmp.Compare(tasks[b].Length, tasks[a].Length); c != 0 {
 			return c
 		}
-		return cmp.Compare(tasks[a].File.FilePath(), tasks[b].File.FilePath())
+		return cmp.Compare(affinityKey(tasks[a]), affinityKey(tasks[b]))
 	})
 	owner, fallback = make([]int, len(tasks)), make([]int, len(tasks))
 	load := make([]int64, len(workers))
 	for _, i := range order {
 		t := tasks[i]
-		prefs := rendezvous(hashes, t.File.FilePath())
+		prefs := rendezvous(hashes, affinityKey(t))
 		pick := -1
 		for _, w := range prefs {
 			if load[w]+t.Length <= capacity[w] {

@@ -11,6 +11,7 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -159,14 +160,14 @@ const (
 )
 
 // Strategy is how a query is spread over the workers.
-type Strategy string
+type Strategy = plan.Strategy
 
 const (
-	Scatter  Strategy = "scatter"
-	TwoPhase Strategy = "two-phase"
-	Gather   Strategy = "gather"
-	// Shuffle runs a join as hash-partitioned fragments (shuffle.go).
-	Shuffle Strategy = "shuffle"
+	Scatter  = plan.Scatter
+	TwoPhase = plan.TwoPhase
+	Gather   = plan.Gather
+	// Shuffle runs a join or an aggregate as hash-partitioned fragments (shuffle.go).
+	Shuffle = plan.Shuffle
 )
 
 // Plan is a planned query: its result schema and one endpoint per ticket.
@@ -182,6 +183,12 @@ type Plan struct {
 	Ordered bool
 	// ExpiresAt is when the plan's tickets expire.
 	ExpiresAt time.Time
+
+	// tree is the physical plan the endpoints were lowered from, and
+	// streams what each endpoint runs (lower.go); nil for statements
+	// that are not planned queries.
+	tree    *plan.Result
+	streams []stream
 }
 
 // Endpoint is one ticket and the locations that can serve it, owner first.

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -85,4 +86,66 @@ func (p *Planner) linesPlan(ctx context.Context, workers []Worker, schema *arrow
 	pb.plan.ExpiresAt = t.ExpiresAt
 	pb.endpoint(t)
 	return pb.finish()
+}
+
+// explainLines are EXPLAIN's lines of a planned query, printed from its
+// plan: each input (its pinned snapshot, columns, pushed filter, files
+// and estimated rows), the strategy, the fragments, the rules tried and
+// the plan tree with its estimates.
+func explainLines(res *plan.Result, scans []*plan.Scan) []string {
+	var out []string
+	add := func(key, format string, args ...any) { out = append(out, key+"\t"+fmt.Sprintf(format, args...)) }
+	for _, s := range scans {
+		add("table", "%s as %s snapshot %d, metadata %s", s.Table, s.View, s.Snapshot, s.Metadata)
+		cols := "*"
+		if s.Columns != nil {
+			cols = strings.Join(s.Columns, ", ")
+		}
+		add("columns", "%s: %s", s.Table, cols)
+		if s.Filter != "" {
+			add("filter", "%s: %s", s.Table, s.Filter)
+		}
+		add("files", "%s: %d of %d files, %d of %d bytes after pruning, %d groups", s.Table, s.Files, s.FilesBefore, s.Bytes, s.BytesBefore, len(s.Groups))
+		add("rows", "%s: %s", s.Table, s.RowsNote)
+	}
+	if len(res.Endpoints) > 0 { // else the rule that sealed its tickets noted it
+		add("strategy", "%s", res.Label)
+	}
+	plan.Walk(res, func(n plan.Node) {
+		f, ok := n.(*plan.Fragment)
+		if !ok {
+			return
+		}
+		switch {
+		case f.Role == "child":
+			if f.Passthrough {
+				add("passthrough", "workers stream %s's scan fragments without DuckDB", f.Per.Table)
+			}
+			return
+		case f.Role == "scan" || f.Role == "gather":
+			add("fragment", "%s", f.SQL)
+		default:
+			add("fragment", "%s: %s", f.Role, f.SQL)
+		}
+		if f.Passthrough {
+			add("passthrough", "workers stream the scan without DuckDB")
+		}
+		if f.Direct {
+			add("inputs", "read on the gathering worker with DuckDB's Parquet reader")
+		}
+	})
+	for _, v := range res.Verdicts {
+		add("rule", "%s", v)
+	}
+	return append(out, treeLines(res)...)
+}
+
+// treeLines are the plan tree's lines, one "plan" line per node.
+func treeLines(res *plan.Result) []string {
+	text := plan.Format(res)
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "plan\t" + l
+	}
+	return lines
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/icefloe/icefloe/internal/flightclient"
+	planpkg "github.com/icefloe/icefloe/planner/plan"
 )
 
 // fragment is one stream an analyzed query runs: an endpoint, or a child
@@ -58,7 +60,12 @@ func (p *Planner) explainAnalyze(ctx context.Context, s Session, query string, w
 			children = append(children, &fragment{label: fmt.Sprintf("endpoint %d child %d (%s)", i, j, c.View), locations: c.Locations, ticket: c.Ticket})
 		}
 	}
-	lines := planLines(plan)
+	var lines []string
+	for _, l := range planLines(plan) {
+		if !strings.HasPrefix(l, "plan\t") {
+			lines = append(lines, l)
+		}
+	}
 	start := time.Now()
 	for _, fs := range [][]*fragment{children, endpoints} {
 		if err := p.pullAll(ctx, fs); err != nil {
@@ -74,7 +81,73 @@ func (p *Planner) explainAnalyze(ctx context.Context, s Session, query string, w
 	}
 	lines = append(lines, "analyze total\t"+fmt.Sprintf("%d rows, %d bytes from %d endpoints (%d child fragments) in %s",
 		rows, bytes, len(endpoints), len(children), time.Since(start).Round(time.Microsecond)))
+	if plan.tree != nil {
+		measure(plan, endpoints, children)
+		lines = append(lines, treeLines(plan.tree)...)
+	}
 	return p.linesPlan(ctx, workers, schema, lines)
+}
+
+// measure puts the figures of the endpoints and their children (in the
+// order of plan.streams) on the plan's fragments, and sums them up the
+// tree: an exchange has its producers' figures, an aggregate its
+// fragment's, the result its endpoints'. Scans are not measured apart
+// from the fragments that read them.
+func measure(p *Plan, endpoints, children []*fragment) {
+	k := 0
+	for i, st := range p.streams {
+		if i >= len(endpoints) {
+			break
+		}
+		addMeasure(st.frag, endpoints[i])
+		for _, c := range st.children {
+			if k < len(children) {
+				addMeasure(c, children[k])
+			}
+			k++
+		}
+	}
+	sumMeasured(p.tree, nil)
+}
+
+func addMeasure(n planpkg.Node, f *fragment) {
+	fig := n.Stats()
+	if fig.Measured == nil {
+		fig.Measured = &planpkg.Measured{}
+	}
+	fig.Measured.Add(f.rows, f.bytes, f.took)
+}
+
+// sumMeasured fills the measured figures of the nodes that are not
+// fragments; frag is the fragment n runs in.
+func sumMeasured(n planpkg.Node, frag *planpkg.Fragment) {
+	if f, ok := n.(*planpkg.Fragment); ok {
+		frag = f
+	}
+	for _, in := range n.Inputs() {
+		sumMeasured(in, frag)
+	}
+	fig := n.Stats()
+	switch n.(type) {
+	case *planpkg.Fragment, *planpkg.Scan:
+		return
+	case *planpkg.Aggregate:
+		if frag != nil && frag.Measured != nil {
+			m := *frag.Measured
+			fig.Measured = &m
+		}
+		return
+	}
+	var sum planpkg.Measured
+	for _, in := range n.Inputs() {
+		m := in.Stats().Measured
+		if m == nil {
+			return
+		}
+		sum.Rows, sum.Bytes, sum.Streams = sum.Rows+m.Rows, sum.Bytes+m.Bytes, sum.Streams+m.Streams
+		sum.Time = max(sum.Time, m.Time)
+	}
+	fig.Measured = &sum
 }
 
 func (f *fragment) String() string {

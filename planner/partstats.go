@@ -122,11 +122,11 @@ const statsCacheEntries = 256
 // partition statistics of its snapshot when there are some (the
 // partitions of the planned files, less position deletes), else from the
 // files' record counts in the manifests.
-func (p *Planner) estimateRows(ctx context.Context, in *input) string {
+func (p *Planner) estimateRows(ctx context.Context, in *input) (int64, string) {
 	tbl := in.pinned.Table
 	snap := tbl.CurrentSnapshot()
 	if snap == nil || in.meta != "" {
-		return "0 rows"
+		return 0, "0 rows"
 	}
 	var manifest int64
 	seen := map[string]bool{}
@@ -157,10 +157,10 @@ func (p *Planner) estimateRows(ctx context.Context, in *input) string {
 			}
 		}
 		if ok {
-			return fmt.Sprintf("~%d rows in %d partitions (partition statistics)", n, len(parts))
+			return n, fmt.Sprintf("~%d rows in %d partitions (partition statistics)", n, len(parts))
 		}
 	}
-	return fmt.Sprintf("~%d rows (manifest statistics)", manifest)
+	return manifest, fmt.Sprintf("~%d rows (manifest statistics)", manifest)
 }
 
 func (p *Planner) readStats(ctx context.Context, tbl *table.Table, f table.PartitionStatisticsFile) (map[string]partstats.Row, error) {
@@ -186,4 +186,10 @@ func (p *Planner) readStats(ctx context.Context, tbl *table.Table, f table.Parti
 	}
 	c.files[f.StatisticsPath] = rows
 	return rows, nil
+}
+
+// rowsNote is estimateRows' text.
+func (p *Planner) rowsNote(ctx context.Context, in *input) string {
+	_, s := p.estimateRows(ctx, in)
+	return s
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/internal/tracing"
+	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -178,9 +179,14 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 	if order, _, _, _ := modifiersOf(root); order != nil && str(root, "type") == "SELECT_NODE" {
 		pb.plan.Ordered = true
 	}
-	if err := pb.choose(ctx, root); err != nil {
+	res, err := pb.choose(ctx, root)
+	if err != nil {
 		return nil, err
 	}
+	if err := pb.lower(res); err != nil {
+		return nil, err
+	}
+	pb.explain = append(pb.explain, explainLines(res, pb.scans)...)
 	return pb.finish()
 }
 
@@ -196,6 +202,8 @@ type planBuilder struct {
 	plan    *Plan
 	expires time.Time
 	explain []string // lines "key\tvalue"
+	// scans describe the inputs for the plan (rules.go).
+	scans   []*plan.Scan
 	tickets []*wire.Ticket
 	places  []place
 	next    int
@@ -263,87 +271,6 @@ func (pb *planBuilder) finish() (*Plan, error) {
 	return pb.plan, nil
 }
 
-// choose picks the strategy from the query's shape and table sizes.
-func (pb *planBuilder) choose(ctx context.Context, root node) error {
-	aggs, err := pb.p.aggregates.load(ctx, pb.conn)
-	if err != nil {
-		return err
-	}
-	b := pb.b
-	for _, in := range b.inputs {
-		pb.note("table", "%s as %s snapshot %d, metadata %s", in.ref, in.view, snapshotID(in), in.pinned.MetadataLocation)
-		cols := "*"
-		if in.cols != nil {
-			cols = strings.Join(in.cols, ", ")
-		}
-		pb.note("columns", "%s: %s", in.ref, cols)
-		if in.filter != nil {
-			pb.note("filter", "%s: %s", in.ref, in.filter)
-		}
-		pb.note("files", "%s: %d of %d files, %d of %d bytes after pruning, %d groups", in.ref, len(in.tasks), in.filesBefore, in.bytes, in.bytesBefore, len(in.groups))
-		pb.note("rows", "%s: %s", in.ref, pb.p.estimateRows(ctx, in))
-	}
-	if root == nil {
-		return pb.gather("no query node")
-	}
-	reason := selectScatterReason(root, aggs)
-	from, _ := root["from_table"].(node)
-	switch {
-	case reason == "" && len(b.inputs) == 1 && str(from, "type") == "BASE_TABLE":
-		return pb.scatter(b.inputs[0], nil, b.sql)
-	case reason == "" && str(from, "type") == "JOIN":
-		if in, small, ok := pb.broadcastable(from); ok {
-			return pb.scatter(in, small, b.sql)
-		}
-		reason = "join of large tables"
-	case str(root, "type") == "SET_OPERATION_NODE":
-		if err, ok := pb.unionAll(root, aggs); ok {
-			return err
-		}
-		reason = strings.ToLower(str(root, "setop_type")) + " (not a scatterable UNION ALL)"
-		done, why, err := pb.shuffleSetOp(ctx, root)
-		if err != nil || done {
-			return err
-		}
-		reason += "; not shuffled: " + why
-	}
-	if str(from, "type") == "JOIN" {
-		done, why, err := pb.shuffle(ctx, root, aggs)
-		if err != nil || done {
-			return err
-		}
-		reason += "; not shuffled: " + why
-	}
-	if len(b.inputs) == 1 && len(b.inputs[0].groups) == 1 {
-		// Partials and a final over one group would only add a hop: run
-		// the whole query where the group's files are.
-		return pb.gather("one group")
-	}
-	if len(b.inputs) == 1 && str(root, "type") == "SELECT_NODE" && str(from, "type") == "BASE_TABLE" {
-		var tp *twoPhase
-		var why string
-		if exprReason(node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}, aggs) != "" || len(anyList(root["group_expressions"])) > 0 {
-			tp, why = planAggregate(root, aggs)
-		} else {
-			tp, why = planRowwise(root, fieldNames(b.schema))
-		}
-		if tp != nil {
-			done, err := pb.twoPhase(ctx, b.inputs[0], tp)
-			if err != nil || done {
-				return err
-			}
-			why = "two-phase final does not bind to the query's schema"
-		}
-		reason = why
-		done, why, err := pb.shuffleGrouped(ctx, root, aggs)
-		if err != nil || done {
-			return err
-		}
-		reason += "; not shuffled: " + why
-	}
-	return pb.gather(reason)
-}
-
 func anyList(v any) []any {
 	l, _ := v.([]any)
 	return l
@@ -355,44 +282,6 @@ func fieldNames(s *arrow.Schema) []string {
 		out[i] = f.Name
 	}
 	return out
-}
-
-// scatter puts one endpoint per group of in; small inputs are read in full
-// by every fragment (broadcast).
-func (pb *planBuilder) scatter(in *input, small []*input, sql string) error {
-	if len(small) == 0 {
-		pb.note("strategy", "scatter")
-	} else {
-		var names []string
-		for _, s := range small {
-			names = append(names, s.ref.String())
-		}
-		pb.note("strategy", "scatter with broadcast of %s", strings.Join(names, ", "))
-	}
-	pb.plan.Strategy = Scatter
-	pb.note("fragment", "%s", sql)
-	var full []wire.Scan
-	for _, s := range small {
-		scan, err := encodeScan(s, s.tasks)
-		if err != nil {
-			return err
-		}
-		full = append(full, scan)
-	}
-	passthrough := len(small) == 0 && pb.passthrough(in)
-	if passthrough {
-		pb.note("passthrough", "workers stream the scan without DuckDB")
-	}
-	for i, g := range in.groups {
-		scan, err := encodeScan(in, g)
-		if err != nil {
-			return err
-		}
-		t := pb.ticket(append([]wire.Scan{scan}, full...), sql, pb.b.schema)
-		t.Passthrough = passthrough
-		pb.endpointAt(t, in.places[i])
-	}
-	return nil
 }
 
 // passthrough tells whether the query is a bare projection of in — SELECT *
@@ -465,53 +354,6 @@ func (pb *planBuilder) broadcastable(from node) (*input, []*input, bool) {
 	return big, small, true
 }
 
-// unionAll scatters each branch of a UNION ALL of scatterable SELECTs: the
-// endpoints of every branch, each cast to the union's bound schema.
-func (pb *planBuilder) unionAll(root node, aggs map[string]bool) (error, bool) {
-	branches, ok := unionBranches(root)
-	if !ok || pb.b.duckTypes == nil {
-		return nil, false
-	}
-	byView := map[string]*input{}
-	for _, in := range pb.b.inputs {
-		byView[in.view] = in
-	}
-	type branch struct {
-		in  *input
-		sql string
-	}
-	var plans []branch
-	names := fieldNames(pb.b.schema)
-	for _, br := range branches {
-		from, _ := br["from_table"].(node)
-		if selectScatterReason(br, aggs) != "" || str(from, "type") != "BASE_TABLE" {
-			return nil, false
-		}
-		in := byView[str(from, "table_name")]
-		if in == nil {
-			return nil, false
-		}
-		sql, err := pb.deparse(statement(br))
-		if err != nil {
-			return nil, false
-		}
-		plans = append(plans, branch{in: in, sql: castWrap(sql, names, pb.b.duckTypes)})
-	}
-	pb.plan.Strategy = Scatter
-	pb.note("strategy", "scatter (UNION ALL of %d branches)", len(plans))
-	for i, br := range plans {
-		pb.note("fragment", "branch %d: %s", i, br.sql)
-		for j, g := range br.in.groups {
-			scan, err := encodeScan(br.in, g)
-			if err != nil {
-				return err, true
-			}
-			pb.endpointAt(pb.ticket([]wire.Scan{scan}, br.sql, pb.b.schema), br.in.places[j])
-		}
-	}
-	return nil, true
-}
-
 func (pb *planBuilder) deparse(p *parsed) (string, error) {
 	doc, err := p.document()
 	if err != nil {
@@ -581,98 +423,6 @@ func (pb *planBuilder) phases(ctx context.Context, tp *twoPhase) (*phases, error
 		return nil, nil
 	}
 	return &phases{kind: tp.kind, partialSQL: partialSQL, partialSchema: partialSchema, final: final, childLimit: tp.childLimit}, nil
-}
-
-// twoPhase plans partial fragments per group (children) and one final
-// endpoint over them. It returns false when the final step does not bind
-// to exactly the query's schema, so the caller gathers instead.
-func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (bool, error) {
-	ph, err := pb.phases(ctx, tp)
-	if err != nil || ph == nil {
-		return false, err
-	}
-	pb.plan.Strategy = TwoPhase
-	pb.note("strategy", "two-phase (%s)", ph.kind)
-	pb.note("fragment", "partial: %s", ph.partialSQL)
-	pb.note("fragment", "final: %s", ph.final)
-	final := pb.ticket(nil, ph.final, pb.b.schema)
-	final.ChildLimit = ph.childLimit
-	for i, g := range in.groups {
-		scan, err := encodeScan(in, g)
-		if err != nil {
-			return false, err
-		}
-		c, err := pb.child(partialsView, pb.ticket([]wire.Scan{scan}, ph.partialSQL, ph.partialSchema), in.places[i])
-		if err != nil {
-			return false, err
-		}
-		final.Children = append(final.Children, c)
-	}
-	pb.endpoint(final)
-	return true, nil
-}
-
-// gather runs the whole query on one worker, which pulls every input's
-// pruned, projected scan fragments from the workers in parallel. A query
-// whose inputs fit one group reads them directly.
-func (pb *planBuilder) gather(reason string) error {
-	pb.plan.Strategy = Gather
-	pb.note("strategy", "gather (%s)", reason)
-	pb.note("fragment", "%s", pb.b.sql)
-	groups := 0
-	for _, in := range pb.b.inputs {
-		groups += len(in.groups)
-	}
-	t := pb.ticket(nil, pb.b.sql, pb.b.schema)
-	direct := pb.p.readsDirect(pb.b.inputs)
-	if direct {
-		pb.note("inputs", "read on the gathering worker with DuckDB's Parquet reader")
-	}
-	if groups <= len(pb.b.inputs) || len(pb.workers) == 1 || direct {
-		for _, in := range pb.b.inputs {
-			scan, err := encodeScan(in, in.tasks)
-			if err != nil {
-				return err
-			}
-			t.Scans = append(t.Scans, scan)
-		}
-		pb.endpointAt(t, pb.gatherPlace())
-		return nil
-	}
-	if err := pb.b.loadStandIns(context.Background(), pb.conn); err != nil {
-		return err
-	}
-	for _, in := range pb.b.inputs {
-		rdr, err := pb.conn.Query(context.Background(), "SELECT * FROM "+engine.Quote(in.view), engine.QueryOptions{})
-		if err != nil {
-			return err
-		}
-		viewSchema := rdr.Schema()
-		rdr.Release()
-		// A child is a bare SELECT * of its scan: when DuckDB would hand
-		// back exactly the types iceberg-go reads, the worker streams the
-		// scan without the round trip through DuckDB (passthrough).
-		read, err := inputSchema(context.Background(), in)
-		passthrough := err == nil && in.meta == "" && sameSchema(read, viewSchema)
-		for i, g := range in.groups {
-			scan, err := encodeScan(in, g)
-			if err != nil {
-				return err
-			}
-			ct := pb.ticket([]wire.Scan{scan}, "SELECT * FROM "+engine.Quote(in.view), viewSchema)
-			ct.Passthrough = passthrough
-			c, err := pb.child(in.view, ct, in.places[i])
-			if err != nil {
-				return err
-			}
-			t.Children = append(t.Children, c)
-		}
-		if passthrough {
-			pb.note("passthrough", "workers stream %s's scan fragments without DuckDB", in.ref)
-		}
-	}
-	pb.endpoint(t)
-	return nil
 }
 
 // gatherPlace is where a gather that reads its inputs itself runs: where
@@ -1085,9 +835,10 @@ func (r *resolver) visit(ctx context.Context, v any, scope cteScope) {
 		if m, ok := x["cte_map"].(node); ok {
 			scope = r.withCTEs(ctx, m, scope)
 		}
-		for k, c := range x {
+		// In key order, so that tables get the same views in every run.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if k != "cte_map" {
-				r.visit(ctx, c, scope)
+				r.visit(ctx, x[k], scope)
 			}
 		}
 	}

@@ -374,7 +374,7 @@ func (pb *planBuilder) noteShuffle(ctx context.Context, sj *shuffleJoin, n int, 
 	pb.plan.Strategy = Shuffle
 	pb.note("strategy", "shuffle %s (hash join of %s and %s on %s = %s in %d partitions)", kind, a.in.ref, b.in.ref, a.col, b.col, n)
 	pb.note("estimate", "%s: %d bytes, %s; %s: %d bytes, %s; broadcast up to %d bytes, shuffle from %d bytes",
-		a.in.ref, a.in.bytes, pb.p.estimateRows(ctx, a.in), b.in.ref, b.in.bytes, pb.p.estimateRows(ctx, b.in),
+		a.in.ref, a.in.bytes, pb.p.rowsNote(ctx, a.in), b.in.ref, b.in.bytes, pb.p.rowsNote(ctx, b.in),
 		pb.p.opts.BroadcastBytes, max(pb.p.opts.ShuffleBytes, 0))
 	pb.notePartitions(sj, n)
 }

@@ -77,7 +77,7 @@ func (pb *planBuilder) noteGrouped(ctx context.Context, sj *shuffleJoin, n int, 
 	s := sj.sides[0]
 	pb.plan.Strategy = Shuffle
 	pb.note("strategy", "shuffle %s (%s partitioned on %s in %d partitions)", split, kind, s.col, n)
-	pb.note("estimate", "%s: %d bytes, %s; shuffle from %d bytes", s.in.ref, s.in.bytes, pb.p.estimateRows(ctx, s.in), max(pb.p.opts.ShuffleBytes, 0))
+	pb.note("estimate", "%s: %d bytes, %s; shuffle from %d bytes", s.in.ref, s.in.bytes, pb.p.rowsNote(ctx, s.in), max(pb.p.opts.ShuffleBytes, 0))
 	pb.notePartitions(sj, n)
 }
 

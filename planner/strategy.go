@@ -22,6 +22,12 @@ type twoPhase struct {
 	wrap     bool
 	// childLimit is how many partial rows are enough (LIMIT alone).
 	childLimit int64
+	// order are the final's ORDER BY keys (top-n).
+	order string
+	// partialRows and finalRows cap the rows a partial and the final
+	// return (LIMIT; 0: no cap); global: no group keys, one row each.
+	partialRows, finalRows int64
+	global                 bool
 }
 
 // selectScatterReason says why a SELECT node is not row-wise: the query
@@ -56,28 +62,45 @@ func selectScatterReason(sel node, aggregates map[string]bool) string {
 }
 
 // exprReason finds windows, subqueries and aggregates anywhere under n.
+// When there are several, the reason is the same in every run (the AST's
+// maps are walked in random order): a window before a subquery in FROM
+// before a subquery before an aggregate, aggregates by name.
 func exprReason(n node, aggregates map[string]bool) string {
 	reason := ""
-	walk(n, func(x node) bool {
-		if reason != "" {
-			return false
+	note := func(r string) {
+		if reason == "" || reasonRank(r) < reasonRank(reason) || reasonRank(r) == reasonRank(reason) && r < reason {
+			reason = r
 		}
+	}
+	walk(n, func(x node) bool {
 		switch str(x, "class") {
 		case "WINDOW":
-			reason = "window function"
+			note("window function")
 		case "SUBQUERY":
-			reason = "subquery"
+			note("subquery")
 		case "FUNCTION":
 			if aggregates[strings.ToLower(str(x, "function_name"))] {
-				reason = "aggregate " + str(x, "function_name")
+				note("aggregate " + str(x, "function_name"))
 			}
 		}
 		if isTableRef(x) && str(x, "type") == "SUBQUERY" {
-			reason = "subquery in FROM"
+			note("subquery in FROM")
 		}
 		return true
 	})
 	return reason
+}
+
+func reasonRank(r string) int {
+	switch r {
+	case "window function":
+		return 0
+	case "subquery in FROM":
+		return 1
+	case "subquery":
+		return 2
+	}
+	return 3
 }
 
 // joinLeaves returns the base tables of a join tree, leftmost first, and
@@ -232,7 +255,7 @@ func splitModifiers(sel node, names []string) (*twoPhase, string) {
 		if distinct != nil {
 			sel = "DISTINCT *"
 		}
-		return &twoPhase{kind: "top-n", partial: partial,
+		return &twoPhase{kind: "top-n", partial: partial, order: keys, partialRows: n + off, finalRows: n,
 			final: fmt.Sprintf("SELECT %s FROM %s ORDER BY %s%s", sel, partialsView, keys, tail)}, ""
 	case order != nil:
 		return nil, "order by without limit"
@@ -241,10 +264,15 @@ func splitModifiers(sel node, names []string) (*twoPhase, string) {
 			mods = append(mods, limitModifier(n+off))
 		}
 		partial["modifiers"] = mods
-		return &twoPhase{kind: "distinct", partial: partial, final: "SELECT DISTINCT * FROM " + partialsView + tail}, ""
+		tp := &twoPhase{kind: "distinct", partial: partial, final: "SELECT DISTINCT * FROM " + partialsView + tail}
+		if limit != nil {
+			tp.partialRows, tp.finalRows = n+off, n
+		}
+		return tp, ""
 	case limit != nil:
 		partial["modifiers"] = []any{limitModifier(n + off)}
-		return &twoPhase{kind: "limit", partial: partial, final: "SELECT * FROM " + partialsView + tail, childLimit: n + off}, ""
+		return &twoPhase{kind: "limit", partial: partial, final: "SELECT * FROM " + partialsView + tail, childLimit: n + off,
+			partialRows: n + off, finalRows: n}, ""
 	}
 	return nil, "nothing to split"
 }

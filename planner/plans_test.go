@@ -1,0 +1,84 @@
+package planner
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/icefloe/icefloe/planner/plan"
+	"github.com/icefloe/icefloe/wire"
+)
+
+// TestPlans prints the plans of the queries in testdata/plans: the rules
+// tried and the plan tree with its estimates. `go test -run TestPlans
+// ./planner/ -rewrite` rewrites the expected plans.
+//
+//	plan [workers=N]
+//	<query>
+//	----
+//	<rules and tree>
+//
+// The catalog holds default.t (8 files of 10 rows), default.u (1 file) and
+// default.e (no files); files are placed by their first id, so the groups
+// are the same in every run. N is 1 or 2 workers of 2 slots (2 by
+// default).
+func TestPlans(t *testing.T) {
+	testHookAffinityKey = func(task table.FileScanTask) string {
+		return hex.EncodeToString(task.File.LowerBoundValues()[1])
+	}
+	t.Cleanup(func() { testHookAffinityKey = nil })
+	planners := map[int]*Planner{}
+	datadriven.RunTest(t, "testdata/plans", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "plan" {
+			d.Fatalf(t, "unknown command %s", d.Cmd)
+		}
+		workers := 2
+		if d.HasArg("workers") {
+			d.ScanArgs(t, "workers", &workers)
+		}
+		p := planners[workers]
+		if p == nil {
+			ws := fixedWorkers{{Location: "grpc://w1:1", Slots: 2}, {Location: "grpc://w2:2", Slots: 2}}[:workers]
+			var cat icecat.Catalog
+			p, _, cat = testPlannerWith(t, ws, 8, nil)
+			schema := iceberg.NewSchema(0,
+				iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+				iceberg.NestedField{ID: 2, Name: "s", Type: iceberg.PrimitiveTypes.String})
+			row := func(f, i int) []any { return []any{int64(f*10 + i), fmt.Sprint("v", i)} }
+			testTable(t, cat, "u", schema, 1, row)
+			testTable(t, cat, "e", schema, 0, row)
+			planners[workers] = p
+		}
+		plan, err := p.Plan(context.Background(), Session{Catalog: "local", Schema: "default"}, strings.TrimSpace(d.Input))
+		if err != nil {
+			return fmt.Sprintf("error: %v\n", err)
+		}
+		var b strings.Builder
+		for _, l := range planLines(plan) {
+			if k, v, _ := strings.Cut(l, "\t"); k == "rule" || k == "plan" {
+				b.WriteString(v + "\n")
+			}
+		}
+		return b.String()
+	})
+}
+
+// TestLowerRefusesHashExchange: no rule builds a hash exchange yet, and
+// lowering one fails naming it rather than sealing a ticket that would
+// read the wrong rows.
+func TestLowerRefusesHashExchange(t *testing.T) {
+	pb := &planBuilder{}
+	ex := &plan.Exchange{Kind: plan.ExchangeHash, Keys: [][]string{{"k"}}, Partitions: 4, View: "__icefloe_t0"}
+	err := pb.attach(&wire.Ticket{}, &plan.Fragment{}, []plan.Node{ex}, 0, nil)
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "Exchange hash on (k) into 4 partitions") {
+		t.Fatalf("lowering a hash exchange: %v", err)
+	}
+}

@@ -1,0 +1,460 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/planner/plan"
+)
+
+// A query's strategy is the first rule of rules that applies to it. Each
+// rule inspects the bound query and returns a plan, or says why it does
+// not apply; the verdicts of the rules tried are kept in the plan for
+// EXPLAIN. The last rule, gather, always applies.
+
+// shape is what the rules inspect of a bound query.
+type shape struct {
+	root, from node
+	aggs       map[string]bool
+	// scatter is why the query is not row-wise over its FROM
+	// (selectScatterReason), "" when it is.
+	scatter string
+	// why is why the query gathers, as the rules that came closest to
+	// applying say: gather's reason.
+	why string
+}
+
+// outcome is what a rule says: a plan, or why not. blame makes why the
+// reason the query gathers, when no later rule says better.
+type outcome struct {
+	res   *plan.Result
+	why   string
+	blame bool
+}
+
+type rule struct {
+	name  string
+	apply func(ctx context.Context, pb *planBuilder, q *shape) (outcome, error)
+}
+
+// rules are the strategies in the order they are tried.
+var rules = []rule{
+	{"scatter", ruleScatter},
+	{"broadcast", ruleBroadcast},
+	{"union all", ruleUnionAll},
+	{"shuffle set operation", ruleShuffleSetOp},
+	{"shuffle join", ruleShuffleJoin},
+	{"one group", ruleOneGroup},
+	{"two-phase", ruleTwoPhase},
+	{"shuffle grouped", ruleShuffleGrouped},
+	{"gather", ruleGather},
+}
+
+// choose picks the strategy from the query's shape and table sizes: the
+// first rule that applies.
+func (pb *planBuilder) choose(ctx context.Context, root node) (*plan.Result, error) {
+	aggs, err := pb.p.aggregates.load(ctx, pb.conn)
+	if err != nil {
+		return nil, err
+	}
+	pb.scans = make([]*plan.Scan, len(pb.b.inputs))
+	for i, in := range pb.b.inputs {
+		pb.scans[i] = pb.scanOf(ctx, i, in)
+	}
+	q := &shape{root: root, aggs: aggs, why: "no query node"}
+	if root != nil {
+		q.from, _ = root["from_table"].(node)
+		q.scatter = selectScatterReason(root, aggs)
+		q.why = q.scatter
+	}
+	var verdicts []plan.Verdict
+	for _, r := range rules {
+		o, err := r.apply(ctx, pb, q)
+		if err != nil {
+			return nil, err
+		}
+		if o.res != nil {
+			o.res.Verdicts = append(verdicts, plan.Verdict{Rule: r.name, Applied: true, Reason: o.why})
+			o.res.Ordered = pb.plan.Ordered
+			estimate(o.res)
+			return o.res, nil
+		}
+		verdicts = append(verdicts, plan.Verdict{Rule: r.name, Reason: o.why})
+		if o.blame {
+			q.why = o.why
+		}
+	}
+	return nil, fmt.Errorf("planner: no rule applies") // gather always does
+}
+
+// no is a rule's refusal.
+func no(why string) (outcome, error) { return outcome{why: why}, nil }
+
+// blame is a rule's refusal that explains why the query gathers.
+func blame(why string) (outcome, error) { return outcome{why: why, blame: true}, nil }
+
+func ruleScatter(_ context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	switch {
+	case q.root == nil:
+		return no("no query node")
+	case q.scatter != "":
+		return no(q.scatter)
+	case len(pb.b.inputs) != 1 || str(q.from, "type") != "BASE_TABLE":
+		return no("not a select from one table")
+	}
+	return outcome{res: pb.scatter(pb.b.inputs[0], nil, pb.b.sql), why: "a row-wise select from one table"}, nil
+}
+
+func ruleBroadcast(_ context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	switch {
+	case q.root == nil:
+		return no("no query node")
+	case q.scatter != "":
+		return no(q.scatter)
+	case str(q.from, "type") != "JOIN":
+		return no("not a join")
+	}
+	in, small, ok := pb.broadcastable(q.from)
+	if !ok {
+		return blame("join of large tables")
+	}
+	return outcome{res: pb.scatter(in, small, pb.b.sql), why: "every table but the leftmost is small"}, nil
+}
+
+func ruleUnionAll(_ context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	if str(q.root, "type") != "SET_OPERATION_NODE" {
+		return no("not a set operation")
+	}
+	res, ok := pb.unionAll(q.root, q.aggs)
+	if !ok {
+		return blame(strings.ToLower(str(q.root, "setop_type")) + " (not a scatterable UNION ALL)")
+	}
+	return outcome{res: res, why: "every branch is a row-wise select from one table"}, nil
+}
+
+// ruleOneGroup: partials and a final over one group would only add a
+// hop, so a query over one group runs whole where the group's files are.
+func ruleOneGroup(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	switch {
+	case q.root == nil:
+		return no("no query node")
+	case len(pb.b.inputs) != 1:
+		return no(fmt.Sprintf("%d tables", len(pb.b.inputs)))
+	case len(pb.b.inputs[0].groups) != 1:
+		return no(fmt.Sprintf("%d groups", len(pb.b.inputs[0].groups)))
+	}
+	res, err := pb.gatherPlan(ctx, "one group")
+	return outcome{res: res, why: "one group"}, err
+}
+
+func ruleTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	root := q.root
+	switch {
+	case root == nil:
+		return no("no query node")
+	case len(pb.b.inputs) != 1 || str(root, "type") != "SELECT_NODE" || str(q.from, "type") != "BASE_TABLE":
+		return no("not a select from one table")
+	}
+	var tp *twoPhase
+	var why string
+	if exprReason(node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}, q.aggs) != "" || len(anyList(root["group_expressions"])) > 0 {
+		tp, why = planAggregate(root, q.aggs)
+	} else {
+		tp, why = planRowwise(root, fieldNames(pb.b.schema))
+	}
+	if tp == nil {
+		return blame(why)
+	}
+	res, err := pb.twoPhase(ctx, pb.b.inputs[0], tp)
+	if err != nil || res == nil {
+		if err == nil {
+			return blame("two-phase final does not bind to the query's schema")
+		}
+		return outcome{}, err
+	}
+	return outcome{res: res, why: tp.kind + " splits into partials and a final"}, nil
+}
+
+// The shuffle rules (shuffle.go, shufflegroup.go) still seal their
+// tickets themselves: built returns the plan of one that did, a result
+// with no fragments of its own.
+
+// built is the outcome of a rule that sealed its tickets itself.
+func built(pb *planBuilder, why string) (outcome, error) {
+	return outcome{res: &plan.Result{Strategy: pb.plan.Strategy, Label: string(pb.plan.Strategy) + " (tickets sealed by the rule)"}, why: why}, nil
+}
+
+// notShuffled is a shuffle rule's refusal: it adds to why the query
+// gathers.
+func notShuffled(q *shape, why string) (outcome, error) {
+	return blame(q.why + "; not shuffled: " + why)
+}
+
+func ruleShuffleSetOp(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	if str(q.root, "type") != "SET_OPERATION_NODE" {
+		return no("not a set operation")
+	}
+	done, why, err := pb.shuffleSetOp(ctx, q.root)
+	if err != nil || done {
+		o, _ := built(pb, "set operation shuffles")
+		return o, err
+	}
+	return notShuffled(q, why)
+}
+
+func ruleShuffleJoin(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	if str(q.from, "type") != "JOIN" {
+		return no("not a join")
+	}
+	done, why, err := pb.shuffle(ctx, q.root, q.aggs)
+	if err != nil || done {
+		o, _ := built(pb, "join shuffles")
+		return o, err
+	}
+	return notShuffled(q, why)
+}
+
+func ruleShuffleGrouped(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	if q.root == nil || len(pb.b.inputs) != 1 || str(q.root, "type") != "SELECT_NODE" || str(q.from, "type") != "BASE_TABLE" {
+		return no("not a select from one table")
+	}
+	done, why, err := pb.shuffleGrouped(ctx, q.root, q.aggs)
+	if err != nil || done {
+		o, _ := built(pb, "grouped query shuffles")
+		return o, err
+	}
+	return notShuffled(q, why)
+}
+
+func ruleGather(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	res, err := pb.gatherPlan(ctx, q.why)
+	return outcome{res: res, why: q.why}, err
+}
+
+// scanOf describes input i for the plan, with its groups and estimates.
+func (pb *planBuilder) scanOf(ctx context.Context, i int, in *input) *plan.Scan {
+	s := &plan.Scan{Input: i, Table: in.ref.String(), View: in.view, Columns: in.cols,
+		Files: len(in.tasks), FilesBefore: int(in.filesBefore), Bytes: in.bytes, BytesBefore: in.bytesBefore,
+		Snapshot: snapshotID(in), Metadata: in.pinned.MetadataLocation}
+	if in.filter != nil {
+		s.Filter = in.filter.String()
+	}
+	s.EstRows, s.RowsNote = pb.p.estimateRows(ctx, in)
+	s.EstBytes = in.bytes
+	for _, g := range in.groups {
+		var grp plan.Group
+		seen := map[string]bool{}
+		for _, t := range g {
+			grp.Files++
+			grp.Bytes += t.Length
+			if !seen[t.File.FilePath()] {
+				seen[t.File.FilePath()] = true
+				grp.Rows += t.File.Count()
+			}
+		}
+		s.Groups = append(s.Groups, grp)
+	}
+	return s
+}
+
+// scan is a fresh node for input in; whole makes one fragment instance
+// read all its groups.
+func (pb *planBuilder) scan(in *input, whole bool) *plan.Scan {
+	i := slices.Index(pb.b.inputs, in)
+	s := *pb.scans[i]
+	s.Whole = whole
+	return &s
+}
+
+// scatter puts one endpoint per group of in; small inputs are read in full
+// by every fragment (broadcast).
+func (pb *planBuilder) scatter(in *input, small []*input, sql string) *plan.Result {
+	res := &plan.Result{Strategy: plan.Scatter, Label: "scatter"}
+	big := pb.scan(in, false)
+	f := &plan.Fragment{Role: "scan", SQL: sql, Schema: pb.b.schema, Per: big, Place: plan.PlaceGroups, In: []plan.Node{big}}
+	if len(small) > 0 {
+		var names []string
+		bc := &plan.Exchange{Kind: plan.ExchangeBroadcast}
+		for _, s := range small {
+			names = append(names, s.ref.String())
+			bc.In = append(bc.In, pb.scan(s, true))
+		}
+		res.Label = "scatter with broadcast of " + strings.Join(names, ", ")
+		f.In = append(f.In, bc)
+	}
+	f.Passthrough = len(small) == 0 && pb.passthrough(in)
+	res.Endpoints = []*plan.Fragment{f}
+	return res
+}
+
+// unionAll scatters each branch of a UNION ALL of scatterable SELECTs: the
+// endpoints of every branch, each cast to the union's bound schema.
+func (pb *planBuilder) unionAll(root node, aggs map[string]bool) (*plan.Result, bool) {
+	branches, ok := unionBranches(root)
+	if !ok || pb.b.duckTypes == nil {
+		return nil, false
+	}
+	byView := map[string]*input{}
+	for _, in := range pb.b.inputs {
+		byView[in.view] = in
+	}
+	names := fieldNames(pb.b.schema)
+	var frags []*plan.Fragment
+	for i, br := range branches {
+		from, _ := br["from_table"].(node)
+		if selectScatterReason(br, aggs) != "" || str(from, "type") != "BASE_TABLE" {
+			return nil, false
+		}
+		in := byView[str(from, "table_name")]
+		if in == nil {
+			return nil, false
+		}
+		sql, err := pb.deparse(statement(br))
+		if err != nil {
+			return nil, false
+		}
+		s := pb.scan(in, false)
+		frags = append(frags, &plan.Fragment{Role: fmt.Sprintf("branch %d", i), SQL: castWrap(sql, names, pb.b.duckTypes),
+			Schema: pb.b.schema, Per: s, Place: plan.PlaceGroups, In: []plan.Node{s}})
+	}
+	return &plan.Result{Strategy: plan.Scatter, Label: fmt.Sprintf("scatter (UNION ALL of %d branches)", len(frags)), Endpoints: frags}, true
+}
+
+// twoPhase plans partial fragments per group (children) and one final
+// endpoint over them. It returns nil when the final step does not bind
+// to exactly the query's schema, so the caller gathers instead.
+func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (*plan.Result, error) {
+	ph, err := pb.phases(ctx, tp)
+	if err != nil || ph == nil {
+		return nil, err
+	}
+	partialSQL, partialSchema, final := ph.partialSQL, ph.partialSchema, ph.final
+	s := pb.scan(in, false)
+	partial := &plan.Fragment{Role: "partial", SQL: partialSQL, Schema: partialSchema, Per: s, Place: plan.PlaceGroups,
+		In: []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: s}}}
+	ex := &plan.Exchange{Kind: plan.ExchangeGather, View: partialsView, In: []plan.Node{partial}}
+	if tp.kind == "top-n" {
+		ex.Kind, ex.Order = plan.ExchangeMerge, tp.order
+	}
+	root := &plan.Fragment{Role: "final", SQL: final, Schema: pb.b.schema, Place: plan.PlaceAny, ChildLimit: tp.childLimit,
+		In: []plan.Node{&plan.Aggregate{Phase: plan.Final, Kind: tp.kind, Rows: tp.finalRows, Global: tp.global, In: ex}}}
+	return &plan.Result{Strategy: plan.TwoPhase, Label: "two-phase (" + tp.kind + ")", Endpoints: []*plan.Fragment{root}}, nil
+}
+
+// gatherPlan runs the whole query on one worker, which pulls every
+// input's pruned, projected scan fragments from the workers in parallel.
+// A query whose inputs fit one group reads them directly.
+func (pb *planBuilder) gatherPlan(ctx context.Context, reason string) (*plan.Result, error) {
+	res := &plan.Result{Strategy: plan.Gather, Label: "gather (" + reason + ")"}
+	f := &plan.Fragment{Role: "gather", SQL: pb.b.sql, Schema: pb.b.schema, Place: plan.PlaceAny}
+	res.Endpoints = []*plan.Fragment{f}
+	groups := 0
+	for _, in := range pb.b.inputs {
+		groups += len(in.groups)
+	}
+	f.Direct = pb.p.readsDirect(pb.b.inputs)
+	if groups <= len(pb.b.inputs) || len(pb.workers) == 1 || f.Direct {
+		f.Place = plan.PlaceLargest
+		for _, in := range pb.b.inputs {
+			f.In = append(f.In, pb.scan(in, true))
+		}
+		return res, nil
+	}
+	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
+		return nil, err
+	}
+	for _, in := range pb.b.inputs {
+		child := "SELECT * FROM " + engine.Quote(in.view)
+		viewSchema, err := pb.conn.QuerySchema(ctx, child)
+		if err != nil {
+			return nil, err
+		}
+		// A child is a bare SELECT * of its scan: when DuckDB would hand
+		// back exactly the types iceberg-go reads, the worker streams the
+		// scan without the round trip through DuckDB (passthrough).
+		read, err := inputSchema(ctx, in)
+		s := pb.scan(in, false)
+		c := &plan.Fragment{Role: "child", SQL: child, Schema: viewSchema, Per: s, Place: plan.PlaceGroups,
+			Passthrough: err == nil && in.meta == "" && sameSchema(read, viewSchema), In: []plan.Node{s}}
+		f.In = append(f.In, &plan.Exchange{Kind: plan.ExchangeGather, View: in.view, In: []plan.Node{c}})
+	}
+	return res, nil
+}
+
+// estimate fills the figures of the nodes above the scans: a bare
+// projection of its scan (a passthrough or a gather's child) keeps the
+// scan's rows and bytes, an exchange and the result sum their inputs',
+// anything else (filters, joins, aggregates) is unknown: the coordinator
+// has no statistics to say.
+func estimate(n plan.Node) {
+	for _, in := range n.Inputs() {
+		estimate(in)
+	}
+	fig := n.Stats()
+	switch x := n.(type) {
+	case *plan.Scan:
+		return
+	case *plan.Aggregate:
+		fig.EstRows, fig.EstBytes = aggregateRows(x), plan.Unknown
+	case *plan.Fragment:
+		fig.EstRows, fig.EstBytes = plan.Unknown, plan.Unknown
+		switch {
+		case x.Per != nil && (x.Passthrough || x.Role == "child"):
+			fig.EstRows, fig.EstBytes = x.Per.EstRows, x.Per.EstBytes
+		case len(x.In) == 1:
+			if a, ok := x.In[0].(*plan.Aggregate); ok {
+				fig.EstRows = a.EstRows
+			}
+		}
+	default:
+		fig.EstRows, fig.EstBytes = sumFigures(n.Inputs())
+	}
+}
+
+// aggregateRows estimates the rows of a partial or final step summed over
+// its instances: one per instance without group keys, at most its LIMIT
+// of each partial's group (or of all partials' rows), else unknown.
+func aggregateRows(a *plan.Aggregate) int64 {
+	in := a.In.Stats().EstRows
+	switch {
+	case a.Global && a.Phase == plan.Final:
+		return 1
+	case a.Global:
+		if s, ok := a.In.(*plan.Scan); ok {
+			return int64(len(s.Groups))
+		}
+	case a.Rows > 0 && a.Phase == plan.Partial:
+		if s, ok := a.In.(*plan.Scan); ok {
+			var n int64
+			for _, g := range s.Groups {
+				n += min(a.Rows, g.Rows)
+			}
+			return n
+		}
+	case a.Rows > 0 && in != plan.Unknown:
+		return min(a.Rows, in)
+	case a.Rows > 0:
+		return a.Rows
+	}
+	return plan.Unknown
+}
+
+func sumFigures(ns []plan.Node) (rows, bytes int64) {
+	for _, n := range ns {
+		f := n.Stats()
+		if f.EstRows == plan.Unknown || rows == plan.Unknown {
+			rows = plan.Unknown
+		} else {
+			rows += f.EstRows
+		}
+		if f.EstBytes == plan.Unknown || bytes == plan.Unknown {
+			bytes = plan.Unknown
+		} else {
+			bytes += f.EstBytes
+		}
+	}
+	return rows, bytes
+}
