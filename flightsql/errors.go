@@ -113,7 +113,8 @@ func ToStatus(err error) error {
 	// given: no message leaves with a catalog's secret in it.
 	msg := catalog.ScrubText(userMessage(err))
 	switch {
-	case admit.Exhausted(err), membudget.Exhausted(err), errors.Is(err, ErrStatementTooLarge), status.Code(err) == codes.ResourceExhausted:
+	case admit.Exhausted(err), membudget.Exhausted(err), errors.Is(err, ErrStatementTooLarge), errors.Is(err, planner.ErrExhausted),
+		status.Code(err) == codes.ResourceExhausted:
 		return status.Error(codes.ResourceExhausted, msg)
 	case errors.Is(err, admit.ErrStatementTimeout):
 		return status.Error(codes.DeadlineExceeded, msg)

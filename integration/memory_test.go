@@ -64,6 +64,9 @@ func TestMemoryBudget(t *testing.T) {
 	if err := runADBC(big, "CREATE TABLE big_values (s VARCHAR)", true, false); err != nil {
 		t.Fatal(err)
 	}
+	if err := runADBC(big, "INSERT INTO big_values VALUES ('x')", true, false); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, sql, key string
 		update         bool
@@ -74,6 +77,10 @@ func TestMemoryBudget(t *testing.T) {
 		// A 3 GB string, which DuckDB builds outside its memory_limit.
 		{"huge repeat", "SELECT length(repeat('x', 3000000000)) AS n", "limits.max_value_bytes", false},
 		{"huge repeat inserted", "INSERT INTO big_values VALUES (repeat('x', 3000000000))", "limits.max_value_bytes", true},
+		// Write fragments run on the workers: their resource error stays
+		// RESOURCE_EXHAUSTED through the coordinator.
+		{"huge repeat in INSERT … SELECT", "INSERT INTO big_values SELECT repeat('x', 3000000000)", "limits.max_value_bytes", true},
+		{"huge repeat in UPDATE", "UPDATE big_values SET s = repeat(s, 3000000000)", "limits.max_value_bytes", true},
 		{"huge IN list", inList(200000), "limits.max_statement_bytes", false},
 		// Under the statement limit, its syntax tree does not fit the
 		// planner's share of the budget.

@@ -34,6 +34,9 @@ var (
 	ErrRefused = errors.New("planner: refused")
 	// ErrNoWorkers: no live worker to plan over (Unavailable).
 	ErrNoWorkers = errors.New("planner: no live worker")
+	// ErrExhausted: a worker ran out of memory or spill disk, or hit a
+	// limit, for the statement (the message names the limit).
+	ErrExhausted = errors.New("planner: resources exhausted")
 	// ErrDenied: the caller lacks a privilege on an object, or presents a
 	// ticket planned for another principal (PermissionDenied).
 	ErrDenied = authz.ErrDenied

@@ -442,7 +442,8 @@ func (p *Planner) unreachable(loc string) {
 }
 
 // fragmentError maps a write fragment's failure: the client's fault stays
-// InvalidArgument, anything else fails the statement as a whole.
+// InvalidArgument, a resource limit ResourceExhausted (ErrExhausted, not
+// run again elsewhere), anything else fails the statement as a whole.
 func fragmentError(loc string, err error) error {
 	f := flightclient.FailureOf(err)
 	if !f.Remote {
@@ -455,6 +456,8 @@ func fragmentError(loc string, err error) error {
 		return fmt.Errorf("%w: %s", ErrNotFound, f.Message)
 	case flightclient.Unavailable:
 		return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, errWorkerGone, f.Message)
+	case flightclient.Exhausted:
+		return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, ErrExhausted, f.Message)
 	}
 	return fmt.Errorf("%w: worker %s: %s: %s", ErrWriteFailed, loc, f.Code, f.Message)
 }

@@ -23,6 +23,9 @@ const (
 	Unavailable
 	// Denied: the server refused the caller (PermissionDenied).
 	Denied
+	// Exhausted: the server ran out of a resource or hit a limit
+	// (ResourceExhausted); running it elsewhere would not help.
+	Exhausted
 )
 
 // Failure is how a failed call ended: its kind, the name of the server's
@@ -53,6 +56,8 @@ func FailureOf(err error) Failure {
 		f.Kind = Unavailable
 	case codes.PermissionDenied:
 		f.Kind = Denied
+	case codes.ResourceExhausted:
+		f.Kind = Exhausted
 	}
 	return f
 }
