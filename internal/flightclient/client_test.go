@@ -269,7 +269,7 @@ func TestFailureOf(t *testing.T) {
 	for ticket, want := range map[string]Failure{
 		"fail": {Kind: Unavailable, Remote: true, Code: "Unavailable"},
 		"half": {Kind: Other, Remote: true, Code: "Internal"},
-		"oom":  {Kind: Other, Remote: true, Code: "ResourceExhausted"},
+		"oom":  {Kind: Exhausted, Remote: true, Code: "ResourceExhausted"},
 	} {
 		_, err := collect(t, p, context.Background(), []string{loc}, ticket, PullOptions{})
 		got := FailureOf(err)
@@ -278,9 +278,10 @@ func TestFailureOf(t *testing.T) {
 		}
 	}
 	for err, want := range map[error]Kind{
-		status.Error(codes.InvalidArgument, "x"):  Invalid,
-		status.Error(codes.NotFound, "x"):         NotFound,
-		status.Error(codes.PermissionDenied, "x"): Denied,
+		status.Error(codes.InvalidArgument, "x"):   Invalid,
+		status.Error(codes.NotFound, "x"):          NotFound,
+		status.Error(codes.ResourceExhausted, "x"): Exhausted,
+		status.Error(codes.PermissionDenied, "x"):  Denied,
 	} {
 		if got := FailureOf(err); got.Kind != want || got.Message != "x" {
 			t.Errorf("%v: %+v, want kind %d", err, got, want)
