@@ -151,7 +151,7 @@ catalogs:
 		t.Fatalf("a secret is printed:\n%s", out)
 	}
 	for _, want := range []string{"listen: 127.0.0.1:32010", "data_dir: ./icefloe-data", "workers: 3",
-		"memory_limit: 2GB", "a coordinator's planner takes 512MB", "metadata_cache_bytes: 268435456", "ticket_ttl: 5m0s", "ticket_key: <redacted>", "uri: http://catalog:8181"} {
+		"each DuckDB takes its share of limits.memory_budget", "metadata_cache_bytes: 268435456", "ticket_ttl: 5m0s", "ticket_key: <redacted>", "uri: http://catalog:8181"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("effective config lacks %q:\n%s", want, out)
 		}
