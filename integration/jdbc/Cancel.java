@@ -25,20 +25,23 @@ public class Cancel {
   static long pid;
   static Path log;
 
-  /** md5 nested depth times over each row: CPU for every row, little memory. */
+  /**
+   * md5 nested depth times over each row: CPU for every row, little memory. At most 4 deep: the
+   * planner refuses repeat() nested deeper (each level's value-size guard copies its argument).
+   */
   static String heavy(int depth) {
     String e = "status || id";
     for (int i = 0; i < depth; i++) {
-      e = "md5(repeat(" + e + ", 200))";
+      e = "md5(repeat(" + e + ", 800))";
     }
     return e;
   }
 
-  // 16 md5 calls over 6 kB per row of the 50,000 demo orders: some 30 s of
+  // 4 md5 calls over 25 kB per row of the 50,000 demo orders: some 30 s of
   // CPU here, spread over the fragments. DuckDB notices an interrupt
   // between tasks (a data file's row group here), so a cancel ends the
   // work within one task.
-  static final String HEAVY = heavy(16);
+  static final String HEAVY = heavy(4);
 
   public static void main(String[] args) throws Exception {
     String url = "jdbc:arrow-flight-sql://" + args[0] + ":" + args[1] + "/?useEncryption=false";
