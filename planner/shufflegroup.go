@@ -61,6 +61,14 @@ func (pb *planBuilder) shuffleGrouped(ctx context.Context, root node, aggs map[s
 	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
 		return false, "", err
 	}
+	return pb.shufflePartitioned(ctx, sj, n, kind, tp)
+}
+
+// shufflePartitioned plans the query over n partitions of sj: the union of
+// the partitions when tp is nil (row-wise), else tp's partials per
+// partition and its final over them. It returns false with a reason when
+// the final does not bind to the query's schema.
+func (pb *planBuilder) shufflePartitioned(ctx context.Context, sj *shuffleJoin, n int, kind string, tp *twoPhase) (bool, string, error) {
 	if tp == nil {
 		pb.noteGrouped(ctx, sj, n, kind, "row-wise")
 		return true, "", pb.shuffleRowwise(ctx, sj, n)
@@ -263,16 +271,7 @@ func (pb *planBuilder) shuffleSetOp(ctx context.Context, root node) (bool, strin
 	if tp == nil && why != "nothing to split" {
 		return false, why, nil
 	}
-	if tp == nil {
-		pb.noteGrouped(ctx, sj, n, kind, "row-wise")
-		return true, "", pb.shuffleRowwise(ctx, sj, n)
-	}
-	ph, err := pb.phases(ctx, tp)
-	if err != nil || ph == nil {
-		return false, "final does not bind to the query's schema", err
-	}
-	pb.noteGrouped(ctx, sj, n, kind, ph.kind)
-	return true, "", pb.shuffleTwoPhase(ctx, sj, n, ph)
+	return pb.shufflePartitioned(ctx, sj, n, kind, tp)
 }
 
 // branchColumn is a set operation branch's one input and the column its
