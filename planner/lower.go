@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
@@ -59,7 +60,7 @@ func (pb *planBuilder) attach(t *wire.Ticket, f *plan.Fragment, nodes []plan.Nod
 				return err
 			}
 			t.Scans = append(t.Scans, scan)
-		case *plan.Aggregate:
+		case *plan.Aggregate, *plan.Join:
 			if err := pb.attach(t, f, n.Inputs(), i, kids); err != nil {
 				return err
 			}
@@ -76,13 +77,17 @@ func (pb *planBuilder) attach(t *wire.Ticket, f *plan.Fragment, nodes []plan.Nod
 
 // exchange lowers an exchange below instance i of f: a broadcast's scans
 // join the ticket whole; a gather's or merge's fragments become its
-// children, one per instance, read as the exchange's view.
+// children, one per instance, read as the exchange's view; a hash
+// exchange's too, each child keeping only partition i of its rows.
 func (pb *planBuilder) exchange(t *wire.Ticket, f *plan.Fragment, ex *plan.Exchange, i int, kids *[]*plan.Fragment) error {
 	switch ex.Kind {
 	case plan.ExchangeBroadcast:
 		return pb.attach(t, f, ex.In, i, kids)
-	case plan.ExchangeGather, plan.ExchangeMerge:
-		for _, n := range ex.In {
+	case plan.ExchangeGather, plan.ExchangeMerge, plan.ExchangeHash:
+		if ex.Kind == plan.ExchangeHash && (len(ex.Keys) != len(ex.In) || ex.Partitions < 1 || i >= ex.Partitions) {
+			return fmt.Errorf("%w: %s with %d inputs read by instance %d", ErrUnsupported, ex.Head(), len(ex.In), i)
+		}
+		for k, n := range ex.In {
 			cf, ok := n.(*plan.Fragment)
 			if !ok {
 				return fmt.Errorf("%w: %s under %s", ErrUnsupported, n.Head(), ex.Head())
@@ -91,6 +96,9 @@ func (pb *planBuilder) exchange(t *wire.Ticket, f *plan.Fragment, ex *plan.Excha
 				ct, err := pb.instance(cf, j, nil)
 				if err != nil {
 					return err
+				}
+				if ex.Kind == plan.ExchangeHash {
+					ct.SQL = hashPartition(cf.SQL, ex.Keys[k], i, ex.Partitions)
 				}
 				c, err := pb.child(ex.View, ct, pb.placeOf(cf, j))
 				if err != nil {
@@ -107,6 +115,14 @@ func (pb *planBuilder) exchange(t *wire.Ticket, f *plan.Fragment, ex *plan.Excha
 	return fmt.Errorf("%w: %s", ErrUnsupported, ex.Head())
 }
 
+// hashPartition is partition i of n of sql's rows: those whose keys (SQL
+// expressions over sql's columns) hash to i. DuckDB's hash of equal values
+// of one type is equal on every worker, so rows with equal keys land in
+// the same partition wherever they are read.
+func hashPartition(sql string, keys []string, i, n int) string {
+	return fmt.Sprintf("SELECT * FROM (%s) WHERE hash(%s) %% %d = %d", sql, strings.Join(keys, ", "), n, i)
+}
+
 // placeOf is where instance i of f runs.
 func (pb *planBuilder) placeOf(f *plan.Fragment, i int) place {
 	switch f.Place {
@@ -116,6 +132,8 @@ func (pb *planBuilder) placeOf(f *plan.Fragment, i int) place {
 		}
 	case plan.PlaceLargest:
 		return pb.gatherPlace()
+	case plan.PlacePartitions:
+		return pb.partitionPlace(i)
 	}
 	return pb.rotate()
 }

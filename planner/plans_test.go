@@ -21,7 +21,7 @@ import (
 // tried and the plan tree with its estimates. `go test -run TestPlans
 // ./planner/ -rewrite` rewrites the expected plans.
 //
-//	plan [workers=N]
+//	plan [workers=N] [shuffle]
 //	<query>
 //	----
 //	<rules and tree>
@@ -29,13 +29,18 @@ import (
 // The catalog holds default.t (8 files of 10 rows), default.u (1 file) and
 // default.e (no files); files are placed by their first id, so the groups
 // are the same in every run. N is 1 or 2 workers of 2 slots (2 by
-// default).
+// default). shuffle plans with every table above the broadcast size and
+// shuffles whatever can be (broadcast_bytes 1, shuffle_bytes -1).
 func TestPlans(t *testing.T) {
 	testHookAffinityKey = func(task table.FileScanTask) string {
 		return hex.EncodeToString(task.File.LowerBoundValues()[1])
 	}
 	t.Cleanup(func() { testHookAffinityKey = nil })
-	planners := map[int]*Planner{}
+	type setup struct {
+		workers int
+		shuffle bool
+	}
+	planners := map[setup]*Planner{}
 	datadriven.RunTest(t, "testdata/plans", func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "plan" {
 			d.Fatalf(t, "unknown command %s", d.Cmd)
@@ -44,18 +49,23 @@ func TestPlans(t *testing.T) {
 		if d.HasArg("workers") {
 			d.ScanArgs(t, "workers", &workers)
 		}
-		p := planners[workers]
+		key := setup{workers, d.HasArg("shuffle")}
+		p := planners[key]
 		if p == nil {
+			var opts func(*Options)
+			if key.shuffle {
+				opts = func(o *Options) { o.BroadcastBytes, o.ShuffleBytes = 1, -1 }
+			}
 			ws := fixedWorkers{{Location: "grpc://w1:1", Slots: 2}, {Location: "grpc://w2:2", Slots: 2}}[:workers]
 			var cat icecat.Catalog
-			p, _, cat = testPlannerWith(t, ws, 8, nil)
+			p, _, cat = testPlannerWith(t, ws, 8, opts)
 			schema := iceberg.NewSchema(0,
 				iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 				iceberg.NestedField{ID: 2, Name: "s", Type: iceberg.PrimitiveTypes.String})
 			row := func(f, i int) []any { return []any{int64(f*10 + i), fmt.Sprint("v", i)} }
 			testTable(t, cat, "u", schema, 1, row)
 			testTable(t, cat, "e", schema, 0, row)
-			planners[workers] = p
+			planners[key] = p
 		}
 		plan, err := p.Plan(context.Background(), Session{Catalog: "local", Schema: "default"}, strings.TrimSpace(d.Input))
 		if err != nil {
@@ -71,14 +81,18 @@ func TestPlans(t *testing.T) {
 	})
 }
 
-// TestLowerRefusesHashExchange: no rule builds a hash exchange yet, and
-// lowering one fails naming it rather than sealing a ticket that would
-// read the wrong rows.
-func TestLowerRefusesHashExchange(t *testing.T) {
+// TestLowerRefusesBadHashExchange: a hash exchange whose keys do not
+// match its inputs, or read by an instance beyond its partitions, fails
+// naming it rather than sealing tickets that would read the wrong rows.
+func TestLowerRefusesBadHashExchange(t *testing.T) {
 	pb := &planBuilder{}
-	ex := &plan.Exchange{Kind: plan.ExchangeHash, Keys: [][]string{{"k"}}, Partitions: 4, View: "__icefloe_t0"}
-	err := pb.attach(&wire.Ticket{}, &plan.Fragment{}, []plan.Node{ex}, 0, nil)
-	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "Exchange hash on (k) into 4 partitions") {
-		t.Fatalf("lowering a hash exchange: %v", err)
+	for _, ex := range []*plan.Exchange{
+		{Kind: plan.ExchangeHash, Keys: [][]string{{"k"}, {"j"}}, Partitions: 4, View: "__icefloe_t0", In: []plan.Node{&plan.Fragment{}}},
+		{Kind: plan.ExchangeHash, Keys: [][]string{{"k"}}, Partitions: 0, View: "__icefloe_t0", In: []plan.Node{&plan.Fragment{}}},
+	} {
+		err := pb.attach(&wire.Ticket{}, &plan.Fragment{}, []plan.Node{ex}, 0, nil)
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "Exchange hash on (k)") {
+			t.Errorf("lowering %s: %v", ex.Head(), err)
+		}
 	}
 }

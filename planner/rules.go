@@ -178,15 +178,6 @@ func ruleTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, erro
 	return outcome{res: res, why: tp.kind + " splits into partials and a final"}, nil
 }
 
-// The shuffle rules (shuffle.go, shufflegroup.go) still seal their
-// tickets themselves: built returns the plan of one that did, a result
-// with no fragments of its own.
-
-// built is the outcome of a rule that sealed its tickets itself.
-func built(pb *planBuilder, why string) (outcome, error) {
-	return outcome{res: &plan.Result{Strategy: pb.plan.Strategy, Label: string(pb.plan.Strategy) + " (tickets sealed by the rule)"}, why: why}, nil
-}
-
 // notShuffled is a shuffle rule's refusal: it adds to why the query
 // gathers.
 func notShuffled(q *shape, why string) (outcome, error) {
@@ -197,10 +188,9 @@ func ruleShuffleSetOp(ctx context.Context, pb *planBuilder, q *shape) (outcome, 
 	if str(q.root, "type") != "SET_OPERATION_NODE" {
 		return no("not a set operation")
 	}
-	done, why, err := pb.shuffleSetOp(ctx, q.root)
-	if err != nil || done {
-		o, _ := built(pb, "set operation shuffles")
-		return o, err
+	res, why, err := pb.shuffleSetOp(ctx, q.root)
+	if err != nil || res != nil {
+		return outcome{res: res, why: "set operation shuffles"}, err
 	}
 	return notShuffled(q, why)
 }
@@ -209,10 +199,9 @@ func ruleShuffleJoin(ctx context.Context, pb *planBuilder, q *shape) (outcome, e
 	if str(q.from, "type") != "JOIN" {
 		return no("not a join")
 	}
-	done, why, err := pb.shuffle(ctx, q.root, q.aggs)
-	if err != nil || done {
-		o, _ := built(pb, "join shuffles")
-		return o, err
+	res, why, err := pb.shuffle(ctx, q.root, q.aggs)
+	if err != nil || res != nil {
+		return outcome{res: res, why: "join shuffles"}, err
 	}
 	return notShuffled(q, why)
 }
@@ -221,10 +210,9 @@ func ruleShuffleGrouped(ctx context.Context, pb *planBuilder, q *shape) (outcome
 	if q.root == nil || len(pb.b.inputs) != 1 || str(q.root, "type") != "SELECT_NODE" || str(q.from, "type") != "BASE_TABLE" {
 		return no("not a select from one table")
 	}
-	done, why, err := pb.shuffleGrouped(ctx, q.root, q.aggs)
-	if err != nil || done {
-		o, _ := built(pb, "grouped query shuffles")
-		return o, err
+	res, why, err := pb.shuffleGrouped(ctx, q.root, q.aggs)
+	if err != nil || res != nil {
+		return outcome{res: res, why: "grouped query shuffles"}, err
 	}
 	return notShuffled(q, why)
 }
@@ -331,17 +319,21 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (*
 	if err != nil || ph == nil {
 		return nil, err
 	}
-	partialSQL, partialSchema, final := ph.partialSQL, ph.partialSchema, ph.final
 	s := pb.scan(in, false)
-	partial := &plan.Fragment{Role: "partial", SQL: partialSQL, Schema: partialSchema, Per: s, Place: plan.PlaceGroups,
+	partial := &plan.Fragment{Role: "partial", SQL: ph.partialSQL, Schema: ph.partialSchema, Per: s, Place: plan.PlaceGroups,
 		In: []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: s}}}
+	return &plan.Result{Strategy: plan.TwoPhase, Label: "two-phase (" + tp.kind + ")", Endpoints: []*plan.Fragment{pb.finalOver(partial, tp, ph)}}, nil
+}
+
+// finalOver is tp's final step, one instance over every instance of the
+// partial fragment (merging their order for a top-n).
+func (pb *planBuilder) finalOver(partial *plan.Fragment, tp *twoPhase, ph *phases) *plan.Fragment {
 	ex := &plan.Exchange{Kind: plan.ExchangeGather, View: partialsView, In: []plan.Node{partial}}
 	if tp.kind == "top-n" {
 		ex.Kind, ex.Order = plan.ExchangeMerge, tp.order
 	}
-	root := &plan.Fragment{Role: "final", SQL: final, Schema: pb.b.schema, Place: plan.PlaceAny, ChildLimit: tp.childLimit,
+	return &plan.Fragment{Role: "final", SQL: ph.final, Schema: pb.b.schema, Place: plan.PlaceAny, ChildLimit: ph.childLimit,
 		In: []plan.Node{&plan.Aggregate{Phase: plan.Final, Kind: tp.kind, Rows: tp.finalRows, Global: tp.global, In: ex}}}
-	return &plan.Result{Strategy: plan.TwoPhase, Label: "two-phase (" + tp.kind + ")", Endpoints: []*plan.Fragment{root}}, nil
 }
 
 // gatherPlan runs the whole query on one worker, which pulls every
@@ -399,10 +391,12 @@ func estimate(n plan.Node) {
 		return
 	case *plan.Aggregate:
 		fig.EstRows, fig.EstBytes = aggregateRows(x), plan.Unknown
+	case *plan.Join:
+		fig.EstRows, fig.EstBytes = plan.Unknown, plan.Unknown
 	case *plan.Fragment:
 		fig.EstRows, fig.EstBytes = plan.Unknown, plan.Unknown
 		switch {
-		case x.Per != nil && (x.Passthrough || x.Role == "child"):
+		case x.Per != nil && (x.Passthrough || x.Role == "child" || x.Role == "partition"):
 			fig.EstRows, fig.EstBytes = x.Per.EstRows, x.Per.EstBytes
 		case len(x.In) == 1:
 			if a, ok := x.In[0].(*plan.Aggregate); ok {

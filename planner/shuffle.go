@@ -6,10 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/wire"
+	"github.com/icefloe/icefloe/planner/plan"
 )
 
 // Shuffled (repartitioned) joins.
@@ -44,6 +42,9 @@ import (
 type shuffleJoin struct {
 	sides []shuffleSide
 	small []*input
+	// setOp is the set operation ("intersect", …) whose branches the
+	// sides are; "" for a join.
+	setOp string
 }
 
 type shuffleSide struct {
@@ -55,28 +56,28 @@ type shuffleSide struct {
 // shuffle plans root as a shuffled join when its FROM joins two large
 // inputs on a key and the statistics favour it. It returns why not when
 // it does not.
-func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]bool) (bool, string, error) {
+func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]bool) (*plan.Result, string, error) {
 	if len(pb.workers) < 2 {
-		return false, "one worker", nil
+		return nil, "one worker", nil
 	}
 	sj, why := pb.shuffleable(ctx, root)
 	if sj == nil {
-		return false, why, nil
+		return nil, why, nil
 	}
 	a, b := sj.sides[0].in, sj.sides[1].in
 	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && min(a.bytes, b.bytes) < limit {
-		return false, fmt.Sprintf("smaller side %s is %d bytes, below the shuffle size %d", a.ref, min(a.bytes, b.bytes), limit), nil
+		return nil, fmt.Sprintf("smaller side %s is %d bytes, below the shuffle size %d", a.ref, min(a.bytes, b.bytes), limit), nil
 	}
 	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
-		return false, "", err
+		return nil, "", err
 	}
 	if why := pb.shuffleKeys(ctx, sj); why != "" {
-		return false, why, nil
+		return nil, why, nil
 	}
 	n := min(len(pb.workers), pb.p.opts.ShufflePartitions)
 	if selectScatterReason(root, aggs) == "" {
-		pb.noteShuffle(ctx, sj, n, "row-wise")
-		return true, "", pb.shuffleRowwise(ctx, sj, n)
+		res, err := pb.shufflePlan(ctx, sj, n, pb.noteShuffle(ctx, sj, n, "row-wise"), nil, nil)
+		return res, "", err
 	}
 	var tp *twoPhase
 	if exprReason(node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}, aggs) != "" || len(anyList(root["group_expressions"])) > 0 {
@@ -85,14 +86,14 @@ func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]b
 		tp, why = planRowwise(root, fieldNames(pb.b.schema))
 	}
 	if tp == nil {
-		return false, why, nil
+		return nil, why, nil
 	}
 	ph, err := pb.phases(ctx, tp)
 	if err != nil || ph == nil {
-		return false, "two-phase final does not bind to the query's schema", err
+		return nil, "two-phase final does not bind to the query's schema", err
 	}
-	pb.noteShuffle(ctx, sj, n, ph.kind)
-	return true, "", pb.shuffleTwoPhase(ctx, sj, n, ph)
+	res, err := pb.shufflePlan(ctx, sj, n, pb.noteShuffle(ctx, sj, n, ph.kind), tp, ph)
+	return res, "", err
 }
 
 // shuffleable finds the join's two large inputs and their keys.
@@ -363,20 +364,17 @@ func hashType(a, b string) (string, bool) {
 	return "BIGINT", true
 }
 
-// partitionSQL selects partition j of n of a side's rows.
-func partitionSQL(s shuffleSide, j, n int) string {
-	return fmt.Sprintf("SELECT * FROM %s WHERE hash(%s) %% %d = %d", engine.Quote(s.in.view), s.hash, n, j)
-}
-
-// noteShuffle explains the decision with the statistics it was made on.
-func (pb *planBuilder) noteShuffle(ctx context.Context, sj *shuffleJoin, n int, kind string) {
+// noteShuffle explains the decision with the statistics it was made on;
+// it returns the strategy as the plan's label.
+func (pb *planBuilder) noteShuffle(ctx context.Context, sj *shuffleJoin, n int, kind string) string {
 	a, b := sj.sides[0], sj.sides[1]
-	pb.plan.Strategy = Shuffle
-	pb.note("strategy", "shuffle %s (hash join of %s and %s on %s = %s in %d partitions)", kind, a.in.ref, b.in.ref, a.col, b.col, n)
+	label := fmt.Sprintf("shuffle %s (hash join of %s and %s on %s = %s in %d partitions)", kind, a.in.ref, b.in.ref, a.col, b.col, n)
+	pb.note("strategy", "%s", label)
 	pb.note("estimate", "%s: %d bytes, %s; %s: %d bytes, %s; broadcast up to %d bytes, shuffle from %d bytes",
 		a.in.ref, a.in.bytes, pb.p.rowsNote(ctx, a.in), b.in.ref, b.in.bytes, pb.p.rowsNote(ctx, b.in),
 		pb.p.opts.BroadcastBytes, max(pb.p.opts.ShuffleBytes, 0))
 	pb.notePartitions(sj, n)
+	return label
 }
 
 // notePartitions lists what each partition reads.
@@ -385,78 +383,60 @@ func (pb *planBuilder) notePartitions(sj *shuffleJoin, n int) {
 		pb.note("broadcast", "%s read in full by every partition", s.ref)
 	}
 	for _, s := range sj.sides {
-		pb.note("partition", "%s: %s", s.in.ref, partitionSQL(s, 0, n))
+		pb.note("partition", "%s: %s", s.in.ref, hashPartition("SELECT * FROM "+engine.Quote(s.in.view), []string{s.hash}, 0, n))
 	}
 }
 
-// partition builds fragment j of n: partition j of every group of the
-// partitioned inputs as children, the small inputs as scans.
-func (pb *planBuilder) partition(ctx context.Context, sj *shuffleJoin, j, n int, sql string, schema *arrow.Schema) (*wire.Ticket, error) {
-	var scans []wire.Scan
-	for _, s := range sj.small {
-		scan, err := encodeScan(s, s.tasks)
-		if err != nil {
-			return nil, err
-		}
-		scans = append(scans, scan)
+// shufflePlan is sj over n partitions: a fragment of n instances,
+// instance j reading partition j of every partitioned input through a
+// hash exchange (children over every group, run where the group's files
+// are) and the small inputs whole. Row-wise (tp nil) its instances are the
+// endpoints; else each runs tp's partial step, with one final over them.
+func (pb *planBuilder) shufflePlan(ctx context.Context, sj *shuffleJoin, n int, label string, tp *twoPhase, ph *phases) (*plan.Result, error) {
+	op := "join"
+	if sj.setOp != "" {
+		op = sj.setOp
 	}
-	t := pb.ticket(scans, sql, schema)
+	var in []plan.Node
+	var on []string
 	for _, s := range sj.sides {
-		viewSchema, err := pb.conn.QuerySchema(ctx, "SELECT * FROM "+engine.Quote(s.in.view))
+		sql := "SELECT * FROM " + engine.Quote(s.in.view)
+		viewSchema, err := pb.conn.QuerySchema(ctx, sql)
 		if err != nil {
 			return nil, err
 		}
-		for i, g := range s.in.groups {
-			scan, err := encodeScan(s.in, g)
-			if err != nil {
-				return nil, err
-			}
-			c, err := pb.child(s.in.view, pb.ticket([]wire.Scan{scan}, partitionSQL(s, j, n), viewSchema), s.in.places[i])
-			if err != nil {
-				return nil, err
-			}
-			t.Children = append(t.Children, c)
-		}
+		sc := pb.scan(s.in, false)
+		prod := &plan.Fragment{Role: "partition", SQL: sql, Schema: viewSchema, Per: sc, Place: plan.PlaceGroups, In: []plan.Node{sc}}
+		in = append(in, &plan.Exchange{Kind: plan.ExchangeHash, View: s.in.view, Keys: [][]string{{s.hash}}, Partitions: n, In: []plan.Node{prod}})
+		on = append(on, s.in.ref.String()+"."+s.col)
 	}
-	return t, nil
+	if len(sj.small) > 0 {
+		bc := &plan.Exchange{Kind: plan.ExchangeBroadcast}
+		for _, s := range sj.small {
+			bc.In = append(bc.In, pb.scan(s, true))
+		}
+		in = append(in, bc)
+	}
+	var body plan.Node = in[0]
+	if len(sj.sides) > 1 || len(sj.small) > 0 {
+		body = &plan.Join{Op: op, On: strings.Join(on, " = "), In: in}
+	}
+	part := &plan.Fragment{Role: "partition join", SQL: pb.b.sql, Schema: pb.b.schema, Partitions: n, Place: plan.PlacePartitions, In: []plan.Node{body}}
+	if len(sj.sides) == 1 {
+		part.Role = "partition"
+	}
+	res := &plan.Result{Strategy: plan.Shuffle, Label: label}
+	if tp == nil {
+		res.Endpoints = []*plan.Fragment{part}
+		return res, nil
+	}
+	part.SQL, part.Schema = ph.partialSQL, ph.partialSchema
+	part.In = []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: body}}
+	res.Endpoints = []*plan.Fragment{pb.finalOver(part, tp, ph)}
+	return res, nil
 }
 
 // partitionPlace puts fragment j on worker j, the next as fallback.
 func (pb *planBuilder) partitionPlace(j int) place {
 	return place{owner: j % len(pb.workers), fallback: (j + 1) % len(pb.workers)}
-}
-
-// shuffleRowwise makes each partitioned fragment an endpoint.
-func (pb *planBuilder) shuffleRowwise(ctx context.Context, sj *shuffleJoin, n int) error {
-	pb.note("fragment", "%s", pb.b.sql)
-	for j := range n {
-		t, err := pb.partition(ctx, sj, j, n, pb.b.sql, pb.b.schema)
-		if err != nil {
-			return err
-		}
-		pb.endpointAt(t, pb.partitionPlace(j))
-	}
-	return nil
-}
-
-// shuffleTwoPhase runs the partial step in each partitioned fragment and
-// the final over them.
-func (pb *planBuilder) shuffleTwoPhase(ctx context.Context, sj *shuffleJoin, n int, ph *phases) error {
-	pb.note("fragment", "partial: %s", ph.partialSQL)
-	pb.note("fragment", "final: %s", ph.final)
-	final := pb.ticket(nil, ph.final, pb.b.schema)
-	final.ChildLimit = ph.childLimit
-	for j := range n {
-		t, err := pb.partition(ctx, sj, j, n, ph.partialSQL, ph.partialSchema)
-		if err != nil {
-			return err
-		}
-		c, err := pb.child(partialsView, t, pb.partitionPlace(j))
-		if err != nil {
-			return err
-		}
-		final.Children = append(final.Children, c)
-	}
-	pb.endpoint(final)
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/planner/plan"
 )
 
 // Shuffled single-table queries.
@@ -24,30 +25,30 @@ import (
 // shuffleGrouped plans root over its one input as partitions of its
 // group (or window partition) column, when the table is at least
 // ShuffleBytes and the query allows it; it says why not otherwise.
-func (pb *planBuilder) shuffleGrouped(ctx context.Context, root node, aggs map[string]bool) (bool, string, error) {
+func (pb *planBuilder) shuffleGrouped(ctx context.Context, root node, aggs map[string]bool) (*plan.Result, string, error) {
 	if len(pb.workers) < 2 {
-		return false, "one worker", nil
+		return nil, "one worker", nil
 	}
 	in := pb.b.inputs[0]
 	from, _ := root["from_table"].(node)
 	switch {
 	case in.refs != 1 || in.meta != "" || from["sample"] != nil || root["sample"] != nil || len(anyList(from["column_name_alias"])) > 0:
-		return false, "not a plain table read once", nil
+		return nil, "not a plain table read once", nil
 	case hasSubquery(root):
-		return false, "subquery", nil
+		return nil, "subquery", nil
 	}
 	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
-		return false, "common table expression", nil
+		return nil, "common table expression", nil
 	}
 	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && in.bytes < limit {
-		return false, fmt.Sprintf("%s is %d bytes, below the shuffle size %d", in.ref, in.bytes, limit), nil
+		return nil, fmt.Sprintf("%s is %d bytes, below the shuffle size %d", in.ref, in.bytes, limit), nil
 	}
 	w := &joinWalk{pb: pb, ctx: ctx, leaves: []*input{in}}
 	col, kind, why := groupColumn(w, root, aggs)
 	var tp *twoPhase
 	if col == "" {
 		if col, tp = distinctCounts(w, root); col == "" {
-			return false, why, nil
+			return nil, why, nil
 		}
 		kind, why = "count(DISTINCT)", ""
 	} else {
@@ -56,37 +57,38 @@ func (pb *planBuilder) shuffleGrouped(ctx context.Context, root node, aggs map[s
 	sj := &shuffleJoin{sides: []shuffleSide{{in: in, col: col, hash: engine.Quote(col)}}}
 	n := min(len(pb.workers), pb.p.opts.ShufflePartitions)
 	if tp == nil && why != "nothing to split" {
-		return false, why, nil
+		return nil, why, nil
 	}
 	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
-		return false, "", err
+		return nil, "", err
 	}
 	return pb.shufflePartitioned(ctx, sj, n, kind, tp)
 }
 
 // shufflePartitioned plans the query over n partitions of sj: the union of
 // the partitions when tp is nil (row-wise), else tp's partials per
-// partition and its final over them. It returns false with a reason when
+// partition and its final over them. It returns nil with a reason when
 // the final does not bind to the query's schema.
-func (pb *planBuilder) shufflePartitioned(ctx context.Context, sj *shuffleJoin, n int, kind string, tp *twoPhase) (bool, string, error) {
+func (pb *planBuilder) shufflePartitioned(ctx context.Context, sj *shuffleJoin, n int, kind string, tp *twoPhase) (*plan.Result, string, error) {
 	if tp == nil {
-		pb.noteGrouped(ctx, sj, n, kind, "row-wise")
-		return true, "", pb.shuffleRowwise(ctx, sj, n)
+		res, err := pb.shufflePlan(ctx, sj, n, pb.noteGrouped(ctx, sj, n, kind, "row-wise"), nil, nil)
+		return res, "", err
 	}
 	ph, err := pb.phases(ctx, tp)
 	if err != nil || ph == nil {
-		return false, "final does not bind to the query's schema", err
+		return nil, "final does not bind to the query's schema", err
 	}
-	pb.noteGrouped(ctx, sj, n, kind, ph.kind)
-	return true, "", pb.shuffleTwoPhase(ctx, sj, n, ph)
+	res, err := pb.shufflePlan(ctx, sj, n, pb.noteGrouped(ctx, sj, n, kind, ph.kind), tp, ph)
+	return res, "", err
 }
 
-func (pb *planBuilder) noteGrouped(ctx context.Context, sj *shuffleJoin, n int, kind, split string) {
+func (pb *planBuilder) noteGrouped(ctx context.Context, sj *shuffleJoin, n int, kind, split string) string {
 	s := sj.sides[0]
-	pb.plan.Strategy = Shuffle
-	pb.note("strategy", "shuffle %s (%s partitioned on %s in %d partitions)", split, kind, s.col, n)
+	label := fmt.Sprintf("shuffle %s (%s partitioned on %s in %d partitions)", split, kind, s.col, n)
+	pb.note("strategy", "%s", label)
 	pb.note("estimate", "%s: %d bytes, %s; shuffle from %d bytes", s.in.ref, s.in.bytes, pb.p.rowsNote(ctx, s.in), max(pb.p.opts.ShuffleBytes, 0))
 	pb.notePartitions(sj, n)
+	return label
 }
 
 // groupColumn is the column root's rows fall into independent parts by:
@@ -219,15 +221,15 @@ func asNode(v any) node {
 // row-wise SELECTs over one table each as partitions of each branch's
 // first column: equal rows have equal first columns, so they meet in one
 // fragment (NULLs too, as set operations take them as equal).
-func (pb *planBuilder) shuffleSetOp(ctx context.Context, root node) (bool, string, error) {
+func (pb *planBuilder) shuffleSetOp(ctx context.Context, root node) (*plan.Result, string, error) {
 	if len(pb.workers) < 2 {
-		return false, "one worker", nil
+		return nil, "one worker", nil
 	}
 	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
-		return false, "common table expression", nil
+		return nil, "common table expression", nil
 	}
 	if str(root, "setop_type") == "UNION" && root["setop_all"] == true {
-		return false, "union all", nil
+		return nil, "union all", nil
 	}
 	byView := map[string]*input{}
 	for _, in := range pb.b.inputs {
@@ -239,11 +241,11 @@ func (pb *planBuilder) shuffleSetOp(ctx context.Context, root node) (bool, strin
 		br, _ := root[k].(node)
 		in, col, why := pb.branchColumn(ctx, br, byView)
 		if in == nil {
-			return false, why, nil
+			return nil, why, nil
 		}
 		if len(sides) == 1 && sides[0].in == in {
 			if sides[0].col != col {
-				return false, "one table partitioned on two columns", nil
+				return nil, "one table partitioned on two columns", nil
 			}
 			continue
 		}
@@ -251,25 +253,25 @@ func (pb *planBuilder) shuffleSetOp(ctx context.Context, root node) (bool, strin
 		total += in.bytes
 	}
 	if len(sides) != len(pb.b.inputs) {
-		return false, "tables outside the branches", nil
+		return nil, "tables outside the branches", nil
 	}
 	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && total < limit {
-		return false, fmt.Sprintf("the branches read %d bytes, below the shuffle size %d", total, limit), nil
+		return nil, fmt.Sprintf("the branches read %d bytes, below the shuffle size %d", total, limit), nil
 	}
 	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
-		return false, "", err
+		return nil, "", err
 	}
-	sj := &shuffleJoin{sides: sides}
+	kind := strings.ToLower(str(root, "setop_type"))
+	sj := &shuffleJoin{sides: sides, setOp: kind}
 	if len(sides) == 1 {
 		sides[0].hash = engine.Quote(sides[0].col)
 	} else if why := pb.shuffleKeys(ctx, sj); why != "" {
-		return false, why, nil
+		return nil, why, nil
 	}
 	n := min(len(pb.workers), pb.p.opts.ShufflePartitions)
-	kind := strings.ToLower(str(root, "setop_type"))
 	tp, why := splitModifiers(root, fieldNames(pb.b.schema))
 	if tp == nil && why != "nothing to split" {
-		return false, why, nil
+		return nil, why, nil
 	}
 	return pb.shufflePartitioned(ctx, sj, n, kind, tp)
 }

@@ -132,6 +132,9 @@ const (
 	// PlaceLargest runs the one instance where the largest input's files
 	// are, so that worker's data cache keeps them.
 	PlaceLargest
+	// PlacePartitions runs instance j of a fragment's Partitions on worker
+	// j (modulo the workers), the next one as its fallback.
+	PlacePartitions
 )
 
 func (p Placement) String() string {
@@ -142,12 +145,14 @@ func (p Placement) String() string {
 		return "any worker"
 	case PlaceLargest:
 		return "at the largest input"
+	case PlacePartitions:
+		return "per partition"
 	}
 	return fmt.Sprintf("placement(%d)", int(p))
 }
 
-// Fragment is SQL run on workers: one instance, or one per group of its
-// Per scan.
+// Fragment is SQL run on workers: one instance, one per group of its Per
+// scan, or one per hash partition of the hash exchanges below it.
 type Fragment struct {
 	// Role names the fragment: "scan", "partial", "final", "gather",
 	// "branch 1", "child".
@@ -156,8 +161,11 @@ type Fragment struct {
 	Schema *arrow.Schema
 	// Per, when set, is one of the fragment's scans (under In): the
 	// fragment runs once per group of it; other scans are read whole.
-	Per   *Scan
-	Place Placement
+	Per *Scan
+	// Partitions, when set, is how many instances the fragment runs as:
+	// instance j reads partition j of every hash exchange below it.
+	Partitions int
+	Place      Placement
 	// Passthrough: workers stream the scan without DuckDB.
 	Passthrough bool
 	// Direct: the worker reads its scans with DuckDB's Parquet reader.
@@ -172,7 +180,10 @@ func (f *Fragment) Inputs() []Node { return f.In }
 
 // Instances is how many streams the fragment runs as.
 func (f *Fragment) Instances() int {
-	if f.Per == nil {
+	switch {
+	case f.Partitions > 0:
+		return f.Partitions
+	case f.Per == nil:
 		return 1
 	}
 	return len(f.Per.Groups)
@@ -201,8 +212,10 @@ const (
 	ExchangeGather ExchangeKind = iota
 	// ExchangeBroadcast: every consumer instance reads the whole input.
 	ExchangeBroadcast
-	// ExchangeHash: each of Partitions consumers pulls its hash partition of every
-	// input, partitioned on that input's Keys.
+	// ExchangeHash: each of Partitions consumer instances pulls its hash
+	// partition of every instance of every input, partitioned on that
+	// input's Keys: consumer j reads the rows whose keys hash to j
+	// modulo Partitions.
 	ExchangeHash
 	// ExchangeMerge: one consumer pulls every producer's ordered stream and keeps
 	// the order (ordered results, top-N).
@@ -298,6 +311,27 @@ func (a *Aggregate) Head() string {
 		s += fmt.Sprintf(", at most %d rows per stream", a.Rows)
 	}
 	return s
+}
+
+// Join says the fragment above combines its inputs — a join, or a set
+// operation (Op: "join", "intersect", "except", "union") — on the
+// equalities On ("a.k = b.k"): rows of equal keys meet in one instance
+// because the hash exchanges below partition every side on its key alike.
+type Join struct {
+	Op string
+	On string
+	In []Node
+	Figures
+}
+
+func (j *Join) Inputs() []Node { return j.In }
+
+func (j *Join) Head() string {
+	op := j.Op
+	if op == "" {
+		op = "join"
+	}
+	return strings.ToUpper(op[:1]) + op[1:] + " on " + j.On
 }
 
 // Group is one group of a scan's files: a fragment instance's share.
