@@ -18,7 +18,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/wire"
+	"github.com/icefloe/icefloe/internal/testlocal"
 )
 
 type ddlTestWorkers struct{}
@@ -35,31 +35,12 @@ type ddlEnv struct {
 
 func newDDLEnv(t *testing.T) *ddlEnv {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	cat, props, err := catalog.OpenLocal(ctx, dir)
+	l := testlocal.New(t)
+	p, err := New(Options{Mounts: l.Mounts, Engine: l.Eng, Key: l.Key, Workers: ddlTestWorkers{}, Flight: l.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mounts := catalog.NewMounts()
-	if err := mounts.Mount(catalog.LocalCatalogName, cat, props); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mounts.Close() })
-	eng, err := engine.Open(ctx, engine.Options{Threads: 1, MemoryLimit: "256MB", TempDir: dir + "/spill"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	key, err := wire.RandomKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(Options{Mounts: mounts, Engine: eng, Key: key, Workers: ddlTestWorkers{}, Flight: testPool(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ddlEnv{p: p, cat: cat, eng: eng, dir: dir,
+	return &ddlEnv{p: p, cat: l.Cat, eng: l.Eng, dir: l.Dir,
 		sess: Session{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema}}
 }
 

@@ -140,7 +140,7 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 		return 0, true, nil
 	}
 	if d := dryRunOf(ctx); d != nil {
-		d.note("rows", "%d rows of %s match", n, tgt.ref)
+		d.Note("rows", "%d rows of %s match", n, tgt.ref)
 		return 0, true, d.commit("delete (merge-on-read): positional deletes (v2) or deletion vectors (v3) for files that match in part, removal of files that match whole, in one snapshot")
 	}
 	err = p.commit(ctx, tgt, func(tx *table.Transaction) error {
@@ -487,9 +487,9 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *writeTarg
 	}
 	if d := dryRunOf(ctx); d != nil {
 		every, _ := filesOf(all, nil)
-		d.note("read", "%d of %d data files of %s may hold a matching row; each is read whole", len(files), len(every), tgt.ref)
+		d.Note("read", "%d of %d data files of %s may hold a matching row; each is read whole", len(files), len(every), tgt.ref)
 		for _, f := range files {
-			d.note("file", "%s (%d bytes)", f.file.FilePath(), f.bytes)
+			d.Note("file", "%s (%d bytes)", f.file.FilePath(), f.bytes)
 		}
 	}
 	var full []wire.Scan

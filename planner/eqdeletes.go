@@ -135,7 +135,7 @@ func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *writeTa
 		return 0, false, nil
 	}
 	if d := dryRunOf(ctx); d != nil {
-		d.note("rows", "%d rows of %s match", n, tgt.ref)
+		d.Note("rows", "%d rows of %s match", n, tgt.ref)
 		return 0, true, d.commit("row delta: the coordinator writes equality deletes on the identifier fields, in one snapshot")
 	}
 	var files []iceberg.DataFile

@@ -33,7 +33,7 @@ func (p *Planner) dmlTruncate(ctx context.Context, sess Session, ps *ddlParser) 
 		return 0, err
 	}
 	if d := dryRunOf(ctx); d != nil {
-		d.note("rows", "%d rows of %s", n, tgt.ref)
+		d.Note("rows", "%d rows of %s", n, tgt.ref)
 		return 0, d.commit("delete: every live data and delete file of %s leaves the table in one snapshot; no file is read or written", tgt.ref)
 	}
 	err = p.commit(ctx, tgt, func(tx *table.Transaction) error {

@@ -646,7 +646,7 @@ func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *ar
 		return 0, err
 	}
 	if d := dryRunOf(ctx); d != nil {
-		d.note("write", "the coordinator writes the %d rows of VALUES as Parquet files of %s", rows, tgt.ref)
+		d.Note("write", "the coordinator writes the %d rows of VALUES as Parquet files of %s", rows, tgt.ref)
 		return 0, d.commit("append: the written files are added in one snapshot")
 	}
 	w := p.newWrite(tgt)
