@@ -41,7 +41,7 @@ func (p *Planner) Commits() *CommitStats { return &p.commits }
 var ddlAlloc memory.Allocator = memory.DefaultAllocator
 
 // Exec runs one statement that returns no rows and returns its update
-// count: the rows an INSERT added, updated or deleted, 0 for DDL. It runs
+// count (statement.Executor runs TRUNCATE itself and the rest here): the rows an INSERT added, updated or deleted, 0 for DDL. It runs
 // CREATE SCHEMA, DROP SCHEMA, CREATE TABLE (with Iceberg's PARTITIONED BY
 // and WITH properties, or AS a query), DROP TABLE, ALTER TABLE, INSERT,
 // UPDATE and DELETE against the mounted catalogs; the grammar is in
@@ -69,15 +69,15 @@ func (p *Planner) ExecBatch(ctx context.Context, sess Session, query string, par
 
 func (p *Planner) execBatch(ctx context.Context, sess Session, query string, b *paramBatch) (int64, error) {
 	ctx = commit.WithStatement(ctx)
-	ps, err := updateTokens(query)
+	ps, err := ParseUpdate(query)
 	if err != nil {
 		return 0, err
 	}
-	dml := ps.at("INSERT") || ps.at("UPDATE") || ps.at("DELETE")
+	dml := ps.At("INSERT") || ps.At("UPDATE") || ps.At("DELETE")
 	if b.len() > 0 && !dml {
 		return 0, fmt.Errorf("%w: parameters outside INSERT, UPDATE and DELETE", ErrUnsupported)
 	}
-	if ps.at("INSERT") {
+	if ps.At("INSERT") {
 		return p.ddlInsert(ctx, sess, ps, b)
 	}
 	rows, err := b.values()
@@ -93,7 +93,7 @@ func (p *Planner) execBatch(ctx context.Context, sess Session, query string, b *
 	}
 	var total int64
 	for i, row := range rows {
-		n, err := p.exec(ctx, sess, &ddlParser{src: ps.src, toks: ps.toks}, row)
+		n, err := p.exec(ctx, sess, &Parser{src: ps.src, toks: ps.toks}, row)
 		if err != nil {
 			return total, rowError(i, len(rows), err)
 		}
@@ -102,8 +102,9 @@ func (p *Planner) execBatch(ctx context.Context, sess Session, query string, b *
 	return total, nil
 }
 
-// updateTokens tokenizes one update statement.
-func updateTokens(query string) (*ddlParser, error) {
+// ParseUpdate tokenizes one update statement (what Exec runs) and
+// returns a parser at its first token; errors wrap ErrSyntax.
+func ParseUpdate(query string) (*Parser, error) {
 	toks, err := ddlTokens(query)
 	if err != nil {
 		return nil, err
@@ -116,36 +117,34 @@ func updateTokens(query string) (*ddlParser, error) {
 			return nil, fmt.Errorf("%w: one statement at a time", ErrSyntax)
 		}
 	}
-	return &ddlParser{src: query, toks: toks}, nil
+	return &Parser{src: query, toks: toks}, nil
 }
 
 // exec runs one statement other than INSERT with one set of parameter
 // values.
-func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []any) (int64, error) {
+func (p *Planner) exec(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
 	switch {
-	case ps.at("CREATE", "SCHEMA"):
+	case ps.At("CREATE", "SCHEMA"):
 		return 0, p.ddlCreateSchema(ctx, sess, ps)
-	case ps.at("CREATE", "TABLE"):
+	case ps.At("CREATE", "TABLE"):
 		return p.createTable(ctx, sess, ps)
-	case ps.at("CREATE", "OR", "REPLACE", "TABLE"):
+	case ps.At("CREATE", "OR", "REPLACE", "TABLE"):
 		return p.createOrReplace(ctx, sess, ps)
-	case ps.at("CREATE", "VIEW"), ps.at("CREATE", "OR", "REPLACE", "VIEW"):
+	case ps.At("CREATE", "VIEW"), ps.At("CREATE", "OR", "REPLACE", "VIEW"):
 		return 0, p.ddlCreateView(ctx, sess, ps)
-	case ps.at("DROP", "VIEW"):
+	case ps.At("DROP", "VIEW"):
 		return 0, p.ddlDropView(ctx, sess, ps)
-	case ps.at("DROP", "SCHEMA"):
+	case ps.At("DROP", "SCHEMA"):
 		return 0, p.ddlDropSchema(ctx, sess, ps)
-	case ps.at("DROP", "TABLE"):
+	case ps.At("DROP", "TABLE"):
 		return 0, p.ddlDropTable(ctx, sess, ps)
-	case ps.at("DELETE"):
+	case ps.At("DELETE"):
 		return p.dmlDelete(ctx, sess, ps, args)
-	case ps.at("UPDATE"):
+	case ps.At("UPDATE"):
 		return p.dmlUpdate(ctx, sess, ps, args)
-	case ps.at("MERGE"):
+	case ps.At("MERGE"):
 		return p.dmlMerge(ctx, sess, ps, args)
-	case ps.at("TRUNCATE"):
-		return p.dmlTruncate(ctx, sess, ps)
-	case ps.at("ALTER"):
+	case ps.At("ALTER"):
 		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
 			return n, err
 		}
@@ -156,21 +155,21 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 
 // ---- statements ----
 
-func (p *Planner) ddlCreateSchema(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 2
-	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
-	parts, err := ps.name(2)
+func (p *Planner) ddlCreateSchema(ctx context.Context, sess Session, ps *Parser) error {
+	ps.Pos = 2
+	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
+	parts, err := ps.Name(2)
 	if err != nil {
 		return err
 	}
 	var props iceberg.Properties
-	if ps.accept("WITH") {
+	if ps.Accept("WITH") {
 		props = iceberg.Properties{}
 		if err := ps.properties(props); err != nil {
 			return err
 		}
 	}
-	if err := ps.end(); err != nil {
+	if err := ps.End(); err != nil {
 		return err
 	}
 	catName, schema, err := ddlSchemaName(sess, parts)
@@ -197,18 +196,18 @@ func (p *Planner) ddlCreateSchema(ctx context.Context, sess Session, ps *ddlPars
 	return fmt.Errorf("create schema %s.%s: %w", catName, schema, err)
 }
 
-func (p *Planner) ddlDropSchema(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 2
-	ifExists := ps.accept("IF", "EXISTS")
-	parts, err := ps.name(2)
+func (p *Planner) ddlDropSchema(ctx context.Context, sess Session, ps *Parser) error {
+	ps.Pos = 2
+	ifExists := ps.Accept("IF", "EXISTS")
+	parts, err := ps.Name(2)
 	if err != nil {
 		return err
 	}
-	cascade := ps.accept("CASCADE")
+	cascade := ps.Accept("CASCADE")
 	if !cascade {
-		ps.accept("RESTRICT")
+		ps.Accept("RESTRICT")
 	}
-	if err := ps.end(); err != nil {
+	if err := ps.End(); err != nil {
 		return err
 	}
 	catName, schema, err := ddlSchemaName(sess, parts)
@@ -287,15 +286,15 @@ func ddlCollect(seq iter.Seq2[table.Identifier, error]) ([]table.Identifier, err
 	return out, nil
 }
 
-func (p *Planner) ddlDropTable(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 2
-	ifExists := ps.accept("IF", "EXISTS")
-	parts, err := ps.name(3)
+func (p *Planner) ddlDropTable(ctx context.Context, sess Session, ps *Parser) error {
+	ps.Pos = 2
+	ifExists := ps.Accept("IF", "EXISTS")
+	parts, err := ps.Name(3)
 	if err != nil {
 		return err
 	}
-	purge := ps.accept("PURGE")
-	if err := ps.end(); err != nil {
+	purge := ps.Accept("PURGE")
+	if err := ps.End(); err != nil {
 		return err
 	}
 	ref, err := ddlTableName(sess, parts)
@@ -343,14 +342,14 @@ func (p *Planner) ddlDropTable(ctx context.Context, sess Session, ps *ddlParser)
 	return fmt.Errorf("drop table %s: %w", ref, err)
 }
 
-func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 2
-	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
-	parts, err := ps.name(3)
+func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *Parser) error {
+	ps.Pos = 2
+	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
+	parts, err := ps.Name(3)
 	if err != nil {
 		return err
 	}
-	if ps.at("AS") {
+	if ps.At("AS") {
 		return fmt.Errorf("%w: CREATE TABLE … AS SELECT", ErrUnsupported)
 	}
 	open, closing, err := ps.group()
@@ -366,24 +365,24 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 		sortItems []ddlSortItem
 		seenOrder bool
 	)
-	for ps.i < len(ps.toks) {
+	for ps.Pos < len(ps.toks) {
 		switch {
-		case !seenPart && ps.accept("PARTITIONED", "BY"):
+		case !seenPart && ps.Accept("PARTITIONED", "BY"):
 			seenPart = true
 			if partItems, err = ps.partitionItems(); err != nil {
 				return err
 			}
-		case !seenOrder && ps.accept("ORDERED", "BY"):
+		case !seenOrder && ps.Accept("ORDERED", "BY"):
 			seenOrder = true
 			if sortItems, err = ps.sortItems(); err != nil {
 				return err
 			}
-		case !seenWith && ps.accept("WITH"):
+		case !seenWith && ps.Accept("WITH"):
 			seenWith = true
 			if err := ps.properties(props); err != nil {
 				return err
 			}
-		case ps.at("AS"):
+		case ps.At("AS"):
 			return fmt.Errorf("%w: CREATE TABLE … AS SELECT", ErrUnsupported)
 		default:
 			return ps.unexpected()
@@ -680,15 +679,15 @@ func ddlDecimalFields(spec *iceberg.PartitionSpec, added *iceberg.PartitionField
 // ddlInsert runs an INSERT, once per parameter row (none: once without
 // values). INSERT … VALUES writes all rows in one commit; INSERT … SELECT
 // commits once per row.
-func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, b *paramBatch) (int64, error) {
-	ps.i = 1
-	if ps.at("OR") {
+func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *Parser, b *paramBatch) (int64, error) {
+	ps.Pos = 1
+	if ps.At("OR") {
 		return 0, fmt.Errorf("%w: INSERT OR …", ErrUnsupported)
 	}
-	if !ps.accept("INTO") {
+	if !ps.Accept("INTO") {
 		return 0, ps.unexpected()
 	}
-	parts, err := ps.name(3)
+	parts, err := ps.Name(3)
 	if err != nil {
 		return 0, err
 	}
@@ -699,7 +698,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, b 
 		if err != nil {
 			return 0, err
 		}
-		inner := &ddlParser{src: ps.src, toks: ps.toks[open+1 : closing]}
+		inner := &Parser{src: ps.src, toks: ps.toks[open+1 : closing]}
 		if inner.atQuery() {
 			return p.insertQueryRows(ctx, sess, parts, nil, ps.text(open, len(ps.toks)-1), b)
 		}
@@ -710,15 +709,15 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, b 
 	}
 	switch {
 	case ps.atQuery():
-		return p.insertQueryRows(ctx, sess, parts, colNames, ps.text(ps.i, len(ps.toks)-1), b)
-	case ps.at("DEFAULT", "VALUES"):
+		return p.insertQueryRows(ctx, sess, parts, colNames, ps.text(ps.Pos, len(ps.toks)-1), b)
+	case ps.At("DEFAULT", "VALUES"):
 		return 0, fmt.Errorf("%w: INSERT … DEFAULT VALUES", ErrUnsupported)
-	case ps.at("BY"):
+	case ps.At("BY"):
 		return 0, fmt.Errorf("%w: INSERT … BY NAME / BY POSITION", ErrUnsupported)
-	case !ps.at("VALUES"):
+	case !ps.At("VALUES"):
 		return 0, ps.unexpected()
 	}
-	for i, depth := ps.i, 0; i < len(ps.toks); i++ {
+	for i, depth := ps.Pos, 0; i < len(ps.toks); i++ {
 		t := ps.toks[i]
 		switch {
 		case t.IsOp("("):
@@ -731,7 +730,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, b 
 			return 0, fmt.Errorf("%w: INSERT … ON CONFLICT", ErrUnsupported)
 		}
 	}
-	return p.insertValues(ctx, sess, parts, columns, ps.text(ps.i, len(ps.toks)-1), b)
+	return p.insertValues(ctx, sess, parts, columns, ps.text(ps.Pos, len(ps.toks)-1), b)
 }
 
 // insertQueryRows runs INSERT … SELECT once per parameter row.
@@ -772,12 +771,12 @@ func (p *Planner) insertValues(ctx context.Context, sess Session, parts []string
 	// loadTarget resolves t.branch_b and the session's WAP branch, so the
 	// rows commit to the branch the statement names; a caller without
 	// INSERT is denied before any parameter row is read.
-	tgt, err := p.loadTarget(ctx, sess, parts, authz.Insert)
+	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return 0, err
 	}
-	ref := tgt.ref
-	tbl := tgt.pinned.Table
+	ref := tgt.Ref
+	tbl := tgt.Pinned.Table
 	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		return 0, fmt.Errorf("arrow schema of %s: %w", ref, err)
@@ -1142,51 +1141,56 @@ func ddlSyntaxf(f string, a ...any) error {
 
 // ---- parser helpers ----
 
-type ddlParser struct {
+// Parser reads the statements DuckDB does not parse for icefloe (DDL,
+// DML heads, CALL, SHOW, USE) from their tokens (internal/sqltok), for
+// planner and for the statement package.
+type Parser struct {
 	src  string
 	toks []sqltok.Token
-	i    int
+	// Pos is the index of the next token; a statement's runner sets it
+	// past the keywords its dispatch matched.
+	Pos int
 }
 
-// at reports whether the next tokens are the keywords kws.
-func (p *ddlParser) at(kws ...string) bool {
-	if p.i+len(kws) > len(p.toks) {
+// At reports whether the next tokens are the keywords kws.
+func (p *Parser) At(kws ...string) bool {
+	if p.Pos+len(kws) > len(p.toks) {
 		return false
 	}
 	for j, kw := range kws {
-		if !p.toks[p.i+j].Is(kw) {
+		if !p.toks[p.Pos+j].Is(kw) {
 			return false
 		}
 	}
 	return true
 }
 
-// accept consumes the keywords kws if they come next.
-func (p *ddlParser) accept(kws ...string) bool {
-	if !p.at(kws...) {
+// Accept consumes the keywords kws if they come next.
+func (p *Parser) Accept(kws ...string) bool {
+	if !p.At(kws...) {
 		return false
 	}
-	p.i += len(kws)
+	p.Pos += len(kws)
 	return true
 }
 
-func (p *ddlParser) atPunct(s string) bool { return p.i < len(p.toks) && p.toks[p.i].IsOp(s) }
+func (p *Parser) atPunct(s string) bool { return p.Pos < len(p.toks) && p.toks[p.Pos].IsOp(s) }
 
-func (p *ddlParser) acceptPunct(s string) bool {
+func (p *Parser) acceptPunct(s string) bool {
 	if !p.atPunct(s) {
 		return false
 	}
-	p.i++
+	p.Pos++
 	return true
 }
 
 // atQuery reports whether a query starts here.
-func (p *ddlParser) atQuery() bool {
-	return p.at("SELECT") || p.at("WITH") || p.at("FROM") || p.at("TABLE") || p.atPunct("(")
+func (p *Parser) atQuery() bool {
+	return p.At("SELECT") || p.At("WITH") || p.At("FROM") || p.At("TABLE") || p.atPunct("(")
 }
 
 // kind names the statement for an unsupported-statement error.
-func (p *ddlParser) kind() string {
+func (p *Parser) kind() string {
 	var words []string
 	for _, t := range p.toks {
 		if t.Kind != sqltok.Word || len(words) == 2 {
@@ -1203,31 +1207,32 @@ func (p *ddlParser) kind() string {
 	return strings.Join(words, " ")
 }
 
-func (p *ddlParser) unexpected() error {
-	if p.i >= len(p.toks) {
+func (p *Parser) unexpected() error {
+	if p.Pos >= len(p.toks) {
 		return ddlSyntaxf("unexpected end of statement")
 	}
-	return ddlSyntaxf("unexpected %s at offset %d", describe(p.toks[p.i]), p.toks[p.i].Pos)
+	return ddlSyntaxf("unexpected %s at offset %d", describe(p.toks[p.Pos]), p.toks[p.Pos].Pos)
 }
 
-func (p *ddlParser) end() error {
-	if p.i < len(p.toks) {
+// End reports an error wrapping ErrSyntax unless every token is read.
+func (p *Parser) End() error {
+	if p.Pos < len(p.toks) {
 		return p.unexpected()
 	}
 	return nil
 }
 
 // ident reads a bare or quoted identifier.
-func (p *ddlParser) ident() (string, error) {
-	if p.i >= len(p.toks) || !p.toks[p.i].IsIdent() {
+func (p *Parser) ident() (string, error) {
+	if p.Pos >= len(p.toks) || !p.toks[p.Pos].IsIdent() {
 		return "", p.unexpected()
 	}
-	p.i++
-	return p.toks[p.i-1].Value, nil
+	p.Pos++
+	return p.toks[p.Pos-1].Value, nil
 }
 
-// name reads a dotted name of at most max parts.
-func (p *ddlParser) name(max int) ([]string, error) {
+// Name reads a dotted name of at most max parts.
+func (p *Parser) Name(max int) ([]string, error) {
 	var parts []string
 	for {
 		part, err := p.ident()
@@ -1241,26 +1246,26 @@ func (p *ddlParser) name(max int) ([]string, error) {
 		if len(parts) == max {
 			return nil, ddlSyntaxf("name %s… has more than %d parts", strings.Join(parts, "."), max)
 		}
-		p.i++
+		p.Pos++
 	}
 	return parts, nil
 }
 
 // group finds the parenthesised group starting at the next token and
 // returns the indexes of its "(" and ")"; it moves past the ")".
-func (p *ddlParser) group() (open, closing int, err error) {
+func (p *Parser) group() (open, closing int, err error) {
 	if !p.atPunct("(") {
 		return 0, 0, p.unexpected()
 	}
 	depth := 0
-	for j := p.i; j < len(p.toks); j++ {
+	for j := p.Pos; j < len(p.toks); j++ {
 		switch {
 		case p.toks[j].IsOp("("):
 			depth++
 		case p.toks[j].IsOp(")"):
 			depth--
 			if depth == 0 {
-				open, p.i = p.i, j+1
+				open, p.Pos = p.Pos, j+1
 				return open, j, nil
 			}
 		}
@@ -1278,38 +1283,38 @@ func quotedNames(names []string) string {
 }
 
 // text returns the statement text from token from through token to.
-func (p *ddlParser) text(from, to int) string { return p.src[p.toks[from].Pos:p.toks[to].End] }
+func (p *Parser) text(from, to int) string { return p.src[p.toks[from].Pos:p.toks[to].End] }
 
 // partitionItems reads "( item, … )" of PARTITIONED BY.
-func (p *ddlParser) partitionItems() ([]ddlPartItem, error) {
+func (p *Parser) partitionItems() ([]ddlPartItem, error) {
 	if !p.acceptPunct("(") {
 		return nil, p.unexpected()
 	}
 	var items []ddlPartItem
 	for {
 		var it ddlPartItem
-		if p.i+1 < len(p.toks) && p.toks[p.i].Kind == sqltok.Word && p.toks[p.i+1].IsOp("(") {
-			it.transform = p.toks[p.i].Value
-			p.i += 2
+		if p.Pos+1 < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Word && p.toks[p.Pos+1].IsOp("(") {
+			it.transform = p.toks[p.Pos].Value
+			p.Pos += 2
 			for n := 0; ; n++ {
 				if n > 1 {
 					return nil, ddlSyntaxf("partition transform %s takes at most two arguments", it.transform)
 				}
-				if p.i < len(p.toks) && p.toks[p.i].Kind == sqltok.Number {
+				if p.Pos < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Number {
 					if it.hasArg {
 						return nil, p.unexpected()
 					}
-					v, err := strconv.Atoi(p.toks[p.i].Value)
+					v, err := strconv.Atoi(p.toks[p.Pos].Value)
 					if err != nil {
-						return nil, ddlSyntaxf("partition transform %s: bad number %s", it.transform, p.toks[p.i].Value)
+						return nil, ddlSyntaxf("partition transform %s: bad number %s", it.transform, p.toks[p.Pos].Value)
 					}
 					it.arg, it.hasArg = v, true
-					p.i++
+					p.Pos++
 				} else {
 					if it.column != "" {
 						return nil, p.unexpected()
 					}
-					col, err := p.name(16)
+					col, err := p.Name(16)
 					if err != nil {
 						return nil, err
 					}
@@ -1326,7 +1331,7 @@ func (p *ddlParser) partitionItems() ([]ddlPartItem, error) {
 				return nil, ddlSyntaxf("partition transform %s names no column", it.transform)
 			}
 		} else {
-			col, err := p.name(16)
+			col, err := p.Name(16)
 			if err != nil {
 				return nil, err
 			}
@@ -1344,15 +1349,15 @@ func (p *ddlParser) partitionItems() ([]ddlPartItem, error) {
 
 // properties reads "( key = value, … )" of WITH into props. Keys are
 // strings or dotted names; values strings, numbers or true/false.
-func (p *ddlParser) properties(props iceberg.Properties) error {
+func (p *Parser) properties(props iceberg.Properties) error {
 	if !p.acceptPunct("(") {
 		return p.unexpected()
 	}
 	for {
 		var key string
-		if p.i < len(p.toks) && p.toks[p.i].Kind == sqltok.String {
-			key = p.toks[p.i].Value
-			p.i++
+		if p.Pos < len(p.toks) && p.toks[p.Pos].Kind == sqltok.String {
+			key = p.toks[p.Pos].Value
+			p.Pos++
 		} else {
 			// A bare key is words joined by "." or "-": format-version.
 			var b strings.Builder
@@ -1365,18 +1370,18 @@ func (p *ddlParser) properties(props iceberg.Properties) error {
 				if !p.atPunct(".") && !p.atPunct("-") {
 					break
 				}
-				b.WriteString(p.toks[p.i].Value)
-				p.i++
+				b.WriteString(p.toks[p.Pos].Value)
+				p.Pos++
 			}
 			key = b.String()
 		}
 		if !p.acceptPunct("=") {
 			return p.unexpected()
 		}
-		if p.i >= len(p.toks) {
+		if p.Pos >= len(p.toks) {
 			return p.unexpected()
 		}
-		t := p.toks[p.i]
+		t := p.toks[p.Pos]
 		switch {
 		case t.Kind == sqltok.String, t.Kind == sqltok.Number:
 			props[key] = t.Value
@@ -1385,7 +1390,7 @@ func (p *ddlParser) properties(props iceberg.Properties) error {
 		default:
 			return p.unexpected()
 		}
-		p.i++
+		p.Pos++
 		if p.acceptPunct(")") {
 			return nil
 		}

@@ -36,8 +36,8 @@ func WithDryRun(ctx context.Context, d *DryRun) context.Context {
 	return context.WithValue(ctx, dryRunKey{}, d)
 }
 
-// dryRunOf returns the dry run ctx carries, or nil.
-func dryRunOf(ctx context.Context) *DryRun {
+// DryRunOf returns the dry run ctx carries (WithDryRun), or nil.
+func DryRunOf(ctx context.Context) *DryRun {
 	d, _ := ctx.Value(dryRunKey{}).(*DryRun)
 	return d
 }
@@ -50,8 +50,9 @@ func (d *DryRun) Note(key, format string, args ...any) {
 // Lines are the lines noted so far.
 func (d *DryRun) Lines() []string { return d.lines }
 
-// commit notes the kind of commit the statement would make and stops it.
-func (d *DryRun) commit(format string, args ...any) error {
+// Commit notes the kind of commit the statement would make and returns
+// ErrDryRun, which stops it.
+func (d *DryRun) Commit(format string, args ...any) error {
 	d.Note("commit", format, args...)
 	d.committed = true
 	return ErrDryRun
@@ -64,7 +65,7 @@ func (d *DryRun) stop() error {
 		return nil
 	}
 	if !d.committed {
-		return d.commit("one snapshot")
+		return d.Commit("one snapshot")
 	}
 	return ErrDryRun
 }
@@ -86,11 +87,11 @@ func ExplainedWrite(query string) (string, bool) {
 
 // explainsWrite tells the statements EXPLAIN runs as dry runs.
 func explainsWrite(inner string) bool {
-	ps, err := updateTokens(inner)
+	ps, err := ParseUpdate(inner)
 	if err != nil {
 		return false
 	}
-	return ps.at("INSERT") || ps.at("UPDATE") || ps.at("DELETE") || ps.at("MERGE") || ps.at("TRUNCATE") || ps.at("CREATE", "TABLE")
+	return ps.At("INSERT") || ps.At("UPDATE") || ps.At("DELETE") || ps.At("MERGE") || ps.At("TRUNCATE") || ps.At("CREATE", "TABLE")
 }
 
 // plan notes the distributed plan of the query a write reads.
@@ -108,9 +109,9 @@ func (d *DryRun) fragments(target string, w *wire.Write, endpoints []Endpoint) e
 		d.Note(fmt.Sprintf("fragment %d", i), "%s", strings.Join(e.Locations, ", "))
 	}
 	if w.Rewrite {
-		return d.commit("overwrite (copy-on-write): the rewritten files replace the files they were read from, in one snapshot")
+		return d.Commit("overwrite (copy-on-write): the rewritten files replace the files they were read from, in one snapshot")
 	}
-	return d.commit("append: the written files are added in one snapshot")
+	return d.Commit("append: the written files are added in one snapshot")
 }
 
 // explainCTAS notes the table a CREATE TABLE … AS would create and the
@@ -123,5 +124,5 @@ func (p *Planner) explainCTAS(ctx context.Context, sess Session, d *DryRun, ref 
 	}
 	d.plan(plan.Explain)
 	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(plan.Endpoints), ref)
-	return d.commit("create the table, then append the written files in one snapshot")
+	return d.Commit("create the table, then append the written files in one snapshot")
 }
