@@ -43,7 +43,7 @@ func (p *Planner) ddlAlter(ctx context.Context, sess Session, ps *Parser) error 
 		if err := ps.End(); err != nil {
 			return err
 		}
-		dst, err := ddlTableName(Session{Catalog: tgt.Ref.Catalog, Schema: tgt.Ref.Schema}, to)
+		dst, err := TableName(Session{Catalog: tgt.Ref.Catalog, Schema: tgt.Ref.Schema}, to)
 		if err != nil {
 			return err
 		}
@@ -277,13 +277,13 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 		ps.Accept("TBLPROPERTIES")
 		ps.Accept("PROPERTIES")
 		props := iceberg.Properties{}
-		if err := ps.properties(props); err != nil {
+		if err := ps.Properties(props); err != nil {
 			return nil, err
 		}
 		if err := ps.End(); err != nil {
 			return nil, err
 		}
-		if err := checkPlacement(tgt.mount, props); err != nil {
+		if err := CheckPlacement(tgt.mount, props); err != nil {
 			return nil, err
 		}
 		if _, ok := props[catalog.LocationKey]; ok {

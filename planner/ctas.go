@@ -79,7 +79,7 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 			}
 		case !seenWith && ps.Accept("WITH"):
 			seenWith = true
-			if err := ps.properties(props); err != nil {
+			if err := ps.Properties(props); err != nil {
 				return 0, true, err
 			}
 		case ps.At("AS") && ps.Pos+1 < len(ps.toks):
@@ -91,7 +91,7 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 	if query == "" {
 		return 0, true, ddlSyntaxf("CREATE TABLE needs a column list or AS query")
 	}
-	ref, err := ddlTableName(sess, parts)
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return 0, true, err
 	}
@@ -99,7 +99,7 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 	if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 		return 0, true, err
 	}
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return 0, true, err
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"iter"
 	"strconv"
 	"strings"
 
@@ -41,11 +40,13 @@ func (p *Planner) Commits() *CommitStats { return &p.commits }
 var ddlAlloc memory.Allocator = memory.DefaultAllocator
 
 // Exec runs one statement that returns no rows and returns its update
-// count (statement.Executor runs TRUNCATE itself and the rest here): the rows an INSERT added, updated or deleted, 0 for DDL. It runs
-// CREATE SCHEMA, DROP SCHEMA, CREATE TABLE (with Iceberg's PARTITIONED BY
-// and WITH properties, or AS a query), DROP TABLE, ALTER TABLE, INSERT,
-// UPDATE and DELETE against the mounted catalogs; the grammar is in
-// docs/sql.md. Anything else returns an error wrapping ErrUnsupported.
+// count: the rows an INSERT added, updated or deleted, 0 for DDL. It runs
+// CREATE TABLE (with Iceberg's PARTITIONED BY and WITH properties, or AS
+// a query), CREATE OR REPLACE TABLE, CREATE and DROP VIEW, ALTER TABLE,
+// INSERT, UPDATE, DELETE and MERGE against the mounted catalogs; the
+// grammar is in docs/sql.md. statement.Executor runs the other
+// statements (CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE) and hands
+// these here. Anything else returns an error wrapping ErrUnsupported.
 // Unqualified names take sess.Catalog and sess.Schema. args bind the
 // parameters of an INSERT, UPDATE or DELETE (see params.go).
 func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...any) (int64, error) {
@@ -124,8 +125,6 @@ func ParseUpdate(query string) (*Parser, error) {
 // values.
 func (p *Planner) exec(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
 	switch {
-	case ps.At("CREATE", "SCHEMA"):
-		return 0, p.ddlCreateSchema(ctx, sess, ps)
 	case ps.At("CREATE", "TABLE"):
 		return p.createTable(ctx, sess, ps)
 	case ps.At("CREATE", "OR", "REPLACE", "TABLE"):
@@ -134,10 +133,6 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *Parser, args []any
 		return 0, p.ddlCreateView(ctx, sess, ps)
 	case ps.At("DROP", "VIEW"):
 		return 0, p.ddlDropView(ctx, sess, ps)
-	case ps.At("DROP", "SCHEMA"):
-		return 0, p.ddlDropSchema(ctx, sess, ps)
-	case ps.At("DROP", "TABLE"):
-		return 0, p.ddlDropTable(ctx, sess, ps)
 	case ps.At("DELETE"):
 		return p.dmlDelete(ctx, sess, ps, args)
 	case ps.At("UPDATE"):
@@ -154,193 +149,6 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *Parser, args []any
 }
 
 // ---- statements ----
-
-func (p *Planner) ddlCreateSchema(ctx context.Context, sess Session, ps *Parser) error {
-	ps.Pos = 2
-	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
-	parts, err := ps.Name(2)
-	if err != nil {
-		return err
-	}
-	var props iceberg.Properties
-	if ps.Accept("WITH") {
-		props = iceberg.Properties{}
-		if err := ps.properties(props); err != nil {
-			return err
-		}
-	}
-	if err := ps.End(); err != nil {
-		return err
-	}
-	catName, schema, err := ddlSchemaName(sess, parts)
-	if err != nil {
-		return err
-	}
-	mt, err := p.ddlMount(catName)
-	if err != nil {
-		return err
-	}
-	if err := checkPlacement(mt, props); err != nil {
-		return err
-	}
-	err = mt.Catalog.CreateNamespace(ctx, table.Identifier{schema}, props)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, icecat.ErrNamespaceAlreadyExists):
-		if ifNotExists {
-			return nil
-		}
-		return fmt.Errorf("%w: schema %s.%s", ErrExists, catName, schema)
-	}
-	return fmt.Errorf("create schema %s.%s: %w", catName, schema, err)
-}
-
-func (p *Planner) ddlDropSchema(ctx context.Context, sess Session, ps *Parser) error {
-	ps.Pos = 2
-	ifExists := ps.Accept("IF", "EXISTS")
-	parts, err := ps.Name(2)
-	if err != nil {
-		return err
-	}
-	cascade := ps.Accept("CASCADE")
-	if !cascade {
-		ps.Accept("RESTRICT")
-	}
-	if err := ps.End(); err != nil {
-		return err
-	}
-	catName, schema, err := ddlSchemaName(sess, parts)
-	if err != nil {
-		return err
-	}
-	mt, err := p.ddlMount(catName)
-	if err != nil {
-		return err
-	}
-	cat, ns, full := mt.Catalog, table.Identifier{schema}, catName+"."+schema
-	exists, err := cat.CheckNamespaceExists(ctx, ns)
-	if err != nil {
-		return fmt.Errorf("drop schema %s: %w", full, err)
-	}
-	if !exists {
-		if ifExists {
-			return nil
-		}
-		return fmt.Errorf("%w: schema %s", ErrNotFound, full)
-	}
-	tables, err := ddlCollect(cat.ListTables(ctx, ns))
-	if err != nil {
-		return fmt.Errorf("drop schema %s: list tables: %w", full, err)
-	}
-	var views []table.Identifier
-	vc, hasViews := cat.(ddlViewCatalog)
-	if hasViews {
-		if views, err = ddlCollect(vc.ListViews(ctx, ns)); err != nil {
-			return fmt.Errorf("drop schema %s: list views: %w", full, err)
-		}
-	}
-	if n := len(tables) + len(views); n > 0 && !cascade {
-		return fmt.Errorf("%w: schema %s is not empty (%d tables or views); use DROP SCHEMA … CASCADE", ErrInvalid, full, n)
-	}
-	for _, id := range tables {
-		if err := cat.DropTable(ctx, id); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
-			return fmt.Errorf("drop schema %s: drop table %s: %w", full, strings.Join(id, "."), err)
-		}
-	}
-	for _, id := range views {
-		if err := vc.DropView(ctx, id); err != nil && !errors.Is(err, icecat.ErrNoSuchView) {
-			return fmt.Errorf("drop schema %s: drop view %s: %w", full, strings.Join(id, "."), err)
-		}
-	}
-	err = cat.DropNamespace(ctx, ns)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, icecat.ErrNoSuchNamespace):
-		if ifExists {
-			return nil
-		}
-		return fmt.Errorf("%w: schema %s", ErrNotFound, full)
-	case errors.Is(err, icecat.ErrNamespaceNotEmpty):
-		return fmt.Errorf("%w: schema %s is not empty", ErrInvalid, full)
-	}
-	return fmt.Errorf("drop schema %s: %w", full, err)
-}
-
-// ddlViewCatalog is the part of iceberg-go's view support DROP SCHEMA …
-// CASCADE needs.
-type ddlViewCatalog interface {
-	ListViews(ctx context.Context, namespace table.Identifier) iter.Seq2[table.Identifier, error]
-	DropView(ctx context.Context, identifier table.Identifier) error
-}
-
-func ddlCollect(seq iter.Seq2[table.Identifier, error]) ([]table.Identifier, error) {
-	var out []table.Identifier
-	for id, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, nil
-}
-
-func (p *Planner) ddlDropTable(ctx context.Context, sess Session, ps *Parser) error {
-	ps.Pos = 2
-	ifExists := ps.Accept("IF", "EXISTS")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return err
-	}
-	purge := ps.Accept("PURGE")
-	if err := ps.End(); err != nil {
-		return err
-	}
-	ref, err := ddlTableName(sess, parts)
-	if err != nil {
-		return err
-	}
-	mt, err := p.ddlMount(ref.Catalog)
-	if err != nil {
-		return err
-	}
-	cat := mt.Catalog
-	switch {
-	case !purge:
-		err = cat.DropTable(ctx, ref.Ident())
-	case cat.CatalogType() == icecat.REST:
-		// The REST server deletes the files itself.
-		if pc, ok := cat.(icecat.PurgeableTable); ok {
-			err = pc.PurgeTable(ctx, ref.Ident())
-			break
-		}
-		err = cat.DropTable(ctx, ref.Ident())
-	default:
-		// Drop, then delete the files here, so a failed delete is an
-		// error the client sees rather than a log line.
-		var tbl *table.Table
-		if tbl, err = cat.LoadTable(ctx, ref.Ident()); err != nil {
-			break
-		}
-		if err = cat.DropTable(ctx, ref.Ident()); err != nil {
-			break
-		}
-		if perr := tbl.PurgeFiles(ctx); perr != nil {
-			return fmt.Errorf("table %s was dropped but deleting its files failed: %w", ref, perr)
-		}
-	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, icecat.ErrNoSuchTable), errors.Is(err, icecat.ErrNoSuchNamespace):
-		if ifExists {
-			return nil
-		}
-		return fmt.Errorf("%w: table %s", ErrNotFound, ref)
-	}
-	return fmt.Errorf("drop table %s: %w", ref, err)
-}
 
 func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *Parser) error {
 	ps.Pos = 2
@@ -379,7 +187,7 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *Parser) 
 			}
 		case !seenWith && ps.Accept("WITH"):
 			seenWith = true
-			if err := ps.properties(props); err != nil {
+			if err := ps.Properties(props); err != nil {
 				return err
 			}
 		case ps.At("AS"):
@@ -388,12 +196,12 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *Parser) 
 			return ps.unexpected()
 		}
 	}
-	ref, err := ddlTableName(sess, parts)
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return err
 	}
 	ref = p.existingSchema(ctx, ref)
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return err
 	}
@@ -450,7 +258,7 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *Parser) 
 // against its catalog's allowed locations, and turns "location" into the
 // table's location (it is not a table property).
 func placeTable(mt *catalog.Mount, props iceberg.Properties) ([]icecat.CreateTableOpt, error) {
-	if err := checkPlacement(mt, props); err != nil {
+	if err := CheckPlacement(mt, props); err != nil {
 		return nil, err
 	}
 	loc, ok := props[catalog.LocationKey]
@@ -463,7 +271,7 @@ func placeTable(mt *catalog.Mount, props iceberg.Properties) ([]icecat.CreateTab
 
 // checkPlacement refuses properties that would place files outside the
 // catalog's warehouse and allowed locations (catalog.PlacesFiles).
-func checkPlacement(mt *catalog.Mount, props iceberg.Properties) error {
+func CheckPlacement(mt *catalog.Mount, props iceberg.Properties) error {
 	for _, k := range catalog.SortedKeys(props) {
 		if !catalog.PlacesFiles(k) && !strings.EqualFold(k, catalog.LocationProviderImplKey) {
 			continue
@@ -1040,7 +848,7 @@ func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema, firstRow int6
 // ---- names ----
 
 // ddlTableName resolves a one-, two- or three-part table name.
-func ddlTableName(sess Session, parts []string) (catalog.TableRef, error) {
+func TableName(sess Session, parts []string) (catalog.TableRef, error) {
 	ref := catalog.TableRef{Catalog: sess.Catalog, Schema: sess.Schema}
 	switch len(parts) {
 	case 1:
@@ -1065,25 +873,7 @@ func ddlTableName(sess Session, parts []string) (catalog.TableRef, error) {
 	return ref, nil
 }
 
-// ddlSchemaName resolves a one- or two-part schema name.
-func ddlSchemaName(sess Session, parts []string) (cat, schema string, err error) {
-	cat = sess.Catalog
-	if len(parts) == 2 {
-		cat = parts[0]
-	}
-	schema = parts[len(parts)-1]
-	switch {
-	case cat == "":
-		return "", "", fmt.Errorf("%w: %s names no catalog and the session has none", ErrInvalid, strings.Join(parts, "."))
-	case schema == "":
-		return "", "", fmt.Errorf("%w: empty schema name", ErrInvalid)
-	case strings.Contains(schema, "."):
-		return "", "", fmt.Errorf("%w: schema name %q has a dot", ErrInvalid, schema)
-	}
-	return cat, schema, nil
-}
-
-func (p *Planner) ddlMount(name string) (*catalog.Mount, error) {
+func (p *Planner) Mount(name string) (*catalog.Mount, error) {
 	mt, err := p.opts.Mounts.Get(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
@@ -1349,7 +1139,7 @@ func (p *Parser) partitionItems() ([]ddlPartItem, error) {
 
 // properties reads "( key = value, … )" of WITH into props. Keys are
 // strings or dotted names; values strings, numbers or true/false.
-func (p *Parser) properties(props iceberg.Properties) error {
+func (p *Parser) Properties(props iceberg.Properties) error {
 	if !p.acceptPunct("(") {
 		return p.unexpected()
 	}

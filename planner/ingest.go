@@ -84,11 +84,11 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 	if ref.Schema == "" {
 		ref.Schema = sess.Schema
 	}
-	ref, err := ddlTableName(Session{Catalog: ref.Catalog, Schema: ref.Schema}, []string{ref.Table})
+	ref, err := TableName(Session{Catalog: ref.Catalog, Schema: ref.Schema}, []string{ref.Table})
 	if err != nil {
 		return 0, err
 	}
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return 0, err
 	}

@@ -485,5 +485,5 @@ func procTableRef(s Session, name string) (catalog.TableRef, error) {
 	if err != nil {
 		return catalog.TableRef{}, fmt.Errorf("%w: table argument %q: want table, schema.table or catalog.schema.table", ErrInvalid, name)
 	}
-	return ddlTableName(s, parts)
+	return TableName(s, parts)
 }

@@ -377,7 +377,7 @@ func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string
 	if !ok {
 		return nil, notFound
 	}
-	ref, err := ddlTableName(sess, tableParts)
+	ref, err := TableName(sess, tableParts)
 	if err != nil {
 		return nil, notFound
 	}

@@ -163,7 +163,7 @@ func (p *Planner) tableArg(ctx context.Context, s Session, ps *Parser, quoted ma
 	if err != nil {
 		return catalog.TableRef{}, err
 	}
-	ref, err := ddlTableName(s, parts)
+	ref, err := TableName(s, parts)
 	if err != nil {
 		return ref, err
 	}

@@ -28,7 +28,7 @@ const maxViewDepth = 16
 // viewsOf returns the view operations of ref's catalog, or
 // ErrUnsupported naming it.
 func (p *Planner) viewsOf(ref catalog.TableRef) (catalog.Views, error) {
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (p *Planner) ddlCreateView(ctx context.Context, sess Session, ps *Parser) e
 		return ddlSyntaxf("CREATE VIEW needs AS query")
 	}
 	query := strings.TrimSpace(ps.text(ps.Pos+1, len(ps.toks)-1))
-	ref, err := ddlTableName(sess, parts)
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (p *Planner) ddlDropView(ctx context.Context, sess Session, ps *Parser) err
 	if ps.Pos < len(ps.toks) {
 		return ps.unexpected()
 	}
-	ref, err := ddlTableName(sess, parts)
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (p *Planner) ddlDropView(ctx context.Context, sess Session, ps *Parser) err
 }
 
 func (p *Planner) tableExists(ctx context.Context, ref catalog.TableRef) (bool, error) {
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return false, err
 	}

@@ -70,7 +70,7 @@ type WriteTarget struct {
 // The branch is the session's write-audit-publish branch where the table
 // takes one.
 func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*WriteTarget, error) {
-	ref, err := ddlTableName(sess, parts)
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs
 	if err := p.authorize(ctx, authz.TableObject(ref), privs...); err != nil {
 		return nil, err
 	}
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package statement
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -50,6 +52,21 @@ func (e *env) exec(t *testing.T, q string) int64 {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return n
+}
+
+// execErr runs q and checks that it fails with want and that the message
+// holds every one of words.
+func (e *env) execErr(t *testing.T, q string, want error, words ...string) {
+	t.Helper()
+	_, err := e.x.Exec(context.Background(), e.sess, q)
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: got error %v, want %v", q, err, want)
+	}
+	for _, w := range words {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q does not mention %q", q, err, w)
+		}
+	}
 }
 
 func (e *env) load(t *testing.T, ident ...string) *table.Table {

@@ -14,7 +14,8 @@ type runner func(ctx context.Context, sess planner.Session) (int64, error)
 
 // Exec runs one statement that returns no rows and returns its update
 // count (the grammar is in docs/sql.md; planner.Planner.Exec lists the
-// statements). The statements this package runs (TRUNCATE) run here;
+// statements). The statements this package runs (CREATE and DROP SCHEMA,
+// DROP TABLE, TRUNCATE) run here;
 // the planner runs the others, and fails on anything else. args bind
 // the parameters of an INSERT, UPDATE or DELETE.
 func (e *Executor) Exec(ctx context.Context, sess planner.Session, query string, args ...any) (int64, error) {
@@ -43,11 +44,20 @@ func (e *Executor) own(query string) runner {
 	if err != nil {
 		return nil
 	}
+	var run func(context.Context, planner.Session, *planner.Parser) error
 	switch {
 	case ps.At("TRUNCATE"):
 		return func(ctx context.Context, sess planner.Session) (int64, error) { return e.truncate(ctx, sess, ps) }
+	case ps.At("CREATE", "SCHEMA"):
+		run = e.createSchema
+	case ps.At("DROP", "SCHEMA"):
+		run = e.dropSchema
+	case ps.At("DROP", "TABLE"):
+		run = e.dropTable
+	default:
+		return nil
 	}
-	return nil
+	return func(ctx context.Context, sess planner.Session) (int64, error) { return 0, run(ctx, sess, ps) }
 }
 
 // paramRows is the number of parameter rows in params.
