@@ -13,11 +13,10 @@ import (
 type runner func(ctx context.Context, sess planner.Session) (int64, error)
 
 // Exec runs one statement that returns no rows and returns its update
-// count (the grammar is in docs/sql.md; planner.Planner.Exec lists the
-// statements). The statements this package runs (CREATE and DROP SCHEMA,
-// DROP TABLE, TRUNCATE) run here;
-// the planner runs the others, and fails on anything else. args bind
-// the parameters of an INSERT, UPDATE or DELETE.
+// count (the grammar is in docs/sql.md). The statements this package runs
+// (CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE) run here; the planner
+// runs the others (planner.Planner.Exec lists them) and fails on anything
+// else. args bind the parameters of an INSERT, UPDATE or DELETE.
 func (e *Executor) Exec(ctx context.Context, sess planner.Session, query string, args ...any) (int64, error) {
 	if run := e.own(query); run != nil && len(args) == 0 {
 		return run(commit.WithStatement(ctx), sess)
