@@ -13,15 +13,16 @@ import (
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
 )
 
-// ingester is the part of the planner bulk ingest needs;
-// *planner.Planner implements it.
+// ingester is the part of the Planner bulk ingest needs;
+// *statement.Executor implements it.
 type ingester interface {
 	Ingest(ctx context.Context, s planner.Session, in planner.Ingest) (int64, error)
 }
 
-var _ ingester = (*planner.Planner)(nil)
+var _ ingester = (*statement.Executor)(nil)
 
 // DoPutCommandStatementIngest runs a bulk ingest (ADBC's adbc_ingest): the
 // client's stream is written into the table as it arrives and committed

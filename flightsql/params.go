@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
 )
 
 // Parameter binding.
@@ -32,13 +33,13 @@ import (
 const maxParamBytes = 4 << 20
 
 // ParameterSchemer is implemented by planners that can describe a
-// statement's placeholders; *planner.Planner does. Without it prepared
+// statement's placeholders; *statement.Executor does. Without it prepared
 // statements report an empty parameter schema.
 type ParameterSchemer interface {
 	Parameters(ctx context.Context, s planner.Session, query string) (*arrow.Schema, error)
 }
 
-var _ ParameterSchemer = (*planner.Planner)(nil)
+var _ ParameterSchemer = (*statement.Executor)(nil)
 
 // parameterSchema is the parameter schema of a prepared statement.
 func (s *Server) parameterSchema(ctx context.Context, sess planner.Session, query string) (*arrow.Schema, error) {

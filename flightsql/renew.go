@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
 )
 
 // Renewer is the optional Planner method RenewFlightEndpoint needs.
@@ -18,7 +18,7 @@ type Renewer interface {
 	Renew(ctx context.Context, sealed []byte) ([]byte, time.Time, error)
 }
 
-var _ Renewer = (*planner.Planner)(nil)
+var _ Renewer = (*statement.Executor)(nil)
 
 // RenewFlightEndpoint reseals an endpoint's ticket with freshly vended
 // storage credentials and a new expiration time (see planner.Renew). The

@@ -27,10 +27,12 @@ import (
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
 	"github.com/icefloe/icefloe/wire"
 )
 
-// Planner plans and runs client statements; *planner.Planner implements it.
+// Planner plans and runs client statements; *statement.Executor (which
+// wraps a *planner.Planner) implements it.
 type Planner interface {
 	// Classify says whether query returns rows (KindQuery) or an update
 	// count (KindUpdate), or fails with ErrSyntax, ErrRefused or
@@ -52,7 +54,7 @@ type Planner interface {
 	Use(ctx context.Context, s planner.Session, query string) (next planner.Session, ok bool, err error)
 }
 
-var _ Planner = (*planner.Planner)(nil)
+var _ Planner = (*statement.Executor)(nil)
 
 // Defaults for Options.
 const (

@@ -18,43 +18,43 @@ import (
 
 // ddlAlter runs ALTER TABLE: schema evolution, properties and partition
 // spec evolution, each as one metadata commit (grammar in docs/sql.md).
-func (p *Planner) ddlAlter(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 1
-	if !ps.accept("TABLE") {
+func (p *Planner) ddlAlter(ctx context.Context, sess Session, ps *Parser) error {
+	ps.Pos = 1
+	if !ps.Accept("TABLE") {
 		return fmt.Errorf("%w: ALTER %s", ErrUnsupported, ps.kind())
 	}
-	ifExists := ps.accept("IF", "EXISTS")
-	parts, err := ps.name(3)
+	ifExists := ps.Accept("IF", "EXISTS")
+	parts, err := ps.Name(3)
 	if err != nil {
 		return err
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts, authz.Alter)
+	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Alter)
 	if err != nil {
 		if ifExists && errors.Is(err, ErrNotFound) {
 			return nil
 		}
 		return err
 	}
-	if ps.accept("RENAME", "TO") {
-		to, err := ps.name(3)
+	if ps.Accept("RENAME", "TO") {
+		to, err := ps.Name(3)
 		if err != nil {
 			return err
 		}
-		if err := ps.end(); err != nil {
+		if err := ps.End(); err != nil {
 			return err
 		}
-		dst, err := ddlTableName(Session{Catalog: tgt.ref.Catalog, Schema: tgt.ref.Schema}, to)
+		dst, err := TableName(Session{Catalog: tgt.Ref.Catalog, Schema: tgt.Ref.Schema}, to)
 		if err != nil {
 			return err
 		}
-		if dst.Catalog != tgt.ref.Catalog {
+		if dst.Catalog != tgt.Ref.Catalog {
 			return fmt.Errorf("%w: a table cannot move to another catalog", ErrInvalid)
 		}
-		if _, err := tgt.mount.Catalog.RenameTable(ctx, tgt.ref.Ident(), dst.Ident()); err != nil {
+		if _, err := tgt.mount.Catalog.RenameTable(ctx, tgt.Ref.Ident(), dst.Ident()); err != nil {
 			if errors.Is(err, icecat.ErrTableAlreadyExists) {
 				return fmt.Errorf("%w: table %s", ErrExists, dst)
 			}
-			return fmt.Errorf("rename %s: %w", tgt.ref, err)
+			return fmt.Errorf("rename %s: %w", tgt.Ref, err)
 		}
 		return nil
 	}
@@ -65,17 +65,17 @@ func (p *Planner) ddlAlter(ctx context.Context, sess Session, ps *ddlParser) err
 	if change == nil {
 		return nil
 	}
-	err = p.commit(ctx, tgt, change, nil)
+	err = p.Commit(ctx, tgt, change, nil)
 	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrCommitUnknown) && !errors.Is(err, ErrInvalid) {
-		return fmt.Errorf("%w: alter table %s: %v", ErrInvalid, tgt.ref, err)
+		return fmt.Errorf("%w: alter table %s: %v", ErrInvalid, tgt.Ref, err)
 	}
 	return err
 }
 
 // alterAction parses one ALTER TABLE action into a change of the
 // transaction; nil means nothing to do (IF [NOT] EXISTS).
-func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlParser) (func(*table.Transaction) error, error) {
-	schema := tgt.pinned.Table.Schema()
+func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser) (func(*table.Transaction) error, error) {
+	schema := tgt.Pinned.Table.Schema()
 	find := func(name string) (iceberg.NestedField, bool) {
 		if f, ok := schema.FindFieldByName(name); ok {
 			return f, true
@@ -103,7 +103,7 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		}
 	}
 	switch {
-	case ps.accept("ADD", "PARTITION", "FIELD"), ps.accept("ADD", "PARTITION", "KEY"):
+	case ps.Accept("ADD", "PARTITION", "FIELD"), ps.Accept("ADD", "PARTITION", "KEY"):
 		it, err := ps.singlePartItem()
 		if err != nil {
 			return nil, err
@@ -114,17 +114,17 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		}
 		f, ok := find(it.column)
 		if !ok {
-			return nil, fmt.Errorf("%w: partition column %q is not a column of %s", ErrInvalid, it.column, tgt.ref)
+			return nil, fmt.Errorf("%w: partition column %q is not a column of %s", ErrInvalid, it.column, tgt.Ref)
 		}
 		added := iceberg.PartitionField{SourceIDs: []int{f.ID}, Name: f.Name + suffix, Transform: tr}
-		spec := tgt.pinned.Table.Spec()
+		spec := tgt.Pinned.Table.Spec()
 		if err := ddlDecimalFields(&spec, &added, schema); err != nil {
 			return nil, err
 		}
 		return specChange(func(u *table.UpdateSpec) { u.AddField(f.Name, tr, f.Name+suffix) }), nil
-	case ps.accept("DROP", "PARTITION", "FIELD"), ps.accept("DROP", "PARTITION", "KEY"):
+	case ps.Accept("DROP", "PARTITION", "FIELD"), ps.Accept("DROP", "PARTITION", "KEY"):
 		name := ""
-		if ps.i+1 < len(ps.toks) && ps.toks[ps.i+1].IsOp("(") {
+		if ps.Pos+1 < len(ps.toks) && ps.toks[ps.Pos+1].IsOp("(") {
 			it, err := ps.singlePartItem()
 			if err != nil {
 				return nil, err
@@ -135,7 +135,7 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 			}
 			f, ok := find(it.column)
 			if !ok {
-				return nil, fmt.Errorf("%w: partition column %q is not a column of %s", ErrInvalid, it.column, tgt.ref)
+				return nil, fmt.Errorf("%w: partition column %q is not a column of %s", ErrInvalid, it.column, tgt.Ref)
 			}
 			name = f.Name + suffix
 		} else {
@@ -143,28 +143,28 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 			if name, err = ps.ident(); err != nil {
 				return nil, err
 			}
-			if err := ps.end(); err != nil {
+			if err := ps.End(); err != nil {
 				return nil, err
 			}
 		}
 		return specChange(func(u *table.UpdateSpec) { u.RemoveField(name) }), nil
-	case ps.accept("ADD"):
-		ps.accept("COLUMN")
-		ifNotExists := ps.accept("IF", "NOT", "EXISTS")
-		if ps.i >= len(ps.toks) {
+	case ps.Accept("ADD"):
+		ps.Accept("COLUMN")
+		ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
+		if ps.Pos >= len(ps.toks) {
 			return nil, ps.unexpected()
 		}
-		if !balanced(ps.toks[ps.i:]) {
+		if !balanced(ps.toks[ps.Pos:]) {
 			return nil, ddlSyntaxf("unbalanced parentheses in the column definition")
 		}
-		name := ps.toks[ps.i].Value
-		def := ps.text(ps.i, len(ps.toks)-1)
-		ps.i = len(ps.toks)
+		name := ps.toks[ps.Pos].Value
+		def := ps.text(ps.Pos, len(ps.toks)-1)
+		ps.Pos = len(ps.toks)
 		if _, ok := find(name); ok {
 			if ifNotExists {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("%w: column %q of %s", ErrExists, name, tgt.ref)
+			return nil, fmt.Errorf("%w: column %q of %s", ErrExists, name, tgt.Ref)
 		}
 		added, err := p.ddlColumns(ctx, "__icefloe_add", "("+def+")")
 		if err != nil {
@@ -178,14 +178,14 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 			return nil, fmt.Errorf("%w: an added column cannot be NOT NULL: the table's existing rows have no value for %q", ErrInvalid, f.Name)
 		}
 		return schemaChange(func(u *table.UpdateSchema) { u.AddColumn([]string{f.Name}, f.Type, "", false, nil) }), nil
-	case ps.accept("DROP"):
-		ps.accept("COLUMN")
-		ifExists := ps.accept("IF", "EXISTS")
+	case ps.Accept("DROP"):
+		ps.Accept("COLUMN")
+		ifExists := ps.Accept("IF", "EXISTS")
 		name, err := ps.ident()
 		if err != nil {
 			return nil, err
 		}
-		if err := ps.end(); err != nil {
+		if err := ps.End(); err != nil {
 			return nil, err
 		}
 		f, ok := find(name)
@@ -193,69 +193,69 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 			if ifExists {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, name)
+			return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, name)
 		}
-		spec := tgt.pinned.Table.Spec()
+		spec := tgt.Pinned.Table.Spec()
 		if pfs := spec.FieldsBySourceID(f.ID); len(pfs) > 0 {
 			return nil, fmt.Errorf("%w: column %q is a source of the partition spec; drop partition field %s first", ErrInvalid, f.Name, pfs[0].Name)
 		}
 		return schemaChange(func(u *table.UpdateSchema) { u.DeleteColumn([]string{f.Name}) }), nil
-	case ps.accept("RENAME"):
-		ps.accept("COLUMN")
+	case ps.Accept("RENAME"):
+		ps.Accept("COLUMN")
 		from, err := ps.ident()
 		if err != nil {
 			return nil, err
 		}
-		if !ps.accept("TO") {
+		if !ps.Accept("TO") {
 			return nil, ps.unexpected()
 		}
 		to, err := ps.ident()
 		if err != nil {
 			return nil, err
 		}
-		if err := ps.end(); err != nil {
+		if err := ps.End(); err != nil {
 			return nil, err
 		}
 		f, ok := find(from)
 		if !ok {
-			return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, from)
+			return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, from)
 		}
 		if _, ok := find(to); ok && !strings.EqualFold(from, to) {
-			return nil, fmt.Errorf("%w: column %q of %s", ErrExists, to, tgt.ref)
+			return nil, fmt.Errorf("%w: column %q of %s", ErrExists, to, tgt.Ref)
 		}
 		return schemaChange(func(u *table.UpdateSchema) { u.RenameColumn([]string{f.Name}, to) }), nil
-	case ps.accept("ALTER"):
-		ps.accept("COLUMN")
+	case ps.Accept("ALTER"):
+		ps.Accept("COLUMN")
 		name, err := ps.ident()
 		if err != nil {
 			return nil, err
 		}
 		f, ok := find(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, name)
+			return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, name)
 		}
-		if ps.accept("DROP", "NOT", "NULL") {
-			if err := ps.end(); err != nil {
+		if ps.Accept("DROP", "NOT", "NULL") {
+			if err := ps.End(); err != nil {
 				return nil, err
 			}
 			return schemaChange(func(u *table.UpdateSchema) {
 				u.UpdateColumn([]string{f.Name}, table.ColumnUpdate{Required: iceberg.Optional[bool]{Val: false, Valid: true}})
 			}), nil
 		}
-		if ps.accept("SET", "NOT", "NULL") {
+		if ps.Accept("SET", "NOT", "NULL") {
 			return nil, fmt.Errorf("%w: SET NOT NULL: existing rows may hold NULLs", ErrUnsupported)
 		}
-		if !ps.accept("SET", "DATA", "TYPE") && !ps.accept("TYPE") {
+		if !ps.Accept("SET", "DATA", "TYPE") && !ps.Accept("TYPE") {
 			return nil, ps.unexpected()
 		}
-		if ps.i >= len(ps.toks) {
+		if ps.Pos >= len(ps.toks) {
 			return nil, ps.unexpected()
 		}
-		if !balanced(ps.toks[ps.i:]) {
+		if !balanced(ps.toks[ps.Pos:]) {
 			return nil, ddlSyntaxf("unbalanced parentheses in the type")
 		}
-		typText := ps.text(ps.i, len(ps.toks)-1)
-		ps.i = len(ps.toks)
+		typText := ps.text(ps.Pos, len(ps.toks)-1)
+		ps.Pos = len(ps.toks)
 		s, err := p.ddlColumns(ctx, "__icefloe_alter", "("+engine.Quote(f.Name)+" "+typText+")")
 		if err != nil {
 			return nil, err
@@ -273,17 +273,17 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 		return schemaChange(func(u *table.UpdateSchema) {
 			u.UpdateColumn([]string{f.Name}, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Val: typ, Valid: true}})
 		}), nil
-	case ps.accept("SET"):
-		ps.accept("TBLPROPERTIES")
-		ps.accept("PROPERTIES")
+	case ps.Accept("SET"):
+		ps.Accept("TBLPROPERTIES")
+		ps.Accept("PROPERTIES")
 		props := iceberg.Properties{}
-		if err := ps.properties(props); err != nil {
+		if err := ps.Properties(props); err != nil {
 			return nil, err
 		}
-		if err := ps.end(); err != nil {
+		if err := ps.End(); err != nil {
 			return nil, err
 		}
-		if err := checkPlacement(tgt.mount, props); err != nil {
+		if err := CheckPlacement(tgt.mount, props); err != nil {
 			return nil, err
 		}
 		if _, ok := props[catalog.LocationKey]; ok {
@@ -293,17 +293,17 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 			return nil, err
 		}
 		return func(tx *table.Transaction) error { return tx.SetProperties(props) }, nil
-	case ps.accept("UNSET"):
-		ps.accept("TBLPROPERTIES")
-		ps.accept("PROPERTIES")
+	case ps.Accept("UNSET"):
+		ps.Accept("TBLPROPERTIES")
+		ps.Accept("PROPERTIES")
 		if !ps.acceptPunct("(") {
 			return nil, ps.unexpected()
 		}
 		var keys []string
 		for {
-			if ps.i < len(ps.toks) && ps.toks[ps.i].Kind == sqltok.String {
-				keys = append(keys, ps.toks[ps.i].Value)
-				ps.i++
+			if ps.Pos < len(ps.toks) && ps.toks[ps.Pos].Kind == sqltok.String {
+				keys = append(keys, ps.toks[ps.Pos].Value)
+				ps.Pos++
 			} else {
 				var b strings.Builder
 				for {
@@ -315,8 +315,8 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 					if !ps.atPunct(".") && !ps.atPunct("-") {
 						break
 					}
-					b.WriteString(ps.toks[ps.i].Value)
-					ps.i++
+					b.WriteString(ps.toks[ps.Pos].Value)
+					ps.Pos++
 				}
 				keys = append(keys, b.String())
 			}
@@ -327,7 +327,7 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 				return nil, ps.unexpected()
 			}
 		}
-		if err := ps.end(); err != nil {
+		if err := ps.End(); err != nil {
 			return nil, err
 		}
 		if err := fixedEncryption(keys); err != nil {
@@ -339,17 +339,17 @@ func (p *Planner) alterAction(ctx context.Context, tgt *writeTarget, ps *ddlPars
 }
 
 // singlePartItem reads one PARTITIONED BY item to the end of the statement.
-func (p *ddlParser) singlePartItem() (ddlPartItem, error) {
-	toks := append([]sqltok.Token{{Kind: sqltok.Op, Value: "("}}, p.toks[p.i:]...)
+func (p *Parser) singlePartItem() (ddlPartItem, error) {
+	toks := append([]sqltok.Token{{Kind: sqltok.Op, Value: "("}}, p.toks[p.Pos:]...)
 	toks = append(toks, sqltok.Token{Kind: sqltok.Op, Value: ")"})
-	sub := &ddlParser{src: p.src, toks: toks}
+	sub := &Parser{src: p.src, toks: toks}
 	items, err := sub.partitionItems()
 	if err != nil {
 		return ddlPartItem{}, err
 	}
-	if len(items) != 1 || sub.i != len(sub.toks) {
+	if len(items) != 1 || sub.Pos != len(sub.toks) {
 		return ddlPartItem{}, ddlSyntaxf("one partition field at a time")
 	}
-	p.i = len(p.toks)
+	p.Pos = len(p.toks)
 	return items[0], nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 )
@@ -51,11 +53,17 @@ func TestBindMemoAuthorizes(t *testing.T) {
 // table, and the session functions answer each session's values, however
 // the memo was filled before.
 func TestBindMemoSessions(t *testing.T) {
-	p, _ := testPlanner(t, twoWorkers, 0)
+	p, _, cat := testPlannerWith(t, twoWorkers, 0, nil)
 	ctx := context.Background()
 	def := Session{Catalog: "local", Schema: "default"}
+	// The schemas are made in the catalog: CREATE SCHEMA is run by
+	// statement.Executor.
+	for _, ns := range []string{"s1", "s2"} {
+		if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, stmt := range []string{
-		"CREATE SCHEMA s1", "CREATE SCHEMA s2",
 		"CREATE TABLE s1.m (x INTEGER)", "CREATE TABLE s2.m (x VARCHAR, y DOUBLE)",
 	} {
 		if _, err := p.Exec(ctx, def, stmt); err != nil {

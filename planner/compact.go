@@ -69,7 +69,7 @@ func defaultCompactSpec(tbl *table.Table) compactSpec {
 }
 
 // compact runs one compaction of tgt.
-func (p *Planner) compact(ctx context.Context, sess Session, tgt *writeTarget, spec compactSpec) (*compactResult, error) {
+func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, spec compactSpec) (*compactResult, error) {
 	workers := p.opts.Workers.Live()
 	if len(workers) == 0 {
 		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
@@ -77,7 +77,7 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *writeTarget, s
 	if err := spec.cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	tbl := tgt.pinned.Table
+	tbl := tgt.Pinned.Table
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
 		return &compactResult{}, nil
@@ -88,7 +88,7 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *writeTarget, s
 	}
 	all, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
+		return nil, fmt.Errorf("plan files of %s: %w", tgt.Ref, err)
 	}
 	files, _ := filesOf(all, candidates)
 	groups, err := spec.groups(files)
@@ -134,7 +134,7 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *writeTarget, s
 
 // candidateFiles are the data files a compaction's where predicate may
 // match (by partition values and column metrics); nil means every file.
-func (p *Planner) candidateFiles(ctx context.Context, sess Session, tgt *writeTarget, where string) (map[string]bool, error) {
+func (p *Planner) candidateFiles(ctx context.Context, sess Session, tgt *WriteTarget, where string) (map[string]bool, error) {
 	if where == "" {
 		return nil, nil
 	}
@@ -143,13 +143,13 @@ func (p *Planner) candidateFiles(ctx context.Context, sess Session, tgt *writeTa
 		return nil, err
 	}
 	defer conn.Close()
-	name := engine.Quote(tgt.ref.Catalog) + "." + engine.Quote(tgt.ref.Schema) + "." + engine.Quote(tgt.ref.Table)
+	name := engine.Quote(tgt.Ref.Catalog) + "." + engine.Quote(tgt.Ref.Schema) + "." + engine.Quote(tgt.Ref.Table)
 	b, err := p.bind(ctx, conn, sess, "SELECT count(*) FROM "+name+" WHERE "+where, true)
 	if err != nil {
 		return nil, err
 	}
 	root, _ := b.ast.root["node"].(node)
-	if len(b.inputs) != 1 || b.inputs[0].ref != tgt.ref || str(root, "type") != "SELECT_NODE" {
+	if len(b.inputs) != 1 || b.inputs[0].ref != tgt.Ref || str(root, "type") != "SELECT_NODE" {
 		return nil, fmt.Errorf("%w: where: a predicate over the table's columns", ErrInvalid)
 	}
 	f := b.inputs[0].filter
@@ -158,7 +158,7 @@ func (p *Planner) candidateFiles(ctx context.Context, sess Session, tgt *writeTa
 	}
 	tasks, err := b.inputs[0].pinned.Table.Scan(table.WithRowFilter(f)).PlanFiles(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
+		return nil, fmt.Errorf("plan files of %s: %w", tgt.Ref, err)
 	}
 	out := map[string]bool{}
 	for _, t := range tasks {
@@ -317,9 +317,9 @@ func lightest(sizes []int64) int {
 // fragment: the fragment reads its files whole, with deletes applied
 // (and the row-lineage columns on a v3 table), and writes their rows
 // sorted as the spec says.
-func (p *Planner) compactFragments(ctx context.Context, tgt *writeTarget, spec compactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
-	tbl := tgt.pinned.Table
-	lineage := hasLineage(&input{pinned: tgt.pinned})
+func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec compactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
+	tbl := tgt.Pinned.Table
+	lineage := hasLineage(&input{pinned: tgt.Pinned})
 	var cols, sel, project []string
 	for i, f := range tbl.Schema().Fields() {
 		typ, err := DuckTypeOf(f.Type)
@@ -341,7 +341,7 @@ func (p *Planner) compactFragments(ctx context.Context, tgt *writeTarget, spec c
 	if err != nil {
 		return nil, nil, err
 	}
-	in := &input{ref: tgt.ref, pinned: tgt.pinned, view: "__icefloe_t0", cols: cols}
+	in := &input{ref: tgt.Ref, pinned: tgt.Pinned, view: "__icefloe_t0", cols: cols}
 	sql := "SELECT " + strings.Join(sel, ", ") + " FROM " + in.view
 	queryID, expires := newQueryID(ctx), time.Now().Add(p.opts.TicketTTL)
 	var endpoints []Endpoint
@@ -400,8 +400,8 @@ func sortOrderBy(tbl *table.Table, items []ddlSortItem) string {
 // a lost race; if only appends landed since base (they cannot touch the
 // rewritten files nor make a removed delete apply again), the same
 // rewrite is committed again on the refreshed table.
-func (p *Planner) commitRewrite(ctx context.Context, tgt *writeTarget, base int64, old []iceberg.DataFile, tasks []table.FileScanTask, added []iceberg.DataFile) (int64, error) {
-	tbl := tgt.pinned.Table
+func (p *Planner) commitRewrite(ctx context.Context, tgt *WriteTarget, base int64, old []iceberg.DataFile, tasks []table.FileScanTask, added []iceberg.DataFile) (int64, error) {
+	tbl := tgt.Pinned.Table
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return 0, err
@@ -413,11 +413,11 @@ func (p *Planner) commitRewrite(ctx context.Context, tgt *writeTarget, base int6
 	snap := tbl.SnapshotByID(base)
 	deadPos, err := table.CollectDeadPositionDeletes(ctx, fsys, snap, rewritten)
 	if err != nil {
-		return 0, fmt.Errorf("delete files of %s: %w", tgt.ref, err)
+		return 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 	}
 	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fsys, tbl.Metadata(), snap, rewritten)
 	if err != nil {
-		return 0, fmt.Errorf("delete files of %s: %w", tgt.ref, err)
+		return 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 	}
 	gr := table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: added,
 		SafePosDeletes: deadPos, SafeDeletionVectors: table.CollectSafeDeletionVectors(tasks)}
@@ -434,14 +434,14 @@ func (p *Planner) commitRewrite(ctx context.Context, tgt *writeTarget, base int6
 		if err == nil || !errors.Is(err, ErrConflict) || attempt >= appendAttempts {
 			return removed, err
 		}
-		fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+		fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
 		if lerr != nil || !onlyAppendsSince(fresh.Table, base) {
 			return 0, err
 		}
 		if serr := commit.Backoff(ctx, attempt+1); serr != nil {
 			return 0, err
 		}
-		tgt.pinned = fresh
+		tgt.Pinned = fresh
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 
 // insertQuery runs INSERT INTO parts [(cols)] query.
 func (p *Planner) insertQuery(ctx context.Context, sess Session, parts, cols []string, query string, args ...any) (int64, error) {
-	tgt, err := p.loadTarget(ctx, sess, parts, authz.Insert)
+	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return 0, err
 	}
@@ -26,7 +26,7 @@ func (p *Planner) insertQuery(ctx context.Context, sess Session, parts, cols []s
 }
 
 // columnNames reads "a, b, "c"" (the inside of an INSERT column list).
-func (p *ddlParser) columnNames() ([]string, error) {
+func (p *Parser) columnNames() ([]string, error) {
 	var out []string
 	for {
 		c, err := p.ident()
@@ -34,7 +34,7 @@ func (p *ddlParser) columnNames() ([]string, error) {
 			return nil, err
 		}
 		out = append(out, c)
-		if p.i >= len(p.toks) {
+		if p.Pos >= len(p.toks) {
 			return out, nil
 		}
 		if !p.acceptPunct(",") {
@@ -46,10 +46,10 @@ func (p *ddlParser) columnNames() ([]string, error) {
 // ctas runs CREATE TABLE [IF NOT EXISTS] name [PARTITIONED BY (…)]
 // [WITH (…)] AS query. ok is false when the statement is a plain CREATE
 // TABLE with a column list, which ddlCreateTable runs.
-func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int64, ok bool, err error) {
-	ps.i = 2
-	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
-	parts, err := ps.name(3)
+func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, ok bool, err error) {
+	ps.Pos = 2
+	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
+	parts, err := ps.Name(3)
 	if err != nil {
 		return 0, false, nil
 	}
@@ -65,25 +65,25 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 		seenOrder bool
 		query     string
 	)
-	for ps.i < len(ps.toks) && query == "" {
+	for ps.Pos < len(ps.toks) && query == "" {
 		switch {
-		case !seenPart && ps.accept("PARTITIONED", "BY"):
+		case !seenPart && ps.Accept("PARTITIONED", "BY"):
 			seenPart = true
 			if partItems, err = ps.partitionItems(); err != nil {
 				return 0, true, err
 			}
-		case !seenOrder && ps.accept("ORDERED", "BY"):
+		case !seenOrder && ps.Accept("ORDERED", "BY"):
 			seenOrder = true
 			if sortItems, err = ps.sortItems(); err != nil {
 				return 0, true, err
 			}
-		case !seenWith && ps.accept("WITH"):
+		case !seenWith && ps.Accept("WITH"):
 			seenWith = true
-			if err := ps.properties(props); err != nil {
+			if err := ps.Properties(props); err != nil {
 				return 0, true, err
 			}
-		case ps.at("AS") && ps.i+1 < len(ps.toks):
-			query = ps.text(ps.i+1, len(ps.toks)-1)
+		case ps.At("AS") && ps.Pos+1 < len(ps.toks):
+			query = ps.text(ps.Pos+1, len(ps.toks)-1)
 		default:
 			return 0, true, ps.unexpected()
 		}
@@ -91,7 +91,7 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 	if query == "" {
 		return 0, true, ddlSyntaxf("CREATE TABLE needs a column list or AS query")
 	}
-	ref, err := ddlTableName(sess, parts)
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return 0, true, err
 	}
@@ -99,7 +99,7 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 	if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 		return 0, true, err
 	}
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return 0, true, err
 	}
@@ -138,7 +138,7 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 		return 0, true, err
 	}
 	opts = append(opts, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props))
-	if d := dryRunOf(ctx); d != nil {
+	if d := DryRunOf(ctx); d != nil {
 		return 0, true, p.explainCTAS(ctx, sess, d, ref, columns, query)
 	}
 	create := func(staging catalog.TableRef) error {
@@ -150,7 +150,7 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *ddlParser) (n int6
 		}
 		return nil
 	}
-	fill := func(tgt *writeTarget) (int64, error) { return p.insertSelect(ctx, sess, tgt, nil, query) }
+	fill := func(tgt *WriteTarget) (int64, error) { return p.insertSelect(ctx, sess, tgt, nil, query) }
 	n, err = p.staged(ctx, mt.Internal(), ref, false, create, fill)
 	if ifNotExists && errors.Is(err, ErrExists) {
 		return 0, true, nil

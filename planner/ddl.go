@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"iter"
 	"strconv"
 	"strings"
 
@@ -42,10 +41,12 @@ var ddlAlloc memory.Allocator = memory.DefaultAllocator
 
 // Exec runs one statement that returns no rows and returns its update
 // count: the rows an INSERT added, updated or deleted, 0 for DDL. It runs
-// CREATE SCHEMA, DROP SCHEMA, CREATE TABLE (with Iceberg's PARTITIONED BY
-// and WITH properties, or AS a query), DROP TABLE, ALTER TABLE, INSERT,
-// UPDATE and DELETE against the mounted catalogs; the grammar is in
-// docs/sql.md. Anything else returns an error wrapping ErrUnsupported.
+// CREATE TABLE (with Iceberg's PARTITIONED BY and WITH properties, or AS
+// a query), CREATE OR REPLACE TABLE, CREATE and DROP VIEW, ALTER TABLE,
+// INSERT, UPDATE, DELETE and MERGE against the mounted catalogs; the
+// grammar is in docs/sql.md. statement.Executor runs the other
+// statements (CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE) and hands
+// these here. Anything else returns an error wrapping ErrUnsupported.
 // Unqualified names take sess.Catalog and sess.Schema. args bind the
 // parameters of an INSERT, UPDATE or DELETE (see params.go).
 func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...any) (int64, error) {
@@ -69,15 +70,15 @@ func (p *Planner) ExecBatch(ctx context.Context, sess Session, query string, par
 
 func (p *Planner) execBatch(ctx context.Context, sess Session, query string, b *paramBatch) (int64, error) {
 	ctx = commit.WithStatement(ctx)
-	ps, err := updateTokens(query)
+	ps, err := ParseUpdate(query)
 	if err != nil {
 		return 0, err
 	}
-	dml := ps.at("INSERT") || ps.at("UPDATE") || ps.at("DELETE")
+	dml := ps.At("INSERT") || ps.At("UPDATE") || ps.At("DELETE")
 	if b.len() > 0 && !dml {
 		return 0, fmt.Errorf("%w: parameters outside INSERT, UPDATE and DELETE", ErrUnsupported)
 	}
-	if ps.at("INSERT") {
+	if ps.At("INSERT") {
 		return p.ddlInsert(ctx, sess, ps, b)
 	}
 	rows, err := b.values()
@@ -93,7 +94,7 @@ func (p *Planner) execBatch(ctx context.Context, sess Session, query string, b *
 	}
 	var total int64
 	for i, row := range rows {
-		n, err := p.exec(ctx, sess, &ddlParser{src: ps.src, toks: ps.toks}, row)
+		n, err := p.exec(ctx, sess, &Parser{src: ps.src, toks: ps.toks}, row)
 		if err != nil {
 			return total, rowError(i, len(rows), err)
 		}
@@ -102,8 +103,9 @@ func (p *Planner) execBatch(ctx context.Context, sess Session, query string, b *
 	return total, nil
 }
 
-// updateTokens tokenizes one update statement.
-func updateTokens(query string) (*ddlParser, error) {
+// ParseUpdate tokenizes one update statement (what Exec runs) and
+// returns a parser at its first token; errors wrap ErrSyntax.
+func ParseUpdate(query string) (*Parser, error) {
 	toks, err := ddlTokens(query)
 	if err != nil {
 		return nil, err
@@ -116,36 +118,28 @@ func updateTokens(query string) (*ddlParser, error) {
 			return nil, fmt.Errorf("%w: one statement at a time", ErrSyntax)
 		}
 	}
-	return &ddlParser{src: query, toks: toks}, nil
+	return &Parser{src: query, toks: toks}, nil
 }
 
 // exec runs one statement other than INSERT with one set of parameter
 // values.
-func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []any) (int64, error) {
+func (p *Planner) exec(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
 	switch {
-	case ps.at("CREATE", "SCHEMA"):
-		return 0, p.ddlCreateSchema(ctx, sess, ps)
-	case ps.at("CREATE", "TABLE"):
+	case ps.At("CREATE", "TABLE"):
 		return p.createTable(ctx, sess, ps)
-	case ps.at("CREATE", "OR", "REPLACE", "TABLE"):
+	case ps.At("CREATE", "OR", "REPLACE", "TABLE"):
 		return p.createOrReplace(ctx, sess, ps)
-	case ps.at("CREATE", "VIEW"), ps.at("CREATE", "OR", "REPLACE", "VIEW"):
+	case ps.At("CREATE", "VIEW"), ps.At("CREATE", "OR", "REPLACE", "VIEW"):
 		return 0, p.ddlCreateView(ctx, sess, ps)
-	case ps.at("DROP", "VIEW"):
+	case ps.At("DROP", "VIEW"):
 		return 0, p.ddlDropView(ctx, sess, ps)
-	case ps.at("DROP", "SCHEMA"):
-		return 0, p.ddlDropSchema(ctx, sess, ps)
-	case ps.at("DROP", "TABLE"):
-		return 0, p.ddlDropTable(ctx, sess, ps)
-	case ps.at("DELETE"):
+	case ps.At("DELETE"):
 		return p.dmlDelete(ctx, sess, ps, args)
-	case ps.at("UPDATE"):
+	case ps.At("UPDATE"):
 		return p.dmlUpdate(ctx, sess, ps, args)
-	case ps.at("MERGE"):
+	case ps.At("MERGE"):
 		return p.dmlMerge(ctx, sess, ps, args)
-	case ps.at("TRUNCATE"):
-		return p.dmlTruncate(ctx, sess, ps)
-	case ps.at("ALTER"):
+	case ps.At("ALTER"):
 		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
 			return n, err
 		}
@@ -156,201 +150,14 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *ddlParser, args []
 
 // ---- statements ----
 
-func (p *Planner) ddlCreateSchema(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 2
-	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
-	parts, err := ps.name(2)
+func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *Parser) error {
+	ps.Pos = 2
+	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
+	parts, err := ps.Name(3)
 	if err != nil {
 		return err
 	}
-	var props iceberg.Properties
-	if ps.accept("WITH") {
-		props = iceberg.Properties{}
-		if err := ps.properties(props); err != nil {
-			return err
-		}
-	}
-	if err := ps.end(); err != nil {
-		return err
-	}
-	catName, schema, err := ddlSchemaName(sess, parts)
-	if err != nil {
-		return err
-	}
-	mt, err := p.ddlMount(catName)
-	if err != nil {
-		return err
-	}
-	if err := checkPlacement(mt, props); err != nil {
-		return err
-	}
-	err = mt.Catalog.CreateNamespace(ctx, table.Identifier{schema}, props)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, icecat.ErrNamespaceAlreadyExists):
-		if ifNotExists {
-			return nil
-		}
-		return fmt.Errorf("%w: schema %s.%s", ErrExists, catName, schema)
-	}
-	return fmt.Errorf("create schema %s.%s: %w", catName, schema, err)
-}
-
-func (p *Planner) ddlDropSchema(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 2
-	ifExists := ps.accept("IF", "EXISTS")
-	parts, err := ps.name(2)
-	if err != nil {
-		return err
-	}
-	cascade := ps.accept("CASCADE")
-	if !cascade {
-		ps.accept("RESTRICT")
-	}
-	if err := ps.end(); err != nil {
-		return err
-	}
-	catName, schema, err := ddlSchemaName(sess, parts)
-	if err != nil {
-		return err
-	}
-	mt, err := p.ddlMount(catName)
-	if err != nil {
-		return err
-	}
-	cat, ns, full := mt.Catalog, table.Identifier{schema}, catName+"."+schema
-	exists, err := cat.CheckNamespaceExists(ctx, ns)
-	if err != nil {
-		return fmt.Errorf("drop schema %s: %w", full, err)
-	}
-	if !exists {
-		if ifExists {
-			return nil
-		}
-		return fmt.Errorf("%w: schema %s", ErrNotFound, full)
-	}
-	tables, err := ddlCollect(cat.ListTables(ctx, ns))
-	if err != nil {
-		return fmt.Errorf("drop schema %s: list tables: %w", full, err)
-	}
-	var views []table.Identifier
-	vc, hasViews := cat.(ddlViewCatalog)
-	if hasViews {
-		if views, err = ddlCollect(vc.ListViews(ctx, ns)); err != nil {
-			return fmt.Errorf("drop schema %s: list views: %w", full, err)
-		}
-	}
-	if n := len(tables) + len(views); n > 0 && !cascade {
-		return fmt.Errorf("%w: schema %s is not empty (%d tables or views); use DROP SCHEMA … CASCADE", ErrInvalid, full, n)
-	}
-	for _, id := range tables {
-		if err := cat.DropTable(ctx, id); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
-			return fmt.Errorf("drop schema %s: drop table %s: %w", full, strings.Join(id, "."), err)
-		}
-	}
-	for _, id := range views {
-		if err := vc.DropView(ctx, id); err != nil && !errors.Is(err, icecat.ErrNoSuchView) {
-			return fmt.Errorf("drop schema %s: drop view %s: %w", full, strings.Join(id, "."), err)
-		}
-	}
-	err = cat.DropNamespace(ctx, ns)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, icecat.ErrNoSuchNamespace):
-		if ifExists {
-			return nil
-		}
-		return fmt.Errorf("%w: schema %s", ErrNotFound, full)
-	case errors.Is(err, icecat.ErrNamespaceNotEmpty):
-		return fmt.Errorf("%w: schema %s is not empty", ErrInvalid, full)
-	}
-	return fmt.Errorf("drop schema %s: %w", full, err)
-}
-
-// ddlViewCatalog is the part of iceberg-go's view support DROP SCHEMA …
-// CASCADE needs.
-type ddlViewCatalog interface {
-	ListViews(ctx context.Context, namespace table.Identifier) iter.Seq2[table.Identifier, error]
-	DropView(ctx context.Context, identifier table.Identifier) error
-}
-
-func ddlCollect(seq iter.Seq2[table.Identifier, error]) ([]table.Identifier, error) {
-	var out []table.Identifier
-	for id, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, nil
-}
-
-func (p *Planner) ddlDropTable(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 2
-	ifExists := ps.accept("IF", "EXISTS")
-	parts, err := ps.name(3)
-	if err != nil {
-		return err
-	}
-	purge := ps.accept("PURGE")
-	if err := ps.end(); err != nil {
-		return err
-	}
-	ref, err := ddlTableName(sess, parts)
-	if err != nil {
-		return err
-	}
-	mt, err := p.ddlMount(ref.Catalog)
-	if err != nil {
-		return err
-	}
-	cat := mt.Catalog
-	switch {
-	case !purge:
-		err = cat.DropTable(ctx, ref.Ident())
-	case cat.CatalogType() == icecat.REST:
-		// The REST server deletes the files itself.
-		if pc, ok := cat.(icecat.PurgeableTable); ok {
-			err = pc.PurgeTable(ctx, ref.Ident())
-			break
-		}
-		err = cat.DropTable(ctx, ref.Ident())
-	default:
-		// Drop, then delete the files here, so a failed delete is an
-		// error the client sees rather than a log line.
-		var tbl *table.Table
-		if tbl, err = cat.LoadTable(ctx, ref.Ident()); err != nil {
-			break
-		}
-		if err = cat.DropTable(ctx, ref.Ident()); err != nil {
-			break
-		}
-		if perr := tbl.PurgeFiles(ctx); perr != nil {
-			return fmt.Errorf("table %s was dropped but deleting its files failed: %w", ref, perr)
-		}
-	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, icecat.ErrNoSuchTable), errors.Is(err, icecat.ErrNoSuchNamespace):
-		if ifExists {
-			return nil
-		}
-		return fmt.Errorf("%w: table %s", ErrNotFound, ref)
-	}
-	return fmt.Errorf("drop table %s: %w", ref, err)
-}
-
-func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 2
-	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
-	parts, err := ps.name(3)
-	if err != nil {
-		return err
-	}
-	if ps.at("AS") {
+	if ps.At("AS") {
 		return fmt.Errorf("%w: CREATE TABLE … AS SELECT", ErrUnsupported)
 	}
 	open, closing, err := ps.group()
@@ -366,35 +173,35 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 		sortItems []ddlSortItem
 		seenOrder bool
 	)
-	for ps.i < len(ps.toks) {
+	for ps.Pos < len(ps.toks) {
 		switch {
-		case !seenPart && ps.accept("PARTITIONED", "BY"):
+		case !seenPart && ps.Accept("PARTITIONED", "BY"):
 			seenPart = true
 			if partItems, err = ps.partitionItems(); err != nil {
 				return err
 			}
-		case !seenOrder && ps.accept("ORDERED", "BY"):
+		case !seenOrder && ps.Accept("ORDERED", "BY"):
 			seenOrder = true
 			if sortItems, err = ps.sortItems(); err != nil {
 				return err
 			}
-		case !seenWith && ps.accept("WITH"):
+		case !seenWith && ps.Accept("WITH"):
 			seenWith = true
-			if err := ps.properties(props); err != nil {
+			if err := ps.Properties(props); err != nil {
 				return err
 			}
-		case ps.at("AS"):
+		case ps.At("AS"):
 			return fmt.Errorf("%w: CREATE TABLE … AS SELECT", ErrUnsupported)
 		default:
 			return ps.unexpected()
 		}
 	}
-	ref, err := ddlTableName(sess, parts)
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return err
 	}
 	ref = p.existingSchema(ctx, ref)
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return err
 	}
@@ -451,7 +258,7 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *ddlParse
 // against its catalog's allowed locations, and turns "location" into the
 // table's location (it is not a table property).
 func placeTable(mt *catalog.Mount, props iceberg.Properties) ([]icecat.CreateTableOpt, error) {
-	if err := checkPlacement(mt, props); err != nil {
+	if err := CheckPlacement(mt, props); err != nil {
 		return nil, err
 	}
 	loc, ok := props[catalog.LocationKey]
@@ -464,7 +271,7 @@ func placeTable(mt *catalog.Mount, props iceberg.Properties) ([]icecat.CreateTab
 
 // checkPlacement refuses properties that would place files outside the
 // catalog's warehouse and allowed locations (catalog.PlacesFiles).
-func checkPlacement(mt *catalog.Mount, props iceberg.Properties) error {
+func CheckPlacement(mt *catalog.Mount, props iceberg.Properties) error {
 	for _, k := range catalog.SortedKeys(props) {
 		if !catalog.PlacesFiles(k) && !strings.EqualFold(k, catalog.LocationProviderImplKey) {
 			continue
@@ -680,15 +487,15 @@ func ddlDecimalFields(spec *iceberg.PartitionSpec, added *iceberg.PartitionField
 // ddlInsert runs an INSERT, once per parameter row (none: once without
 // values). INSERT … VALUES writes all rows in one commit; INSERT … SELECT
 // commits once per row.
-func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, b *paramBatch) (int64, error) {
-	ps.i = 1
-	if ps.at("OR") {
+func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *Parser, b *paramBatch) (int64, error) {
+	ps.Pos = 1
+	if ps.At("OR") {
 		return 0, fmt.Errorf("%w: INSERT OR …", ErrUnsupported)
 	}
-	if !ps.accept("INTO") {
+	if !ps.Accept("INTO") {
 		return 0, ps.unexpected()
 	}
-	parts, err := ps.name(3)
+	parts, err := ps.Name(3)
 	if err != nil {
 		return 0, err
 	}
@@ -699,7 +506,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, b 
 		if err != nil {
 			return 0, err
 		}
-		inner := &ddlParser{src: ps.src, toks: ps.toks[open+1 : closing]}
+		inner := &Parser{src: ps.src, toks: ps.toks[open+1 : closing]}
 		if inner.atQuery() {
 			return p.insertQueryRows(ctx, sess, parts, nil, ps.text(open, len(ps.toks)-1), b)
 		}
@@ -710,15 +517,15 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, b 
 	}
 	switch {
 	case ps.atQuery():
-		return p.insertQueryRows(ctx, sess, parts, colNames, ps.text(ps.i, len(ps.toks)-1), b)
-	case ps.at("DEFAULT", "VALUES"):
+		return p.insertQueryRows(ctx, sess, parts, colNames, ps.text(ps.Pos, len(ps.toks)-1), b)
+	case ps.At("DEFAULT", "VALUES"):
 		return 0, fmt.Errorf("%w: INSERT … DEFAULT VALUES", ErrUnsupported)
-	case ps.at("BY"):
+	case ps.At("BY"):
 		return 0, fmt.Errorf("%w: INSERT … BY NAME / BY POSITION", ErrUnsupported)
-	case !ps.at("VALUES"):
+	case !ps.At("VALUES"):
 		return 0, ps.unexpected()
 	}
-	for i, depth := ps.i, 0; i < len(ps.toks); i++ {
+	for i, depth := ps.Pos, 0; i < len(ps.toks); i++ {
 		t := ps.toks[i]
 		switch {
 		case t.IsOp("("):
@@ -731,7 +538,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *ddlParser, b 
 			return 0, fmt.Errorf("%w: INSERT … ON CONFLICT", ErrUnsupported)
 		}
 	}
-	return p.insertValues(ctx, sess, parts, columns, ps.text(ps.i, len(ps.toks)-1), b)
+	return p.insertValues(ctx, sess, parts, columns, ps.text(ps.Pos, len(ps.toks)-1), b)
 }
 
 // insertQueryRows runs INSERT … SELECT once per parameter row.
@@ -772,12 +579,12 @@ func (p *Planner) insertValues(ctx context.Context, sess Session, parts []string
 	// loadTarget resolves t.branch_b and the session's WAP branch, so the
 	// rows commit to the branch the statement names; a caller without
 	// INSERT is denied before any parameter row is read.
-	tgt, err := p.loadTarget(ctx, sess, parts, authz.Insert)
+	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return 0, err
 	}
-	ref := tgt.ref
-	tbl := tgt.pinned.Table
+	ref := tgt.Ref
+	tbl := tgt.Pinned.Table
 	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		return 0, fmt.Errorf("arrow schema of %s: %w", ref, err)
@@ -1041,7 +848,7 @@ func ddlConformRecord(rec arrow.RecordBatch, target *arrow.Schema, firstRow int6
 // ---- names ----
 
 // ddlTableName resolves a one-, two- or three-part table name.
-func ddlTableName(sess Session, parts []string) (catalog.TableRef, error) {
+func TableName(sess Session, parts []string) (catalog.TableRef, error) {
 	ref := catalog.TableRef{Catalog: sess.Catalog, Schema: sess.Schema}
 	switch len(parts) {
 	case 1:
@@ -1066,25 +873,7 @@ func ddlTableName(sess Session, parts []string) (catalog.TableRef, error) {
 	return ref, nil
 }
 
-// ddlSchemaName resolves a one- or two-part schema name.
-func ddlSchemaName(sess Session, parts []string) (cat, schema string, err error) {
-	cat = sess.Catalog
-	if len(parts) == 2 {
-		cat = parts[0]
-	}
-	schema = parts[len(parts)-1]
-	switch {
-	case cat == "":
-		return "", "", fmt.Errorf("%w: %s names no catalog and the session has none", ErrInvalid, strings.Join(parts, "."))
-	case schema == "":
-		return "", "", fmt.Errorf("%w: empty schema name", ErrInvalid)
-	case strings.Contains(schema, "."):
-		return "", "", fmt.Errorf("%w: schema name %q has a dot", ErrInvalid, schema)
-	}
-	return cat, schema, nil
-}
-
-func (p *Planner) ddlMount(name string) (*catalog.Mount, error) {
+func (p *Planner) Mount(name string) (*catalog.Mount, error) {
 	mt, err := p.opts.Mounts.Get(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
@@ -1142,51 +931,56 @@ func ddlSyntaxf(f string, a ...any) error {
 
 // ---- parser helpers ----
 
-type ddlParser struct {
+// Parser reads the statements DuckDB does not parse for icefloe (DDL,
+// DML heads, CALL, SHOW, USE) from their tokens (internal/sqltok), for
+// planner and for the statement package.
+type Parser struct {
 	src  string
 	toks []sqltok.Token
-	i    int
+	// Pos is the index of the next token; a statement's runner sets it
+	// past the keywords its dispatch matched.
+	Pos int
 }
 
-// at reports whether the next tokens are the keywords kws.
-func (p *ddlParser) at(kws ...string) bool {
-	if p.i+len(kws) > len(p.toks) {
+// At reports whether the next tokens are the keywords kws.
+func (p *Parser) At(kws ...string) bool {
+	if p.Pos+len(kws) > len(p.toks) {
 		return false
 	}
 	for j, kw := range kws {
-		if !p.toks[p.i+j].Is(kw) {
+		if !p.toks[p.Pos+j].Is(kw) {
 			return false
 		}
 	}
 	return true
 }
 
-// accept consumes the keywords kws if they come next.
-func (p *ddlParser) accept(kws ...string) bool {
-	if !p.at(kws...) {
+// Accept consumes the keywords kws if they come next.
+func (p *Parser) Accept(kws ...string) bool {
+	if !p.At(kws...) {
 		return false
 	}
-	p.i += len(kws)
+	p.Pos += len(kws)
 	return true
 }
 
-func (p *ddlParser) atPunct(s string) bool { return p.i < len(p.toks) && p.toks[p.i].IsOp(s) }
+func (p *Parser) atPunct(s string) bool { return p.Pos < len(p.toks) && p.toks[p.Pos].IsOp(s) }
 
-func (p *ddlParser) acceptPunct(s string) bool {
+func (p *Parser) acceptPunct(s string) bool {
 	if !p.atPunct(s) {
 		return false
 	}
-	p.i++
+	p.Pos++
 	return true
 }
 
 // atQuery reports whether a query starts here.
-func (p *ddlParser) atQuery() bool {
-	return p.at("SELECT") || p.at("WITH") || p.at("FROM") || p.at("TABLE") || p.atPunct("(")
+func (p *Parser) atQuery() bool {
+	return p.At("SELECT") || p.At("WITH") || p.At("FROM") || p.At("TABLE") || p.atPunct("(")
 }
 
 // kind names the statement for an unsupported-statement error.
-func (p *ddlParser) kind() string {
+func (p *Parser) kind() string {
 	var words []string
 	for _, t := range p.toks {
 		if t.Kind != sqltok.Word || len(words) == 2 {
@@ -1203,31 +997,32 @@ func (p *ddlParser) kind() string {
 	return strings.Join(words, " ")
 }
 
-func (p *ddlParser) unexpected() error {
-	if p.i >= len(p.toks) {
+func (p *Parser) unexpected() error {
+	if p.Pos >= len(p.toks) {
 		return ddlSyntaxf("unexpected end of statement")
 	}
-	return ddlSyntaxf("unexpected %s at offset %d", describe(p.toks[p.i]), p.toks[p.i].Pos)
+	return ddlSyntaxf("unexpected %s at offset %d", describe(p.toks[p.Pos]), p.toks[p.Pos].Pos)
 }
 
-func (p *ddlParser) end() error {
-	if p.i < len(p.toks) {
+// End reports an error wrapping ErrSyntax unless every token is read.
+func (p *Parser) End() error {
+	if p.Pos < len(p.toks) {
 		return p.unexpected()
 	}
 	return nil
 }
 
 // ident reads a bare or quoted identifier.
-func (p *ddlParser) ident() (string, error) {
-	if p.i >= len(p.toks) || !p.toks[p.i].IsIdent() {
+func (p *Parser) ident() (string, error) {
+	if p.Pos >= len(p.toks) || !p.toks[p.Pos].IsIdent() {
 		return "", p.unexpected()
 	}
-	p.i++
-	return p.toks[p.i-1].Value, nil
+	p.Pos++
+	return p.toks[p.Pos-1].Value, nil
 }
 
-// name reads a dotted name of at most max parts.
-func (p *ddlParser) name(max int) ([]string, error) {
+// Name reads a dotted name of at most max parts.
+func (p *Parser) Name(max int) ([]string, error) {
 	var parts []string
 	for {
 		part, err := p.ident()
@@ -1241,26 +1036,26 @@ func (p *ddlParser) name(max int) ([]string, error) {
 		if len(parts) == max {
 			return nil, ddlSyntaxf("name %s… has more than %d parts", strings.Join(parts, "."), max)
 		}
-		p.i++
+		p.Pos++
 	}
 	return parts, nil
 }
 
 // group finds the parenthesised group starting at the next token and
 // returns the indexes of its "(" and ")"; it moves past the ")".
-func (p *ddlParser) group() (open, closing int, err error) {
+func (p *Parser) group() (open, closing int, err error) {
 	if !p.atPunct("(") {
 		return 0, 0, p.unexpected()
 	}
 	depth := 0
-	for j := p.i; j < len(p.toks); j++ {
+	for j := p.Pos; j < len(p.toks); j++ {
 		switch {
 		case p.toks[j].IsOp("("):
 			depth++
 		case p.toks[j].IsOp(")"):
 			depth--
 			if depth == 0 {
-				open, p.i = p.i, j+1
+				open, p.Pos = p.Pos, j+1
 				return open, j, nil
 			}
 		}
@@ -1278,38 +1073,38 @@ func quotedNames(names []string) string {
 }
 
 // text returns the statement text from token from through token to.
-func (p *ddlParser) text(from, to int) string { return p.src[p.toks[from].Pos:p.toks[to].End] }
+func (p *Parser) text(from, to int) string { return p.src[p.toks[from].Pos:p.toks[to].End] }
 
 // partitionItems reads "( item, … )" of PARTITIONED BY.
-func (p *ddlParser) partitionItems() ([]ddlPartItem, error) {
+func (p *Parser) partitionItems() ([]ddlPartItem, error) {
 	if !p.acceptPunct("(") {
 		return nil, p.unexpected()
 	}
 	var items []ddlPartItem
 	for {
 		var it ddlPartItem
-		if p.i+1 < len(p.toks) && p.toks[p.i].Kind == sqltok.Word && p.toks[p.i+1].IsOp("(") {
-			it.transform = p.toks[p.i].Value
-			p.i += 2
+		if p.Pos+1 < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Word && p.toks[p.Pos+1].IsOp("(") {
+			it.transform = p.toks[p.Pos].Value
+			p.Pos += 2
 			for n := 0; ; n++ {
 				if n > 1 {
 					return nil, ddlSyntaxf("partition transform %s takes at most two arguments", it.transform)
 				}
-				if p.i < len(p.toks) && p.toks[p.i].Kind == sqltok.Number {
+				if p.Pos < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Number {
 					if it.hasArg {
 						return nil, p.unexpected()
 					}
-					v, err := strconv.Atoi(p.toks[p.i].Value)
+					v, err := strconv.Atoi(p.toks[p.Pos].Value)
 					if err != nil {
-						return nil, ddlSyntaxf("partition transform %s: bad number %s", it.transform, p.toks[p.i].Value)
+						return nil, ddlSyntaxf("partition transform %s: bad number %s", it.transform, p.toks[p.Pos].Value)
 					}
 					it.arg, it.hasArg = v, true
-					p.i++
+					p.Pos++
 				} else {
 					if it.column != "" {
 						return nil, p.unexpected()
 					}
-					col, err := p.name(16)
+					col, err := p.Name(16)
 					if err != nil {
 						return nil, err
 					}
@@ -1326,7 +1121,7 @@ func (p *ddlParser) partitionItems() ([]ddlPartItem, error) {
 				return nil, ddlSyntaxf("partition transform %s names no column", it.transform)
 			}
 		} else {
-			col, err := p.name(16)
+			col, err := p.Name(16)
 			if err != nil {
 				return nil, err
 			}
@@ -1344,15 +1139,15 @@ func (p *ddlParser) partitionItems() ([]ddlPartItem, error) {
 
 // properties reads "( key = value, … )" of WITH into props. Keys are
 // strings or dotted names; values strings, numbers or true/false.
-func (p *ddlParser) properties(props iceberg.Properties) error {
+func (p *Parser) Properties(props iceberg.Properties) error {
 	if !p.acceptPunct("(") {
 		return p.unexpected()
 	}
 	for {
 		var key string
-		if p.i < len(p.toks) && p.toks[p.i].Kind == sqltok.String {
-			key = p.toks[p.i].Value
-			p.i++
+		if p.Pos < len(p.toks) && p.toks[p.Pos].Kind == sqltok.String {
+			key = p.toks[p.Pos].Value
+			p.Pos++
 		} else {
 			// A bare key is words joined by "." or "-": format-version.
 			var b strings.Builder
@@ -1365,18 +1160,18 @@ func (p *ddlParser) properties(props iceberg.Properties) error {
 				if !p.atPunct(".") && !p.atPunct("-") {
 					break
 				}
-				b.WriteString(p.toks[p.i].Value)
-				p.i++
+				b.WriteString(p.toks[p.Pos].Value)
+				p.Pos++
 			}
 			key = b.String()
 		}
 		if !p.acceptPunct("=") {
 			return p.unexpected()
 		}
-		if p.i >= len(p.toks) {
+		if p.Pos >= len(p.toks) {
 			return p.unexpected()
 		}
-		t := p.toks[p.i]
+		t := p.toks[p.Pos]
 		switch {
 		case t.Kind == sqltok.String, t.Kind == sqltok.Number:
 			props[key] = t.Value
@@ -1385,7 +1180,7 @@ func (p *ddlParser) properties(props iceberg.Properties) error {
 		default:
 			return p.unexpected()
 		}
-		p.i++
+		p.Pos++
 		if p.acceptPunct(")") {
 			return nil
 		}

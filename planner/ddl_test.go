@@ -18,7 +18,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/wire"
+	"github.com/icefloe/icefloe/internal/testlocal"
 )
 
 type ddlTestWorkers struct{}
@@ -35,31 +35,12 @@ type ddlEnv struct {
 
 func newDDLEnv(t *testing.T) *ddlEnv {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	cat, props, err := catalog.OpenLocal(ctx, dir)
+	l := testlocal.New(t)
+	p, err := New(Options{Mounts: l.Mounts, Engine: l.Eng, Key: l.Key, Workers: ddlTestWorkers{}, Flight: l.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mounts := catalog.NewMounts()
-	if err := mounts.Mount(catalog.LocalCatalogName, cat, props); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mounts.Close() })
-	eng, err := engine.Open(ctx, engine.Options{Threads: 1, MemoryLimit: "256MB", TempDir: dir + "/spill"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	key, err := wire.RandomKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(Options{Mounts: mounts, Engine: eng, Key: key, Workers: ddlTestWorkers{}, Flight: testPool(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ddlEnv{p: p, cat: cat, eng: eng, dir: dir,
+	return &ddlEnv{p: p, cat: l.Cat, eng: l.Eng, dir: l.Dir,
 		sess: Session{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema}}
 }
 
@@ -142,48 +123,6 @@ func (e *ddlEnv) query(t *testing.T, tbl *table.Table, q string) []string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func TestDDLSchemas(t *testing.T) {
-	e := newDDLEnv(t)
-	ctx := context.Background()
-	e.exec(t, "CREATE SCHEMA sales")
-	e.execErr(t, "CREATE SCHEMA sales", ErrExists, "sales")
-	e.exec(t, "create schema if not exists sales;")
-	e.exec(t, `CREATE SCHEMA local."My Schema"`)
-	for _, ns := range []string{"sales", "My Schema"} {
-		ok, err := e.cat.CheckNamespaceExists(ctx, table.Identifier{ns})
-		if err != nil || !ok {
-			t.Fatalf("schema %q: exists=%v err=%v", ns, ok, err)
-		}
-	}
-	e.execErr(t, "CREATE SCHEMA nowhere.s", ErrNotFound, "nowhere")
-	e.execErr(t, "CREATE SCHEMA a.b.c", ErrSyntax)
-	e.execErr(t, `CREATE SCHEMA "a.b"`, ErrInvalid)
-
-	e.exec(t, `DROP SCHEMA "My Schema"`)
-	e.execErr(t, `DROP SCHEMA "My Schema"`, ErrNotFound, "My Schema")
-	e.exec(t, `DROP SCHEMA IF EXISTS "My Schema"`)
-	e.execErr(t, "DROP SCHEMA nowhere.s", ErrNotFound, "nowhere")
-
-	e.exec(t, "CREATE TABLE sales.t1 (id BIGINT)")
-	e.exec(t, "CREATE TABLE sales.t2 (id BIGINT)")
-	e.execErr(t, "DROP SCHEMA sales", ErrInvalid, "not empty", "CASCADE")
-	e.execErr(t, "DROP SCHEMA sales RESTRICT", ErrInvalid, "not empty")
-	e.exec(t, "DROP SCHEMA sales CASCADE")
-	if ok, _ := e.cat.CheckNamespaceExists(ctx, table.Identifier{"sales"}); ok {
-		t.Fatal("sales still exists after DROP SCHEMA … CASCADE")
-	}
-	if ok, _ := e.cat.CheckTableExists(ctx, table.Identifier{"sales", "t1"}); ok {
-		t.Fatal("sales.t1 still exists after DROP SCHEMA … CASCADE")
-	}
-
-	// Names default to the session's catalog.
-	e.sess = Session{Catalog: catalog.LocalCatalogName}
-	e.exec(t, "CREATE SCHEMA s2")
-	e.execErr(t, "CREATE TABLE t (a INT)", ErrInvalid, "schema")
-	e.sess = Session{}
-	e.execErr(t, "CREATE SCHEMA s3", ErrInvalid, "catalog")
 }
 
 func TestDDLCreateTableTypes(t *testing.T) {
@@ -373,54 +312,6 @@ func TestDDLCreateTablePartitioned(t *testing.T) {
 	if ok, _ := e.cat.CheckTableExists(context.Background(), table.Identifier{"default", "p1"}); ok {
 		t.Fatal("a refused table was created")
 	}
-}
-
-func TestDDLDropTable(t *testing.T) {
-	e := newDDLEnv(t)
-	ctx := context.Background()
-	e.exec(t, `CREATE TABLE "Drop Me" (a INT)`)
-	e.exec(t, `DROP TABLE "Drop Me"`)
-	if ok, _ := e.cat.CheckTableExists(ctx, table.Identifier{"default", "Drop Me"}); ok {
-		t.Fatal("table still exists")
-	}
-	e.execErr(t, `DROP TABLE "Drop Me"`, ErrNotFound, "Drop Me")
-	e.exec(t, `DROP TABLE IF EXISTS "Drop Me"`)
-	e.exec(t, `DROP TABLE IF EXISTS nosuch.t`)
-	e.execErr(t, `DROP TABLE nosuch.t`, ErrNotFound)
-	e.execErr(t, `DROP TABLE other.s.t`, ErrNotFound, "other")
-	e.execErr(t, `DROP TABLE t CASCADE`, ErrSyntax)
-
-	e.exec(t, "CREATE TABLE purged (a INT)")
-	e.exec(t, "INSERT INTO purged VALUES (1), (2)")
-	loc := strings.TrimPrefix(e.load(t, "default", "purged").Location(), "file://")
-	if _, err := os.Stat(loc); err != nil {
-		t.Fatalf("table folder: %v", err)
-	}
-	e.exec(t, "DROP TABLE local.default.purged PURGE")
-	if ok, _ := e.cat.CheckTableExists(ctx, table.Identifier{"default", "purged"}); ok {
-		t.Fatal("purged table still exists")
-	}
-	var files []string
-	_ = walkFiles(loc, &files)
-	if len(files) != 0 {
-		t.Fatalf("PURGE left files: %v", files)
-	}
-}
-
-func walkFiles(dir string, out *[]string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, en := range ents {
-		p := dir + "/" + en.Name()
-		if en.IsDir() {
-			_ = walkFiles(p, out)
-			continue
-		}
-		*out = append(*out, p)
-	}
-	return nil
 }
 
 func TestDDLInsert(t *testing.T) {

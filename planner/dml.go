@@ -20,7 +20,7 @@ import (
 // file with a matching row is rewritten without those rows (a file whose
 // rows all match is dropped without a replacement), in one commit. args
 // bind the WHERE clause's parameters.
-func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser, args []any) (int64, error) {
+func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
 	parts, pred, err := ps.deleteParts()
 	if err != nil {
 		return 0, err
@@ -34,7 +34,7 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser, ar
 	if err != nil {
 		return 0, err
 	}
-	md := tgt.pinned.Table.Metadata()
+	md := tgt.Pinned.Table.Metadata()
 	if pred != "" && md.Version() >= 2 && md.Properties().Get(table.WriteDeleteModeKey, "") == table.WriteModeMergeOnRead {
 		if n, ok, err := p.deleteEquality(ctx, sess, tgt, match, args); ok || err != nil {
 			return n, err
@@ -50,8 +50,8 @@ func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *ddlParser, ar
 // targetConn loads the target table of a DELETE or UPDATE once the caller
 // holds each of privs on it, and opens a connection to print its
 // statements on; the caller closes it.
-func (p *Planner) targetConn(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*writeTarget, *engine.Conn, error) {
-	tgt, err := p.loadTarget(ctx, sess, parts, privs...)
+func (p *Planner) targetConn(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*WriteTarget, *engine.Conn, error) {
+	tgt, err := p.LoadTarget(ctx, sess, parts, privs...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -63,12 +63,12 @@ func (p *Planner) targetConn(ctx context.Context, sess Session, parts []string, 
 }
 
 // deleteParts reads DELETE FROM name [WHERE pred].
-func (ps *ddlParser) deleteParts() (parts []string, pred string, err error) {
-	ps.i = 1
-	if !ps.accept("FROM") {
+func (ps *Parser) deleteParts() (parts []string, pred string, err error) {
+	ps.Pos = 1
+	if !ps.Accept("FROM") {
 		return nil, "", ps.unexpected()
 	}
-	if parts, err = ps.name(3); err != nil {
+	if parts, err = ps.Name(3); err != nil {
 		return nil, "", err
 	}
 	pred, err = ps.where("DELETE")
@@ -78,8 +78,8 @@ func (ps *ddlParser) deleteParts() (parts []string, pred string, err error) {
 // deleteSQL prints a DELETE's statements over name: keep yields the rows
 // of a file that stay, match counts those that go. The client's WHERE
 // clause goes in as DuckDB parsed it (template).
-func deleteSQL(ctx context.Context, conn *engine.Conn, tgt *writeTarget, name, pred string) (keep, match string, err error) {
-	sel, err := castColumns(tgt.pinned.Table.Schema(), nil, false)
+func deleteSQL(ctx context.Context, conn *engine.Conn, tgt *WriteTarget, name, pred string) (keep, match string, err error) {
+	sel, err := castColumns(tgt.Pinned.Table.Schema(), nil, false)
 	if err != nil {
 		return "", "", err
 	}
@@ -110,13 +110,13 @@ func deleteSQL(ctx context.Context, conn *engine.Conn, tgt *writeTarget, name, p
 // converts exactly to an Iceberg filter; ok is false otherwise and the
 // caller rewrites the files instead. The matching rows are counted on the
 // coordinator with the same filter.
-func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writeTarget, match string, args []any) (n int64, ok bool, err error) {
+func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *WriteTarget, match string, args []any) (n int64, ok bool, err error) {
 	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match, args)
 	if err != nil || !exact {
 		return 0, false, err
 	}
-	if tgt.branch == "" {
-		tgt.pinned = in.pinned // commit against the version read
+	if tgt.Branch == "" {
+		tgt.Pinned = in.pinned // commit against the version read
 	}
 	tbl := in.pinned.Table
 	if tbl.CurrentSnapshot() == nil {
@@ -139,11 +139,11 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 	if n == 0 {
 		return 0, true, nil
 	}
-	if d := dryRunOf(ctx); d != nil {
-		d.note("rows", "%d rows of %s match", n, tgt.ref)
-		return 0, true, d.commit("delete (merge-on-read): positional deletes (v2) or deletion vectors (v3) for files that match in part, removal of files that match whole, in one snapshot")
+	if d := DryRunOf(ctx); d != nil {
+		d.Note("rows", "%d rows of %s match", n, tgt.Ref)
+		return 0, true, d.Commit("delete (merge-on-read): positional deletes (v2) or deletion vectors (v3) for files that match in part, removal of files that match whole, in one snapshot")
 	}
-	err = p.commit(ctx, tgt, func(tx *table.Transaction) error {
+	err = p.Commit(ctx, tgt, func(tx *table.Transaction) error {
 		return tx.Delete(ctx, expr, nil, table.WithDeleteCaseInsensitive())
 	}, nil)
 	if err != nil {
@@ -156,7 +156,7 @@ func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *writ
 // args, the WHERE clause's parameters, and converts its whole WHERE clause
 // to an Iceberg filter; exact is false when some of it does not convert
 // exactly.
-func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *writeTarget, match string, args []any) (in *input, expr iceberg.BooleanExpression, exact bool, err error) {
+func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *WriteTarget, match string, args []any) (in *input, expr iceberg.BooleanExpression, exact bool, err error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, nil, false, err
@@ -166,7 +166,7 @@ func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *writeTarge
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if len(mb.inputs) != 1 || mb.inputs[0].ref != tgt.ref {
+	if len(mb.inputs) != 1 || mb.inputs[0].ref != tgt.Ref {
 		return nil, nil, false, nil
 	}
 	root, _ := mb.ast.root["node"].(node)
@@ -184,7 +184,7 @@ func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *writeTarge
 // dmlUpdate runs UPDATE name SET col = expr, … [WHERE pred]
 // copy-on-write: every data file with a matching row is rewritten with the
 // new values, in one commit. args bind the parameters of SET and WHERE.
-func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *ddlParser, args []any) (int64, error) {
+func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
 	u, err := ps.updateParts()
 	if err != nil {
 		return 0, err
@@ -227,14 +227,14 @@ type updateText struct {
 }
 
 // updateParts reads UPDATE name SET col = expr, … [WHERE pred].
-func (ps *ddlParser) updateParts() (updateText, error) {
+func (ps *Parser) updateParts() (updateText, error) {
 	u := updateText{set: map[string]int{}}
-	ps.i = 1
+	ps.Pos = 1
 	var err error
-	if u.parts, err = ps.name(3); err != nil {
+	if u.parts, err = ps.Name(3); err != nil {
 		return u, err
 	}
-	if !ps.accept("SET") {
+	if !ps.Accept("SET") {
 		return u, ps.unexpected()
 	}
 	for {
@@ -245,9 +245,9 @@ func (ps *ddlParser) updateParts() (updateText, error) {
 		if !ps.acceptPunct("=") {
 			return u, ps.unexpected()
 		}
-		from, depth := ps.i, 0
-		for ps.i < len(ps.toks) {
-			t := ps.toks[ps.i]
+		from, depth := ps.Pos, 0
+		for ps.Pos < len(ps.toks) {
+			t := ps.toks[ps.Pos]
 			if depth == 0 && (t.IsOp(",") || t.Is("WHERE") || t.Is("FROM") || t.Is("RETURNING")) {
 				break
 			}
@@ -257,9 +257,9 @@ func (ps *ddlParser) updateParts() (updateText, error) {
 			case t.IsOp(")"):
 				depth--
 			}
-			ps.i++
+			ps.Pos++
 		}
-		if ps.i == from {
+		if ps.Pos == from {
 			return u, ps.unexpected()
 		}
 		key := strings.ToLower(col)
@@ -267,13 +267,13 @@ func (ps *ddlParser) updateParts() (updateText, error) {
 			return u, fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
 		}
 		u.set[key] = len(u.exprs)
-		u.exprs = append(u.exprs, ps.text(from, ps.i-1))
+		u.exprs = append(u.exprs, ps.text(from, ps.Pos-1))
 		u.order = append(u.order, col)
 		if !ps.acceptPunct(",") {
 			break
 		}
 	}
-	if ps.at("FROM") {
+	if ps.At("FROM") {
 		return u, fmt.Errorf("%w: UPDATE … FROM", ErrUnsupported)
 	}
 	u.pred, err = ps.where("UPDATE")
@@ -284,11 +284,11 @@ func (ps *ddlParser) updateParts() (updateText, error) {
 // rows with the new values, match counts the rows it changes. The client's
 // expressions go in as DuckDB parsed them (template); where is the parsed
 // WHERE clause (nil without one).
-func updateSQL(ctx context.Context, conn *engine.Conn, tgt *writeTarget, name string, u updateText) (out, match string, where node, err error) {
-	schema := tgt.pinned.Table.Schema()
+func updateSQL(ctx context.Context, conn *engine.Conn, tgt *WriteTarget, name string, u updateText) (out, match string, where node, err error) {
+	schema := tgt.Pinned.Table.Schema()
 	for _, c := range u.order {
 		if _, ok := schema.FindFieldByNameCaseInsensitive(c); !ok {
-			return "", "", nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, c)
+			return "", "", nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, c)
 		}
 	}
 	holes, where, err := dmlParts(ctx, conn, name, u.exprs, u.pred)
@@ -319,18 +319,18 @@ func updateSQL(ctx context.Context, conn *engine.Conn, tgt *writeTarget, name st
 }
 
 // where reads an optional trailing "WHERE pred" and returns pred's text.
-func (p *ddlParser) where(stmt string) (string, error) {
-	if p.i >= len(p.toks) {
+func (p *Parser) where(stmt string) (string, error) {
+	if p.Pos >= len(p.toks) {
 		return "", nil
 	}
-	if p.at("USING") || p.at("RETURNING") {
-		return "", fmt.Errorf("%w: %s … %s", ErrUnsupported, stmt, strings.ToUpper(p.toks[p.i].Value))
+	if p.At("USING") || p.At("RETURNING") {
+		return "", fmt.Errorf("%w: %s … %s", ErrUnsupported, stmt, strings.ToUpper(p.toks[p.Pos].Value))
 	}
-	if !p.accept("WHERE") || p.i >= len(p.toks) {
+	if !p.Accept("WHERE") || p.Pos >= len(p.toks) {
 		return "", p.unexpected()
 	}
 	depth := 0
-	for j := p.i; j < len(p.toks); j++ {
+	for j := p.Pos; j < len(p.toks); j++ {
 		t := p.toks[j]
 		switch {
 		case t.IsOp("("):
@@ -341,7 +341,7 @@ func (p *ddlParser) where(stmt string) (string, error) {
 			return "", fmt.Errorf("%w: %s … RETURNING", ErrUnsupported, stmt)
 		}
 	}
-	return p.text(p.i, len(p.toks)-1), nil
+	return p.text(p.Pos, len(p.toks)-1), nil
 }
 
 // castColumns is the select list that yields the table's columns, in order,
@@ -377,8 +377,8 @@ func castColumns(schema *iceberg.Schema, set map[string]int, where bool) (string
 // alone but NULL (the new commit's sequence number, by inheritance) where
 // updated (SQL icefloe wrote, or a template hole) holds. Empty for other tables (and for v3 tables whose schema
 // uses those names).
-func lineageSelect(tgt *writeTarget, updated string) string {
-	if !hasLineage(&input{pinned: tgt.pinned}) {
+func lineageSelect(tgt *WriteTarget, updated string) string {
+	if !hasLineage(&input{pinned: tgt.Pinned}) {
 		return ""
 	}
 	lusn := engine.Quote(iceberg.LastUpdatedSequenceNumberColumnName)
@@ -397,7 +397,7 @@ type dataFileTasks struct {
 
 // rewrite runs a copy-on-write rewrite (rewriteFiles) and commits its
 // files in one snapshot.
-func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *writeTarget, q rewriteSQL) (int64, error) {
+func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *WriteTarget, q rewriteSQL) (int64, error) {
 	rw, err := p.rewriteFiles(ctx, sess, tgt, q)
 	if err != nil || len(rw.deleted) == 0 {
 		return 0, err
@@ -423,7 +423,7 @@ type rewritten struct {
 // target that q reads (a MERGE's source, q.broadcast) are read in full by
 // every fragment. Nothing is committed; on failure the files written are
 // deleted.
-func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *writeTarget, q rewriteSQL) (*rewritten, error) {
+func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *WriteTarget, q rewriteSQL) (*rewritten, error) {
 	workers := p.opts.Workers.Live()
 	if len(workers) == 0 {
 		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
@@ -457,8 +457,8 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *writeTarg
 		return nil, err
 	}
 	lineage := hasLineage(in)
-	if tgt.branch == "" {
-		tgt.pinned = in.pinned // commit against the version read
+	if tgt.Branch == "" {
+		tgt.Pinned = in.pinned // commit against the version read
 	}
 	tbl := in.pinned.Table
 	if tbl.CurrentSnapshot() == nil {
@@ -479,17 +479,17 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *writeTarg
 	}
 	all, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("plan files of %s: %w", tgt.ref, err)
+		return nil, fmt.Errorf("plan files of %s: %w", tgt.Ref, err)
 	}
 	files, byPath := filesOf(all, candidates)
 	if len(files) == 0 {
 		return &rewritten{}, nil
 	}
-	if d := dryRunOf(ctx); d != nil {
+	if d := DryRunOf(ctx); d != nil {
 		every, _ := filesOf(all, nil)
-		d.note("read", "%d of %d data files of %s may hold a matching row; each is read whole", len(files), len(every), tgt.ref)
+		d.Note("read", "%d of %d data files of %s may hold a matching row; each is read whole", len(files), len(every), tgt.Ref)
 		for _, f := range files {
-			d.note("file", "%s (%d bytes)", f.file.FilePath(), f.bytes)
+			d.Note("file", "%s (%d bytes)", f.file.FilePath(), f.bytes)
 		}
 	}
 	var full []wire.Scan
@@ -528,21 +528,21 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *writeTarg
 // rewriteInputs finds the target among the tables a rewrite's statements
 // read, and the others (allowed only with broadcast); both statements must
 // read the same tables under the same views.
-func rewriteInputs(tgt *writeTarget, ob, mb *bound, broadcast bool) (*input, []*input, error) {
+func rewriteInputs(tgt *WriteTarget, ob, mb *bound, broadcast bool) (*input, []*input, error) {
 	var in *input
 	var others []*input
 	for _, x := range ob.inputs {
 		switch {
-		case x.ref != tgt.ref:
+		case x.ref != tgt.Ref:
 			others = append(others, x)
 		case in != nil:
-			return nil, nil, fmt.Errorf("%w: a statement that reads its target %s twice", ErrUnsupported, tgt.ref)
+			return nil, nil, fmt.Errorf("%w: a statement that reads its target %s twice", ErrUnsupported, tgt.Ref)
 		default:
 			in = x
 		}
 	}
 	if in == nil {
-		return nil, nil, fmt.Errorf("%w: the statement does not read its target %s", ErrInvalid, tgt.ref)
+		return nil, nil, fmt.Errorf("%w: the statement does not read its target %s", ErrInvalid, tgt.Ref)
 	}
 	if len(others) > 0 && !broadcast {
 		return nil, nil, fmt.Errorf("%w: DELETE or UPDATE reading tables other than its target", ErrUnsupported)

@@ -2,5 +2,15 @@
 // parser, resolves and pins every table through catalog, binds the result
 // schema in DuckDB against empty stand-ins, prunes with Iceberg expressions,
 // plans and groups file tasks, chooses a strategy and seals one ticket per
-// endpoint. It also runs the DDL and simple DML the coordinator executes.
+// endpoint.
+//
+// Statement execution is moving out to package statement (issue 13), whose
+// Executor wraps a Planner; statement imports planner, never the reverse.
+// What statement uses from here is the statement parser (Parser,
+// ParseUpdate), write targets (WriteTarget, LoadTarget), one commit
+// (Commit), the dry-run notes of an EXPLAIN of a write (DryRun) and the
+// plan of EXPLAIN lines (LinesPlan). The DDL and DML that have not moved
+// yet (CREATE TABLE, ALTER, INSERT, UPDATE, DELETE, MERGE, bulk ingest,
+// CALL procedures and maintenance) still run here, reached through the
+// Executor.
 package planner

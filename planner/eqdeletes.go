@@ -24,20 +24,20 @@ const DeleteKindKey = "icefloe.delete-kind"
 
 // identifierStatement reports whether the ALTER TABLE action at ps sets
 // or drops the identifier fields.
-func identifierStatement(ps *ddlParser) bool {
-	return ps.at("SET", "IDENTIFIER", "FIELDS") || ps.at("DROP", "IDENTIFIER", "FIELDS")
+func identifierStatement(ps *Parser) bool {
+	return ps.At("SET", "IDENTIFIER", "FIELDS") || ps.At("DROP", "IDENTIFIER", "FIELDS")
 }
 
 // alterIdentifierFields runs SET IDENTIFIER FIELDS a, b and DROP
 // IDENTIFIER FIELDS [a, b] (dropping the named ones, or all).
-func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *writeTarget, ps *ddlParser) error {
-	set := ps.accept("SET", "IDENTIFIER", "FIELDS")
-	if !set && !ps.accept("DROP", "IDENTIFIER", "FIELDS") {
+func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *WriteTarget, ps *Parser) error {
+	set := ps.Accept("SET", "IDENTIFIER", "FIELDS")
+	if !set && !ps.Accept("DROP", "IDENTIFIER", "FIELDS") {
 		return ps.unexpected()
 	}
 	var names []string
-	for ps.i < len(ps.toks) {
-		n, err := ps.name(16)
+	for ps.Pos < len(ps.toks) {
+		n, err := ps.Name(16)
 		if err != nil {
 			return err
 		}
@@ -46,13 +46,13 @@ func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *writeTarget, p
 			break
 		}
 	}
-	if err := ps.end(); err != nil {
+	if err := ps.End(); err != nil {
 		return err
 	}
 	if set && len(names) == 0 {
 		return ps.unexpected()
 	}
-	schema := tgt.pinned.Table.Schema()
+	schema := tgt.Pinned.Table.Schema()
 	current := map[string]bool{}
 	for _, id := range schema.IdentifierFieldIDs {
 		if n, ok := schema.FindColumnName(id); ok {
@@ -63,10 +63,10 @@ func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *writeTarget, p
 	for _, n := range names {
 		f, ok := schema.FindFieldByName(n)
 		if !ok {
-			return fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, n)
+			return fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, n)
 		}
 		if !set && !slices.Contains(schema.IdentifierFieldIDs, f.ID) {
-			return fmt.Errorf("%w: %q is not an identifier field of %s", ErrInvalid, n, tgt.ref)
+			return fmt.Errorf("%w: %q is not an identifier field of %s", ErrInvalid, n, tgt.Ref)
 		}
 	}
 	if set {
@@ -84,7 +84,7 @@ func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *writeTarget, p
 		return tx.UpdateSchema(true, false).SetIdentifierField(keep).Commit()
 	})
 	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrCommitUnknown) {
-		return fmt.Errorf("%w: alter table %s: %v", ErrInvalid, tgt.ref, err)
+		return fmt.Errorf("%w: alter table %s: %v", ErrInvalid, tgt.Ref, err)
 	}
 	return err
 }
@@ -98,21 +98,21 @@ func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *writeTarget, p
 // so it is used only when the keys select exactly the matching rows (no
 // other row shares one of them); ok is false otherwise, and the caller
 // deletes another way. args bind the WHERE clause's parameters.
-func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *writeTarget, match string, args []any) (n int64, ok bool, err error) {
-	tbl := tgt.pinned.Table
+func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *WriteTarget, match string, args []any) (n int64, ok bool, err error) {
+	tbl := tgt.Pinned.Table
 	if tbl.Properties().Get(DeleteKindKey, "") != "equality" {
 		return 0, false, nil
 	}
 	keyIDs := tbl.Schema().IdentifierFieldIDs
 	if len(keyIDs) == 0 {
-		return 0, false, fmt.Errorf("%w: %s asks for equality deletes ('%s' = 'equality') but has no identifier fields (ALTER TABLE … SET IDENTIFIER FIELDS)", ErrInvalid, tgt.ref, DeleteKindKey)
+		return 0, false, fmt.Errorf("%w: %s asks for equality deletes ('%s' = 'equality') but has no identifier fields (ALTER TABLE … SET IDENTIFIER FIELDS)", ErrInvalid, tgt.Ref, DeleteKindKey)
 	}
 	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match, args)
 	if err != nil || !exact {
 		return 0, false, err
 	}
-	if tgt.branch == "" {
-		tgt.pinned = in.pinned
+	if tgt.Branch == "" {
+		tgt.Pinned = in.pinned
 	}
 	read := in.pinned.Table
 	if read.CurrentSnapshot() == nil {
@@ -134,9 +134,9 @@ func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *writeTa
 	if unique, err := keysSelectOnly(ctx, read, recs, keys, n); err != nil || !unique {
 		return 0, false, nil
 	}
-	if d := dryRunOf(ctx); d != nil {
-		d.note("rows", "%d rows of %s match", n, tgt.ref)
-		return 0, true, d.commit("row delta: the coordinator writes equality deletes on the identifier fields, in one snapshot")
+	if d := DryRunOf(ctx); d != nil {
+		d.Note("rows", "%d rows of %s match", n, tgt.Ref)
+		return 0, true, d.Commit("row delta: the coordinator writes equality deletes on the identifier fields, in one snapshot")
 	}
 	var files []iceberg.DataFile
 	err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {

@@ -69,7 +69,7 @@ func (p *Planner) explain(ctx context.Context, s Session, inner string, workers 
 	if err != nil {
 		return nil, err
 	}
-	return p.linesPlan(ctx, workers, schema, planLines(plan))
+	return p.LinesPlan(ctx, workers, schema, planLines(plan))
 }
 
 // planLines are the "key<TAB>value" lines of plan's Explain.
@@ -77,9 +77,10 @@ func planLines(plan *Plan) []string {
 	return strings.Split(strings.TrimSuffix(plan.Explain, "\n"), "\n")
 }
 
-// linesPlan answers EXPLAIN's lines (key<TAB>value) as the rows (item,
-// value) of a query with no table, served by one worker.
-func (p *Planner) linesPlan(ctx context.Context, workers []Worker, schema *arrow.Schema, lines []string) (*Plan, error) {
+// LinesPlan answers EXPLAIN's lines (key<TAB>value) as the rows (item,
+// value) of a query with no table, served by one of workers; schema is
+// the EXPLAIN's (Bind of the EXPLAIN statement).
+func (p *Planner) LinesPlan(ctx context.Context, workers []Worker, schema *arrow.Schema, lines []string) (*Plan, error) {
 	t := &wire.Ticket{QueryID: newQueryID(ctx), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: explainSQL(lines)}
 	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
 	t.Schema = pb.ticket(nil, "", schema).Schema

@@ -85,7 +85,7 @@ func (p *Planner) explainAnalyze(ctx context.Context, s Session, query string, w
 		measure(plan, endpoints, children)
 		lines = append(lines, treeLines(plan.tree)...)
 	}
-	return p.linesPlan(ctx, workers, schema, lines)
+	return p.LinesPlan(ctx, workers, schema, lines)
 }
 
 // measure puts the figures of the endpoints and their children (in the

@@ -94,8 +94,8 @@ func runExpireSnapshots(ctx context.Context, p *Planner, c *procCall) ([][]any, 
 // expireSnapshots expires tgt's snapshots with iceberg-go's rules (opts)
 // or exactly ids, keeping every snapshot a branch or tag still needs,
 // then deletes the files only the expired snapshots reached.
-func (p *Planner) expireSnapshots(ctx context.Context, tgt *writeTarget, opts []table.ExpireSnapshotsOpt, ids []int64) (expireCounts, error) {
-	before := tgt.pinned.Table
+func (p *Planner) expireSnapshots(ctx context.Context, tgt *WriteTarget, opts []table.ExpireSnapshotsOpt, ids []int64) (expireCounts, error) {
+	before := tgt.Pinned.Table
 	var err error
 	if len(ids) > 0 {
 		err = p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
@@ -108,7 +108,7 @@ func (p *Planner) expireSnapshots(ctx context.Context, tgt *writeTarget, opts []
 	if err != nil {
 		return expireCounts{}, expireError(err)
 	}
-	after, err := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+	after, err := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
 	if err != nil {
 		return expireCounts{}, err
 	}
@@ -287,12 +287,12 @@ func runRemoveOrphanFiles(ctx context.Context, p *Planner, c *procCall) ([][]any
 // file of the table references and that are older than age, with
 // iceberg-go's orphan cleanup. age below MinOrphanAge is refused unless
 // override.
-func (p *Planner) removeOrphans(ctx context.Context, tgt *writeTarget, age time.Duration, location string, dryRun, override bool) ([]string, error) {
+func (p *Planner) removeOrphans(ctx context.Context, tgt *WriteTarget, age time.Duration, location string, dryRun, override bool) ([]string, error) {
 	if age < MinOrphanAge && !override {
 		return nil, fmt.Errorf("%w: files younger than %s may belong to a write that has not committed yet; "+
 			"pass an older older_than (retention_threshold), or CALL it with override_min_age => true if no write is running", ErrInvalid, MinOrphanAge)
 	}
-	tbl := tgt.pinned.Table
+	tbl := tgt.Pinned.Table
 	opts := []table.OrphanCleanupOption{table.WithFilesOlderThan(max(age, 0)), table.WithDryRun(dryRun)}
 	if location != "" {
 		if !underLocation(location, tbl.Location()) {
@@ -302,7 +302,7 @@ func (p *Planner) removeOrphans(ctx context.Context, tgt *writeTarget, age time.
 	}
 	res, err := tbl.DeleteOrphanFiles(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("orphan files of %s: %w", tgt.ref, err)
+		return nil, fmt.Errorf("orphan files of %s: %w", tgt.Ref, err)
 	}
 	out := slices.Clone(res.OrphanFileLocations)
 	slices.Sort(out)
@@ -343,8 +343,8 @@ type manifestCounts struct{ rewritten, added int }
 
 // rewriteManifests merges the current snapshot's small data manifests
 // with iceberg-go's RewriteManifests, in one commit.
-func (p *Planner) rewriteManifests(ctx context.Context, tgt *writeTarget, opts []table.RewriteManifestsOpt) (manifestCounts, error) {
-	if tgt.pinned.Table.CurrentSnapshot() == nil {
+func (p *Planner) rewriteManifests(ctx context.Context, tgt *WriteTarget, opts []table.RewriteManifestsOpt) (manifestCounts, error) {
+	if tgt.Pinned.Table.CurrentSnapshot() == nil {
 		return manifestCounts{}, nil
 	}
 	var counts manifestCounts
@@ -364,7 +364,7 @@ func (p *Planner) rewriteManifests(ctx context.Context, tgt *writeTarget, opts [
 // remove_orphan_files(retention_threshold => '7d'); the update count is
 // how many files they removed (manifests rewritten for
 // optimize_manifests).
-func (p *Planner) trinoHousekeeping(ctx context.Context, _ Session, tgt *writeTarget, name string, args []callArg) (int64, error) {
+func (p *Planner) trinoHousekeeping(ctx context.Context, _ Session, tgt *WriteTarget, name string, args []callArg) (int64, error) {
 	if name == "optimize_manifests" {
 		if _, err := trinoArgs(name, args); err != nil {
 			return 0, err

@@ -84,11 +84,11 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 	if ref.Schema == "" {
 		ref.Schema = sess.Schema
 	}
-	ref, err := ddlTableName(Session{Catalog: ref.Catalog, Schema: ref.Schema}, []string{ref.Table})
+	ref, err := TableName(Session{Catalog: ref.Catalog, Schema: ref.Schema}, []string{ref.Table})
 	if err != nil {
 		return 0, err
 	}
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return 0, err
 	}
@@ -152,7 +152,7 @@ func (p *Planner) ingestCreate(ctx context.Context, mt *catalog.Mount, ref catal
 	}
 	cat := mt.Internal()
 	create := func(staging catalog.TableRef) error { return createIngestTable(ctx, cat, staging, schema) }
-	fill := func(tgt *writeTarget) (int64, error) {
+	fill := func(tgt *WriteTarget) (int64, error) {
 		if exists, err := cat.CheckTableExists(ctx, ref.Ident()); err == nil && exists {
 			return 0, fmt.Errorf("%w: table %s", errIngestMadeMeanwhile, ref)
 		}
@@ -168,9 +168,9 @@ func (p *Planner) ingestCreate(ctx context.Context, mt *catalog.Mount, ref catal
 // ingestWrite conforms the stream to tgt's schema and writes its files,
 // through the live workers or, with none, here; nothing is committed. On
 // failure every file the statement wrote is deleted again.
-func (p *Planner) ingestWrite(ctx context.Context, tgt *writeTarget, rowsIn array.RecordReader) (*writeResults, error) {
-	ref := tgt.ref
-	target, err := table.SchemaToArrowSchema(tgt.pinned.Table.Schema(), nil, true, false)
+func (p *Planner) ingestWrite(ctx context.Context, tgt *WriteTarget, rowsIn array.RecordReader) (*writeResults, error) {
+	ref := tgt.Ref
+	target, err := table.SchemaToArrowSchema(tgt.Pinned.Table.Schema(), nil, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("arrow schema of %s: %w", ref, err)
 	}
@@ -324,9 +324,9 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 
 // ingestLocal writes the stream with this process's iceberg-go writer;
 // used when no worker is live.
-func ingestLocal(ctx context.Context, tgt *writeTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*writeResults, error) {
+func ingestLocal(ctx context.Context, tgt *WriteTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*writeResults, error) {
 	res := &writeResults{}
-	for df, err := range icemeta.Write(ctx, tgt.pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
 		if err != nil {
 			return res, err
 		}
@@ -346,7 +346,7 @@ type ingestShare struct {
 // per live worker, each writing its share with iceberg-go, and collects
 // the files they wrote. gRPC flow control holds the client's stream back
 // when the workers write slower than it sends: nothing is buffered whole.
-func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *writeTarget, w *wire.Write, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error], workers []Worker) (*writeResults, error) {
+func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *WriteTarget, w *wire.Write, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error], workers []Worker) (*writeResults, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var shares []*ingestShare
@@ -416,7 +416,7 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *writeTarget, w *wire
 			raw = append(raw, rs...)
 		}
 	}
-	res, derr := decodeResults(tgt.pinned.Table, raw)
+	res, derr := decodeResults(tgt.Pinned.Table, raw)
 	switch {
 	case len(errs) > 0:
 		return res, errs[0]

@@ -33,7 +33,7 @@ func runRewriteDataFiles(ctx context.Context, p *Planner, c *procCall) ([][]any,
 	if err != nil {
 		return nil, err
 	}
-	spec, err := rewriteSpec(tgt.pinned.Table, c)
+	spec, err := rewriteSpec(tgt.Pinned.Table, c)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func parseSortOrder(tbl *table.Table, text string) ([]ddlSortItem, error) {
 	}
 	items, err := ps.sortItems()
 	if err == nil {
-		err = ps.end()
+		err = ps.End()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sort_order %q: %v", text, err)
@@ -165,34 +165,34 @@ func parseSortOrder(tbl *table.Table, text string) ([]ddlSortItem, error) {
 // alterMaintenance runs the ALTER TABLE statements of this file set:
 // EXECUTE procedure[(args)] [WHERE …], the branch and tag DDL. ok is
 // false for every other ALTER TABLE, which ddlAlter runs.
-func (p *Planner) alterMaintenance(ctx context.Context, sess Session, ps *ddlParser) (n int64, ok bool, err error) {
+func (p *Planner) alterMaintenance(ctx context.Context, sess Session, ps *Parser) (n int64, ok bool, err error) {
 	defer func() {
 		if !ok {
-			ps.i = 0
+			ps.Pos = 0
 		}
 	}()
-	ps.i = 1
-	if !ps.accept("TABLE") {
+	ps.Pos = 1
+	if !ps.Accept("TABLE") {
 		return 0, false, nil
 	}
-	ifExists := ps.accept("IF", "EXISTS")
-	parts, err := ps.name(3)
+	ifExists := ps.Accept("IF", "EXISTS")
+	parts, err := ps.Name(3)
 	if err != nil {
 		return 0, false, nil
 	}
 	switch {
-	case ps.at("EXECUTE"), refStatement(ps), identifierStatement(ps):
+	case ps.At("EXECUTE"), refStatement(ps), identifierStatement(ps):
 	default:
 		return 0, false, nil
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts)
+	tgt, err := p.LoadTarget(ctx, sess, parts)
 	if err != nil {
 		if ifExists && errors.Is(err, ErrNotFound) {
 			return 0, true, nil
 		}
 		return 0, true, err
 	}
-	if ps.accept("EXECUTE") {
+	if ps.Accept("EXECUTE") {
 		n, err := p.alterExecute(ctx, sess, tgt, ps)
 		return n, true, err
 	}
@@ -206,7 +206,7 @@ func (p *Planner) alterMaintenance(ctx context.Context, sess Session, ps *ddlPar
 // pred]: optimize (compaction; the update count is the number of data
 // files rewritten), optimize_manifests, expire_snapshots and
 // remove_orphan_files (counts of what they removed).
-func (p *Planner) alterExecute(ctx context.Context, sess Session, tgt *writeTarget, ps *ddlParser) (int64, error) {
+func (p *Planner) alterExecute(ctx context.Context, sess Session, tgt *WriteTarget, ps *Parser) (int64, error) {
 	name, err := ps.ident()
 	if err != nil {
 		return 0, err
@@ -218,7 +218,7 @@ func (p *Planner) alterExecute(ctx context.Context, sess Session, tgt *writeTarg
 		}
 	}
 	where := ""
-	if ps.i < len(ps.toks) {
+	if ps.Pos < len(ps.toks) {
 		if !strings.EqualFold(name, "optimize") {
 			return 0, ps.unexpected()
 		}
@@ -254,7 +254,7 @@ func trinoArgs(proc string, args []callArg, known ...string) (map[string]string,
 // than file_size_threshold (default 100MB) is a candidate, and a
 // partition's candidates are rewritten when there are at least two of
 // them or one has deletes.
-func (p *Planner) trinoOptimize(ctx context.Context, sess Session, tgt *writeTarget, args []callArg, where string) (int64, error) {
+func (p *Planner) trinoOptimize(ctx context.Context, sess Session, tgt *WriteTarget, args []callArg, where string) (int64, error) {
 	a, err := trinoArgs("optimize", args, "file_size_threshold")
 	if err != nil {
 		return 0, err
@@ -265,7 +265,7 @@ func (p *Planner) trinoOptimize(ctx context.Context, sess Session, tgt *writeTar
 			return 0, fmt.Errorf("%w: optimize: file_size_threshold: %v", ErrInvalid, err)
 		}
 	}
-	spec := defaultCompactSpec(tgt.pinned.Table)
+	spec := defaultCompactSpec(tgt.Pinned.Table)
 	target := max(spec.cfg.TargetFileSizeBytes, threshold)
 	spec.cfg.TargetFileSizeBytes, spec.cfg.MinFileSizeBytes, spec.cfg.MaxFileSizeBytes = target, threshold, max(target*9/5, threshold+1)
 	spec.cfg.DeleteFileThreshold, spec.minInputFiles, spec.where = 1, 2, where

@@ -60,7 +60,7 @@ type mergeText struct {
 }
 
 // dmlMerge runs a MERGE statement.
-func (p *Planner) dmlMerge(ctx context.Context, sess Session, ps *ddlParser, args []any) (int64, error) {
+func (p *Planner) dmlMerge(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
 	if len(args) > 0 {
 		return 0, fmt.Errorf("%w: parameters in MERGE", ErrUnsupported)
 	}
@@ -128,34 +128,34 @@ func (m *mergeText) privileges() []authz.Privilege {
 }
 
 // mergeParts reads a MERGE statement.
-func (ps *ddlParser) mergeParts() (*mergeText, error) {
+func (ps *Parser) mergeParts() (*mergeText, error) {
 	m := &mergeText{}
-	ps.i = 1
-	if !ps.accept("INTO") {
+	ps.Pos = 1
+	if !ps.Accept("INTO") {
 		return nil, ps.unexpected()
 	}
 	var err error
-	if m.parts, err = ps.name(3); err != nil {
+	if m.parts, err = ps.Name(3); err != nil {
 		return nil, err
 	}
-	if ps.accept("AS") || (ps.i < len(ps.toks) && ps.toks[ps.i].IsIdent() && !ps.at("USING")) {
+	if ps.Accept("AS") || (ps.Pos < len(ps.toks) && ps.toks[ps.Pos].IsIdent() && !ps.At("USING")) {
 		if m.alias, err = ps.ident(); err != nil {
 			return nil, err
 		}
 	}
-	if !ps.accept("USING") {
+	if !ps.Accept("USING") {
 		return nil, ps.unexpected()
 	}
 	if m.source, err = ps.exprUntil("ON"); err != nil {
 		return nil, err
 	}
-	if !ps.accept("ON") {
+	if !ps.Accept("ON") {
 		return nil, ddlSyntaxf("MERGE needs ON and a join condition")
 	}
 	if m.on, err = m.expr(ps, "WHEN"); err != nil {
 		return nil, err
 	}
-	for ps.i < len(ps.toks) {
+	for ps.Pos < len(ps.toks) {
 		c, err := m.clause(ps)
 		if err != nil {
 			return nil, err
@@ -169,37 +169,37 @@ func (ps *ddlParser) mergeParts() (*mergeText, error) {
 }
 
 // clause reads one WHEN clause.
-func (m *mergeText) clause(ps *ddlParser) (mergeClause, error) {
+func (m *mergeText) clause(ps *Parser) (mergeClause, error) {
 	c := mergeClause{cond: -1}
 	switch {
-	case ps.accept("WHEN", "MATCHED"):
+	case ps.Accept("WHEN", "MATCHED"):
 		c.kind = whenMatched
-	case ps.accept("WHEN", "NOT", "MATCHED", "BY", "SOURCE"):
+	case ps.Accept("WHEN", "NOT", "MATCHED", "BY", "SOURCE"):
 		c.kind = whenNotMatchedBySource
-	case ps.accept("WHEN", "NOT", "MATCHED"):
-		ps.accept("BY", "TARGET")
+	case ps.Accept("WHEN", "NOT", "MATCHED"):
+		ps.Accept("BY", "TARGET")
 		c.kind = whenNotMatched
 	default:
 		return c, ps.unexpected()
 	}
 	var err error
-	if ps.accept("AND") {
+	if ps.Accept("AND") {
 		if c.cond, err = m.expr(ps, "THEN"); err != nil {
 			return c, err
 		}
 	}
-	if !ps.accept("THEN") {
+	if !ps.Accept("THEN") {
 		return c, ps.unexpected()
 	}
 	switch {
-	case ps.accept("DO", "NOTHING"):
+	case ps.Accept("DO", "NOTHING"):
 		c.action = "NOTHING"
-	case ps.accept("DELETE"):
+	case ps.Accept("DELETE"):
 		c.action = "DELETE"
-	case ps.accept("UPDATE", "SET"):
+	case ps.Accept("UPDATE", "SET"):
 		c.action = "UPDATE"
 		err = m.updateSet(ps, &c)
-	case ps.accept("INSERT"):
+	case ps.Accept("INSERT"):
 		c.action = "INSERT"
 		err = m.insertValues(ps, &c)
 	default:
@@ -211,14 +211,14 @@ func (m *mergeText) clause(ps *ddlParser) (mergeClause, error) {
 	if c.action != "NOTHING" && (c.kind == whenNotMatched) != (c.action == "INSERT") {
 		return c, fmt.Errorf("%w: WHEN NOT MATCHED [BY TARGET] takes INSERT; WHEN MATCHED and WHEN NOT MATCHED BY SOURCE take UPDATE or DELETE", ErrInvalid)
 	}
-	if ps.i < len(ps.toks) && !ps.at("WHEN") {
+	if ps.Pos < len(ps.toks) && !ps.At("WHEN") {
 		return c, ps.unexpected()
 	}
 	return c, nil
 }
 
 // updateSet reads "col = e, …" or "*" after UPDATE SET.
-func (m *mergeText) updateSet(ps *ddlParser, c *mergeClause) error {
+func (m *mergeText) updateSet(ps *Parser, c *mergeClause) error {
 	if ps.acceptPunct("*") {
 		c.star = true
 		return nil
@@ -248,7 +248,7 @@ func (m *mergeText) updateSet(ps *ddlParser, c *mergeClause) error {
 }
 
 // insertValues reads "[(cols)] VALUES (e, …)" or "*" after INSERT.
-func (m *mergeText) insertValues(ps *ddlParser, c *mergeClause) error {
+func (m *mergeText) insertValues(ps *Parser, c *mergeClause) error {
 	if ps.acceptPunct("*") {
 		c.star = true
 		return nil
@@ -268,7 +268,7 @@ func (m *mergeText) insertValues(ps *ddlParser, c *mergeClause) error {
 			}
 		}
 	}
-	if !ps.accept("VALUES") || !ps.acceptPunct("(") {
+	if !ps.Accept("VALUES") || !ps.acceptPunct("(") {
 		return ps.unexpected()
 	}
 	for {
@@ -291,7 +291,7 @@ func (m *mergeText) insertValues(ps *ddlParser, c *mergeClause) error {
 }
 
 // expr reads an expression up to one of stops and returns its index.
-func (m *mergeText) expr(ps *ddlParser, stops ...string) (int, error) {
+func (m *mergeText) expr(ps *Parser, stops ...string) (int, error) {
 	text, err := ps.exprUntil(stops...)
 	if err != nil {
 		return 0, err
@@ -303,11 +303,11 @@ func (m *mergeText) expr(ps *ddlParser, stops ...string) (int, error) {
 // exprUntil returns the text from here up to (not including) the first
 // token outside parentheses and CASE … END that is one of stops (keywords
 // or punctuation), or the end; empty text is an error.
-func (ps *ddlParser) exprUntil(stops ...string) (string, error) {
-	from, depth := ps.i, 0
+func (ps *Parser) exprUntil(stops ...string) (string, error) {
+	from, depth := ps.Pos, 0
 scan:
-	for ; ps.i < len(ps.toks); ps.i++ {
-		t := ps.toks[ps.i]
+	for ; ps.Pos < len(ps.toks); ps.Pos++ {
+		t := ps.toks[ps.Pos]
 		if depth == 0 {
 			for _, s := range stops {
 				if t.Is(s) || t.IsOp(s) {
@@ -325,10 +325,10 @@ scan:
 			break
 		}
 	}
-	if ps.i == from {
+	if ps.Pos == from {
 		return "", ps.unexpected()
 	}
-	return ps.text(from, ps.i-1), nil
+	return ps.text(from, ps.Pos-1), nil
 }
 
 // mergeStatements are the SQL icefloe runs for a MERGE: the copy-on-write
@@ -347,7 +347,7 @@ type mergeSrc struct {
 }
 
 // mergeSQL prints the statements of m over the target tgt.
-func (p *Planner) mergeSQL(ctx context.Context, conn *engine.Conn, sess Session, tgt *writeTarget, m *mergeText) (*mergeStatements, error) {
+func (p *Planner) mergeSQL(ctx context.Context, conn *engine.Conn, sess Session, tgt *WriteTarget, m *mergeText) (*mergeStatements, error) {
 	src, err := mergeSource(ctx, conn, m.source)
 	if err != nil {
 		return nil, err
@@ -459,7 +459,7 @@ func (p *Planner) mergeStarColumns(ctx context.Context, sess Session, conn *engi
 // number i+1 in the printed CASE expressions; 0 leaves a row alone.
 type mergeBuilder struct {
 	m                    *mergeText
-	tgt                  *writeTarget
+	tgt                  *WriteTarget
 	talias, salias, name string
 	srcCols              []string
 	fields               []iceberg.NestedField
@@ -471,7 +471,7 @@ type mergeBuilder struct {
 // resolveColumns maps every UPDATE and INSERT clause's columns to the
 // target's fields.
 func (b *mergeBuilder) resolveColumns() error {
-	b.fields = b.tgt.pinned.Table.Schema().Fields()
+	b.fields = b.tgt.Pinned.Table.Schema().Fields()
 	b.values = make([][]int, len(b.m.clauses))
 	for i, c := range b.m.clauses {
 		v := make([]int, len(b.fields))
@@ -483,21 +483,21 @@ func (b *mergeBuilder) resolveColumns() error {
 		case c.action != "UPDATE" && c.action != "INSERT":
 		case c.star:
 			if len(b.srcCols) != len(b.fields) {
-				return fmt.Errorf("%w: %s * needs as many source columns as table %s has (%d), the source has %d", ErrInvalid, c.action, b.tgt.ref, len(b.fields), len(b.srcCols))
+				return fmt.Errorf("%w: %s * needs as many source columns as table %s has (%d), the source has %d", ErrInvalid, c.action, b.tgt.Ref, len(b.fields), len(b.srcCols))
 			}
 			for f := range v {
 				v[f] = -2
 			}
 		case len(c.cols) == 0:
 			if len(c.exprs) != len(b.fields) {
-				return fmt.Errorf("%w: table %s has %d columns but the INSERT gives %d values", ErrInvalid, b.tgt.ref, len(b.fields), len(c.exprs))
+				return fmt.Errorf("%w: table %s has %d columns but the INSERT gives %d values", ErrInvalid, b.tgt.Ref, len(b.fields), len(c.exprs))
 			}
 			copy(v, c.exprs)
 		default:
 			for j, col := range c.cols {
 				f := b.field(col)
 				if f < 0 {
-					return fmt.Errorf("%w: table %s has no column %q", ErrInvalid, b.tgt.ref, col)
+					return fmt.Errorf("%w: table %s has no column %q", ErrInvalid, b.tgt.Ref, col)
 				}
 				if v[f] >= 0 {
 					return fmt.Errorf("%w: column %q is named twice", ErrInvalid, col)
@@ -633,7 +633,7 @@ func (b *mergeBuilder) rewriteSQL() (out, match string, err error) {
 	act := "CASE WHEN " + b.salias + ".__icefloe_m THEN " + b.action(whenMatched) + " ELSE " + b.action(whenNotMatchedBySource) + " END"
 	inner := []string{b.talias + ".*"}
 	var lineage string
-	if hasLineage(&input{pinned: b.tgt.pinned}) {
+	if hasLineage(&input{pinned: b.tgt.Pinned}) {
 		for _, c := range lineageColumns {
 			inner = append(inner, b.talias+"."+engine.Quote(c))
 		}

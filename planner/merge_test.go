@@ -7,7 +7,7 @@ import (
 )
 
 func TestMergeParts(t *testing.T) {
-	ps, err := updateTokens(`MERGE INTO db.t AS x USING (SELECT a, b FROM s WHERE c ON d) AS y ON x.a = y.a AND CASE WHEN y.b THEN true END
+	ps, err := ParseUpdate(`MERGE INTO db.t AS x USING (SELECT a, b FROM s WHERE c ON d) AS y ON x.a = y.a AND CASE WHEN y.b THEN true END
 		WHEN MATCHED AND y.b > (1) THEN UPDATE SET b = CASE WHEN y.b THEN 1 ELSE 2 END, c = 3
 		WHEN NOT MATCHED BY SOURCE THEN DELETE
 		WHEN NOT MATCHED AND y.a IS NOT NULL THEN INSERT (a, b) VALUES (y.a, (y.b, 1))
@@ -56,7 +56,7 @@ func TestMergeParts(t *testing.T) {
 		{`MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN INSERT (a, b) VALUES (1)`, ErrInvalid, "2 columns"},
 		{`MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN DELETE RETURNING *`, ErrSyntax, "unexpected"},
 	} {
-		ps, err := updateTokens(bad.q)
+		ps, err := ParseUpdate(bad.q)
 		if err == nil {
 			_, err = ps.mergeParts()
 		}

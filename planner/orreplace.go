@@ -38,29 +38,29 @@ import (
 //     finds no table.
 
 // createOrReplace runs CREATE OR REPLACE TABLE.
-func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
+func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *Parser) (int64, error) {
 	// The statement as CREATE TABLE: the same tokens without OR REPLACE.
-	plain := &ddlParser{src: ps.src, toks: append([]sqltok.Token{ps.toks[0]}, ps.toks[3:]...)}
-	plain.i = 2
-	if plain.at("IF", "NOT", "EXISTS") {
+	plain := &Parser{src: ps.src, toks: append([]sqltok.Token{ps.toks[0]}, ps.toks[3:]...)}
+	plain.Pos = 2
+	if plain.At("IF", "NOT", "EXISTS") {
 		return 0, ddlSyntaxf("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together")
 	}
-	parts, err := plain.name(3)
+	parts, err := plain.Name(3)
 	if err != nil {
 		return 0, err
 	}
-	nameEnd := plain.i
-	tgt, err := p.loadTarget(ctx, sess, parts, authz.Drop, authz.Create)
+	nameEnd := plain.Pos
+	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Drop, authz.Create)
 	if errors.Is(err, ErrNotFound) {
 		return p.createTable(ctx, sess, plain)
 	}
 	if err != nil {
 		return 0, err
 	}
-	if tgt.branch != "" {
-		return 0, fmt.Errorf("%w: CREATE OR REPLACE TABLE while writing to branch %s", ErrUnsupported, tgt.branch)
+	if tgt.Branch != "" {
+		return 0, fmt.Errorf("%w: CREATE OR REPLACE TABLE while writing to branch %s", ErrUnsupported, tgt.Branch)
 	}
-	ref := tgt.ref
+	ref := tgt.Ref
 	staging := ref
 	staging.Table = catalog.StagingName(ref.Table)
 	// CREATE TABLE "catalog"."schema"."staging" and the rest as written.
@@ -71,7 +71,7 @@ func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *ddlPars
 		}
 		toks = append(toks, sqltok.Token{Kind: sqltok.QuotedIdent, Value: part})
 	}
-	made := &ddlParser{src: ps.src, toks: append(toks, plain.toks[nameEnd:]...)}
+	made := &Parser{src: ps.src, toks: append(toks, plain.toks[nameEnd:]...)}
 	n, err := p.createTable(ctx, sess, made)
 	if err != nil {
 		return 0, err
@@ -81,7 +81,7 @@ func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *ddlPars
 	if err != nil {
 		return 0, err
 	}
-	if !sameDefinition(tgt.pinned.Table, st.pinned.Table) {
+	if !sameDefinition(tgt.Pinned.Table, st.Pinned.Table) {
 		if err := swapStaged(ctx, cat, ref, staging, "create or replace table"); err != nil {
 			return 0, err
 		}
@@ -101,11 +101,11 @@ func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *ddlPars
 }
 
 // createTable runs a CREATE TABLE statement (with a column list or AS).
-func (p *Planner) createTable(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
+func (p *Planner) createTable(ctx context.Context, sess Session, ps *Parser) (int64, error) {
 	if n, ok, err := p.ctas(ctx, sess, ps); ok {
 		return n, err
 	}
-	if dryRunOf(ctx) != nil {
+	if DryRunOf(ctx) != nil {
 		return 0, fmt.Errorf("%w: EXPLAIN of CREATE TABLE without AS (EXPLAIN shows INSERT, UPDATE, DELETE and CREATE TABLE … AS)", ErrUnsupported)
 	}
 	return 0, p.ddlCreateTable(ctx, sess, ps)
@@ -122,18 +122,18 @@ func sameDefinition(old, made *table.Table) bool {
 // replaceWithStaged commits, on tgt, the live files of the staging table
 // st in place of every live file of tgt, and st's properties, in one
 // snapshot (commitReplace's rules for concurrent commits).
-func (p *Planner) replaceWithStaged(ctx context.Context, tgt, st *writeTarget) error {
-	fsys, err := st.pinned.Table.FS(ctx)
+func (p *Planner) replaceWithStaged(ctx context.Context, tgt, st *WriteTarget) error {
+	fsys, err := st.Pinned.Table.FS(ctx)
 	if err != nil {
 		return err
 	}
-	files, _, err := liveFiles(st.pinned.Table.Metadata(), fsys)
+	files, _, err := liveFiles(st.Pinned.Table.Metadata(), fsys)
 	if err != nil {
 		return err
 	}
 	props := iceberg.Properties{}
-	for k, v := range st.pinned.Table.Properties() {
-		if tgt.pinned.Table.Properties()[k] != v {
+	for k, v := range st.Pinned.Table.Properties() {
+		if tgt.Pinned.Table.Properties()[k] != v {
 			props[k] = v
 		}
 	}

@@ -539,10 +539,10 @@ func (p *Planner) Parameters(ctx context.Context, s Session, query string) (*arr
 
 // insertParamTypes prepares an INSERT … VALUES against a stand-in of its
 // target table and returns DuckDB's parameter types.
-func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *ddlParser) ([]engine.ParamType, error) {
+func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *Parser) ([]engine.ParamType, error) {
 	toks := ps.toks
-	ps.i = 2
-	parts, err := ps.name(3)
+	ps.Pos = 2
+	parts, err := ps.Name(3)
 	if err != nil {
 		return nil, err
 	}
@@ -552,24 +552,24 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *ddlPar
 		if err != nil {
 			return nil, err
 		}
-		names, err := (&ddlParser{src: ps.src, toks: ps.toks[open+1 : closing]}).columnNames()
+		names, err := (&Parser{src: ps.src, toks: ps.toks[open+1 : closing]}).columnNames()
 		if err != nil {
 			return nil, nil // INSERT INTO t (SELECT …): no parameters described
 		}
 		columns = "(" + quotedNames(names) + ")"
 	}
-	if !ps.at("VALUES") {
+	if !ps.At("VALUES") {
 		return nil, nil // INSERT … SELECT: no parameters described
 	}
-	values := ps.text(ps.i, len(toks)-1)
+	values := ps.text(ps.Pos, len(toks)-1)
 	// The target as INSERT loads it, so t.branch_b is described too; its
 	// column types are no one's business without INSERT.
-	tgt, err := p.loadTarget(ctx, sess, parts, authz.Insert)
+	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return nil, err
 	}
-	ref := tgt.ref
-	schema := tgt.pinned.Table.Schema()
+	ref := tgt.Ref
+	schema := tgt.Pinned.Table.Schema()
 	defs := make([]string, len(schema.Fields()))
 	for i, f := range schema.Fields() {
 		typ, err := DuckTypeOf(f.Type)
@@ -597,23 +597,23 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *ddlPar
 // UPDATE or DELETE, prepared against a stand-in of its target table (the
 // statements icefloe runs for an UPDATE or DELETE, as they are printed).
 func (p *Planner) dmlParamTypes(ctx context.Context, sess Session, query string) ([]engine.ParamType, error) {
-	ps, err := updateTokens(query)
+	ps, err := ParseUpdate(query)
 	if err != nil {
 		return nil, err
 	}
 	var parts []string
 	var u updateText
 	var pred string
-	update := ps.at("UPDATE")
+	update := ps.At("UPDATE")
 	switch {
-	case ps.at("INSERT", "INTO"):
+	case ps.At("INSERT", "INTO"):
 		return p.insertParamTypes(ctx, sess, ps)
-	case ps.at("UPDATE"):
+	case ps.At("UPDATE"):
 		if u, err = ps.updateParts(); err != nil {
 			return nil, err
 		}
 		parts = u.parts
-	case ps.at("DELETE"):
+	case ps.At("DELETE"):
 		if parts, pred, err = ps.deleteParts(); err != nil {
 			return nil, err
 		}
@@ -630,11 +630,11 @@ func (p *Planner) dmlParamTypes(ctx context.Context, sess Session, query string)
 		return nil, err
 	}
 	defer conn.Close()
-	standIn, err := createStandIn(ctx, conn, tgt.ref, tgt.pinned.Table.Schema(), false)
+	standIn, err := createStandIn(ctx, conn, tgt.Ref, tgt.Pinned.Table.Schema(), false)
 	if err != nil {
 		return nil, err
 	}
-	if hasLineage(&input{pinned: tgt.pinned}) {
+	if hasLineage(&input{pinned: tgt.Pinned}) {
 		for _, c := range []string{iceberg.RowIDColumnName, iceberg.LastUpdatedSequenceNumberColumnName} {
 			if err := conn.Exec(ctx, "ALTER TABLE "+standIn+" ADD COLUMN "+engine.Quote(c)+" BIGINT"); err != nil {
 				return nil, err

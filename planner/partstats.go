@@ -30,14 +30,14 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			snap := tgt.pinned.Table.CurrentSnapshot()
+			snap := tgt.Pinned.Table.CurrentSnapshot()
 			if id, ok := c.int("snapshot_id"); ok {
-				if snap = tgt.pinned.Table.SnapshotByID(id); snap == nil {
-					return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.ref)
+				if snap = tgt.Pinned.Table.SnapshotByID(id); snap == nil {
+					return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.Ref)
 				}
 			}
-			if !partitioned(tgt.pinned.Table) {
-				return nil, fmt.Errorf("%w: %s is not partitioned", ErrInvalid, tgt.ref)
+			if !partitioned(tgt.Pinned.Table) {
+				return nil, fmt.Errorf("%w: %s is not partitioned", ErrInvalid, tgt.Ref)
 			}
 			if snap == nil {
 				return nil, nil
@@ -53,8 +53,8 @@ func init() {
 
 // writePartitionStats computes and writes snap's partition statistics and
 // registers them in the table's metadata.
-func (p *Planner) writePartitionStats(ctx context.Context, tgt *writeTarget, snap *table.Snapshot) (table.PartitionStatisticsFile, error) {
-	tbl := tgt.pinned.Table
+func (p *Planner) writePartitionStats(ctx context.Context, tgt *WriteTarget, snap *table.Snapshot) (table.PartitionStatisticsFile, error) {
+	tbl := tgt.Pinned.Table
 	rows, err := partstats.Compute(ctx, tbl, snap)
 	if err != nil {
 		return table.PartitionStatisticsFile{}, err
@@ -77,11 +77,11 @@ func (p *Planner) writePartitionStats(ctx context.Context, tgt *writeTarget, sna
 // afterCommit writes the partition statistics of the snapshot a commit
 // made, when the table asks for them. A failure is logged, not returned:
 // the statement's commit has landed.
-func (p *Planner) afterCommit(ctx context.Context, tgt *writeTarget, before table.Metadata, committed *table.Table) {
+func (p *Planner) afterCommit(ctx context.Context, tgt *WriteTarget, before table.Metadata, committed *table.Table) {
 	if committed == nil || committed.Properties().Get(PartitionStatsKey, "false") != "true" || !partitioned(committed) {
 		return
 	}
-	branch := tgt.branch
+	branch := tgt.Branch
 	if branch == "" {
 		branch = table.MainBranch
 	}
@@ -89,12 +89,12 @@ func (p *Planner) afterCommit(ctx context.Context, tgt *writeTarget, before tabl
 	if snap == nil || before.SnapshotByID(snap.SnapshotID) != nil {
 		return // no new snapshot
 	}
-	fresh, err := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+	fresh, err := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
 	if err == nil {
-		_, err = p.writePartitionStats(ctx, &writeTarget{ref: tgt.ref, mount: tgt.mount, pinned: fresh}, snap)
+		_, err = p.writePartitionStats(ctx, &WriteTarget{Ref: tgt.Ref, mount: tgt.mount, Pinned: fresh}, snap)
 	}
 	if err != nil {
-		tracing.Logger(ctx, p.log).Warn("planner: write partition statistics", zap.String("table", tgt.ref.String()), zap.Int64("snapshot", snap.SnapshotID), zap.Error(err))
+		tracing.Logger(ctx, p.log).Warn("planner: write partition statistics", zap.String("table", tgt.Ref.String()), zap.Int64("snapshot", snap.SnapshotID), zap.Error(err))
 	}
 }
 

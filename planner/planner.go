@@ -46,6 +46,10 @@ func New(o Options) (*Planner, error) {
 	return &Planner{opts: o, log: log}, nil
 }
 
+// Options returns the options p runs with, defaults filled in: what the
+// statement package executes with.
+func (p *Planner) Options() Options { return p.opts }
+
 // Validate reports every problem with o at once.
 func (o Options) Validate() error {
 	var errs []error

@@ -89,8 +89,8 @@ func runRewritePositionDeletes(ctx context.Context, p *Planner, c *procCall) ([]
 // partition that has at least minFiles of them (every such partition
 // when all) and commits the result once; a concurrent commit makes it
 // fail (ErrConflict) with nothing committed and its files deleted.
-func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *writeTarget, minFiles int, all bool) (posDeleteCounts, error) {
-	tbl := tgt.pinned.Table
+func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, minFiles int, all bool) (posDeleteCounts, error) {
+	tbl := tgt.Pinned.Table
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
 		return posDeleteCounts{}, nil
@@ -101,14 +101,14 @@ func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *writeTarget, 
 	}
 	groups, err := positionDeleteGroups(fsys, snap)
 	if err != nil {
-		return posDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.ref, err)
+		return posDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 	}
 	groups = slices.DeleteFunc(groups, func(g *posDeleteGroup) bool { return len(g.files) < minFiles && !all })
 	if len(groups) == 0 {
 		return posDeleteCounts{}, nil
 	}
 	if tbl.Metadata().Version() >= 3 {
-		return posDeleteCounts{}, fmt.Errorf("%w: %s is a format-version 3 table, which takes deletion vectors, not position delete files: CALL system.rewrite_data_files folds its position delete files into the data", ErrUnsupported, tgt.ref)
+		return posDeleteCounts{}, fmt.Errorf("%w: %s is a format-version 3 table, which takes deletion vectors, not position delete files: CALL system.rewrite_data_files folds its position delete files into the data", ErrUnsupported, tgt.Ref)
 	}
 	live, err := liveDataPaths(ctx, tbl)
 	if err != nil {
@@ -121,7 +121,7 @@ func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *writeTarget, 
 		df, err := p.mergePositionDeletes(ctx, tbl, fsys, g, live)
 		if err != nil {
 			p.removeOnly(tgt, written)
-			return posDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.ref, err)
+			return posDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 		}
 		counts.rewritten += int64(len(g.files))
 		counts.rewrittenBytes += g.bytes

@@ -162,10 +162,10 @@ func parseCall(s Session, query string) (*procCall, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ps.accept("CALL") {
+	if !ps.Accept("CALL") {
 		return nil, ps.unexpected()
 	}
-	parts, err := ps.name(3)
+	parts, err := ps.Name(3)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func parseCall(s Session, query string) (*procCall, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ps.end(); err != nil {
+	if err := ps.End(); err != nil {
 		return nil, err
 	}
 	bound, err := bindArgs(pr, args)
@@ -196,12 +196,12 @@ func parseCall(s Session, query string) (*procCall, error) {
 
 // statementParser tokenizes one statement, without its trailing
 // semicolons.
-func statementParser(query string) (*ddlParser, error) {
+func statementParser(query string) (*Parser, error) {
 	toks, err := ddlTokens(query)
 	if err != nil {
 		return nil, err
 	}
-	return &ddlParser{src: query, toks: toks}, nil
+	return &Parser{src: query, toks: toks}, nil
 }
 
 func procedureNames() []string {
@@ -231,7 +231,7 @@ type callValue struct {
 }
 
 // callArgs reads "( [name =>] value, … )".
-func (p *ddlParser) callArgs() ([]callArg, error) {
+func (p *Parser) callArgs() ([]callArg, error) {
 	if !p.acceptPunct("(") {
 		return nil, p.unexpected()
 	}
@@ -242,12 +242,12 @@ func (p *ddlParser) callArgs() ([]callArg, error) {
 	for {
 		var a callArg
 		switch {
-		case p.i+1 < len(p.toks) && p.toks[p.i].IsIdent() && p.toks[p.i+1].IsOp("=>"):
-			a.name = strings.ToLower(p.toks[p.i].Value)
-			p.i += 2
-		case p.i+2 < len(p.toks) && p.toks[p.i].IsIdent() && p.toks[p.i+1].IsOp("=") && p.toks[p.i+2].IsOp(">"):
-			a.name = strings.ToLower(p.toks[p.i].Value)
-			p.i += 3
+		case p.Pos+1 < len(p.toks) && p.toks[p.Pos].IsIdent() && p.toks[p.Pos+1].IsOp("=>"):
+			a.name = strings.ToLower(p.toks[p.Pos].Value)
+			p.Pos += 2
+		case p.Pos+2 < len(p.toks) && p.toks[p.Pos].IsIdent() && p.toks[p.Pos+1].IsOp("=") && p.toks[p.Pos+2].IsOp(">"):
+			a.name = strings.ToLower(p.toks[p.Pos].Value)
+			p.Pos += 3
 		}
 		v, err := p.callValue()
 		if err != nil {
@@ -266,26 +266,26 @@ func (p *ddlParser) callArgs() ([]callArg, error) {
 
 // callValue reads one literal: 'string', a number (optionally negative),
 // TRUE, FALSE, NULL, TIMESTAMP 'text', map(k, v, …) or array(v, …).
-func (p *ddlParser) callValue() (callValue, error) {
-	if p.i >= len(p.toks) {
+func (p *Parser) callValue() (callValue, error) {
+	if p.Pos >= len(p.toks) {
 		return callValue{}, p.unexpected()
 	}
-	t := p.toks[p.i]
+	t := p.toks[p.Pos]
 	switch {
 	case t.Kind == sqltok.String, t.Kind == sqltok.Number:
-		p.i++
+		p.Pos++
 		return callValue{kind: t.Kind, text: t.Value}, nil
-	case t.IsOp("-") && p.i+1 < len(p.toks) && p.toks[p.i+1].Kind == sqltok.Number:
-		p.i += 2
-		return callValue{kind: sqltok.Number, text: "-" + p.toks[p.i-1].Value}, nil
+	case t.IsOp("-") && p.Pos+1 < len(p.toks) && p.toks[p.Pos+1].Kind == sqltok.Number:
+		p.Pos += 2
+		return callValue{kind: sqltok.Number, text: "-" + p.toks[p.Pos-1].Value}, nil
 	case t.Is("TRUE"), t.Is("FALSE"), t.Is("NULL"):
-		p.i++
+		p.Pos++
 		return callValue{kind: sqltok.Word, text: strings.ToUpper(t.Value)}, nil
-	case (t.Is("TIMESTAMP") || t.Is("TIMESTAMPTZ") || t.Is("DATE")) && p.i+1 < len(p.toks) && p.toks[p.i+1].Kind == sqltok.String:
-		p.i += 2
-		return callValue{kind: sqltok.String, text: p.toks[p.i-1].Value, typed: "TIMESTAMP"}, nil
-	case (t.Is("map") || t.Is("array")) && p.i+1 < len(p.toks) && p.toks[p.i+1].IsOp("("):
-		p.i += 2
+	case (t.Is("TIMESTAMP") || t.Is("TIMESTAMPTZ") || t.Is("DATE")) && p.Pos+1 < len(p.toks) && p.toks[p.Pos+1].Kind == sqltok.String:
+		p.Pos += 2
+		return callValue{kind: sqltok.String, text: p.toks[p.Pos-1].Value, typed: "TIMESTAMP"}, nil
+	case (t.Is("map") || t.Is("array")) && p.Pos+1 < len(p.toks) && p.toks[p.Pos+1].IsOp("("):
+		p.Pos += 2
 		v := callValue{ctor: strings.ToLower(t.Value)}
 		if p.acceptPunct(")") {
 			return v, nil
@@ -464,7 +464,7 @@ func (c *procCall) options() map[string]string {
 
 // target loads the table the "table" argument names ('t', 'schema.t' or
 // 'catalog.schema.t', resolved like a statement's table name).
-func (c *procCall) target(ctx context.Context, p *Planner) (*writeTarget, error) {
+func (c *procCall) target(ctx context.Context, p *Planner) (*WriteTarget, error) {
 	ref, err := procTableRef(c.sess, c.str("table", ""))
 	if err != nil {
 		return nil, err
@@ -478,12 +478,12 @@ func procTableRef(s Session, name string) (catalog.TableRef, error) {
 	if err != nil {
 		return catalog.TableRef{}, err
 	}
-	parts, err := ps.name(3)
+	parts, err := ps.Name(3)
 	if err == nil {
-		err = ps.end()
+		err = ps.End()
 	}
 	if err != nil {
 		return catalog.TableRef{}, fmt.Errorf("%w: table argument %q: want table, schema.table or catalog.schema.table", ErrInvalid, name)
 	}
-	return ddlTableName(s, parts)
+	return TableName(s, parts)
 }

@@ -115,16 +115,16 @@ func (p *Planner) Bind(ctx context.Context, s Session, query string, args ...any
 // Plan plans a query over the live workers. args bind the query's
 // parameters, one per placeholder (see params.go).
 func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any) (plan *Plan, err error) {
-	workers := p.opts.Workers.Live()
-	if len(workers) == 0 {
-		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
+	workers, err := p.LiveWorkers()
+	if err != nil {
+		return nil, err
 	}
 	if inner, ok := explainTarget(query); ok {
 		if q, ok := analyzeTarget(inner); ok {
 			return p.explainAnalyze(ctx, s, q, workers)
 		}
 		if explainsWrite(inner) {
-			return p.explainWrite(ctx, s, inner, workers)
+			return nil, fmt.Errorf("%w: EXPLAIN of a write here; statement.Executor runs it as a dry run", ErrUnsupported)
 		}
 		return p.explain(ctx, s, inner, workers)
 	}
@@ -188,6 +188,16 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 	}
 	pb.explain = append(pb.explain, explainLines(res, pb.scans)...)
 	return pb.finish()
+}
+
+// LiveWorkers returns the workers a plan may use now, or ErrNoWorkers
+// when none is serving.
+func (p *Planner) LiveWorkers() ([]Worker, error) {
+	workers := p.opts.Workers.Live()
+	if len(workers) == 0 {
+		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
+	}
+	return workers, nil
 }
 
 // planBuilder collects one plan's tickets.

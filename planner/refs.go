@@ -64,16 +64,16 @@ type metaChange = commit.Meta
 // commitMeta commits change to tgt's table through commit.Run,
 // recomputing it from the refreshed table when a concurrent commit broke
 // a requirement. tgt.pinned is the table committed against last.
-func (p *Planner) commitMeta(ctx context.Context, tgt *writeTarget, change metaChange) error {
+func (p *Planner) commitMeta(ctx context.Context, tgt *WriteTarget, change metaChange) error {
 	r := p.commitRequest(tgt)
 	r.Catalog = tgt.mount.Catalog
 	r.Meta = change
 	r.Reload = func(ctx context.Context) (*table.Table, error) {
-		fresh, err := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+		fresh, err := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
 		if err != nil {
 			return nil, err
 		}
-		tgt.pinned = fresh
+		tgt.Pinned = fresh
 		return fresh.Table, nil
 	}
 	return commit.Run(ctx, r)
@@ -133,18 +133,18 @@ func runRollback(ctx context.Context, p *Planner, c *procCall) ([][]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	prev, _ := refHead(tgt.pinned.Table, table.MainBranch)
+	prev, _ := refHead(tgt.Pinned.Table, table.MainBranch)
 	id, hasID := c.int("snapshot_id")
 	if !hasID {
 		ts, _ := c.time("timestamp")
-		snap, err := lastBefore(tgt.pinned.Table, ts)
+		snap, err := lastBefore(tgt.Pinned.Table, ts)
 		if err != nil {
 			return nil, err
 		}
 		id = snap
 	}
-	if tgt.pinned.Table.SnapshotByID(id) == nil {
-		return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.ref)
+	if tgt.Pinned.Table.SnapshotByID(id) == nil {
+		return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.Ref)
 	}
 	err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) })
 	if err != nil {
@@ -204,7 +204,7 @@ func runSetCurrentSnapshot(ctx context.Context, p *Planner, c *procCall) ([][]an
 		}
 		id = target
 		if tbl.SnapshotByID(target) == nil {
-			return nil, nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, target, tgt.ref)
+			return nil, nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, target, tgt.Ref)
 		}
 		main, _ := findRef(tbl, table.MainBranch)
 		main.SnapshotRefType = table.BranchRef
@@ -273,10 +273,10 @@ func runCherrypick(ctx context.Context, p *Planner, c *procCall) ([][]any, error
 		return nil, err
 	}
 	id, _ := c.int("snapshot_id")
-	tbl := tgt.pinned.Table
+	tbl := tgt.Pinned.Table
 	src := tbl.SnapshotByID(id)
 	if src == nil {
-		return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.ref)
+		return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.Ref)
 	}
 	cur := tbl.CurrentSnapshot()
 	if cur != nil && isAncestor(tbl, cur.SnapshotID, id) {
@@ -332,7 +332,7 @@ func runCherrypick(ctx context.Context, p *Planner, c *procCall) ([][]any, error
 	}); err != nil {
 		return nil, err
 	}
-	after, err := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+	after, err := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +369,7 @@ func addedDataFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) ([
 // branchTarget resolves a write target named the Spark way, t.branch_b:
 // the table t, committing to its branch b, which must exist. notFound is
 // the error of the name as a table, returned when it is not that either.
-func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string, notFound error, privs ...authz.Privilege) (*writeTarget, error) {
+func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string, notFound error, privs ...authz.Privilege) (*WriteTarget, error) {
 	if _, name, ok := sparkRefName(parts, true); ok && !strings.HasPrefix(strings.ToLower(parts[len(parts)-1]), "branch_") {
 		return nil, fmt.Errorf("%w: %s names tag %q; tags are read-only, write to a branch", ErrInvalid, strings.Join(parts, "."), name)
 	}
@@ -377,7 +377,7 @@ func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string
 	if !ok {
 		return nil, notFound
 	}
-	ref, err := ddlTableName(sess, tableParts)
+	ref, err := TableName(sess, tableParts)
 	if err != nil {
 		return nil, notFound
 	}
@@ -389,10 +389,10 @@ func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string
 	if err != nil {
 		return nil, notFound
 	}
-	if r, ok := findRef(tgt.pinned.Table, name); !ok || r.SnapshotRefType != table.BranchRef {
+	if r, ok := findRef(tgt.Pinned.Table, name); !ok || r.SnapshotRefType != table.BranchRef {
 		return nil, fmt.Errorf("%w: %s has no branch %q (ALTER TABLE %s CREATE BRANCH %s)", ErrNotFound, ref, name, ref, name)
 	}
-	tgt.branch = name
+	tgt.Branch = name
 	return tgt, nil
 }
 
@@ -400,9 +400,9 @@ func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string
 
 // refStatement reports whether the ALTER TABLE action at ps is one of the
 // branch and tag statements.
-func refStatement(ps *ddlParser) bool {
+func refStatement(ps *Parser) bool {
 	for _, kind := range []string{"BRANCH", "TAG"} {
-		if ps.at("CREATE", kind) || ps.at("CREATE", "OR", "REPLACE", kind) || ps.at("REPLACE", kind) || ps.at("DROP", kind) {
+		if ps.At("CREATE", kind) || ps.At("CREATE", "OR", "REPLACE", kind) || ps.At("REPLACE", kind) || ps.At("DROP", kind) {
 			return true
 		}
 	}
@@ -423,7 +423,7 @@ type refDDL struct {
 
 // alterRefs runs ALTER TABLE t CREATE [OR REPLACE] | REPLACE | DROP
 // BRANCH|TAG (Spark's grammar, docs/sql.md).
-func (p *Planner) alterRefs(ctx context.Context, tgt *writeTarget, ps *ddlParser) error {
+func (p *Planner) alterRefs(ctx context.Context, tgt *WriteTarget, ps *Parser) error {
 	d, err := ps.refDDL()
 	if err != nil {
 		return err
@@ -433,28 +433,28 @@ func (p *Planner) alterRefs(ctx context.Context, tgt *writeTarget, ps *ddlParser
 	})
 }
 
-func (p *ddlParser) refDDL() (*refDDL, error) {
+func (p *Parser) refDDL() (*refDDL, error) {
 	d := &refDDL{}
 	switch {
-	case p.accept("CREATE", "OR", "REPLACE"):
+	case p.Accept("CREATE", "OR", "REPLACE"):
 		d.create, d.replace = true, true
-	case p.accept("CREATE"):
+	case p.Accept("CREATE"):
 		d.create = true
-	case p.accept("REPLACE"):
+	case p.Accept("REPLACE"):
 		d.replace = true
-	case p.accept("DROP"):
+	case p.Accept("DROP"):
 		d.drop = true
 	}
 	d.kind = table.TagRef
-	if p.accept("BRANCH") {
+	if p.Accept("BRANCH") {
 		d.kind = table.BranchRef
-	} else if !p.accept("TAG") {
+	} else if !p.Accept("TAG") {
 		return nil, p.unexpected()
 	}
 	switch {
-	case d.drop && p.accept("IF", "EXISTS"):
+	case d.drop && p.Accept("IF", "EXISTS"):
 		d.ifExists = true
-	case d.create && !d.replace && p.accept("IF", "NOT", "EXISTS"):
+	case d.create && !d.replace && p.Accept("IF", "NOT", "EXISTS"):
 		d.ifNotExists = true
 	}
 	name, err := p.ident()
@@ -463,34 +463,34 @@ func (p *ddlParser) refDDL() (*refDDL, error) {
 	}
 	d.name = name
 	if d.drop {
-		return d, p.end()
+		return d, p.End()
 	}
-	if p.accept("AS", "OF", "VERSION") {
-		if p.i >= len(p.toks) || p.toks[p.i].Kind != sqltok.Number {
+	if p.Accept("AS", "OF", "VERSION") {
+		if p.Pos >= len(p.toks) || p.toks[p.Pos].Kind != sqltok.Number {
 			return nil, p.unexpected()
 		}
-		v, err := strconv.ParseInt(p.toks[p.i].Value, 10, 64)
+		v, err := strconv.ParseInt(p.toks[p.Pos].Value, 10, 64)
 		if err != nil {
 			return nil, p.unexpected()
 		}
-		p.i++
+		p.Pos++
 		d.version = &v
 	}
-	if p.accept("RETAIN") {
+	if p.Accept("RETAIN") {
 		if d.retain, err = p.durationMs(); err != nil {
 			return nil, err
 		}
 	}
-	if p.accept("WITH", "SNAPSHOT", "RETENTION") {
+	if p.Accept("WITH", "SNAPSHOT", "RETENTION") {
 		if d.kind != table.BranchRef {
 			return nil, fmt.Errorf("%w: tags keep one snapshot; WITH SNAPSHOT RETENTION is for branches", ErrInvalid)
 		}
-		if p.i+1 < len(p.toks) && p.toks[p.i].Kind == sqltok.Number && p.toks[p.i+1].Is("SNAPSHOTS") {
-			n, _ := strconv.Atoi(p.toks[p.i].Value)
+		if p.Pos+1 < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Number && p.toks[p.Pos+1].Is("SNAPSHOTS") {
+			n, _ := strconv.Atoi(p.toks[p.Pos].Value)
 			d.minSnapshots = n
-			p.i += 2
+			p.Pos += 2
 		}
-		if p.i < len(p.toks) {
+		if p.Pos < len(p.toks) {
 			if d.maxSnapshotAge, err = p.durationMs(); err != nil {
 				return nil, err
 			}
@@ -499,25 +499,25 @@ func (p *ddlParser) refDDL() (*refDDL, error) {
 			return nil, p.unexpected()
 		}
 	}
-	return d, p.end()
+	return d, p.End()
 }
 
 // durationMs reads "N DAYS|HOURS|MINUTES" as milliseconds.
-func (p *ddlParser) durationMs() (int64, error) {
-	if p.i+1 >= len(p.toks) || p.toks[p.i].Kind != sqltok.Number {
+func (p *Parser) durationMs() (int64, error) {
+	if p.Pos+1 >= len(p.toks) || p.toks[p.Pos].Kind != sqltok.Number {
 		return 0, p.unexpected()
 	}
-	n, err := strconv.ParseInt(p.toks[p.i].Value, 10, 64)
+	n, err := strconv.ParseInt(p.toks[p.Pos].Value, 10, 64)
 	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%w: %s: want a positive whole number", ErrInvalid, p.toks[p.i].Value)
+		return 0, fmt.Errorf("%w: %s: want a positive whole number", ErrInvalid, p.toks[p.Pos].Value)
 	}
 	units := map[string]time.Duration{"DAYS": 24 * time.Hour, "DAY": 24 * time.Hour, "HOURS": time.Hour, "HOUR": time.Hour, "MINUTES": time.Minute, "MINUTE": time.Minute}
-	u, ok := units[strings.ToUpper(p.toks[p.i+1].Value)]
-	if !ok || p.toks[p.i+1].Kind != sqltok.Word {
-		p.i++
+	u, ok := units[strings.ToUpper(p.toks[p.Pos+1].Value)]
+	if !ok || p.toks[p.Pos+1].Kind != sqltok.Word {
+		p.Pos++
 		return 0, p.unexpected()
 	}
-	p.i += 2
+	p.Pos += 2
 	return n * u.Milliseconds(), nil
 }
 

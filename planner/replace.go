@@ -68,7 +68,7 @@ func (p *Planner) ingestReplace(ctx context.Context, cat icecat.Catalog, ref cat
 	if err != nil {
 		return 0, err
 	}
-	if sameShape(tgt.pinned.Table.Schema(), schema) {
+	if sameShape(tgt.Pinned.Table.Schema(), schema) {
 		res, err := p.ingestWrite(ctx, tgt, in.Rows)
 		if err != nil {
 			return 0, err
@@ -141,35 +141,35 @@ func sameType(a, b iceberg.Type) bool {
 // files again from a freshly loaded table. If every
 // attempt loses, or the table was dropped or replaced meanwhile, nothing is
 // committed and the new files are deleted; the old table is untouched.
-func (p *Planner) commitReplace(ctx context.Context, tgt *writeTarget, res *writeResults) (int64, error) {
+func (p *Planner) commitReplace(ctx context.Context, tgt *WriteTarget, res *writeResults) (int64, error) {
 	return p.commitReplaceWith(ctx, tgt, res, nil)
 }
 
 // commitReplaceWith is commitReplace that also sets props in the same
 // snapshot's commit.
-func (p *Planner) commitReplaceWith(ctx context.Context, tgt *writeTarget, res *writeResults, props iceberg.Properties) (int64, error) {
-	tableUUID := tgt.pinned.Table.Metadata().TableUUID()
-	v3 := tgt.pinned.Table.Metadata().Version() >= 3
+func (p *Planner) commitReplaceWith(ctx context.Context, tgt *WriteTarget, res *writeResults, props iceberg.Properties) (int64, error) {
+	tableUUID := tgt.Pinned.Table.Metadata().TableUUID()
+	v3 := tgt.Pinned.Table.Metadata().Version() >= 3
 	var err error
 	for attempt := range replaceAttempts {
 		if attempt > 0 {
 			if serr := commit.Backoff(ctx, attempt); serr != nil {
 				break
 			}
-			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
 			if lerr != nil {
-				err = fmt.Errorf("%w on %s: reload after a lost commit: %v", ErrConflict, tgt.ref, lerr)
+				err = fmt.Errorf("%w on %s: reload after a lost commit: %v", ErrConflict, tgt.Ref, lerr)
 				break
 			}
 			if fresh.Table.Metadata().TableUUID() != tableUUID {
-				err = fmt.Errorf("%w on %s: the table was dropped or replaced during the ingest", ErrConflict, tgt.ref)
+				err = fmt.Errorf("%w on %s: the table was dropped or replaced during the ingest", ErrConflict, tgt.Ref)
 				break
 			}
-			tgt.pinned = fresh
+			tgt.Pinned = fresh
 		}
-		fsys, ferr := tgt.pinned.Table.FS(ctx)
+		fsys, ferr := tgt.Pinned.Table.FS(ctx)
 		if ferr != nil {
-			err = fmt.Errorf("commit to %s: %w", tgt.ref, ferr)
+			err = fmt.Errorf("commit to %s: %w", tgt.Ref, ferr)
 			break
 		}
 		err = p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
@@ -259,7 +259,7 @@ func (p *Planner) replaceStaged(ctx context.Context, cat icecat.Catalog, ref cat
 		}
 		return nil
 	}
-	fill := func(tgt *writeTarget) (int64, error) {
+	fill := func(tgt *WriteTarget) (int64, error) {
 		res, err := p.ingestWrite(ctx, tgt, in.Rows)
 		if err != nil {
 			return 0, err

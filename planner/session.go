@@ -18,12 +18,12 @@ func (p *Planner) Use(ctx context.Context, s Session, query string) (Session, bo
 	if err != nil || len(toks) == 0 || !toks[0].Is("USE") {
 		return s, false, nil
 	}
-	ps := &ddlParser{src: query, toks: toks, i: 1}
-	parts, err := ps.name(2)
+	ps := &Parser{src: query, toks: toks, Pos: 1}
+	parts, err := ps.Name(2)
 	if err != nil {
 		return s, true, err
 	}
-	if err := ps.end(); err != nil {
+	if err := ps.End(); err != nil {
 		return s, true, err
 	}
 	quoted := quotedIdents(query)

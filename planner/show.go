@@ -35,31 +35,31 @@ func (p *Planner) showQuery(ctx context.Context, s Session, query string) (sql s
 	if err != nil || len(toks) == 0 {
 		return "", false, nil
 	}
-	ps := &ddlParser{src: query, toks: toks}
+	ps := &Parser{src: query, toks: toks}
 	quoted := quotedIdents(query)
 	switch {
-	case ps.accept("DESCRIBE"), ps.accept("DESC"):
-		if ps.atQuery() || ps.at("VALUES") {
+	case ps.Accept("DESCRIBE"), ps.Accept("DESC"):
+		if ps.atQuery() || ps.At("VALUES") {
 			sql, err = p.describeQuery(ctx, s, query[toks[1].Pos:])
 			return sql, true, err
 		}
 		sql, err = p.showColumns(ctx, s, ps, quoted, false)
-	case ps.accept("SHOW", "CATALOGS"):
+	case ps.Accept("SHOW", "CATALOGS"):
 		sql, err = p.showCatalogs(ctx, ps, "Catalog")
-	case ps.accept("SHOW", "DATABASES"):
+	case ps.Accept("SHOW", "DATABASES"):
 		sql, err = p.showCatalogs(ctx, ps, "database_name")
-	case ps.accept("SHOW", "SCHEMAS"):
+	case ps.Accept("SHOW", "SCHEMAS"):
 		sql, err = p.showSchemas(ctx, s, ps, quoted)
-	case ps.accept("SHOW", "TABLES"):
+	case ps.Accept("SHOW", "TABLES"):
 		sql, err = p.showTables(ctx, s, ps, quoted)
-	case ps.accept("SHOW", "COLUMNS"):
-		if !ps.accept("FROM") && !ps.accept("IN") {
+	case ps.Accept("SHOW", "COLUMNS"):
+		if !ps.Accept("FROM") && !ps.Accept("IN") {
 			return "", true, ps.unexpected()
 		}
 		sql, err = p.showColumns(ctx, s, ps, quoted, true)
-	case ps.accept("SHOW", "CREATE", "TABLE"):
+	case ps.Accept("SHOW", "CREATE", "TABLE"):
 		sql, err = p.showCreateTable(ctx, s, ps, quoted)
-	case ps.at("SHOW"):
+	case ps.At("SHOW"):
 		return "", true, fmt.Errorf("%w: %s; icefloe has SHOW CATALOGS, SCHEMAS, TABLES, COLUMNS and CREATE TABLE", ErrUnsupported, strings.TrimRight(ps.text(0, min(1, len(toks)-1)), ";"))
 	default:
 		return "", false, nil
@@ -69,16 +69,16 @@ func (p *Planner) showQuery(ctx context.Context, s Session, query string) (sql s
 
 // like reads an optional LIKE 'pattern' and the end of the statement, and
 // returns the filter on col ("" for none).
-func (ps *ddlParser) like(col string) (string, error) {
+func (ps *Parser) like(col string) (string, error) {
 	var where string
-	if ps.accept("LIKE") {
-		if ps.i >= len(ps.toks) || ps.toks[ps.i].Kind != sqltok.String {
+	if ps.Accept("LIKE") {
+		if ps.Pos >= len(ps.toks) || ps.toks[ps.Pos].Kind != sqltok.String {
 			return "", ps.unexpected()
 		}
-		where = " WHERE " + engine.Quote(col) + " LIKE " + engine.QuoteString(ps.toks[ps.i].Value)
-		ps.i++
+		where = " WHERE " + engine.Quote(col) + " LIKE " + engine.QuoteString(ps.toks[ps.Pos].Value)
+		ps.Pos++
 	}
-	return where, ps.end()
+	return where, ps.End()
 }
 
 // listing is a one-column, sorted answer.
@@ -90,7 +90,7 @@ func listing(col string, names []string, where string) string {
 	return "SELECT * FROM (" + valuesSQL([]infoColumn{{col, "VARCHAR"}}, rows) + ") AS listing" + where + " ORDER BY 1"
 }
 
-func (p *Planner) showCatalogs(ctx context.Context, ps *ddlParser, col string) (string, error) {
+func (p *Planner) showCatalogs(ctx context.Context, ps *Parser, col string) (string, error) {
 	where, err := ps.like(col)
 	if err != nil {
 		return "", err
@@ -98,9 +98,9 @@ func (p *Planner) showCatalogs(ctx context.Context, ps *ddlParser, col string) (
 	return listing(col, p.visibleCatalogs(ctx), where), nil
 }
 
-func (p *Planner) showSchemas(ctx context.Context, s Session, ps *ddlParser, quoted map[string]bool) (string, error) {
+func (p *Planner) showSchemas(ctx context.Context, s Session, ps *Parser, quoted map[string]bool) (string, error) {
 	cat := s.Catalog
-	if ps.accept("FROM") || ps.accept("IN") {
+	if ps.Accept("FROM") || ps.Accept("IN") {
 		c, err := ps.ident()
 		if err != nil {
 			return "", err
@@ -121,10 +121,10 @@ func (p *Planner) showSchemas(ctx context.Context, s Session, ps *ddlParser, quo
 	return listing("Schema", names, where), nil
 }
 
-func (p *Planner) showTables(ctx context.Context, s Session, ps *ddlParser, quoted map[string]bool) (string, error) {
+func (p *Planner) showTables(ctx context.Context, s Session, ps *Parser, quoted map[string]bool) (string, error) {
 	cat, sch := s.Catalog, s.Schema
-	if ps.accept("FROM") || ps.accept("IN") {
-		parts, err := ps.name(2)
+	if ps.Accept("FROM") || ps.Accept("IN") {
+		parts, err := ps.Name(2)
 		if err != nil {
 			return "", err
 		}
@@ -158,12 +158,12 @@ func (p *Planner) showTables(ctx context.Context, s Session, ps *ddlParser, quot
 }
 
 // tableArg reads a table name and resolves it.
-func (p *Planner) tableArg(ctx context.Context, s Session, ps *ddlParser, quoted map[string]bool) (catalog.TableRef, error) {
-	parts, err := ps.name(3)
+func (p *Planner) tableArg(ctx context.Context, s Session, ps *Parser, quoted map[string]bool) (catalog.TableRef, error) {
+	parts, err := ps.Name(3)
 	if err != nil {
 		return catalog.TableRef{}, err
 	}
-	ref, err := ddlTableName(s, parts)
+	ref, err := TableName(s, parts)
 	if err != nil {
 		return ref, err
 	}
@@ -181,7 +181,7 @@ func (p *Planner) loadResolved(ctx context.Context, ref catalog.TableRef) (*tabl
 
 // showColumns answers DESCRIBE t (DuckDB's columns) or SHOW COLUMNS FROM t
 // (Trino's).
-func (p *Planner) showColumns(ctx context.Context, s Session, ps *ddlParser, quoted map[string]bool, trino bool) (string, error) {
+func (p *Planner) showColumns(ctx context.Context, s Session, ps *Parser, quoted map[string]bool, trino bool) (string, error) {
 	ref, err := p.tableArg(ctx, s, ps, quoted)
 	if err != nil {
 		return "", err
@@ -190,7 +190,7 @@ func (p *Planner) showColumns(ctx context.Context, s Session, ps *ddlParser, quo
 	if trino {
 		where, err = ps.like("Column")
 	} else {
-		err = ps.end()
+		err = ps.End()
 	}
 	if err != nil {
 		return "", err
@@ -257,12 +257,12 @@ func (p *Planner) describeQuery(ctx context.Context, s Session, inner string) (s
 // showCreateTable answers the CREATE TABLE statement that makes the table
 // again as it is now: columns, partition spec, sort order and properties,
 // in icefloe's own DDL.
-func (p *Planner) showCreateTable(ctx context.Context, s Session, ps *ddlParser, quoted map[string]bool) (string, error) {
+func (p *Planner) showCreateTable(ctx context.Context, s Session, ps *Parser, quoted map[string]bool) (string, error) {
 	ref, err := p.tableArg(ctx, s, ps, quoted)
 	if err != nil {
 		return "", err
 	}
-	if err := ps.end(); err != nil {
+	if err := ps.End(); err != nil {
 		return "", err
 	}
 	tbl, err := p.loadResolved(ctx, ref)

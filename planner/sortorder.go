@@ -15,27 +15,27 @@ type ddlSortItem struct {
 }
 
 // sortItems reads "( col [ASC|DESC] [NULLS FIRST|LAST], … )".
-func (p *ddlParser) sortItems() ([]ddlSortItem, error) {
+func (p *Parser) sortItems() ([]ddlSortItem, error) {
 	if !p.acceptPunct("(") {
 		return nil, p.unexpected()
 	}
 	var items []ddlSortItem
 	for {
-		col, err := p.name(16)
+		col, err := p.Name(16)
 		if err != nil {
 			return nil, err
 		}
 		it := ddlSortItem{column: joinDots(col)}
 		switch {
-		case p.accept("DESC"):
+		case p.Accept("DESC"):
 			it.desc = true
-		case p.accept("ASC"):
+		case p.Accept("ASC"):
 		}
 		switch {
-		case p.accept("NULLS", "FIRST"):
+		case p.Accept("NULLS", "FIRST"):
 			v := true
 			it.nullsFirst = &v
-		case p.accept("NULLS", "LAST"):
+		case p.Accept("NULLS", "LAST"):
 			v := false
 			it.nullsFirst = &v
 		}

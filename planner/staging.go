@@ -21,7 +21,7 @@ import (
 // staging table, which the next start drops (catalog.Mounts.DropStaging).
 // cat is the mount's internal catalog: the caller authorized the
 // statement as a whole.
-func (p *Planner) staged(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, replace bool, create func(staging catalog.TableRef) error, fill func(tgt *writeTarget) (int64, error)) (int64, error) {
+func (p *Planner) staged(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, replace bool, create func(staging catalog.TableRef) error, fill func(tgt *WriteTarget) (int64, error)) (int64, error) {
 	staging := ref
 	staging.Table = catalog.StagingName(ref.Table)
 	drop := func(err error) (int64, error) {

@@ -326,7 +326,7 @@ func (p *Planner) pinRef(ctx context.Context, s Session, ref catalog.TableRef, r
 	if !ok {
 		return ref, at, nil, err
 	}
-	alt, aerr := ddlTableName(s, tableParts)
+	alt, aerr := TableName(s, tableParts)
 	if aerr != nil {
 		return ref, at, nil, err
 	}

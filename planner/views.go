@@ -28,7 +28,7 @@ const maxViewDepth = 16
 // viewsOf returns the view operations of ref's catalog, or
 // ErrUnsupported naming it.
 func (p *Planner) viewsOf(ref catalog.TableRef) (catalog.Views, error) {
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return nil, err
 	}
@@ -44,22 +44,22 @@ func (p *Planner) viewsOf(ref catalog.TableRef) (catalog.Views, error) {
 // its result columns are the view's schema. OR REPLACE drops the old view
 // and stores the new one (two catalog calls: iceberg-go v0.7.0 has no
 // view replace for the SQL catalog).
-func (p *Planner) ddlCreateView(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 1
-	replace := ps.accept("OR", "REPLACE")
-	if !ps.accept("VIEW") {
+func (p *Planner) ddlCreateView(ctx context.Context, sess Session, ps *Parser) error {
+	ps.Pos = 1
+	replace := ps.Accept("OR", "REPLACE")
+	if !ps.Accept("VIEW") {
 		return ps.unexpected()
 	}
-	ifNotExists := ps.accept("IF", "NOT", "EXISTS")
-	parts, err := ps.name(3)
+	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
+	parts, err := ps.Name(3)
 	if err != nil {
 		return err
 	}
-	if !ps.at("AS") || ps.i+1 >= len(ps.toks) {
+	if !ps.At("AS") || ps.Pos+1 >= len(ps.toks) {
 		return ddlSyntaxf("CREATE VIEW needs AS query")
 	}
-	query := strings.TrimSpace(ps.text(ps.i+1, len(ps.toks)-1))
-	ref, err := ddlTableName(sess, parts)
+	query := strings.TrimSpace(ps.text(ps.Pos+1, len(ps.toks)-1))
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return err
 	}
@@ -110,17 +110,17 @@ func (p *Planner) ddlCreateView(ctx context.Context, sess Session, ps *ddlParser
 }
 
 // ddlDropView runs DROP VIEW [IF EXISTS] name.
-func (p *Planner) ddlDropView(ctx context.Context, sess Session, ps *ddlParser) error {
-	ps.i = 2
-	ifExists := ps.accept("IF", "EXISTS")
-	parts, err := ps.name(3)
+func (p *Planner) ddlDropView(ctx context.Context, sess Session, ps *Parser) error {
+	ps.Pos = 2
+	ifExists := ps.Accept("IF", "EXISTS")
+	parts, err := ps.Name(3)
 	if err != nil {
 		return err
 	}
-	if ps.i < len(ps.toks) {
+	if ps.Pos < len(ps.toks) {
 		return ps.unexpected()
 	}
-	ref, err := ddlTableName(sess, parts)
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (p *Planner) ddlDropView(ctx context.Context, sess Session, ps *ddlParser) 
 }
 
 func (p *Planner) tableExists(ctx context.Context, ref catalog.TableRef) (bool, error) {
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return false, err
 	}

@@ -50,28 +50,33 @@ var (
 	errWorkerGone = errors.New("worker unavailable")
 )
 
-// writeTarget is the pinned table a statement writes.
-type writeTarget struct {
-	ref    catalog.TableRef
+// WriteTarget is the pinned table a statement writes.
+type WriteTarget struct {
+	Ref    catalog.TableRef
 	mount  *catalog.Mount
-	pinned *catalog.Pinned
+	Pinned *catalog.Pinned // the table as the statement loaded it
 	// made says the statement made the table itself (CTAS, an ingest
 	// that creates, a replace's staging table): it was authorized as a
 	// whole, so commits go through the mount's internal catalog rather
 	// than needing a write privilege on the new table.
 	made bool
-	// branch is the branch the statement commits to; "" is main.
-	branch string
+	// Branch is the branch the statement commits to; "" is main.
+	Branch string
 }
 
-func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*writeTarget, error) {
-	ref, err := ddlTableName(sess, parts)
+// LoadTarget pins the table parts names (unqualified parts take sess's
+// catalog and schema; a name is resolved as queries resolve it, a Spark
+// branch name as its branch) once the caller holds each of privs on it.
+// The branch is the session's write-audit-publish branch where the table
+// takes one.
+func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, privs ...authz.Privilege) (*WriteTarget, error) {
+	ref, err := TableName(sess, parts)
 	if err != nil {
 		return nil, err
 	}
 	tgt, err := p.loadTargetRef(ctx, ref, privs...)
 	if err == nil {
-		tgt.branch = sessionBranch(sess, tgt.pinned.Table)
+		tgt.Branch = sessionBranch(sess, tgt.Pinned.Table)
 		return tgt, nil
 	}
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrDenied) {
@@ -84,7 +89,7 @@ func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string, 
 		if err != nil {
 			return nil, err
 		}
-		tgt.branch = sessionBranch(sess, tgt.pinned.Table)
+		tgt.Branch = sessionBranch(sess, tgt.Pinned.Table)
 		return tgt, nil
 	}
 	if _, _, spark := sparkRefName(parts, true); spark {
@@ -102,11 +107,11 @@ func (p *Planner) loadTarget(ctx context.Context, sess Session, parts []string, 
 // loadTargetRef pins the target of a write once the caller holds each of
 // privs on it (checked before the table is loaded, so a denied caller
 // learns nothing about it).
-func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*writeTarget, error) {
+func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*WriteTarget, error) {
 	if err := p.authorize(ctx, authz.TableObject(ref), privs...); err != nil {
 		return nil, err
 	}
-	mt, err := p.ddlMount(ref.Catalog)
+	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +122,13 @@ func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs
 		}
 		return nil, err
 	}
-	return &writeTarget{ref: ref, mount: mt, pinned: pinned}, nil
+	return &WriteTarget{Ref: ref, mount: mt, Pinned: pinned}, nil
 }
 
 // insertSelect runs INSERT INTO target [(cols)] query: the query is
 // planned as any other, each of its endpoints becomes a write fragment, and
 // the files they write are committed in one snapshot.
-func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *writeTarget, cols []string, query string, args ...any) (int64, error) {
+func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string, args ...any) (int64, error) {
 	res, err := p.writeSelect(ctx, sess, tgt, cols, query, args...)
 	if err != nil {
 		return 0, err
@@ -133,7 +138,7 @@ func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *writeTarg
 
 // writeSelect runs the write fragments of INSERT INTO target [(cols)]
 // query and returns their files, not yet committed.
-func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarget, cols []string, query string, args ...any) (*writeResults, error) {
+func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string, args ...any) (*writeResults, error) {
 	if len(args) > 0 {
 		return nil, fmt.Errorf("%w: parameters in INSERT … SELECT", ErrUnsupported)
 	}
@@ -146,13 +151,13 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarge
 	if err != nil {
 		return nil, err
 	}
-	schema := tgt.pinned.Table.Schema()
+	schema := tgt.Pinned.Table.Schema()
 	fields := schema.Fields()
 	nsrc := b.schema.NumFields()
 	srcOf := make([]int, len(fields))
 	if len(cols) == 0 {
 		if nsrc != len(fields) {
-			return nil, fmt.Errorf("%w: table %s has %d columns but the query returns %d", ErrInvalid, tgt.ref, len(fields), nsrc)
+			return nil, fmt.Errorf("%w: table %s has %d columns but the query returns %d", ErrInvalid, tgt.Ref, len(fields), nsrc)
 		}
 		for i := range srcOf {
 			srcOf[i] = i
@@ -173,7 +178,7 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarge
 				}
 			}
 			if idx < 0 {
-				return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.ref, c)
+				return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, c)
 			}
 			if srcOf[idx] >= 0 {
 				return nil, fmt.Errorf("%w: column %q is named twice", ErrInvalid, c)
@@ -189,7 +194,7 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarge
 	duckTypes := make([]string, len(fields))
 	for i, f := range fields {
 		if duckTypes[i], err = DuckTypeOf(f.Type); err != nil {
-			return nil, fmt.Errorf("insert into %s: column %q: %w", tgt.ref, f.Name, err)
+			return nil, fmt.Errorf("insert into %s: column %q: %w", tgt.Ref, f.Name, err)
 		}
 	}
 	if err := checkImplicitCasts(ctx, conn, b, fields, srcOf, duckTypes); err != nil {
@@ -209,12 +214,12 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarge
 		if err != nil {
 			return nil, err
 		}
-		if d := dryRunOf(ctx); d != nil && attempt == 0 {
+		if d := DryRunOf(ctx); d != nil && attempt == 0 {
 			d.plan(plan.Explain)
 		}
 		w := p.newWrite(tgt)
 		w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
-		w.OrderBy = partitionOrder(tgt.pinned.Table)
+		w.OrderBy = partitionOrder(tgt.Pinned.Table)
 		res, err = p.runWrite(ctx, tgt, w, plan.Endpoints)
 		if err == nil {
 			break
@@ -225,7 +230,7 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *writeTarge
 		if attempt >= writeReruns || !errors.Is(err, errWorkerGone) || ctx.Err() != nil {
 			return nil, err
 		}
-		tracing.Logger(ctx, p.log).Info("planner: a worker went away during a write; running it again on the others", zap.String("table", tgt.ref.String()), zap.Error(err))
+		tracing.Logger(ctx, p.log).Info("planner: a worker went away during a write; running it again on the others", zap.String("table", tgt.Ref.String()), zap.Error(err))
 	}
 	return res, nil
 }
@@ -273,16 +278,16 @@ func checkImplicitCasts(ctx context.Context, conn *engine.Conn, b *bound, fields
 }
 
 // newWrite is the write spec of a statement on tgt with a fresh UUID.
-func (p *Planner) newWrite(tgt *writeTarget) *wire.Write {
+func (p *Planner) newWrite(tgt *WriteTarget) *wire.Write {
 	id := uuid.New()
 	for i := 10; i < 16; i++ {
 		id[i] = 0
 	}
 	return &wire.Write{
-		Table:            tgt.ref.Ident(),
-		Display:          tgt.ref.String(),
-		MetadataLocation: tgt.pinned.MetadataLocation,
-		Props:            tgt.pinned.StorageProps,
+		Table:            tgt.Ref.Ident(),
+		Display:          tgt.Ref.String(),
+		MetadataLocation: tgt.Pinned.MetadataLocation,
+		Props:            tgt.Pinned.StorageProps,
 		WriteUUID:        id.String(),
 	}
 }
@@ -309,9 +314,9 @@ type writeResults struct {
 // runWrite turns each endpoint into a write fragment with w, runs them
 // all in parallel on their workers and decodes their files. If any
 // fragment fails, it deletes every file of the statement and fails.
-func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write, endpoints []Endpoint) (*writeResults, error) {
-	if d := dryRunOf(ctx); d != nil {
-		return nil, d.fragments(tgt.ref.String(), w, endpoints)
+func (p *Planner) runWrite(ctx context.Context, tgt *WriteTarget, w *wire.Write, endpoints []Endpoint) (*writeResults, error) {
+	if d := DryRunOf(ctx); d != nil {
+		return nil, d.fragments(tgt.Ref.String(), w, endpoints)
 	}
 	tickets := make([][]byte, len(endpoints))
 	for i, e := range endpoints {
@@ -327,7 +332,7 @@ func (p *Planner) runWrite(ctx context.Context, tgt *writeTarget, w *wire.Write,
 		}
 	}
 	raw, err := p.pullWrites(ctx, endpoints, tickets)
-	res, derr := decodeResults(tgt.pinned.Table, raw)
+	res, derr := decodeResults(tgt.Pinned.Table, raw)
 	if err == nil {
 		err = derr
 	}
@@ -378,11 +383,11 @@ func decodeResults(tbl *table.Table, raw []wire.WriteResult) (*writeResults, err
 }
 
 // removeFiles deletes the files of a statement that will not be committed.
-func (p *Planner) removeFiles(ctx context.Context, tgt *writeTarget, stmtUUID string, files []iceberg.DataFile) {
-	tbl := tgt.pinned.Table
+func (p *Planner) removeFiles(ctx context.Context, tgt *WriteTarget, stmtUUID string, files []iceberg.DataFile) {
+	tbl := tgt.Pinned.Table
 	fsys, err := tbl.FS(context.Background())
 	if err != nil {
-		tracing.Logger(ctx, p.log).Warn("planner: delete files of a failed write", zap.String("table", tgt.ref.String()), zap.Error(err))
+		tracing.Logger(ctx, p.log).Warn("planner: delete files of a failed write", zap.String("table", tgt.Ref.String()), zap.Error(err))
 		return
 	}
 	for _, df := range files {
@@ -390,7 +395,7 @@ func (p *Planner) removeFiles(ctx context.Context, tgt *writeTarget, stmtUUID st
 	}
 	if _, err := orphans.Remove(context.Background(), fsys, tbl.Location(), writePrefix(stmtUUID)); err != nil {
 		// The statement already failed; its error is what the client needs.
-		tracing.Logger(ctx, p.log).Warn("planner: delete files of a failed write", zap.String("table", tgt.ref.String()), zap.Error(err))
+		tracing.Logger(ctx, p.log).Warn("planner: delete files of a failed write", zap.String("table", tgt.Ref.String()), zap.Error(err))
 	}
 }
 
@@ -495,12 +500,12 @@ func (p *Planner) pullWrite(ctx context.Context, loc string, ticket []byte) ([]w
 const appendAttempts = 8
 
 // commitAppend adds the statement's files in one snapshot.
-func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *writeResults) (int64, error) {
+func (p *Planner) commitAppend(ctx context.Context, tgt *WriteTarget, res *writeResults) (int64, error) {
 	if len(res.added) == 0 {
 		return 0, nil
 	}
 	attempts := appendAttempts
-	if tgt.pinned.Table.Metadata().Version() >= 3 {
+	if tgt.Pinned.Table.Metadata().Version() >= 3 {
 		attempts *= DefaultCommitRetries + 1
 	}
 	var err error
@@ -510,11 +515,11 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *write
 			if serr := commit.Backoff(ctx, attempt); serr != nil {
 				break
 			}
-			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.ref)
+			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
 			if lerr != nil {
 				break
 			}
-			tgt.pinned = fresh
+			tgt.Pinned = fresh
 		}
 		err = p.commitFiles(ctx, tgt, nil, res.added)
 		if !errors.Is(err, ErrConflict) {
@@ -535,8 +540,8 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *writeTarget, res *write
 // ErrConflict, and only appends (which cannot conflict) start over, from a
 // fresh table. A v3 copy-on-write statement that loses a race is
 // therefore aborted rather than replayed.
-func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, added []iceberg.DataFile) error {
-	v3 := tgt.pinned.Table.Metadata().Version() >= 3
+func (p *Planner) commitFiles(ctx context.Context, tgt *WriteTarget, deleted, added []iceberg.DataFile) error {
+	v3 := tgt.Pinned.Table.Metadata().Version() >= 3
 	err := p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
 		files, err := withFirstRowIDs(base, added)
 		if err != nil {
@@ -557,11 +562,11 @@ func (p *Planner) commitFiles(ctx context.Context, tgt *writeTarget, deleted, ad
 	return err
 }
 
-// commit applies change to a transaction on the target and commits it
+// Commit applies change to a transaction on the target and commits it
 // once, with iceberg-go's retries against the refreshed table on conflict.
 // When the commit fails for good the statement's files are deleted; when
 // its outcome is unknown they are kept.
-func (p *Planner) commit(ctx context.Context, tgt *writeTarget, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
+func (p *Planner) Commit(ctx context.Context, tgt *WriteTarget, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
 	err := p.commitOnce(ctx, tgt, change)
 	if err == nil {
 		audit.From(ctx).AddBytes(fileBytes(files))
@@ -571,14 +576,14 @@ func (p *Planner) commit(ctx context.Context, tgt *writeTarget, change func(tx *
 
 // keepOrRemove deletes files unless err is nil or leaves the commit's
 // outcome unknown, and returns err.
-func (p *Planner) keepOrRemove(tgt *writeTarget, err error, files []iceberg.DataFile) error {
+func (p *Planner) keepOrRemove(tgt *WriteTarget, err error, files []iceberg.DataFile) error {
 	if err != nil && !errors.Is(err, ErrCommitUnknown) {
 		p.removeOnly(tgt, files)
 	}
 	return err
 }
 
-func (p *Planner) commitOnce(ctx context.Context, tgt *writeTarget, change func(tx *table.Transaction) error) error {
+func (p *Planner) commitOnce(ctx context.Context, tgt *WriteTarget, change func(tx *table.Transaction) error) error {
 	return p.commitWith(ctx, tgt, true, func(tx *table.Transaction, _ table.Metadata) error { return change(tx) })
 }
 
@@ -586,8 +591,8 @@ func (p *Planner) commitOnce(ctx context.Context, tgt *writeTarget, change func(
 // metadata it starts from) and commits it through commit.Run; replay says
 // whether iceberg-go may retry a lost race against the refreshed table.
 // Under EXPLAIN it stops before anything is committed.
-func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
-	if err := dryRunOf(ctx).stop(); err != nil {
+func (p *Planner) commitWith(ctx context.Context, tgt *WriteTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
+	if err := DryRunOf(ctx).stop(); err != nil {
 		return err
 	}
 	r := p.commitRequest(tgt)
@@ -597,7 +602,7 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 		if s := committed.CurrentSnapshot(); s != nil {
 			snap = s.SnapshotID
 		}
-		audit.From(ctx).Wrote(tgt.ref.String(), snap)
+		audit.From(ctx).Wrote(tgt.Ref.String(), snap)
 		p.afterCommit(ctx, tgt, before, committed)
 	}
 	return commit.Run(ctx, r)
@@ -605,14 +610,14 @@ func (p *Planner) commitWith(ctx context.Context, tgt *writeTarget, replay bool,
 
 // commitRequest is a commit to tgt's table: to the internal catalog for
 // a table the statement made (staged), otherwise to its mount's.
-func (p *Planner) commitRequest(tgt *writeTarget) commit.Request {
+func (p *Planner) commitRequest(tgt *WriteTarget) commit.Request {
 	cat := tgt.mount.Catalog
 	if tgt.made {
 		cat = tgt.mount.Internal()
 	}
 	return commit.Request{
-		Name: tgt.ref.String(), Ident: tgt.ref.Ident(),
-		Table: tgt.pinned.Table, Catalog: cat, Branch: tgt.branch, Stats: &p.commits,
+		Name: tgt.Ref.String(), Ident: tgt.Ref.Ident(),
+		Table: tgt.Pinned.Table, Catalog: cat, Branch: tgt.Branch, Stats: &p.commits,
 	}
 }
 
@@ -625,8 +630,8 @@ func fileBytes(files []iceberg.DataFile) int64 {
 	return n
 }
 
-func (p *Planner) removeOnly(tgt *writeTarget, files []iceberg.DataFile) {
-	if fsys, err := tgt.pinned.Table.FS(context.Background()); err == nil {
+func (p *Planner) removeOnly(tgt *WriteTarget, files []iceberg.DataFile) {
+	if fsys, err := tgt.Pinned.Table.FS(context.Background()); err == nil {
 		for _, df := range files {
 			_ = fsys.Remove(df.FilePath())
 		}
@@ -641,13 +646,13 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 
 // commitValues writes the rows of INSERT … VALUES on the coordinator and
 // commits them as commitAppend does. recs stay owned by the caller.
-func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
-	if err := p.authorize(ctx, authz.TableObject(tgt.ref), authz.Insert); err != nil {
+func (p *Planner) commitValues(ctx context.Context, tgt *WriteTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
+	if err := p.authorize(ctx, authz.TableObject(tgt.Ref), authz.Insert); err != nil {
 		return 0, err
 	}
-	if d := dryRunOf(ctx); d != nil {
-		d.note("write", "the coordinator writes the %d rows of VALUES as Parquet files of %s", rows, tgt.ref)
-		return 0, d.commit("append: the written files are added in one snapshot")
+	if d := DryRunOf(ctx); d != nil {
+		d.Note("write", "the coordinator writes the %d rows of VALUES as Parquet files of %s", rows, tgt.Ref)
+		return 0, d.Commit("append: the written files are added in one snapshot")
 	}
 	w := p.newWrite(tgt)
 	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 0))
@@ -660,10 +665,10 @@ func (p *Planner) commitValues(ctx context.Context, tgt *writeTarget, target *ar
 		}
 	}
 	res := &writeResults{rows: rows}
-	for df, err := range icemeta.Write(ctx, tgt.pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
 		if err != nil {
 			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
-			return 0, fmt.Errorf("insert into %s: write: %w", tgt.ref, err)
+			return 0, fmt.Errorf("insert into %s: write: %w", tgt.Ref, err)
 		}
 		res.added = append(res.added, df)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
 	"github.com/icefloe/icefloe/wire"
 	"github.com/icefloe/icefloe/worker"
 )
@@ -270,14 +271,17 @@ type CoordinatorOptions struct {
 type Coordinator struct {
 	Addr string
 	// Scheme is grpc:// or grpc+tls://.
-	Scheme  string
-	Planner *planner.Planner
-	srv     *flightsql.Server
-	health  *health.Server
-	grpc    *grpc.Server
-	engine  *engine.Engine
-	flight  *flightclient.Pool
-	done    chan error
+	Scheme string
+	// Planner plans the coordinator's queries; Executor wraps it and runs
+	// every other statement.
+	Planner  *planner.Planner
+	Executor *statement.Executor
+	srv      *flightsql.Server
+	health   *health.Server
+	grpc     *grpc.Server
+	engine   *engine.Engine
+	flight   *flightclient.Pool
+	done     chan error
 	// Queries registers the coordinator's statements; Runtime is what the
 	// system.runtime tables (and the status page) show of them and of the
 	// workers.
@@ -334,8 +338,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	if err != nil {
 		return fail(err)
 	}
+	ex := statement.New(pl)
 	srv, err := flightsql.New(flightsql.Options{
-		Planner:        pl,
+		Planner:        ex,
 		Mounts:         o.Mounts,
 		DefaultCatalog: o.DefaultCatalog,
 		DefaultSchema:  o.DefaultSchema,
@@ -358,9 +363,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		return fail(err)
 	}
 	if o.Metrics != nil {
-		cm = metrics.NewCoordinator(o.Metrics, coordinatorSources(reg, srv, reach, pl))
+		cm = metrics.NewCoordinator(o.Metrics, coordinatorSources(reg, srv, reach, ex))
 	}
-	o.Security.guard(o.Mounts, pl, o.Logger)
+	o.Security.guard(o.Mounts, ex, o.Logger)
 	dropStaging(ctx, o.Mounts, o.Limits.StagingGrace, o.Logger)
 	lis, err := net.Listen("tcp", o.Listen)
 	if err != nil {
@@ -373,7 +378,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(g, hs)
-	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
+	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, Executor: ex, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
 		Queries: reg, Runtime: flightsql.Runtime{Registry: reg, Reach: reach}, security: o.Security}
 	refresh, stopRefresh := context.WithCancel(context.WithoutCancel(ctx))
 	c.stopRefresh = stopRefresh

@@ -9,11 +9,11 @@ import (
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/status"
-	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
 )
 
 // coordinatorSources are what a coordinator's gauges read.
-func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flightsql.QueryWorkers, pl *planner.Planner) metrics.CoordinatorSources {
+func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flightsql.QueryWorkers, ex *statement.Executor) metrics.CoordinatorSources {
 	return metrics.CoordinatorSources{
 		Active:  reg.Running,
 		Queued:  func() int { return srv.AdmissionStats().Queued },
@@ -26,7 +26,7 @@ func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flig
 			return n
 		},
 		Commits: func() (int64, int64, int64, int64) {
-			c := pl.Commits()
+			c := ex.Commits()
 			return c.Attempts.Load(), c.Conflicts.Load(), c.Retries.Load(), c.Written.Load()
 		},
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/tracing"
-	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
 )
 
 // Security is how a role's listener and its clients are secured. The zero
@@ -84,9 +84,9 @@ func (s Security) Scheme() string {
 
 // guard puts the coordinator's catalogs behind the policy and tells the
 // workers of every table dropped through them.
-func (s Security) guard(mounts *catalog.Mounts, pl *planner.Planner, log *zap.Logger) {
+func (s Security) guard(mounts *catalog.Mounts, ex *statement.Executor, log *zap.Logger) {
 	g := &authz.Guard{Policy: s.policy(), OnDrop: func(ctx context.Context, ref catalog.TableRef, uuid string) {
-		if err := pl.TablesDropped(ctx, uuid); err != nil {
+		if err := ex.TablesDropped(ctx, uuid); err != nil {
 			// The drop stands; tickets still out expire on their own.
 			log.Warn("not every worker was told of a dropped table", zap.String("table", ref.String()), zap.Error(err))
 		}

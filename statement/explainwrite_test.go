@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icefloe/icefloe/planner"
 )
 
 // TestExplainWritesChangeNothing: EXPLAIN of INSERT (VALUES and SELECT),
@@ -15,7 +17,7 @@ import (
 // prints the write plan (files read, fragments, commit kind) and leaves
 // every table at its snapshot, writes no file and creates no table.
 func TestExplainWritesChangeNothing(t *testing.T) {
-	e := newDDLEnv(t)
+	e := newEnv(t)
 	ctx := context.Background()
 	e.exec(t, `CREATE TABLE cow (id BIGINT, s VARCHAR)`)
 	e.exec(t, `CREATE TABLE mor (id BIGINT, s VARCHAR) WITH ('format-version' = '2', 'write.delete.mode' = 'merge-on-read')`)
@@ -42,12 +44,12 @@ func TestExplainWritesChangeNothing(t *testing.T) {
 		{`EXPLAIN TRUNCATE TABLE mor`, []string{"rows\t4 rows of local.default.mor", "commit\tdelete: every live data and delete file"}},
 		{`EXPLAIN CREATE TABLE made AS SELECT id, s FROM cow`, []string{"create\ttable local.default.made (\"id\" BIGINT, \"s\" VARCHAR)", "read strategy\t", "commit\tcreate the table, then append"}},
 	} {
-		plan, err := e.p.Plan(ctx, e.sess, c.q)
+		plan, err := e.x.Plan(ctx, e.sess, c.q)
 		if err != nil {
 			t.Errorf("%s: %v", c.q, err)
 			continue
 		}
-		tk, err := e.p.opts.Key.Open(plan.Endpoints[0].Ticket, time.Now())
+		tk, err := e.key.Open(plan.Endpoints[0].Ticket, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,9 +72,9 @@ func TestExplainWritesChangeNothing(t *testing.T) {
 		t.Error("EXPLAIN CREATE TABLE … AS created the table")
 	}
 	for _, q := range []string{`EXPLAIN CREATE TABLE plain (id BIGINT)`, `EXPLAIN DROP TABLE cow`, `EXPLAIN ALTER TABLE cow ADD COLUMN x INT`} {
-		if _, err := e.p.Plan(ctx, e.sess, q); err == nil {
+		if _, err := e.x.Plan(ctx, e.sess, q); err == nil {
 			t.Errorf("%s: planned, want an error", q)
-		} else if !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrInvalid) {
+		} else if !errors.Is(err, planner.ErrUnsupported) && !errors.Is(err, planner.ErrSyntax) && !errors.Is(err, planner.ErrInvalid) {
 			t.Errorf("%s: %v", q, err)
 		}
 	}
@@ -83,7 +85,7 @@ func TestExplainWritesChangeNothing(t *testing.T) {
 
 // explainText runs an EXPLAIN ticket's VALUES query and returns its
 // rows as "item\tvalue" lines.
-func explainText(t *testing.T, e *ddlEnv, sql string) string {
+func explainText(t *testing.T, e *env, sql string) string {
 	t.Helper()
 	conn, err := e.eng.Conn(context.Background())
 	if err != nil {

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -21,11 +21,11 @@ const revokeTimeout = 5 * time.Second
 // unreachable) refuses tickets planned before it starts again, or serves
 // them until they expire (TicketTTL) if it never stopped. Errors name the
 // workers that were not told; the drop itself stands.
-func (p *Planner) TablesDropped(ctx context.Context, uuids ...string) error {
+func (e *Executor) TablesDropped(ctx context.Context, uuids ...string) error {
 	if len(uuids) == 0 {
 		return nil
 	}
-	body, err := json.Marshal(wire.Revocation{TableUUIDs: uuids, Until: time.Now().Add(p.opts.TicketTTL + 2*time.Minute)})
+	body, err := json.Marshal(wire.Revocation{TableUUIDs: uuids, Until: time.Now().Add(e.opts.TicketTTL + 2*time.Minute)})
 	if err != nil {
 		return err
 	}
@@ -35,11 +35,11 @@ func (p *Planner) TablesDropped(ctx context.Context, uuids ...string) error {
 		mu   sync.Mutex
 		errs []error
 	)
-	for _, w := range p.opts.Workers.Live() {
+	for _, w := range e.opts.Workers.Live() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.revokeAt(ctx, w.Location, body); err != nil {
+			if err := e.revokeAt(ctx, w.Location, body); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("worker %s: %w", w.Location, err))
 				mu.Unlock()
@@ -50,9 +50,9 @@ func (p *Planner) TablesDropped(ctx context.Context, uuids ...string) error {
 	return errors.Join(errs...)
 }
 
-func (p *Planner) revokeAt(ctx context.Context, loc string, body []byte) error {
+func (e *Executor) revokeAt(ctx context.Context, loc string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, revokeTimeout)
 	defer cancel()
-	_, err := p.opts.Flight.Action(ctx, loc, wire.ActionRevokeTables, body)
+	_, err := e.opts.Flight.Action(ctx, loc, wire.ActionRevokeTables, body)
 	return err
 }

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -8,23 +8,24 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/planner"
 )
 
-// dmlTruncate runs TRUNCATE [TABLE] name: one snapshot of operation
+// truncate runs TRUNCATE [TABLE] name: one snapshot of operation
 // delete that removes every live data file and delete file, committed on
 // the coordinator (no file is read or written). The count is the rows the
 // table held.
-func (p *Planner) dmlTruncate(ctx context.Context, sess Session, ps *ddlParser) (int64, error) {
-	ps.i = 1
-	ps.accept("TABLE")
-	parts, err := ps.name(3)
+func (e *Executor) truncate(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
+	ps.Pos = 1
+	ps.Accept("TABLE")
+	parts, err := ps.Name(3)
 	if err != nil {
 		return 0, err
 	}
-	if err := ps.end(); err != nil {
+	if err := ps.End(); err != nil {
 		return 0, err
 	}
-	tgt, err := p.loadTarget(ctx, sess, parts, authz.Delete)
+	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Delete)
 	if err != nil {
 		return 0, err
 	}
@@ -32,11 +33,11 @@ func (p *Planner) dmlTruncate(ctx context.Context, sess Session, ps *ddlParser) 
 	if err != nil || n == 0 {
 		return 0, err
 	}
-	if d := dryRunOf(ctx); d != nil {
-		d.note("rows", "%d rows of %s", n, tgt.ref)
-		return 0, d.commit("delete: every live data and delete file of %s leaves the table in one snapshot; no file is read or written", tgt.ref)
+	if d := planner.DryRunOf(ctx); d != nil {
+		d.Note("rows", "%d rows of %s", n, tgt.Ref)
+		return 0, d.Commit("delete: every live data and delete file of %s leaves the table in one snapshot; no file is read or written", tgt.Ref)
 	}
-	err = p.commit(ctx, tgt, func(tx *table.Transaction) error {
+	err = e.Commit(ctx, tgt, func(tx *table.Transaction) error {
 		return tx.Delete(ctx, iceberg.AlwaysTrue{}, nil)
 	}, nil)
 	if err != nil {
@@ -47,11 +48,11 @@ func (p *Planner) dmlTruncate(ctx context.Context, sess Session, ps *ddlParser) 
 
 // liveRows counts the rows of the target's snapshot: from its summary when
 // no delete file applies, else by reading one column.
-func liveRows(ctx context.Context, tgt *writeTarget) (int64, error) {
-	tbl := tgt.pinned.Table
+func liveRows(ctx context.Context, tgt *planner.WriteTarget) (int64, error) {
+	tbl := tgt.Pinned.Table
 	snap := tbl.CurrentSnapshot()
-	if tgt.branch != "" {
-		snap = tbl.SnapshotByName(tgt.branch)
+	if tgt.Branch != "" {
+		snap = tbl.SnapshotByName(tgt.Branch)
 	}
 	if snap == nil {
 		return 0, nil

@@ -1,16 +1,18 @@
-package planner
+package statement
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/icefloe/icefloe/planner"
 )
 
 // TestPlacementStaysInWarehouse: table and schema locations and the
 // properties that place files must stay under the catalog's warehouse;
 // anything else is refused naming the key.
 func TestPlacementStaysInWarehouse(t *testing.T) {
-	e := newDDLEnv(t)
+	e := newEnv(t)
 	wh := filepath.Join(e.dir, "warehouse")
 	outside := filepath.Join(e.dir, "outside")
 	if err := os.MkdirAll(outside, 0o755); err != nil {
@@ -34,7 +36,7 @@ func TestPlacementStaysInWarehouse(t *testing.T) {
 		{"ALTER TABLE t SET TBLPROPERTIES ('write.metadata.path' = '" + wh + "/link')", "write.metadata.path"},
 		{"CREATE SCHEMA s WITH (location = '" + outside + "')", "location"},
 	} {
-		e.execErr(t, c.q, ErrRefused, c.key)
+		e.execErr(t, c.q, planner.ErrRefused, c.key)
 	}
 	if _, err := e.cat.LoadTable(t.Context(), []string{"default", "x"}); err == nil {
 		t.Fatal("a refused CREATE TABLE made table x")

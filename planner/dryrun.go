@@ -1,0 +1,128 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/icefloe/icefloe/wire"
+)
+
+// EXPLAIN of a write runs the statement as a dry run: it is parsed,
+// authorized, bound and planned exactly as it would run, and stops at the
+// first step that would change anything (a write fragment sent to a
+// worker, a file written on the coordinator, a table created, a commit),
+// noting what that step would have done. statement.Executor answers such
+// an EXPLAIN (statement/explainwrite.go); the statements note their steps
+// here.
+
+// ErrDryRun stops a dry run where the statement would first change
+// something. It never leaves the statement package, which starts dry runs.
+var ErrDryRun = errors.New("planner: dry run stops before writing")
+
+// DryRun collects the lines of a write's EXPLAIN: "key<TAB>value", as
+// Planner.LinesPlan answers them. The zero value is ready to use.
+type DryRun struct {
+	lines     []string
+	committed bool // a commit line was noted
+}
+
+type dryRunKey struct{}
+
+// WithDryRun returns a context under which a statement runs as dry run d:
+// it stops with ErrDryRun where it would first change something.
+func WithDryRun(ctx context.Context, d *DryRun) context.Context {
+	return context.WithValue(ctx, dryRunKey{}, d)
+}
+
+// DryRunOf returns the dry run ctx carries (WithDryRun), or nil.
+func DryRunOf(ctx context.Context) *DryRun {
+	d, _ := ctx.Value(dryRunKey{}).(*DryRun)
+	return d
+}
+
+// Note adds the line key<TAB>value, value formatted from format and args.
+func (d *DryRun) Note(key, format string, args ...any) {
+	d.lines = append(d.lines, key+"\t"+fmt.Sprintf(format, args...))
+}
+
+// Lines are the lines noted so far.
+func (d *DryRun) Lines() []string { return d.lines }
+
+// Commit notes the kind of commit the statement would make and returns
+// ErrDryRun, which stops it.
+func (d *DryRun) Commit(format string, args ...any) error {
+	d.Note("commit", format, args...)
+	d.committed = true
+	return ErrDryRun
+}
+
+// stop is where every change would start: a dry run stops there, noting
+// a commit if the statement has not said which.
+func (d *DryRun) stop() error {
+	if d == nil {
+		return nil
+	}
+	if !d.committed {
+		return d.Commit("one snapshot")
+	}
+	return ErrDryRun
+}
+
+// ExplainedWrite returns the statement of `EXPLAIN <write>`, the EXPLAIN
+// that runs its statement as a dry run (statement.Executor answers it):
+// INSERT, UPDATE, DELETE, MERGE, TRUNCATE or CREATE TABLE. EXPLAIN
+// ANALYZE is not one.
+func ExplainedWrite(query string) (string, bool) {
+	inner, ok := explainTarget(query)
+	if !ok {
+		return "", false
+	}
+	if _, ok := analyzeTarget(inner); ok {
+		return "", false
+	}
+	return inner, explainsWrite(inner)
+}
+
+// explainsWrite tells the statements EXPLAIN runs as dry runs.
+func explainsWrite(inner string) bool {
+	ps, err := ParseUpdate(inner)
+	if err != nil {
+		return false
+	}
+	return ps.At("INSERT") || ps.At("UPDATE") || ps.At("DELETE") || ps.At("MERGE") || ps.At("TRUNCATE") || ps.At("CREATE", "TABLE")
+}
+
+// plan notes the distributed plan of the query a write reads.
+func (d *DryRun) plan(explain string) {
+	for _, l := range strings.Split(strings.TrimSuffix(explain, "\n"), "\n") {
+		d.lines = append(d.lines, "read "+l)
+	}
+}
+
+// fragments notes the write fragments a statement would send and
+// the commit they would end in, and stops the dry run.
+func (d *DryRun) fragments(target string, w *wire.Write, endpoints []Endpoint) error {
+	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(endpoints), target)
+	for i, e := range endpoints {
+		d.Note(fmt.Sprintf("fragment %d", i), "%s", strings.Join(e.Locations, ", "))
+	}
+	if w.Rewrite {
+		return d.Commit("overwrite (copy-on-write): the rewritten files replace the files they were read from, in one snapshot")
+	}
+	return d.Commit("append: the written files are added in one snapshot")
+}
+
+// explainCTAS notes the table a CREATE TABLE … AS would create and the
+// plan of its query, and stops the dry run.
+func (p *Planner) explainCTAS(ctx context.Context, sess Session, d *DryRun, ref fmt.Stringer, columns, query string) error {
+	d.Note("create", "table %s %s", ref, columns)
+	plan, err := p.Plan(ctx, sess, query)
+	if err != nil {
+		return err
+	}
+	d.plan(plan.Explain)
+	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(plan.Endpoints), ref)
+	return d.Commit("create the table, then append the written files in one snapshot")
+}

@@ -1,0 +1,227 @@
+package statement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/planner"
+)
+
+// The DDL of schemas and of dropping tables: it runs on the coordinator
+// against the mounted catalogs.
+
+// createSchema runs CREATE SCHEMA [IF NOT EXISTS] [catalog.]name [WITH (props)].
+func (e *Executor) createSchema(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
+	ps.Pos = 2
+	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
+	parts, err := ps.Name(2)
+	if err != nil {
+		return err
+	}
+	var props iceberg.Properties
+	if ps.Accept("WITH") {
+		props = iceberg.Properties{}
+		if err := ps.Properties(props); err != nil {
+			return err
+		}
+	}
+	if err := ps.End(); err != nil {
+		return err
+	}
+	catName, schema, err := schemaName(sess, parts)
+	if err != nil {
+		return err
+	}
+	mt, err := e.Mount(catName)
+	if err != nil {
+		return err
+	}
+	if err := planner.CheckPlacement(mt, props); err != nil {
+		return err
+	}
+	err = mt.Catalog.CreateNamespace(ctx, table.Identifier{schema}, props)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, icecat.ErrNamespaceAlreadyExists):
+		if ifNotExists {
+			return nil
+		}
+		return fmt.Errorf("%w: schema %s.%s", planner.ErrExists, catName, schema)
+	}
+	return fmt.Errorf("create schema %s.%s: %w", catName, schema, err)
+}
+
+// dropSchema runs DROP SCHEMA [IF EXISTS] [catalog.]name [CASCADE | RESTRICT]:
+// CASCADE drops its tables and views first.
+func (e *Executor) dropSchema(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
+	ps.Pos = 2
+	ifExists := ps.Accept("IF", "EXISTS")
+	parts, err := ps.Name(2)
+	if err != nil {
+		return err
+	}
+	cascade := ps.Accept("CASCADE")
+	if !cascade {
+		ps.Accept("RESTRICT")
+	}
+	if err := ps.End(); err != nil {
+		return err
+	}
+	catName, schema, err := schemaName(sess, parts)
+	if err != nil {
+		return err
+	}
+	mt, err := e.Mount(catName)
+	if err != nil {
+		return err
+	}
+	cat, ns, full := mt.Catalog, table.Identifier{schema}, catName+"."+schema
+	exists, err := cat.CheckNamespaceExists(ctx, ns)
+	if err != nil {
+		return fmt.Errorf("drop schema %s: %w", full, err)
+	}
+	if !exists {
+		if ifExists {
+			return nil
+		}
+		return fmt.Errorf("%w: schema %s", planner.ErrNotFound, full)
+	}
+	tables, err := collect(cat.ListTables(ctx, ns))
+	if err != nil {
+		return fmt.Errorf("drop schema %s: list tables: %w", full, err)
+	}
+	var views []table.Identifier
+	vc, hasViews := cat.(viewCatalog)
+	if hasViews {
+		if views, err = collect(vc.ListViews(ctx, ns)); err != nil {
+			return fmt.Errorf("drop schema %s: list views: %w", full, err)
+		}
+	}
+	if n := len(tables) + len(views); n > 0 && !cascade {
+		return fmt.Errorf("%w: schema %s is not empty (%d tables or views); use DROP SCHEMA … CASCADE", planner.ErrInvalid, full, n)
+	}
+	for _, id := range tables {
+		if err := cat.DropTable(ctx, id); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
+			return fmt.Errorf("drop schema %s: drop table %s: %w", full, strings.Join(id, "."), err)
+		}
+	}
+	for _, id := range views {
+		if err := vc.DropView(ctx, id); err != nil && !errors.Is(err, icecat.ErrNoSuchView) {
+			return fmt.Errorf("drop schema %s: drop view %s: %w", full, strings.Join(id, "."), err)
+		}
+	}
+	err = cat.DropNamespace(ctx, ns)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, icecat.ErrNoSuchNamespace):
+		if ifExists {
+			return nil
+		}
+		return fmt.Errorf("%w: schema %s", planner.ErrNotFound, full)
+	case errors.Is(err, icecat.ErrNamespaceNotEmpty):
+		return fmt.Errorf("%w: schema %s is not empty", planner.ErrInvalid, full)
+	}
+	return fmt.Errorf("drop schema %s: %w", full, err)
+}
+
+// viewCatalog is the part of iceberg-go's view support DROP SCHEMA …
+// CASCADE needs.
+type viewCatalog interface {
+	ListViews(ctx context.Context, namespace table.Identifier) iter.Seq2[table.Identifier, error]
+	DropView(ctx context.Context, identifier table.Identifier) error
+}
+
+func collect(seq iter.Seq2[table.Identifier, error]) ([]table.Identifier, error) {
+	var out []table.Identifier
+	for id, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// dropTable runs DROP TABLE [IF EXISTS] name [PURGE].
+func (e *Executor) dropTable(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
+	ps.Pos = 2
+	ifExists := ps.Accept("IF", "EXISTS")
+	parts, err := ps.Name(3)
+	if err != nil {
+		return err
+	}
+	purge := ps.Accept("PURGE")
+	if err := ps.End(); err != nil {
+		return err
+	}
+	ref, err := planner.TableName(sess, parts)
+	if err != nil {
+		return err
+	}
+	mt, err := e.Mount(ref.Catalog)
+	if err != nil {
+		return err
+	}
+	cat := mt.Catalog
+	switch {
+	case !purge:
+		err = cat.DropTable(ctx, ref.Ident())
+	case cat.CatalogType() == icecat.REST:
+		// The REST server deletes the files itself.
+		if pc, ok := cat.(icecat.PurgeableTable); ok {
+			err = pc.PurgeTable(ctx, ref.Ident())
+			break
+		}
+		err = cat.DropTable(ctx, ref.Ident())
+	default:
+		// Drop, then delete the files here, so a failed delete is an
+		// error the client sees rather than a log line.
+		var tbl *table.Table
+		if tbl, err = cat.LoadTable(ctx, ref.Ident()); err != nil {
+			break
+		}
+		if err = cat.DropTable(ctx, ref.Ident()); err != nil {
+			break
+		}
+		if perr := tbl.PurgeFiles(ctx); perr != nil {
+			return fmt.Errorf("table %s was dropped but deleting its files failed: %w", ref, perr)
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, icecat.ErrNoSuchTable), errors.Is(err, icecat.ErrNoSuchNamespace):
+		if ifExists {
+			return nil
+		}
+		return fmt.Errorf("%w: table %s", planner.ErrNotFound, ref)
+	}
+	return fmt.Errorf("drop table %s: %w", ref, err)
+}
+
+// schemaName resolves a one- or two-part schema name.
+func schemaName(sess planner.Session, parts []string) (cat, schema string, err error) {
+	cat = sess.Catalog
+	if len(parts) == 2 {
+		cat = parts[0]
+	}
+	schema = parts[len(parts)-1]
+	switch {
+	case cat == "":
+		return "", "", fmt.Errorf("%w: %s names no catalog and the session has none", planner.ErrInvalid, strings.Join(parts, "."))
+	case schema == "":
+		return "", "", fmt.Errorf("%w: empty schema name", planner.ErrInvalid)
+	case strings.Contains(schema, "."):
+		return "", "", fmt.Errorf("%w: schema name %q has a dot", planner.ErrInvalid, schema)
+	}
+	return cat, schema, nil
+}

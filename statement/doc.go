@@ -1,0 +1,14 @@
+// Package statement runs the statements that are not planned queries.
+// Its Executor wraps a *planner.Planner, so it plans queries exactly as
+// the planner does, and is what the Flight SQL server and internal/cluster
+// hold for execution. statement imports planner, never the reverse, and
+// worker imports neither: what crosses to a worker is a wire value.
+//
+// It runs CREATE and DROP SCHEMA, DROP TABLE and TRUNCATE (exec.go
+// dispatches them), answers EXPLAIN of a write by running the write as a
+// dry run (explainwrite.go), and tells the workers of dropped tables
+// (revoke.go). The other statements (CREATE TABLE, ALTER, INSERT, UPDATE,
+// DELETE, MERGE, bulk ingest, CALL procedures, maintenance) still run in
+// planner, to which the Executor hands them, until they move here too
+// (issue 13).
+package statement
