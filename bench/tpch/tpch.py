@@ -165,7 +165,12 @@ class Cluster:
                 w = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
                 self.workers.append(w)
                 addrs.append(_ready_fields(w, f"worker {i}", self.log)["worker"])
-            cmd = [binary, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *args, *coordinator_args]
+            # The workers share this host and data folder, so they read the
+            # local warehouse in place: --direct-dir tells the coordinator,
+            # which then gathers onto one worker reading the files with
+            # DuckDB's Parquet reader, as `serve` does (docs/configuration.md).
+            cmd = [binary, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
+                   "--direct-dir", str(self.data_dir / "warehouse"), *args, *coordinator_args]
             for a in addrs:
                 cmd += ["--worker", a]
             self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=e)
