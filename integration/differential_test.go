@@ -256,6 +256,9 @@ const (
 	shuffleConfig      = "w2-shuffle"
 	diffBroadcastBytes = 16 << 10
 	minShuffled        = 50
+	// minBroadcastTwoPhase: corpus/broadcast.txt and the joins of one
+	// large table elsewhere.
+	minBroadcastTwoPhase = 5
 )
 
 // referenceConn loads the current snapshot of each table (in full,
@@ -573,7 +576,7 @@ func TestDifferential(t *testing.T) {
 	}
 	refs := make([]refResult, len(cases))
 	strategies := map[string][]string{}
-	var shuffled []string
+	var shuffled, bcast2p []string
 	shuffling := env.configs[slices.IndexFunc(env.configs, func(c *diffConfig) bool { return c.name == shuffleConfig })]
 	for i, c := range cases {
 		res, err := runReference(env.ref, c.sql)
@@ -587,8 +590,13 @@ func TestDifferential(t *testing.T) {
 			st = string(plan.Strategy)
 		}
 		strategies[st] = append(strategies[st], c.name)
-		if plan, err := shuffling.coord.Planner.Plan(context.Background(), diffSession, c.sql); err == nil && plan.Strategy == planner.Shuffle {
-			shuffled = append(shuffled, c.name)
+		if plan, err := shuffling.coord.Planner.Plan(context.Background(), diffSession, c.sql); err == nil {
+			if plan.Strategy == planner.Shuffle {
+				shuffled = append(shuffled, c.name)
+			}
+			if strings.Contains(plan.Explain, "rule\tbroadcast two-phase: applies") {
+				bcast2p = append(bcast2p, c.name)
+			}
 		}
 	}
 	// The shuffling configuration must shuffle what it claims to: joins
@@ -597,6 +605,12 @@ func TestDifferential(t *testing.T) {
 	t.Logf("%s shuffles %d corpus queries: %s", shuffleConfig, len(shuffled), strings.Join(shuffled, " "))
 	if len(shuffled) < minShuffled {
 		t.Errorf("%s shuffles %d corpus queries, want at least %d", shuffleConfig, len(shuffled), minShuffled)
+	}
+	// Its broadcast size also makes one-large-table joins split as
+	// broadcast two-phase.
+	t.Logf("%s splits %d corpus queries as broadcast two-phase: %s", shuffleConfig, len(bcast2p), strings.Join(bcast2p, " "))
+	if len(bcast2p) < minBroadcastTwoPhase {
+		t.Errorf("%s splits %d corpus queries as broadcast two-phase, want at least %d", shuffleConfig, len(bcast2p), minBroadcastTwoPhase)
 	}
 
 	// The configurations run in parallel (they share the workers, which

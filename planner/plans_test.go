@@ -21,7 +21,7 @@ import (
 // tried and the plan tree with its estimates. `go test -run TestPlans
 // ./planner/ -rewrite` rewrites the expected plans.
 //
-//	plan [workers=N] [shuffle]
+//	plan [workers=N] [shuffle] [broadcast=B]
 //	<query>
 //	----
 //	<rules and tree>
@@ -30,15 +30,17 @@ import (
 // default.e (no files); files are placed by their first id, so the groups
 // are the same in every run. N is 1 or 2 workers of 2 slots (2 by
 // default). shuffle plans with every table above the broadcast size and
-// shuffles whatever can be (broadcast_bytes 1, shuffle_bytes -1).
+// shuffles whatever can be (broadcast_bytes 1, shuffle_bytes -1);
+// broadcast=B sets broadcast_bytes to B (t is 7215 bytes, u 897).
 func TestPlans(t *testing.T) {
 	testHookAffinityKey = func(task table.FileScanTask) string {
 		return hex.EncodeToString(task.File.LowerBoundValues()[1])
 	}
 	t.Cleanup(func() { testHookAffinityKey = nil })
 	type setup struct {
-		workers int
-		shuffle bool
+		workers   int
+		shuffle   bool
+		broadcast int64
 	}
 	planners := map[setup]*Planner{}
 	datadriven.RunTest(t, "testdata/plans", func(t *testing.T, d *datadriven.TestData) string {
@@ -49,12 +51,19 @@ func TestPlans(t *testing.T) {
 		if d.HasArg("workers") {
 			d.ScanArgs(t, "workers", &workers)
 		}
-		key := setup{workers, d.HasArg("shuffle")}
+		key := setup{workers: workers, shuffle: d.HasArg("shuffle")}
+		if d.HasArg("broadcast") {
+			d.ScanArgs(t, "broadcast", &key.broadcast)
+		}
 		p := planners[key]
 		if p == nil {
-			var opts func(*Options)
-			if key.shuffle {
-				opts = func(o *Options) { o.BroadcastBytes, o.ShuffleBytes = 1, -1 }
+			opts := func(o *Options) {
+				if key.shuffle {
+					o.BroadcastBytes, o.ShuffleBytes = 1, -1
+				}
+				if key.broadcast > 0 {
+					o.BroadcastBytes = key.broadcast
+				}
 			}
 			ws := fixedWorkers{{Location: "grpc://w1:1", Slots: 2}, {Location: "grpc://w2:2", Slots: 2}}[:workers]
 			var cat icecat.Catalog

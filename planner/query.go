@@ -330,9 +330,11 @@ func (pb *planBuilder) passthrough(in *input) bool {
 	return true
 }
 
-// broadcastable tells whether a join can scatter over its leftmost table:
-// every join keeps the leftmost side's rows independent and every other
-// table is at most the broadcast size.
+// broadcastable finds the input a join can be split on, with every other
+// input small enough to be read whole by each fragment (broadcast): the
+// leftmost table, or, when every join is an inner or cross join (which
+// distributes over a split of any of its sides), the largest. The split
+// input must appear once in the join; ok is false when no input fits.
 func (pb *planBuilder) broadcastable(from node) (*input, []*input, bool) {
 	leaves, ok := joinLeaves(from)
 	if !ok || len(leaves) < 2 {
@@ -346,11 +348,23 @@ func (pb *planBuilder) broadcastable(from node) (*input, []*input, bool) {
 	if big == nil {
 		return nil, nil, false
 	}
+	if innerJoins(from) {
+		for _, l := range leaves[1:] {
+			if in := byView[str(l, "table_name")]; in != nil && in.bytes > big.bytes {
+				big = in
+			}
+		}
+	}
 	var small []*input
 	seen := map[*input]bool{}
-	for _, l := range leaves[1:] {
+	bigSeen := false
+	for _, l := range leaves {
 		in := byView[str(l, "table_name")]
-		if in == nil || in == big || in.bytes > pb.p.opts.BroadcastBytes {
+		switch {
+		case in == big && !bigSeen:
+			bigSeen = true
+			continue
+		case in == nil || in == big || in.bytes > pb.p.opts.BroadcastBytes:
 			return nil, nil, false
 		}
 		if !seen[in] {
@@ -362,6 +376,20 @@ func (pb *planBuilder) broadcastable(from node) (*input, []*input, bool) {
 		return nil, nil, false
 	}
 	return big, small, true
+}
+
+// innerJoins tells whether every join of the FROM tree n is an inner or
+// cross join.
+func innerJoins(n node) bool {
+	if str(n, "type") != "JOIN" {
+		return true
+	}
+	if jt := str(n, "join_type"); jt != "INNER" {
+		return false
+	}
+	l, _ := n["left"].(node)
+	r, _ := n["right"].(node)
+	return innerJoins(l) && innerJoins(r)
 }
 
 func (pb *planBuilder) deparse(p *parsed) (string, error) {

@@ -49,6 +49,7 @@ var rules = []rule{
 	{"shuffle join", ruleShuffleJoin},
 	{"one group", ruleOneGroup},
 	{"two-phase", ruleTwoPhase},
+	{"broadcast two-phase", ruleBroadcastTwoPhase},
 	{"shuffle grouped", ruleShuffleGrouped},
 	{"gather", ruleGather},
 }
@@ -168,7 +169,7 @@ func ruleTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, erro
 	if tp == nil {
 		return blame(why)
 	}
-	res, err := pb.twoPhase(ctx, pb.b.inputs[0], tp)
+	res, err := pb.twoPhase(ctx, pb.b.inputs[0], nil, tp)
 	if err != nil || res == nil {
 		if err == nil {
 			return blame("two-phase final does not bind to the query's schema")
@@ -176,6 +177,57 @@ func ruleTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, erro
 		return outcome{}, err
 	}
 	return outcome{res: res, why: tp.kind + " splits into partials and a final"}, nil
+}
+
+// ruleBroadcastTwoPhase: an aggregate, top-n, LIMIT or DISTINCT over a
+// join of one large table with small ones splits as over the one table: each
+// partial joins one group of it with the small tables whole (as a
+// broadcast scatter does), the final combines the partials. The join's
+// rows are the union of the partials' joins, each row in one of them.
+func ruleBroadcastTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
+	root := q.root
+	switch {
+	case root == nil:
+		return no("no query node")
+	case str(root, "type") != "SELECT_NODE" || str(q.from, "type") != "JOIN":
+		return no("not a join")
+	case hasSubquery(root):
+		return no("subquery")
+	}
+	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
+		return no("common table expression")
+	}
+	big, small, ok := pb.broadcastable(q.from)
+	switch {
+	case !ok:
+		return no("join of large tables")
+	case big.refs != 1 || big.meta != "":
+		return no(fmt.Sprintf("%s is not a plain table read once", big.ref))
+	case len(big.groups) < 2:
+		return no(fmt.Sprintf("%s is one group", big.ref))
+	case big.bytes <= pb.p.opts.BroadcastBytes:
+		// Every table is small: one worker reads them all at less cost
+		// than partials and a final.
+		return no(fmt.Sprintf("every table is at most the broadcast size %d", pb.p.opts.BroadcastBytes))
+	}
+	var tp *twoPhase
+	var why string
+	if exprReason(node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}, q.aggs) != "" || len(anyList(root["group_expressions"])) > 0 {
+		tp, why = planAggregate(root, q.aggs)
+	} else {
+		tp, why = planRowwise(root, fieldNames(pb.b.schema))
+	}
+	if tp == nil {
+		return no(why)
+	}
+	res, err := pb.twoPhase(ctx, big, small, tp)
+	if err != nil || res == nil {
+		if err == nil {
+			return no("two-phase final does not bind to the query's schema")
+		}
+		return outcome{}, err
+	}
+	return outcome{res: res, why: fmt.Sprintf("%s splits over %s's groups, the other tables broadcast", tp.kind, big.ref)}, nil
 }
 
 // notShuffled is a shuffle rule's refusal: it adds to why the query
@@ -314,15 +366,27 @@ func (pb *planBuilder) unionAll(root node, aggs map[string]bool) (*plan.Result, 
 // twoPhase plans partial fragments per group (children) and one final
 // endpoint over them. It returns nil when the final step does not bind
 // to exactly the query's schema, so the caller gathers instead.
-func (pb *planBuilder) twoPhase(ctx context.Context, in *input, tp *twoPhase) (*plan.Result, error) {
+func (pb *planBuilder) twoPhase(ctx context.Context, in *input, small []*input, tp *twoPhase) (*plan.Result, error) {
 	ph, err := pb.phases(ctx, tp)
 	if err != nil || ph == nil {
 		return nil, err
 	}
 	s := pb.scan(in, false)
+	var body plan.Node = s
+	label := "two-phase (" + tp.kind + ")"
+	if len(small) > 0 {
+		bc := &plan.Exchange{Kind: plan.ExchangeBroadcast}
+		var names []string
+		for _, sm := range small {
+			names = append(names, sm.ref.String())
+			bc.In = append(bc.In, pb.scan(sm, true))
+		}
+		body = &plan.Join{On: "the query's conditions", In: []plan.Node{s, bc}}
+		label += " with broadcast of " + strings.Join(names, ", ")
+	}
 	partial := &plan.Fragment{Role: "partial", SQL: ph.partialSQL, Schema: ph.partialSchema, Per: s, Place: plan.PlaceGroups,
-		In: []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: s}}}
-	return &plan.Result{Strategy: plan.TwoPhase, Label: "two-phase (" + tp.kind + ")", Endpoints: []*plan.Fragment{pb.finalOver(partial, tp, ph)}}, nil
+		In: []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: body}}}
+	return &plan.Result{Strategy: plan.TwoPhase, Label: label, Endpoints: []*plan.Fragment{pb.finalOver(partial, tp, ph)}}, nil
 }
 
 // finalOver is tp's final step, one instance over every instance of the

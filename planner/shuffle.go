@@ -51,6 +51,10 @@ type shuffleSide struct {
 	in   *input
 	col  string // the key column, as the input's schema names it
 	hash string // the expression the partition children hash
+	// where are conjuncts of the query's WHERE over this input alone,
+	// which its partition children apply before shipping rows
+	// (pushedWhere); the query applies them again.
+	where []node
 }
 
 // shuffle plans root as a shuffled join when its FROM joins two large
@@ -143,6 +147,7 @@ func (pb *planBuilder) shuffleable(ctx context.Context, root node) (*shuffleJoin
 			w.found.small = append(w.found.small, in)
 		}
 	}
+	pushedWhere(w, root, w.found)
 	return w.found, ""
 }
 
@@ -400,7 +405,10 @@ func (pb *planBuilder) shufflePlan(ctx context.Context, sj *shuffleJoin, n int, 
 	var in []plan.Node
 	var on []string
 	for _, s := range sj.sides {
-		sql := "SELECT * FROM " + engine.Quote(s.in.view)
+		sql, err := pb.producerSQL(ctx, s)
+		if err != nil {
+			return nil, err
+		}
 		viewSchema, err := pb.conn.QuerySchema(ctx, sql)
 		if err != nil {
 			return nil, err
@@ -439,4 +447,105 @@ func (pb *planBuilder) shufflePlan(ctx context.Context, sj *shuffleJoin, n int, 
 // partitionPlace puts fragment j on worker j, the next as fallback.
 func (pb *planBuilder) partitionPlace(j int) place {
 	return place{owner: j % len(pb.workers), fallback: (j + 1) % len(pb.workers)}
+}
+
+// pushedWhere sets each side's where: the top-level WHERE conjuncts whose
+// columns all belong to that side's input. Only for inner joins (and a
+// single table): filtering a side of an outer join before it joins could
+// change which rows are null-extended. A conjunct without columns, with a
+// parameter or a volatile function stays in the query alone.
+func pushedWhere(w *joinWalk, root node, sj *shuffleJoin) {
+	from, _ := root["from_table"].(node)
+	if !innerJoins(from) {
+		return
+	}
+	for _, c := range whereConjuncts(root) {
+		var owner *input
+		ok := true
+		walk(c, func(n node) bool {
+			switch {
+			case !ok:
+			case str(n, "class") == "PARAMETER" || str(n, "class") == "SUBQUERY":
+				ok = false
+			case str(n, "class") == "FUNCTION" && volatile[strings.ToLower(str(n, "function_name"))]:
+				ok = false
+			case str(n, "class") == "COLUMN_REF":
+				in, _ := w.column(n)
+				if in == nil || (owner != nil && in != owner) {
+					ok = false
+				}
+				owner = in
+			}
+			return ok
+		})
+		if !ok || owner == nil {
+			continue
+		}
+		for i := range sj.sides {
+			if sj.sides[i].in == owner {
+				sj.sides[i].where = append(sj.sides[i].where, c)
+			}
+		}
+	}
+}
+
+// volatile are functions whose value changes between evaluations.
+var volatile = map[string]bool{"random": true, "uuid": true, "gen_random_uuid": true, "nextval": true, "currval": true, "setseed": true}
+
+// producerSQL is what each group of a side's input sends to the
+// partitions: its rows, filtered by the side's pushed conjuncts under the
+// alias the query gives the input, so their column references resolve as
+// in the query.
+func (pb *planBuilder) producerSQL(ctx context.Context, s shuffleSide) (string, error) {
+	plain := "SELECT * FROM " + engine.Quote(s.in.view)
+	if len(s.where) == 0 {
+		return plain, nil
+	}
+	alias := ""
+	walk(pb.b.ast.root, func(n node) bool {
+		if alias == "" && isTableRef(n) && str(n, "type") == "BASE_TABLE" && str(n, "table_name") == s.in.view {
+			alias = str(n, "alias")
+		}
+		return alias == ""
+	})
+	if alias == "" {
+		alias = s.in.view
+	}
+	// A template whose WHERE is one constant, or a conjunction of two,
+	// takes the conjuncts in place of its constants.
+	cond := "true"
+	if len(s.where) > 1 {
+		cond = "true AND true"
+	}
+	root, err := parseNode(ctx, pb.conn, plain+" AS "+engine.Quote(alias)+" WHERE "+cond)
+	if err != nil {
+		return "", err
+	}
+	if len(s.where) == 1 {
+		root["where_clause"] = clone(s.where[0])
+	} else {
+		w, _ := root["where_clause"].(node)
+		if str(w, "class") != "CONJUNCTION" {
+			return plain, nil
+		}
+		kids := make([]any, len(s.where))
+		for i, c := range s.where {
+			kids[i] = clone(c)
+		}
+		w["children"] = kids
+	}
+	sql, err := pb.deparse(statement(root))
+	if err != nil {
+		return "", err
+	}
+	// The filtered rows keep the input's columns, names and types; if
+	// not, the side ships its rows unfiltered.
+	want, err := pb.conn.QuerySchema(ctx, plain)
+	if err != nil {
+		return "", err
+	}
+	if got, err := pb.conn.QuerySchema(ctx, sql); err != nil || !sameSchema(got, want) {
+		return plain, nil
+	}
+	return sql, nil
 }

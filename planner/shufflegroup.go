@@ -55,6 +55,7 @@ func (pb *planBuilder) shuffleGrouped(ctx context.Context, root node, aggs map[s
 		tp, why = splitModifiers(root, fieldNames(pb.b.schema))
 	}
 	sj := &shuffleJoin{sides: []shuffleSide{{in: in, col: col, hash: engine.Quote(col)}}}
+	pushedWhere(w, root, sj)
 	n := min(len(pb.workers), pb.p.opts.ShufflePartitions)
 	if tp == nil && why != "nothing to split" {
 		return nil, why, nil
