@@ -29,7 +29,7 @@ func (p *Planner) insertQuery(ctx context.Context, sess Session, parts, cols []s
 func (p *Parser) columnNames() ([]string, error) {
 	var out []string
 	for {
-		c, err := p.ident()
+		c, err := p.Ident()
 		if err != nil {
 			return nil, err
 		}
@@ -37,8 +37,8 @@ func (p *Parser) columnNames() ([]string, error) {
 		if p.Pos >= len(p.toks) {
 			return out, nil
 		}
-		if !p.acceptPunct(",") {
-			return nil, p.unexpected()
+		if !p.AcceptPunct(",") {
+			return nil, p.Unexpected()
 		}
 	}
 }
@@ -53,11 +53,11 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 	if err != nil {
 		return 0, false, nil
 	}
-	if ps.atPunct("(") {
+	if ps.AtPunct("(") {
 		return 0, false, nil
 	}
 	var (
-		partItems []ddlPartItem
+		partItems []PartitionItem
 		props     = iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
 		seenPart  bool
 		seenWith  bool
@@ -83,9 +83,9 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 				return 0, true, err
 			}
 		case ps.At("AS") && ps.Pos+1 < len(ps.toks):
-			query = ps.text(ps.Pos+1, len(ps.toks)-1)
+			query = ps.Text(ps.Pos+1, len(ps.toks)-1)
 		default:
-			return 0, true, ps.unexpected()
+			return 0, true, ps.Unexpected()
 		}
 	}
 	if query == "" {
@@ -107,7 +107,7 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 	if err != nil {
 		return 0, true, err
 	}
-	schema, err := p.ddlColumns(ctx, ref.Table, columns)
+	schema, err := p.ParseColumns(ctx, ref.Table, columns)
 	if err != nil {
 		return 0, true, err
 	}

@@ -7,10 +7,13 @@
 // Statement execution is moving out to package statement (issue 13), whose
 // Executor wraps a Planner; statement imports planner, never the reverse.
 // What statement uses from here is the statement parser (Parser,
-// ParseUpdate), write targets (WriteTarget, LoadTarget), one commit
-// (Commit), the dry-run notes of an EXPLAIN of a write (DryRun) and the
-// plan of EXPLAIN lines (LinesPlan). The DDL and DML that have not moved
-// yet (CREATE TABLE, ALTER, INSERT, UPDATE, DELETE, MERGE, bulk ingest,
-// CALL procedures and maintenance) still run here, reached through the
+// ParseUpdate, PartitionItem), write targets (WriteTarget, LoadTarget),
+// one commit (Commit), DuckDB's reading of a column list
+// (Planner.ParseColumns), the decimal-partition check
+// (CheckDecimalPartitions), the dry-run notes of an EXPLAIN of a write
+// (DryRun) and the plan of EXPLAIN lines (LinesPlan). The DDL and DML
+// that have not moved yet (CREATE TABLE, the maintenance, branch, tag and
+// identifier-field forms of ALTER TABLE, INSERT, UPDATE, DELETE, MERGE,
+// bulk ingest, CALL procedures) still run here, reached through the
 // Executor.
 package planner

@@ -33,7 +33,7 @@ func identifierStatement(ps *Parser) bool {
 func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *WriteTarget, ps *Parser) error {
 	set := ps.Accept("SET", "IDENTIFIER", "FIELDS")
 	if !set && !ps.Accept("DROP", "IDENTIFIER", "FIELDS") {
-		return ps.unexpected()
+		return ps.Unexpected()
 	}
 	var names []string
 	for ps.Pos < len(ps.toks) {
@@ -42,7 +42,7 @@ func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *WriteTarget, p
 			return err
 		}
 		names = append(names, strings.Join(n, "."))
-		if !ps.acceptPunct(",") {
+		if !ps.AcceptPunct(",") {
 			break
 		}
 	}
@@ -50,7 +50,7 @@ func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *WriteTarget, p
 		return err
 	}
 	if set && len(names) == 0 {
-		return ps.unexpected()
+		return ps.Unexpected()
 	}
 	schema := tgt.Pinned.Table.Schema()
 	current := map[string]bool{}

@@ -449,7 +449,7 @@ func (p *Parser) refDDL() (*refDDL, error) {
 	if p.Accept("BRANCH") {
 		d.kind = table.BranchRef
 	} else if !p.Accept("TAG") {
-		return nil, p.unexpected()
+		return nil, p.Unexpected()
 	}
 	switch {
 	case d.drop && p.Accept("IF", "EXISTS"):
@@ -457,7 +457,7 @@ func (p *Parser) refDDL() (*refDDL, error) {
 	case d.create && !d.replace && p.Accept("IF", "NOT", "EXISTS"):
 		d.ifNotExists = true
 	}
-	name, err := p.ident()
+	name, err := p.Ident()
 	if err != nil {
 		return nil, err
 	}
@@ -467,11 +467,11 @@ func (p *Parser) refDDL() (*refDDL, error) {
 	}
 	if p.Accept("AS", "OF", "VERSION") {
 		if p.Pos >= len(p.toks) || p.toks[p.Pos].Kind != sqltok.Number {
-			return nil, p.unexpected()
+			return nil, p.Unexpected()
 		}
 		v, err := strconv.ParseInt(p.toks[p.Pos].Value, 10, 64)
 		if err != nil {
-			return nil, p.unexpected()
+			return nil, p.Unexpected()
 		}
 		p.Pos++
 		d.version = &v
@@ -496,7 +496,7 @@ func (p *Parser) refDDL() (*refDDL, error) {
 			}
 		}
 		if d.minSnapshots <= 0 && d.maxSnapshotAge == 0 {
-			return nil, p.unexpected()
+			return nil, p.Unexpected()
 		}
 	}
 	return d, p.End()
@@ -505,7 +505,7 @@ func (p *Parser) refDDL() (*refDDL, error) {
 // durationMs reads "N DAYS|HOURS|MINUTES" as milliseconds.
 func (p *Parser) durationMs() (int64, error) {
 	if p.Pos+1 >= len(p.toks) || p.toks[p.Pos].Kind != sqltok.Number {
-		return 0, p.unexpected()
+		return 0, p.Unexpected()
 	}
 	n, err := strconv.ParseInt(p.toks[p.Pos].Value, 10, 64)
 	if err != nil || n <= 0 {
@@ -515,7 +515,7 @@ func (p *Parser) durationMs() (int64, error) {
 	u, ok := units[strings.ToUpper(p.toks[p.Pos+1].Value)]
 	if !ok || p.toks[p.Pos+1].Kind != sqltok.Word {
 		p.Pos++
-		return 0, p.unexpected()
+		return 0, p.Unexpected()
 	}
 	p.Pos += 2
 	return n * u.Milliseconds(), nil

@@ -48,7 +48,7 @@ func (p *Planner) ddlCreateView(ctx context.Context, sess Session, ps *Parser) e
 	ps.Pos = 1
 	replace := ps.Accept("OR", "REPLACE")
 	if !ps.Accept("VIEW") {
-		return ps.unexpected()
+		return ps.Unexpected()
 	}
 	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
 	parts, err := ps.Name(3)
@@ -58,7 +58,7 @@ func (p *Planner) ddlCreateView(ctx context.Context, sess Session, ps *Parser) e
 	if !ps.At("AS") || ps.Pos+1 >= len(ps.toks) {
 		return ddlSyntaxf("CREATE VIEW needs AS query")
 	}
-	query := strings.TrimSpace(ps.text(ps.Pos+1, len(ps.toks)-1))
+	query := strings.TrimSpace(ps.Text(ps.Pos+1, len(ps.toks)-1))
 	ref, err := TableName(sess, parts)
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (p *Planner) ddlCreateView(ctx context.Context, sess Session, ps *Parser) e
 	if err != nil {
 		return err
 	}
-	schema, err := p.ddlColumns(ctx, ref.Table, columns)
+	schema, err := p.ParseColumns(ctx, ref.Table, columns)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (p *Planner) ddlDropView(ctx context.Context, sess Session, ps *Parser) err
 		return err
 	}
 	if ps.Pos < len(ps.toks) {
-		return ps.unexpected()
+		return ps.Unexpected()
 	}
 	ref, err := TableName(sess, parts)
 	if err != nil {

@@ -64,6 +64,9 @@ type WriteTarget struct {
 	Branch string
 }
 
+// Mount is the mounted catalog that holds the target table.
+func (t *WriteTarget) Mount() *catalog.Mount { return t.mount }
+
 // LoadTarget pins the table parts names (unqualified parts take sess's
 // catalog and schema; a name is resolved as queries resolve it, a Spark
 // branch name as its branch) once the caller holds each of privs on it.

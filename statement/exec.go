@@ -14,7 +14,7 @@ type runner func(ctx context.Context, sess planner.Session) (int64, error)
 
 // Exec runs one statement that returns no rows and returns its update
 // count (the grammar is in docs/sql.md). The statements this package runs
-// (CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE) run here; the planner
+// (CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE, ALTER) run here; the planner
 // runs the others (planner.Planner.Exec lists them) and fails on anything
 // else. args bind the parameters of an INSERT, UPDATE or DELETE.
 func (e *Executor) Exec(ctx context.Context, sess planner.Session, query string, args ...any) (int64, error) {
@@ -47,6 +47,8 @@ func (e *Executor) own(query string) runner {
 	switch {
 	case ps.At("TRUNCATE"):
 		return func(ctx context.Context, sess planner.Session) (int64, error) { return e.truncate(ctx, sess, ps) }
+	case ps.At("ALTER"):
+		return func(ctx context.Context, sess planner.Session) (int64, error) { return e.alter(ctx, sess, ps) }
 	case ps.At("CREATE", "SCHEMA"):
 		run = e.createSchema
 	case ps.At("DROP", "SCHEMA"):
@@ -57,6 +59,16 @@ func (e *Executor) own(query string) runner {
 		return nil
 	}
 	return func(ctx context.Context, sess planner.Session) (int64, error) { return 0, run(ctx, sess, ps) }
+}
+
+// alter runs an ALTER statement: the planner's maintenance, branch, tag
+// and identifier-field forms (planner.Planner.AlterMaintenance), else
+// schema, property and partition evolution and RENAME (alterTable).
+func (e *Executor) alter(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
+	if n, ok, err := e.AlterMaintenance(ctx, sess, ps); ok {
+		return n, err
+	}
+	return 0, e.alterTable(ctx, sess, ps)
 }
 
 // paramRows is the number of parameter rows in params.

@@ -1,9 +1,11 @@
-package planner
+package statement
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -14,23 +16,25 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/planner"
 )
 
-// ddlAlter runs ALTER TABLE: schema evolution, properties and partition
+// alterTable runs ALTER TABLE: schema evolution, properties and partition
 // spec evolution, each as one metadata commit (grammar in docs/sql.md).
-func (p *Planner) ddlAlter(ctx context.Context, sess Session, ps *Parser) error {
+func (e *Executor) alterTable(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
 	ps.Pos = 1
 	if !ps.Accept("TABLE") {
-		return fmt.Errorf("%w: ALTER %s", ErrUnsupported, ps.kind())
+		return fmt.Errorf("%w: ALTER %s", planner.ErrUnsupported, ps.Kind())
 	}
 	ifExists := ps.Accept("IF", "EXISTS")
 	parts, err := ps.Name(3)
 	if err != nil {
 		return err
 	}
-	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Alter)
+	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Alter)
 	if err != nil {
-		if ifExists && errors.Is(err, ErrNotFound) {
+		if ifExists && errors.Is(err, planner.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -43,38 +47,38 @@ func (p *Planner) ddlAlter(ctx context.Context, sess Session, ps *Parser) error 
 		if err := ps.End(); err != nil {
 			return err
 		}
-		dst, err := TableName(Session{Catalog: tgt.Ref.Catalog, Schema: tgt.Ref.Schema}, to)
+		dst, err := planner.TableName(planner.Session{Catalog: tgt.Ref.Catalog, Schema: tgt.Ref.Schema}, to)
 		if err != nil {
 			return err
 		}
 		if dst.Catalog != tgt.Ref.Catalog {
-			return fmt.Errorf("%w: a table cannot move to another catalog", ErrInvalid)
+			return fmt.Errorf("%w: a table cannot move to another catalog", planner.ErrInvalid)
 		}
-		if _, err := tgt.mount.Catalog.RenameTable(ctx, tgt.Ref.Ident(), dst.Ident()); err != nil {
+		if _, err := tgt.Mount().Catalog.RenameTable(ctx, tgt.Ref.Ident(), dst.Ident()); err != nil {
 			if errors.Is(err, icecat.ErrTableAlreadyExists) {
-				return fmt.Errorf("%w: table %s", ErrExists, dst)
+				return fmt.Errorf("%w: table %s", planner.ErrExists, dst)
 			}
 			return fmt.Errorf("rename %s: %w", tgt.Ref, err)
 		}
 		return nil
 	}
-	change, err := p.alterAction(ctx, tgt, ps)
+	change, err := e.alterAction(ctx, tgt, ps)
 	if err != nil {
 		return err
 	}
 	if change == nil {
 		return nil
 	}
-	err = p.Commit(ctx, tgt, change, nil)
-	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrCommitUnknown) && !errors.Is(err, ErrInvalid) {
-		return fmt.Errorf("%w: alter table %s: %v", ErrInvalid, tgt.Ref, err)
+	err = e.Commit(ctx, tgt, change, nil)
+	if err != nil && !errors.Is(err, planner.ErrConflict) && !errors.Is(err, planner.ErrCommitUnknown) && !errors.Is(err, planner.ErrInvalid) {
+		return fmt.Errorf("%w: alter table %s: %v", planner.ErrInvalid, tgt.Ref, err)
 	}
 	return err
 }
 
 // alterAction parses one ALTER TABLE action into a change of the
 // transaction; nil means nothing to do (IF [NOT] EXISTS).
-func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser) (func(*table.Transaction) error, error) {
+func (e *Executor) alterAction(ctx context.Context, tgt *planner.WriteTarget, ps *planner.Parser) (func(*table.Transaction) error, error) {
 	schema := tgt.Pinned.Table.Schema()
 	find := func(name string) (iceberg.NestedField, bool) {
 		if f, ok := schema.FindFieldByName(name); ok {
@@ -87,7 +91,7 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 			u := tx.UpdateSchema(true, false)
 			fn(u)
 			if err := u.Commit(); err != nil {
-				return fmt.Errorf("%w: %v", ErrInvalid, err)
+				return fmt.Errorf("%w: %v", planner.ErrInvalid, err)
 			}
 			return nil
 		}
@@ -97,50 +101,50 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 			u := tx.UpdateSpec(true)
 			fn(u)
 			if err := u.Commit(); err != nil {
-				return fmt.Errorf("%w: %v", ErrInvalid, err)
+				return fmt.Errorf("%w: %v", planner.ErrInvalid, err)
 			}
 			return nil
 		}
 	}
 	switch {
 	case ps.Accept("ADD", "PARTITION", "FIELD"), ps.Accept("ADD", "PARTITION", "KEY"):
-		it, err := ps.singlePartItem()
+		it, err := ps.PartitionItem()
 		if err != nil {
 			return nil, err
 		}
-		tr, suffix, err := ddlTransform(it)
+		tr, suffix, err := it.Transform()
 		if err != nil {
 			return nil, err
 		}
-		f, ok := find(it.column)
+		f, ok := find(it.Column())
 		if !ok {
-			return nil, fmt.Errorf("%w: partition column %q is not a column of %s", ErrInvalid, it.column, tgt.Ref)
+			return nil, fmt.Errorf("%w: partition column %q is not a column of %s", planner.ErrInvalid, it.Column(), tgt.Ref)
 		}
 		added := iceberg.PartitionField{SourceIDs: []int{f.ID}, Name: f.Name + suffix, Transform: tr}
 		spec := tgt.Pinned.Table.Spec()
-		if err := ddlDecimalFields(&spec, &added, schema); err != nil {
+		if err := planner.CheckDecimalPartitions(&spec, &added, schema); err != nil {
 			return nil, err
 		}
 		return specChange(func(u *table.UpdateSpec) { u.AddField(f.Name, tr, f.Name+suffix) }), nil
 	case ps.Accept("DROP", "PARTITION", "FIELD"), ps.Accept("DROP", "PARTITION", "KEY"):
 		name := ""
-		if ps.Pos+1 < len(ps.toks) && ps.toks[ps.Pos+1].IsOp("(") {
-			it, err := ps.singlePartItem()
+		if ps.Pos+1 < len(ps.Tokens()) && ps.Tokens()[ps.Pos+1].IsOp("(") {
+			it, err := ps.PartitionItem()
 			if err != nil {
 				return nil, err
 			}
-			_, suffix, err := ddlTransform(it)
+			_, suffix, err := it.Transform()
 			if err != nil {
 				return nil, err
 			}
-			f, ok := find(it.column)
+			f, ok := find(it.Column())
 			if !ok {
-				return nil, fmt.Errorf("%w: partition column %q is not a column of %s", ErrInvalid, it.column, tgt.Ref)
+				return nil, fmt.Errorf("%w: partition column %q is not a column of %s", planner.ErrInvalid, it.Column(), tgt.Ref)
 			}
 			name = f.Name + suffix
 		} else {
 			var err error
-			if name, err = ps.ident(); err != nil {
+			if name, err = ps.Ident(); err != nil {
 				return nil, err
 			}
 			if err := ps.End(); err != nil {
@@ -151,37 +155,37 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 	case ps.Accept("ADD"):
 		ps.Accept("COLUMN")
 		ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
-		if ps.Pos >= len(ps.toks) {
-			return nil, ps.unexpected()
+		if ps.Pos >= len(ps.Tokens()) {
+			return nil, ps.Unexpected()
 		}
-		if !balanced(ps.toks[ps.Pos:]) {
-			return nil, ddlSyntaxf("unbalanced parentheses in the column definition")
+		if !sqltok.Balanced(ps.Tokens()[ps.Pos:]) {
+			return nil, fmt.Errorf("%w: unbalanced parentheses in the column definition", planner.ErrSyntax)
 		}
-		name := ps.toks[ps.Pos].Value
-		def := ps.text(ps.Pos, len(ps.toks)-1)
-		ps.Pos = len(ps.toks)
+		name := ps.Tokens()[ps.Pos].Value
+		def := ps.Text(ps.Pos, len(ps.Tokens())-1)
+		ps.Pos = len(ps.Tokens())
 		if _, ok := find(name); ok {
 			if ifNotExists {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("%w: column %q of %s", ErrExists, name, tgt.Ref)
+			return nil, fmt.Errorf("%w: column %q of %s", planner.ErrExists, name, tgt.Ref)
 		}
-		added, err := p.ddlColumns(ctx, "__icefloe_add", "("+def+")")
+		added, err := e.ParseColumns(ctx, "__icefloe_add", "("+def+")")
 		if err != nil {
 			return nil, err
 		}
 		if len(added.Fields()) != 1 {
-			return nil, fmt.Errorf("%w: ADD COLUMN adds one column", ErrInvalid)
+			return nil, fmt.Errorf("%w: ADD COLUMN adds one column", planner.ErrInvalid)
 		}
 		f := added.Fields()[0]
 		if f.Required {
-			return nil, fmt.Errorf("%w: an added column cannot be NOT NULL: the table's existing rows have no value for %q", ErrInvalid, f.Name)
+			return nil, fmt.Errorf("%w: an added column cannot be NOT NULL: the table's existing rows have no value for %q", planner.ErrInvalid, f.Name)
 		}
 		return schemaChange(func(u *table.UpdateSchema) { u.AddColumn([]string{f.Name}, f.Type, "", false, nil) }), nil
 	case ps.Accept("DROP"):
 		ps.Accept("COLUMN")
 		ifExists := ps.Accept("IF", "EXISTS")
-		name, err := ps.ident()
+		name, err := ps.Ident()
 		if err != nil {
 			return nil, err
 		}
@@ -193,23 +197,23 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 			if ifExists {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, name)
+			return nil, fmt.Errorf("%w: table %s has no column %q", planner.ErrInvalid, tgt.Ref, name)
 		}
 		spec := tgt.Pinned.Table.Spec()
 		if pfs := spec.FieldsBySourceID(f.ID); len(pfs) > 0 {
-			return nil, fmt.Errorf("%w: column %q is a source of the partition spec; drop partition field %s first", ErrInvalid, f.Name, pfs[0].Name)
+			return nil, fmt.Errorf("%w: column %q is a source of the partition spec; drop partition field %s first", planner.ErrInvalid, f.Name, pfs[0].Name)
 		}
 		return schemaChange(func(u *table.UpdateSchema) { u.DeleteColumn([]string{f.Name}) }), nil
 	case ps.Accept("RENAME"):
 		ps.Accept("COLUMN")
-		from, err := ps.ident()
+		from, err := ps.Ident()
 		if err != nil {
 			return nil, err
 		}
 		if !ps.Accept("TO") {
-			return nil, ps.unexpected()
+			return nil, ps.Unexpected()
 		}
-		to, err := ps.ident()
+		to, err := ps.Ident()
 		if err != nil {
 			return nil, err
 		}
@@ -218,21 +222,21 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 		}
 		f, ok := find(from)
 		if !ok {
-			return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, from)
+			return nil, fmt.Errorf("%w: table %s has no column %q", planner.ErrInvalid, tgt.Ref, from)
 		}
 		if _, ok := find(to); ok && !strings.EqualFold(from, to) {
-			return nil, fmt.Errorf("%w: column %q of %s", ErrExists, to, tgt.Ref)
+			return nil, fmt.Errorf("%w: column %q of %s", planner.ErrExists, to, tgt.Ref)
 		}
 		return schemaChange(func(u *table.UpdateSchema) { u.RenameColumn([]string{f.Name}, to) }), nil
 	case ps.Accept("ALTER"):
 		ps.Accept("COLUMN")
-		name, err := ps.ident()
+		name, err := ps.Ident()
 		if err != nil {
 			return nil, err
 		}
 		f, ok := find(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, name)
+			return nil, fmt.Errorf("%w: table %s has no column %q", planner.ErrInvalid, tgt.Ref, name)
 		}
 		if ps.Accept("DROP", "NOT", "NULL") {
 			if err := ps.End(); err != nil {
@@ -243,32 +247,32 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 			}), nil
 		}
 		if ps.Accept("SET", "NOT", "NULL") {
-			return nil, fmt.Errorf("%w: SET NOT NULL: existing rows may hold NULLs", ErrUnsupported)
+			return nil, fmt.Errorf("%w: SET NOT NULL: existing rows may hold NULLs", planner.ErrUnsupported)
 		}
 		if !ps.Accept("SET", "DATA", "TYPE") && !ps.Accept("TYPE") {
-			return nil, ps.unexpected()
+			return nil, ps.Unexpected()
 		}
-		if ps.Pos >= len(ps.toks) {
-			return nil, ps.unexpected()
+		if ps.Pos >= len(ps.Tokens()) {
+			return nil, ps.Unexpected()
 		}
-		if !balanced(ps.toks[ps.Pos:]) {
-			return nil, ddlSyntaxf("unbalanced parentheses in the type")
+		if !sqltok.Balanced(ps.Tokens()[ps.Pos:]) {
+			return nil, fmt.Errorf("%w: unbalanced parentheses in the type", planner.ErrSyntax)
 		}
-		typText := ps.text(ps.Pos, len(ps.toks)-1)
-		ps.Pos = len(ps.toks)
-		s, err := p.ddlColumns(ctx, "__icefloe_alter", "("+engine.Quote(f.Name)+" "+typText+")")
+		typText := ps.Text(ps.Pos, len(ps.Tokens())-1)
+		ps.Pos = len(ps.Tokens())
+		s, err := e.ParseColumns(ctx, "__icefloe_alter", "("+engine.Quote(f.Name)+" "+typText+")")
 		if err != nil {
 			return nil, err
 		}
 		if len(s.Fields()) != 1 {
-			return nil, fmt.Errorf("%w: ALTER COLUMN … TYPE takes one type", ErrInvalid)
+			return nil, fmt.Errorf("%w: ALTER COLUMN … TYPE takes one type", planner.ErrInvalid)
 		}
 		typ := s.Fields()[0].Type
 		if typ.Equals(f.Type) {
 			return nil, nil
 		}
 		if _, err := iceberg.PromoteType(f.Type, typ); err != nil {
-			return nil, fmt.Errorf("%w: column %q cannot change from %s to %s: only widenings are allowed (int→long, float→double, decimal(P,S)→decimal(P',S) with P'>P)", ErrInvalid, f.Name, f.Type, typ)
+			return nil, fmt.Errorf("%w: column %q cannot change from %s to %s: only widenings are allowed (int→long, float→double, decimal(P,S)→decimal(P',S) with P'>P)", planner.ErrInvalid, f.Name, f.Type, typ)
 		}
 		return schemaChange(func(u *table.UpdateSchema) {
 			u.UpdateColumn([]string{f.Name}, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Val: typ, Valid: true}})
@@ -283,11 +287,11 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 		if err := ps.End(); err != nil {
 			return nil, err
 		}
-		if err := CheckPlacement(tgt.mount, props); err != nil {
+		if err := planner.CheckPlacement(tgt.Mount(), props); err != nil {
 			return nil, err
 		}
 		if _, ok := props[catalog.LocationKey]; ok {
-			return nil, fmt.Errorf("%w: a table's location cannot change; location is not a table property", ErrUnsupported)
+			return nil, fmt.Errorf("%w: a table's location cannot change; location is not a table property", planner.ErrUnsupported)
 		}
 		if err := fixedEncryption(props); err != nil {
 			return nil, err
@@ -296,35 +300,35 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 	case ps.Accept("UNSET"):
 		ps.Accept("TBLPROPERTIES")
 		ps.Accept("PROPERTIES")
-		if !ps.acceptPunct("(") {
-			return nil, ps.unexpected()
+		if !ps.AcceptPunct("(") {
+			return nil, ps.Unexpected()
 		}
 		var keys []string
 		for {
-			if ps.Pos < len(ps.toks) && ps.toks[ps.Pos].Kind == sqltok.String {
-				keys = append(keys, ps.toks[ps.Pos].Value)
+			if ps.Pos < len(ps.Tokens()) && ps.Tokens()[ps.Pos].Kind == sqltok.String {
+				keys = append(keys, ps.Tokens()[ps.Pos].Value)
 				ps.Pos++
 			} else {
 				var b strings.Builder
 				for {
-					w, err := ps.ident()
+					w, err := ps.Ident()
 					if err != nil {
 						return nil, err
 					}
 					b.WriteString(w)
-					if !ps.atPunct(".") && !ps.atPunct("-") {
+					if !ps.AtPunct(".") && !ps.AtPunct("-") {
 						break
 					}
-					b.WriteString(ps.toks[ps.Pos].Value)
+					b.WriteString(ps.Tokens()[ps.Pos].Value)
 					ps.Pos++
 				}
 				keys = append(keys, b.String())
 			}
-			if ps.acceptPunct(")") {
+			if ps.AcceptPunct(")") {
 				break
 			}
-			if !ps.acceptPunct(",") {
-				return nil, ps.unexpected()
+			if !ps.AcceptPunct(",") {
+				return nil, ps.Unexpected()
 			}
 		}
 		if err := ps.End(); err != nil {
@@ -335,21 +339,24 @@ func (p *Planner) alterAction(ctx context.Context, tgt *WriteTarget, ps *Parser)
 		}
 		return func(tx *table.Transaction) error { return tx.RemoveProperties(keys) }, nil
 	}
-	return nil, ps.unexpected()
+	return nil, ps.Unexpected()
 }
 
-// singlePartItem reads one PARTITIONED BY item to the end of the statement.
-func (p *Parser) singlePartItem() (ddlPartItem, error) {
-	toks := append([]sqltok.Token{{Kind: sqltok.Op, Value: "("}}, p.toks[p.Pos:]...)
-	toks = append(toks, sqltok.Token{Kind: sqltok.Op, Value: ")"})
-	sub := &Parser{src: p.src, toks: toks}
-	items, err := sub.partitionItems()
-	if err != nil {
-		return ddlPartItem{}, err
+// fixedEncryption refuses to change a table's encryption properties
+// after CREATE TABLE: files written before and after would not agree.
+// keys is a property map or a list of keys.
+func fixedEncryption[K iceberg.Properties | []string](keys K) error {
+	var names []string
+	switch k := any(keys).(type) {
+	case iceberg.Properties:
+		names = slices.Collect(maps.Keys(k))
+	case []string:
+		names = k
 	}
-	if len(items) != 1 || sub.Pos != len(sub.toks) {
-		return ddlPartItem{}, ddlSyntaxf("one partition field at a time")
+	for _, n := range names {
+		if n == tablecrypt.KeyIDProp || n == tablecrypt.WrappedKeyProp {
+			return fmt.Errorf("%w: %s is fixed when the table is created", planner.ErrInvalid, n)
+		}
 	}
-	p.Pos = len(p.toks)
-	return items[0], nil
+	return nil
 }
