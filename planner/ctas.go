@@ -95,15 +95,15 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 	if err != nil {
 		return 0, true, err
 	}
-	ref = p.existingSchema(ctx, ref)
-	if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+	ref = p.ExistingSchema(ctx, ref)
+	if err := p.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 		return 0, true, err
 	}
 	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return 0, true, err
 	}
-	columns, err := p.queryColumns(ctx, sess, query)
+	columns, err := p.QueryColumns(ctx, sess, query)
 	if err != nil {
 		return 0, true, err
 	}
@@ -158,9 +158,11 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 	return n, true, err
 }
 
-// queryColumns returns the column list of a CREATE TABLE for the result
-// of query, as DuckDB types it: "("a" INTEGER, "b" VARCHAR)".
-func (p *Planner) queryColumns(ctx context.Context, sess Session, query string) (string, error) {
+// QueryColumns returns the column list of a CREATE TABLE for the result
+// of query, as DuckDB types it: "("a" INTEGER, "b" VARCHAR)"; query binds
+// as a query of sess would, checked and authorized (Planner.ParseColumns
+// reads the list back as an Iceberg schema).
+func (p *Planner) QueryColumns(ctx context.Context, sess Session, query string) (string, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return "", err

@@ -42,12 +42,12 @@ var ddlAlloc memory.Allocator = memory.DefaultAllocator
 // Exec runs one statement that returns no rows and returns its update
 // count: the rows an INSERT added, updated or deleted, 0 for DDL. It runs
 // CREATE TABLE (with Iceberg's PARTITIONED BY and WITH properties, or AS
-// a query), CREATE OR REPLACE TABLE, CREATE and DROP VIEW, the
-// maintenance, branch, tag and identifier-field forms of ALTER TABLE
+// a query), CREATE OR REPLACE TABLE, the maintenance, branch, tag and identifier-field forms of ALTER TABLE
 // (AlterMaintenance), INSERT, UPDATE, DELETE and MERGE against the
 // mounted catalogs; the grammar is in docs/sql.md. statement.Executor
-// runs the other statements (CREATE and DROP SCHEMA, DROP TABLE,
-// TRUNCATE, the rest of ALTER TABLE) and hands these here. Anything else returns an error wrapping ErrUnsupported.
+// runs the other statements (CREATE and DROP SCHEMA, CREATE and DROP
+// VIEW, DROP TABLE, TRUNCATE, the rest of ALTER TABLE) and hands these
+// here. Anything else returns an error wrapping ErrUnsupported.
 // Unqualified names take sess.Catalog and sess.Schema. args bind the
 // parameters of an INSERT, UPDATE or DELETE (see params.go).
 func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...any) (int64, error) {
@@ -130,10 +130,6 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *Parser, args []any
 		return p.createTable(ctx, sess, ps)
 	case ps.At("CREATE", "OR", "REPLACE", "TABLE"):
 		return p.createOrReplace(ctx, sess, ps)
-	case ps.At("CREATE", "VIEW"), ps.At("CREATE", "OR", "REPLACE", "VIEW"):
-		return 0, p.ddlCreateView(ctx, sess, ps)
-	case ps.At("DROP", "VIEW"):
-		return 0, p.ddlDropView(ctx, sess, ps)
 	case ps.At("DELETE"):
 		return p.dmlDelete(ctx, sess, ps, args)
 	case ps.At("UPDATE"):
@@ -200,7 +196,7 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *Parser) 
 	if err != nil {
 		return err
 	}
-	ref = p.existingSchema(ctx, ref)
+	ref = p.ExistingSchema(ctx, ref)
 	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return err

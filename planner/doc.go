@@ -8,9 +8,12 @@
 // Executor wraps a Planner; statement imports planner, never the reverse.
 // What statement uses from here is the statement parser (Parser,
 // ParseUpdate, PartitionItem), write targets (WriteTarget, LoadTarget),
-// one commit (Commit), DuckDB's reading of a column list
-// (Planner.ParseColumns), the decimal-partition check
-// (CheckDecimalPartitions), the dry-run notes of an EXPLAIN of a write
+// one commit (Commit), DuckDB's reading of a column list and of a
+// query's columns (Planner.ParseColumns, Planner.QueryColumns), the
+// decimal-partition check (CheckDecimalPartitions), authorization
+// (Planner.Authorize), the schema of a new table or view
+// (Planner.ExistingSchema), a catalog's views (Planner.Views; queries
+// expand them here), the dry-run notes of an EXPLAIN of a write
 // (DryRun) and the plan of EXPLAIN lines (LinesPlan). The DDL and DML
 // that have not moved yet (CREATE TABLE, the maintenance, branch, tag and
 // identifier-field forms of ALTER TABLE, INSERT, UPDATE, DELETE, MERGE,

@@ -5,7 +5,7 @@
 // worker imports neither: what crosses to a worker is a wire value.
 //
 // It runs CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE (exec.go
-// dispatches them) and ALTER TABLE's schema, property and partition
+// dispatches them), CREATE and DROP VIEW (views.go) and ALTER TABLE's schema, property and partition
 // evolution and RENAME (alter.go; ALTER TABLE … EXECUTE, branches, tags
 // and identifier fields it hands to planner.Planner.AlterMaintenance),
 // answers EXPLAIN of a write by running the write as a dry run

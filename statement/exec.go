@@ -14,7 +14,8 @@ type runner func(ctx context.Context, sess planner.Session) (int64, error)
 
 // Exec runs one statement that returns no rows and returns its update
 // count (the grammar is in docs/sql.md). The statements this package runs
-// (CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE, ALTER) run here; the planner
+// (CREATE and DROP SCHEMA, CREATE and DROP VIEW, DROP TABLE, TRUNCATE,
+// ALTER) run here; the planner
 // runs the others (planner.Planner.Exec lists them) and fails on anything
 // else. args bind the parameters of an INSERT, UPDATE or DELETE.
 func (e *Executor) Exec(ctx context.Context, sess planner.Session, query string, args ...any) (int64, error) {
@@ -55,6 +56,10 @@ func (e *Executor) own(query string) runner {
 		run = e.dropSchema
 	case ps.At("DROP", "TABLE"):
 		run = e.dropTable
+	case ps.At("CREATE", "VIEW"), ps.At("CREATE", "OR", "REPLACE", "VIEW"):
+		run = e.createView
+	case ps.At("DROP", "VIEW"):
+		run = e.dropView
 	default:
 		return nil
 	}
