@@ -15,8 +15,7 @@
 // (Planner.ExistingSchema), a catalog's views (Planner.Views; queries
 // expand them here), the dry-run notes of an EXPLAIN of a write
 // (DryRun) and the plan of EXPLAIN lines (LinesPlan). The DDL and DML
-// that have not moved yet (CREATE TABLE, the maintenance, branch, tag and
-// identifier-field forms of ALTER TABLE, INSERT, UPDATE, DELETE, MERGE,
-// bulk ingest, CALL procedures) still run here, reached through the
-// Executor.
+// that have not moved yet (CREATE TABLE, the maintenance, branch and tag
+// forms of ALTER TABLE, INSERT, UPDATE, DELETE, MERGE, bulk ingest, CALL
+// procedures) still run here, reached through the Executor.
 package planner

@@ -163,10 +163,10 @@ func parseSortOrder(tbl *table.Table, text string) ([]ddlSortItem, error) {
 }
 
 // AlterMaintenance runs the ALTER TABLE statements of this file set:
-// EXECUTE procedure[(args)] [WHERE …], the branch and tag DDL and SET or
-// DROP IDENTIFIER FIELDS, with ps at its first token. ok is false, and ps
-// is back at its first token, for every other ALTER (schema, property
-// and partition evolution, RENAME), which package statement runs.
+// EXECUTE procedure[(args)] [WHERE …] and the branch and tag DDL, with
+// ps at its first token. ok is false, and ps is back at its first token,
+// for every other ALTER (schema, property and partition evolution,
+// identifier fields, RENAME), which package statement runs.
 func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser) (n int64, ok bool, err error) {
 	defer func() {
 		if !ok {
@@ -183,7 +183,7 @@ func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser
 		return 0, false, nil
 	}
 	switch {
-	case ps.At("EXECUTE"), refStatement(ps), identifierStatement(ps):
+	case ps.At("EXECUTE"), refStatement(ps):
 	default:
 		return 0, false, nil
 	}
@@ -197,9 +197,6 @@ func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser
 	if ps.Accept("EXECUTE") {
 		n, err := p.alterExecute(ctx, sess, tgt, ps)
 		return n, true, err
-	}
-	if identifierStatement(ps) {
-		return 0, true, p.alterIdentifierFields(ctx, tgt, ps)
 	}
 	return 0, true, p.alterRefs(ctx, tgt, ps)
 }

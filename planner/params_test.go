@@ -350,7 +350,15 @@ func TestParamWritesReachBranch(t *testing.T) {
 			}
 			e.exec(t, "CREATE TABLE "+name+" (id BIGINT NOT NULL, amount DECIMAL(12,2), ts TIMESTAMP) WITH ("+with+")")
 			if kind == "equality" {
-				e.exec(t, "ALTER TABLE "+name+" SET IDENTIFIER FIELDS id")
+				// SET IDENTIFIER FIELDS runs in package statement: set them
+				// in the catalog.
+				tx := e.load(t, "default", name).NewTransaction()
+				if err := tx.UpdateSchema(true, false).SetIdentifierField([][]string{{"id"}}).Commit(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Commit(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 			e.exec(t, "INSERT INTO "+name+" VALUES (-1, 1.00, TIMESTAMP '2024-01-01 00:00:00')")
 			e.exec(t, "ALTER TABLE "+name+" CREATE BRANCH b")

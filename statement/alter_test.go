@@ -85,3 +85,26 @@ func TestDDLDecimalPartitionFields(t *testing.T) {
 	e.execErr(t, "ALTER TABLE d1 ADD PARTITION FIELD b", planner.ErrUnsupported, "decimal partition field")
 	e.exec(t, "ALTER TABLE d1 ADD PARTITION FIELD bucket(5, a)")
 }
+
+// TestAlterIdentifierFields: SET IDENTIFIER FIELDS replaces the table's
+// identifier fields, DROP IDENTIFIER FIELDS removes the named ones or all.
+func TestAlterIdentifierFields(t *testing.T) {
+	e := newEnv(t)
+	e.exec(t, "CREATE TABLE k (id BIGINT NOT NULL, region VARCHAR NOT NULL, v INT) WITH ('format-version' = '2')")
+	ids := func() []int { return e.load(t, "default", "k").Schema().IdentifierFieldIDs }
+	e.exec(t, "ALTER TABLE k SET IDENTIFIER FIELDS id, region")
+	if got := ids(); len(got) != 2 {
+		t.Fatalf("identifier fields %v, want id and region", got)
+	}
+	e.execErr(t, "ALTER TABLE k SET IDENTIFIER FIELDS nope", planner.ErrInvalid, "nope")
+	e.execErr(t, "ALTER TABLE k DROP IDENTIFIER FIELDS v", planner.ErrInvalid, "not an identifier field")
+	e.exec(t, "ALTER TABLE k DROP IDENTIFIER FIELDS region")
+	if got := ids(); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("identifier fields %v, want [1]", got)
+	}
+	e.exec(t, "ALTER TABLE k DROP IDENTIFIER FIELDS")
+	if got := ids(); len(got) != 0 {
+		t.Fatalf("identifier fields %v, want none", got)
+	}
+	e.exec(t, "ALTER TABLE IF EXISTS nope SET IDENTIFIER FIELDS id")
+}
