@@ -42,9 +42,9 @@ var ddlAlloc memory.Allocator = memory.DefaultAllocator
 // Exec runs one statement that returns no rows and returns its update
 // count: the rows an INSERT added, updated or deleted, 0 for DDL. It runs
 // CREATE TABLE (with Iceberg's PARTITIONED BY and WITH properties, or AS
-// a query), CREATE OR REPLACE TABLE, the maintenance, branch and tag
-// forms of ALTER TABLE (AlterMaintenance), INSERT, UPDATE, DELETE and
-// MERGE against the mounted catalogs; the grammar is in docs/sql.md.
+// a query), CREATE OR REPLACE TABLE, ALTER TABLE … EXECUTE
+// (AlterMaintenance), INSERT, UPDATE, DELETE and MERGE against the
+// mounted catalogs; the grammar is in docs/sql.md.
 // statement.Executor runs the other statements (CREATE and DROP SCHEMA,
 // CREATE and DROP VIEW, DROP TABLE, TRUNCATE, the rest of ALTER TABLE)
 // and hands these here. Anything else returns an error wrapping ErrUnsupported.

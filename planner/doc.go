@@ -13,9 +13,10 @@
 // decimal-partition check (CheckDecimalPartitions), authorization
 // (Planner.Authorize), the schema of a new table or view
 // (Planner.ExistingSchema), a catalog's views (Planner.Views; queries
-// expand them here), the dry-run notes of an EXPLAIN of a write
-// (DryRun) and the plan of EXPLAIN lines (LinesPlan). The DDL and DML
-// that have not moved yet (CREATE TABLE, the maintenance, branch and tag
-// forms of ALTER TABLE, INSERT, UPDATE, DELETE, MERGE, bulk ingest, CALL
-// procedures) still run here, reached through the Executor.
+// expand them here), a metadata commit (Planner.CommitMeta), the dry-run
+// notes of an EXPLAIN of a write (DryRun) and the plan of EXPLAIN lines
+// (LinesPlan). The DDL and DML
+// that have not moved yet (CREATE TABLE, ALTER TABLE … EXECUTE, INSERT,
+// UPDATE, DELETE, MERGE, bulk ingest, CALL procedures) still run here,
+// reached through the Executor.
 package planner

@@ -162,11 +162,11 @@ func parseSortOrder(tbl *table.Table, text string) ([]ddlSortItem, error) {
 	return items, nil
 }
 
-// AlterMaintenance runs the ALTER TABLE statements of this file set:
-// EXECUTE procedure[(args)] [WHERE …] and the branch and tag DDL, with
-// ps at its first token. ok is false, and ps is back at its first token,
-// for every other ALTER (schema, property and partition evolution,
-// identifier fields, RENAME), which package statement runs.
+// AlterMaintenance runs the ALTER TABLE statement of this file set,
+// EXECUTE procedure[(args)] [WHERE …], with ps at its first token. ok is
+// false, and ps is back at its first token, for every other ALTER
+// (schema, property and partition evolution, identifier fields, branches
+// and tags, RENAME), which package statement runs.
 func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser) (n int64, ok bool, err error) {
 	defer func() {
 		if !ok {
@@ -183,7 +183,7 @@ func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser
 		return 0, false, nil
 	}
 	switch {
-	case ps.At("EXECUTE"), refStatement(ps):
+	case ps.At("EXECUTE"):
 	default:
 		return 0, false, nil
 	}
@@ -194,11 +194,9 @@ func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser
 		}
 		return 0, true, err
 	}
-	if ps.Accept("EXECUTE") {
-		n, err := p.alterExecute(ctx, sess, tgt, ps)
-		return n, true, err
-	}
-	return 0, true, p.alterRefs(ctx, tgt, ps)
+	ps.Accept("EXECUTE")
+	n, err = p.alterExecute(ctx, sess, tgt, ps)
+	return n, true, err
 }
 
 // alterExecute runs Trino's ALTER TABLE t EXECUTE name[(args)] [WHERE

@@ -21,8 +21,8 @@ import (
 )
 
 // alterTable runs ALTER TABLE: schema evolution, properties, partition
-// spec evolution and identifier fields, each as one metadata commit, and
-// RENAME TO (grammar in docs/sql.md).
+// spec evolution, identifier fields and branches and tags (refs.go), each
+// as one metadata commit, and RENAME TO (grammar in docs/sql.md).
 func (e *Executor) alterTable(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
 	ps.Pos = 1
 	if !ps.Accept("TABLE") {
@@ -33,12 +33,12 @@ func (e *Executor) alterTable(ctx context.Context, sess planner.Session, ps *pla
 	if err != nil {
 		return err
 	}
-	// SET and DROP IDENTIFIER FIELDS load the table asking no privilege,
-	// as they did in the planner; the catalog's guard still asks for a
-	// write privilege when they commit.
+	// SET and DROP IDENTIFIER FIELDS and the branch and tag DDL load the
+	// table asking no privilege, as they did in the planner; the catalog's
+	// guard still asks for a write privilege when they commit.
 	privs := []authz.Privilege{authz.Alter}
-	identifiers := identifierStatement(ps)
-	if identifiers {
+	identifiers, refs := identifierStatement(ps), refStatement(ps)
+	if identifiers || refs {
 		privs = nil
 	}
 	tgt, err := e.LoadTarget(ctx, sess, parts, privs...)
@@ -50,6 +50,9 @@ func (e *Executor) alterTable(ctx context.Context, sess planner.Session, ps *pla
 	}
 	if identifiers {
 		return e.alterIdentifierFields(ctx, tgt, ps)
+	}
+	if refs {
+		return e.alterRefs(ctx, tgt, ps)
 	}
 	if ps.Accept("RENAME", "TO") {
 		to, err := ps.Name(3)

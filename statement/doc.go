@@ -5,10 +5,10 @@
 // worker imports neither: what crosses to a worker is a wire value.
 //
 // It runs CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE (exec.go
-// dispatches them), CREATE and DROP VIEW (views.go) and ALTER TABLE's
-// schema, property, partition and identifier-field evolution and RENAME
-// (alter.go; ALTER TABLE … EXECUTE, branches and tags it hands to
-// planner.Planner.AlterMaintenance), answers EXPLAIN of a write by running the write as a dry run
+// dispatches them), CREATE and DROP VIEW (views.go) and ALTER TABLE
+// (alter.go: schema, property, partition and identifier-field evolution,
+// RENAME, and the branch and tag DDL in refs.go; ALTER TABLE … EXECUTE
+// it hands to planner.Planner.AlterMaintenance), answers EXPLAIN of a write by running the write as a dry run
 // (explainwrite.go), and tells the workers of dropped tables (revoke.go).
 // The other statements (CREATE TABLE, INSERT, UPDATE, DELETE, MERGE, bulk
 // ingest, CALL procedures, maintenance) still run in planner, to which

@@ -66,9 +66,10 @@ func (e *Executor) own(query string) runner {
 	return func(ctx context.Context, sess planner.Session) (int64, error) { return 0, run(ctx, sess, ps) }
 }
 
-// alter runs an ALTER statement: the planner's maintenance, branch and
-// tag forms (planner.Planner.AlterMaintenance), else schema, property,
-// partition and identifier-field evolution and RENAME (alterTable).
+// alter runs an ALTER statement: ALTER TABLE … EXECUTE in the planner
+// (planner.Planner.AlterMaintenance), else schema, property, partition
+// and identifier-field evolution, branches and tags and RENAME
+// (alterTable).
 func (e *Executor) alter(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
 	if n, ok, err := e.AlterMaintenance(ctx, sess, ps); ok {
 		return n, err
