@@ -6,9 +6,10 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 )
 
-// authorize returns ErrDenied (authz.ErrDenied), naming the privilege and
-// the object, unless the caller holds every one of privs on obj.
-func (p *Planner) authorize(ctx context.Context, obj authz.Object, privs ...authz.Privilege) error {
+// Authorize returns ErrDenied (authz.ErrDenied), naming the privilege and
+// the object, unless the caller holds every one of privs on obj under the
+// planner's policy. Statements check what they change with it.
+func (p *Planner) Authorize(ctx context.Context, obj authz.Object, privs ...authz.Privilege) error {
 	for _, priv := range privs {
 		if err := p.opts.Policy.Check(ctx, priv, obj); err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // Statements with client text in them reach DuckDB in one of two ways:
@@ -209,25 +208,6 @@ func templateFrom(ctx context.Context, conn *engine.Conn, tmpl string, exprs []n
 		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return sql, nil
-}
-
-// balanced reports whether toks never close a parenthesis they did not
-// open and close every one they open, so that text made of them can be
-// put between "(" and ")" and stay one group.
-func balanced(toks []sqltok.Token) bool {
-	depth := 0
-	for _, t := range toks {
-		switch {
-		case t.IsOp("("):
-			depth++
-		case t.IsOp(")"):
-			depth--
-			if depth < 0 {
-				return false
-			}
-		}
-	}
-	return depth == 0
 }
 
 // quotedName is a dotted name with every part quoted.

@@ -29,7 +29,7 @@ func (p *Planner) insertQuery(ctx context.Context, sess Session, parts, cols []s
 func (p *Parser) columnNames() ([]string, error) {
 	var out []string
 	for {
-		c, err := p.ident()
+		c, err := p.Ident()
 		if err != nil {
 			return nil, err
 		}
@@ -37,8 +37,8 @@ func (p *Parser) columnNames() ([]string, error) {
 		if p.Pos >= len(p.toks) {
 			return out, nil
 		}
-		if !p.acceptPunct(",") {
-			return nil, p.unexpected()
+		if !p.AcceptPunct(",") {
+			return nil, p.Unexpected()
 		}
 	}
 }
@@ -53,11 +53,11 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 	if err != nil {
 		return 0, false, nil
 	}
-	if ps.atPunct("(") {
+	if ps.AtPunct("(") {
 		return 0, false, nil
 	}
 	var (
-		partItems []ddlPartItem
+		partItems []PartitionItem
 		props     = iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
 		seenPart  bool
 		seenWith  bool
@@ -83,9 +83,9 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 				return 0, true, err
 			}
 		case ps.At("AS") && ps.Pos+1 < len(ps.toks):
-			query = ps.text(ps.Pos+1, len(ps.toks)-1)
+			query = ps.Text(ps.Pos+1, len(ps.toks)-1)
 		default:
-			return 0, true, ps.unexpected()
+			return 0, true, ps.Unexpected()
 		}
 	}
 	if query == "" {
@@ -95,19 +95,19 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 	if err != nil {
 		return 0, true, err
 	}
-	ref = p.existingSchema(ctx, ref)
-	if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+	ref = p.ExistingSchema(ctx, ref)
+	if err := p.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 		return 0, true, err
 	}
 	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return 0, true, err
 	}
-	columns, err := p.queryColumns(ctx, sess, query)
+	columns, err := p.QueryColumns(ctx, sess, query)
 	if err != nil {
 		return 0, true, err
 	}
-	schema, err := p.ddlColumns(ctx, ref.Table, columns)
+	schema, err := p.ParseColumns(ctx, ref.Table, columns)
 	if err != nil {
 		return 0, true, err
 	}
@@ -158,9 +158,11 @@ func (p *Planner) ctas(ctx context.Context, sess Session, ps *Parser) (n int64, 
 	return n, true, err
 }
 
-// queryColumns returns the column list of a CREATE TABLE for the result
-// of query, as DuckDB types it: "("a" INTEGER, "b" VARCHAR)".
-func (p *Planner) queryColumns(ctx context.Context, sess Session, query string) (string, error) {
+// QueryColumns returns the column list of a CREATE TABLE for the result
+// of query, as DuckDB types it: "("a" INTEGER, "b" VARCHAR)"; query binds
+// as a query of sess would, checked and authorized (Planner.ParseColumns
+// reads the list back as an Iceberg schema).
+func (p *Planner) QueryColumns(ctx context.Context, sess Session, query string) (string, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return "", err

@@ -42,11 +42,12 @@ var ddlAlloc memory.Allocator = memory.DefaultAllocator
 // Exec runs one statement that returns no rows and returns its update
 // count: the rows an INSERT added, updated or deleted, 0 for DDL. It runs
 // CREATE TABLE (with Iceberg's PARTITIONED BY and WITH properties, or AS
-// a query), CREATE OR REPLACE TABLE, CREATE and DROP VIEW, ALTER TABLE,
-// INSERT, UPDATE, DELETE and MERGE against the mounted catalogs; the
-// grammar is in docs/sql.md. statement.Executor runs the other
-// statements (CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE) and hands
-// these here. Anything else returns an error wrapping ErrUnsupported.
+// a query), CREATE OR REPLACE TABLE, ALTER TABLE … EXECUTE
+// (AlterMaintenance), INSERT, UPDATE, DELETE and MERGE against the
+// mounted catalogs; the grammar is in docs/sql.md.
+// statement.Executor runs the other statements (CREATE and DROP SCHEMA,
+// CREATE and DROP VIEW, DROP TABLE, TRUNCATE, the rest of ALTER TABLE)
+// and hands these here. Anything else returns an error wrapping ErrUnsupported.
 // Unqualified names take sess.Catalog and sess.Schema. args bind the
 // parameters of an INSERT, UPDATE or DELETE (see params.go).
 func (p *Planner) Exec(ctx context.Context, sess Session, query string, args ...any) (int64, error) {
@@ -129,10 +130,6 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *Parser, args []any
 		return p.createTable(ctx, sess, ps)
 	case ps.At("CREATE", "OR", "REPLACE", "TABLE"):
 		return p.createOrReplace(ctx, sess, ps)
-	case ps.At("CREATE", "VIEW"), ps.At("CREATE", "OR", "REPLACE", "VIEW"):
-		return 0, p.ddlCreateView(ctx, sess, ps)
-	case ps.At("DROP", "VIEW"):
-		return 0, p.ddlDropView(ctx, sess, ps)
 	case ps.At("DELETE"):
 		return p.dmlDelete(ctx, sess, ps, args)
 	case ps.At("UPDATE"):
@@ -140,12 +137,11 @@ func (p *Planner) exec(ctx context.Context, sess Session, ps *Parser, args []any
 	case ps.At("MERGE"):
 		return p.dmlMerge(ctx, sess, ps, args)
 	case ps.At("ALTER"):
-		if n, ok, err := p.alterMaintenance(ctx, sess, ps); ok {
+		if n, ok, err := p.AlterMaintenance(ctx, sess, ps); ok {
 			return n, err
 		}
-		return 0, p.ddlAlter(ctx, sess, ps)
 	}
-	return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, ps.kind())
+	return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, ps.Kind())
 }
 
 // ---- statements ----
@@ -164,9 +160,9 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *Parser) 
 	if err != nil {
 		return err
 	}
-	columns := ps.text(open, closing)
+	columns := ps.Text(open, closing)
 	var (
-		partItems []ddlPartItem
+		partItems []PartitionItem
 		props     = iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
 		seenPart  bool
 		seenWith  bool
@@ -193,19 +189,19 @@ func (p *Planner) ddlCreateTable(ctx context.Context, sess Session, ps *Parser) 
 		case ps.At("AS"):
 			return fmt.Errorf("%w: CREATE TABLE … AS SELECT", ErrUnsupported)
 		default:
-			return ps.unexpected()
+			return ps.Unexpected()
 		}
 	}
 	ref, err := TableName(sess, parts)
 	if err != nil {
 		return err
 	}
-	ref = p.existingSchema(ctx, ref)
+	ref = p.ExistingSchema(ctx, ref)
 	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return err
 	}
-	schema, err := p.ddlColumns(ctx, ref.Table, columns)
+	schema, err := p.ParseColumns(ctx, ref.Table, columns)
 	if err != nil {
 		return err
 	}
@@ -283,11 +279,11 @@ func CheckPlacement(mt *catalog.Mount, props iceberg.Properties) error {
 	return nil
 }
 
-// ddlColumns has DuckDB parse a CREATE TABLE column list (the text from
-// "(" to ")") into a temp table called name on a connection of its own, and
+// ParseColumns has DuckDB parse a CREATE TABLE column list (the text from
+// "(" to ")", parentheses included) into a temp table called name on a connection of its own, and
 // maps the columns it made to an Iceberg schema. The temp table carries the
 // new table's name so DuckDB's messages read like the client's statement.
-func (p *Planner) ddlColumns(ctx context.Context, name, columns string) (*iceberg.Schema, error) {
+func (p *Planner) ParseColumns(ctx context.Context, name, columns string) (*iceberg.Schema, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -378,18 +374,24 @@ func (p *Planner) ddlColumns(ctx context.Context, name, columns string) (*iceber
 	return iceberg.NewSchema(0, fields...), nil
 }
 
-// ddlPartItem is one entry of PARTITIONED BY: a column with a transform
-// (empty for identity) and its numeric argument (bucket count, width).
-type ddlPartItem struct {
+// PartitionItem is one entry of PARTITIONED BY (or of ALTER TABLE … ADD
+// or DROP PARTITION FIELD): a column with a transform (empty for
+// identity) and its numeric argument (bucket count, width). Parser reads
+// it; Transform checks it.
+type PartitionItem struct {
 	transform string
 	column    string
 	arg       int
 	hasArg    bool
 }
 
-// ddlTransform maps a transform name to iceberg-go's transform and the
-// suffix of the partition field name (Iceberg Java's naming).
-func ddlTransform(it ddlPartItem) (iceberg.Transform, string, error) {
+// Column is the (possibly dotted) name of the item's source column.
+func (it PartitionItem) Column() string { return it.column }
+
+// Transform maps the item's transform name to iceberg-go's transform and
+// the suffix of the partition field name (Iceberg Java's naming); errors
+// wrap ErrInvalid.
+func (it PartitionItem) Transform() (iceberg.Transform, string, error) {
 	name := strings.ToLower(it.transform)
 	needArg := name == "bucket" || name == "truncate"
 	if needArg != it.hasArg {
@@ -423,10 +425,10 @@ func ddlTransform(it ddlPartItem) (iceberg.Transform, string, error) {
 }
 
 // ddlPartitionSpec builds the spec of PARTITIONED BY against schema.
-func ddlPartitionSpec(schema *iceberg.Schema, items []ddlPartItem) (iceberg.PartitionSpec, error) {
+func ddlPartitionSpec(schema *iceberg.Schema, items []PartitionItem) (iceberg.PartitionSpec, error) {
 	var opts []iceberg.PartitionOption
 	for _, it := range items {
-		tr, suffix, err := ddlTransform(it)
+		tr, suffix, err := it.Transform()
 		if err != nil {
 			return iceberg.PartitionSpec{}, err
 		}
@@ -447,19 +449,19 @@ func ddlPartitionSpec(schema *iceberg.Schema, items []ddlPartItem) (iceberg.Part
 	if err != nil {
 		return iceberg.PartitionSpec{}, fmt.Errorf("%w: PARTITIONED BY: %v", ErrInvalid, err)
 	}
-	if err := ddlDecimalFields(&spec, nil, schema); err != nil {
+	if err := CheckDecimalPartitions(&spec, nil, schema); err != nil {
 		return iceberg.PartitionSpec{}, err
 	}
 	return spec, nil
 }
 
-// ddlDecimalFields refuses more than one decimal partition field in spec
-// and added (a field ALTER TABLE adds, or nil)
-// (identity or truncate of a decimal column): iceberg-go v0.7.0 gives the
+// CheckDecimalPartitions refuses, with ErrUnsupported, more than one
+// decimal partition field in spec and added (a field ALTER TABLE adds, or
+// nil) (identity or truncate of a decimal column): iceberg-go v0.7.0 gives the
 // Avro type of every decimal partition value the one name "fixed"
 // (internal/avro_schemas.go, DecimalNode), so no manifest of such a spec
 // can be written and every write would fail at its commit.
-func ddlDecimalFields(spec *iceberg.PartitionSpec, added *iceberg.PartitionField, schema *iceberg.Schema) error {
+func CheckDecimalPartitions(spec *iceberg.PartitionSpec, added *iceberg.PartitionField, schema *iceberg.Schema) error {
 	fields := []iceberg.PartitionField{}
 	for _, pf := range spec.Fields() {
 		fields = append(fields, pf)
@@ -493,7 +495,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *Parser, b *pa
 		return 0, fmt.Errorf("%w: INSERT OR …", ErrUnsupported)
 	}
 	if !ps.Accept("INTO") {
-		return 0, ps.unexpected()
+		return 0, ps.Unexpected()
 	}
 	parts, err := ps.Name(3)
 	if err != nil {
@@ -501,14 +503,14 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *Parser, b *pa
 	}
 	columns := ""
 	var colNames []string
-	if ps.atPunct("(") {
+	if ps.AtPunct("(") {
 		open, closing, err := ps.group()
 		if err != nil {
 			return 0, err
 		}
 		inner := &Parser{src: ps.src, toks: ps.toks[open+1 : closing]}
 		if inner.atQuery() {
-			return p.insertQueryRows(ctx, sess, parts, nil, ps.text(open, len(ps.toks)-1), b)
+			return p.insertQueryRows(ctx, sess, parts, nil, ps.Text(open, len(ps.toks)-1), b)
 		}
 		if colNames, err = inner.columnNames(); err != nil {
 			return 0, err
@@ -517,13 +519,13 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *Parser, b *pa
 	}
 	switch {
 	case ps.atQuery():
-		return p.insertQueryRows(ctx, sess, parts, colNames, ps.text(ps.Pos, len(ps.toks)-1), b)
+		return p.insertQueryRows(ctx, sess, parts, colNames, ps.Text(ps.Pos, len(ps.toks)-1), b)
 	case ps.At("DEFAULT", "VALUES"):
 		return 0, fmt.Errorf("%w: INSERT … DEFAULT VALUES", ErrUnsupported)
 	case ps.At("BY"):
 		return 0, fmt.Errorf("%w: INSERT … BY NAME / BY POSITION", ErrUnsupported)
 	case !ps.At("VALUES"):
-		return 0, ps.unexpected()
+		return 0, ps.Unexpected()
 	}
 	for i, depth := ps.Pos, 0; i < len(ps.toks); i++ {
 		t := ps.toks[i]
@@ -538,7 +540,7 @@ func (p *Planner) ddlInsert(ctx context.Context, sess Session, ps *Parser, b *pa
 			return 0, fmt.Errorf("%w: INSERT … ON CONFLICT", ErrUnsupported)
 		}
 	}
-	return p.insertValues(ctx, sess, parts, columns, ps.text(ps.Pos, len(ps.toks)-1), b)
+	return p.insertValues(ctx, sess, parts, columns, ps.Text(ps.Pos, len(ps.toks)-1), b)
 }
 
 // insertQueryRows runs INSERT … SELECT once per parameter row.
@@ -964,10 +966,12 @@ func (p *Parser) Accept(kws ...string) bool {
 	return true
 }
 
-func (p *Parser) atPunct(s string) bool { return p.Pos < len(p.toks) && p.toks[p.Pos].IsOp(s) }
+// AtPunct reports whether the next token is the operator or punctuation s.
+func (p *Parser) AtPunct(s string) bool { return p.Pos < len(p.toks) && p.toks[p.Pos].IsOp(s) }
 
-func (p *Parser) acceptPunct(s string) bool {
-	if !p.atPunct(s) {
+// AcceptPunct consumes the operator or punctuation s if it comes next.
+func (p *Parser) AcceptPunct(s string) bool {
+	if !p.AtPunct(s) {
 		return false
 	}
 	p.Pos++
@@ -976,11 +980,12 @@ func (p *Parser) acceptPunct(s string) bool {
 
 // atQuery reports whether a query starts here.
 func (p *Parser) atQuery() bool {
-	return p.At("SELECT") || p.At("WITH") || p.At("FROM") || p.At("TABLE") || p.atPunct("(")
+	return p.At("SELECT") || p.At("WITH") || p.At("FROM") || p.At("TABLE") || p.AtPunct("(")
 }
 
-// kind names the statement for an unsupported-statement error.
-func (p *Parser) kind() string {
+// Kind names the statement (its first keyword, two for CREATE and DROP)
+// for an unsupported-statement error.
+func (p *Parser) Kind() string {
 	var words []string
 	for _, t := range p.toks {
 		if t.Kind != sqltok.Word || len(words) == 2 {
@@ -997,7 +1002,9 @@ func (p *Parser) kind() string {
 	return strings.Join(words, " ")
 }
 
-func (p *Parser) unexpected() error {
+// Unexpected is the ErrSyntax error for the next token, or for the end
+// of the statement when every token is read.
+func (p *Parser) Unexpected() error {
 	if p.Pos >= len(p.toks) {
 		return ddlSyntaxf("unexpected end of statement")
 	}
@@ -1007,15 +1014,15 @@ func (p *Parser) unexpected() error {
 // End reports an error wrapping ErrSyntax unless every token is read.
 func (p *Parser) End() error {
 	if p.Pos < len(p.toks) {
-		return p.unexpected()
+		return p.Unexpected()
 	}
 	return nil
 }
 
-// ident reads a bare or quoted identifier.
-func (p *Parser) ident() (string, error) {
+// Ident reads a bare or quoted identifier.
+func (p *Parser) Ident() (string, error) {
 	if p.Pos >= len(p.toks) || !p.toks[p.Pos].IsIdent() {
-		return "", p.unexpected()
+		return "", p.Unexpected()
 	}
 	p.Pos++
 	return p.toks[p.Pos-1].Value, nil
@@ -1025,12 +1032,12 @@ func (p *Parser) ident() (string, error) {
 func (p *Parser) Name(max int) ([]string, error) {
 	var parts []string
 	for {
-		part, err := p.ident()
+		part, err := p.Ident()
 		if err != nil {
 			return nil, err
 		}
 		parts = append(parts, part)
-		if !p.atPunct(".") {
+		if !p.AtPunct(".") {
 			break
 		}
 		if len(parts) == max {
@@ -1044,8 +1051,8 @@ func (p *Parser) Name(max int) ([]string, error) {
 // group finds the parenthesised group starting at the next token and
 // returns the indexes of its "(" and ")"; it moves past the ")".
 func (p *Parser) group() (open, closing int, err error) {
-	if !p.atPunct("(") {
-		return 0, 0, p.unexpected()
+	if !p.AtPunct("(") {
+		return 0, 0, p.Unexpected()
 	}
 	depth := 0
 	for j := p.Pos; j < len(p.toks); j++ {
@@ -1072,17 +1079,22 @@ func quotedNames(names []string) string {
 	return strings.Join(q, ", ")
 }
 
-// text returns the statement text from token from through token to.
-func (p *Parser) text(from, to int) string { return p.src[p.toks[from].Pos:p.toks[to].End] }
+// Text returns the statement text from token from through token to
+// (indexes into Tokens).
+func (p *Parser) Text(from, to int) string { return p.src[p.toks[from].Pos:p.toks[to].End] }
+
+// Tokens returns the statement's tokens; Pos indexes them. The caller
+// must not modify them.
+func (p *Parser) Tokens() []sqltok.Token { return p.toks }
 
 // partitionItems reads "( item, … )" of PARTITIONED BY.
-func (p *Parser) partitionItems() ([]ddlPartItem, error) {
-	if !p.acceptPunct("(") {
-		return nil, p.unexpected()
+func (p *Parser) partitionItems() ([]PartitionItem, error) {
+	if !p.AcceptPunct("(") {
+		return nil, p.Unexpected()
 	}
-	var items []ddlPartItem
+	var items []PartitionItem
 	for {
-		var it ddlPartItem
+		var it PartitionItem
 		if p.Pos+1 < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Word && p.toks[p.Pos+1].IsOp("(") {
 			it.transform = p.toks[p.Pos].Value
 			p.Pos += 2
@@ -1092,7 +1104,7 @@ func (p *Parser) partitionItems() ([]ddlPartItem, error) {
 				}
 				if p.Pos < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Number {
 					if it.hasArg {
-						return nil, p.unexpected()
+						return nil, p.Unexpected()
 					}
 					v, err := strconv.Atoi(p.toks[p.Pos].Value)
 					if err != nil {
@@ -1102,7 +1114,7 @@ func (p *Parser) partitionItems() ([]ddlPartItem, error) {
 					p.Pos++
 				} else {
 					if it.column != "" {
-						return nil, p.unexpected()
+						return nil, p.Unexpected()
 					}
 					col, err := p.Name(16)
 					if err != nil {
@@ -1110,12 +1122,12 @@ func (p *Parser) partitionItems() ([]ddlPartItem, error) {
 					}
 					it.column = strings.Join(col, ".")
 				}
-				if !p.acceptPunct(",") {
+				if !p.AcceptPunct(",") {
 					break
 				}
 			}
-			if !p.acceptPunct(")") {
-				return nil, p.unexpected()
+			if !p.AcceptPunct(")") {
+				return nil, p.Unexpected()
 			}
 			if it.column == "" {
 				return nil, ddlSyntaxf("partition transform %s names no column", it.transform)
@@ -1128,20 +1140,38 @@ func (p *Parser) partitionItems() ([]ddlPartItem, error) {
 			it.column = strings.Join(col, ".")
 		}
 		items = append(items, it)
-		if p.acceptPunct(")") {
+		if p.AcceptPunct(")") {
 			return items, nil
 		}
-		if !p.acceptPunct(",") {
-			return nil, p.unexpected()
+		if !p.AcceptPunct(",") {
+			return nil, p.Unexpected()
 		}
 	}
+}
+
+// PartitionItem reads one PARTITIONED BY item, without parentheses
+// around it, to the end of the statement (ALTER TABLE … ADD or DROP
+// PARTITION FIELD item).
+func (p *Parser) PartitionItem() (PartitionItem, error) {
+	toks := append([]sqltok.Token{{Kind: sqltok.Op, Value: "("}}, p.toks[p.Pos:]...)
+	toks = append(toks, sqltok.Token{Kind: sqltok.Op, Value: ")"})
+	sub := &Parser{src: p.src, toks: toks}
+	items, err := sub.partitionItems()
+	if err != nil {
+		return PartitionItem{}, err
+	}
+	if len(items) != 1 || sub.Pos != len(sub.toks) {
+		return PartitionItem{}, ddlSyntaxf("one partition field at a time")
+	}
+	p.Pos = len(p.toks)
+	return items[0], nil
 }
 
 // properties reads "( key = value, … )" of WITH into props. Keys are
 // strings or dotted names; values strings, numbers or true/false.
 func (p *Parser) Properties(props iceberg.Properties) error {
-	if !p.acceptPunct("(") {
-		return p.unexpected()
+	if !p.AcceptPunct("(") {
+		return p.Unexpected()
 	}
 	for {
 		var key string
@@ -1152,12 +1182,12 @@ func (p *Parser) Properties(props iceberg.Properties) error {
 			// A bare key is words joined by "." or "-": format-version.
 			var b strings.Builder
 			for {
-				w, err := p.ident()
+				w, err := p.Ident()
 				if err != nil {
 					return err
 				}
 				b.WriteString(w)
-				if !p.atPunct(".") && !p.atPunct("-") {
+				if !p.AtPunct(".") && !p.AtPunct("-") {
 					break
 				}
 				b.WriteString(p.toks[p.Pos].Value)
@@ -1165,11 +1195,11 @@ func (p *Parser) Properties(props iceberg.Properties) error {
 			}
 			key = b.String()
 		}
-		if !p.acceptPunct("=") {
-			return p.unexpected()
+		if !p.AcceptPunct("=") {
+			return p.Unexpected()
 		}
 		if p.Pos >= len(p.toks) {
-			return p.unexpected()
+			return p.Unexpected()
 		}
 		t := p.toks[p.Pos]
 		switch {
@@ -1178,14 +1208,14 @@ func (p *Parser) Properties(props iceberg.Properties) error {
 		case t.Is("true"), t.Is("false"):
 			props[key] = strings.ToLower(t.Value)
 		default:
-			return p.unexpected()
+			return p.Unexpected()
 		}
 		p.Pos++
-		if p.acceptPunct(")") {
+		if p.AcceptPunct(")") {
 			return nil
 		}
-		if !p.acceptPunct(",") {
-			return p.unexpected()
+		if !p.AcceptPunct(",") {
+			return p.Unexpected()
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -78,51 +77,10 @@ func (e *ddlEnv) load(t *testing.T, ident ...string) *table.Table {
 }
 
 // query reads the table into DuckDB and runs q against it as "t"; it
-// returns the rows as strings.
+// returns the rows as strings (testlocal.Rows).
 func (e *ddlEnv) query(t *testing.T, tbl *table.Table, q string) []string {
 	t.Helper()
-	ctx := context.Background()
-	at, err := tbl.Scan().ToArrowTable(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer at.Release()
-	conn, err := e.eng.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	rdr := array.NewTableReader(at, 0)
-	defer rdr.Release()
-	if err := conn.LoadTable(ctx, "t", rdr); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := conn.DB().QueryContext(ctx, q)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			parts[i] = fmt.Sprint(v)
-		}
-		out = append(out, strings.Join(parts, "|"))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testlocal.Rows(t, e.eng, tbl, q)
 }
 
 func TestDDLCreateTableTypes(t *testing.T) {
@@ -515,20 +473,4 @@ func TestDDLTokensErrors(t *testing.T) {
 			t.Errorf("%q: got %v, want a syntax error", bad, err)
 		}
 	}
-}
-
-// TestDDLDecimalPartitionFields: iceberg-go v0.7.0 cannot write the
-// manifests of a spec with two decimal partition fields, so such a spec
-// is refused up front (CREATE TABLE, CTAS, ALTER … ADD PARTITION FIELD);
-// one decimal field, and buckets of decimals, are fine and written.
-func TestDDLDecimalPartitionFields(t *testing.T) {
-	e := newDDLEnv(t)
-	e.execErr(t, "CREATE TABLE d2 (a DECIMAL(9,2), b DECIMAL(38,10)) PARTITIONED BY (a, truncate(4, b))", ErrUnsupported, "decimal partition field", "a", "b_trunc")
-	e.execErr(t, "CREATE TABLE d3 PARTITIONED BY (a, b) AS SELECT 1.5::DECIMAL(9,2) AS a, 2.5::DECIMAL(9,2) AS b", ErrUnsupported, "decimal partition field")
-	e.exec(t, "CREATE TABLE d1 (a DECIMAL(9,2), b DECIMAL(38,10)) PARTITIONED BY (truncate(4, a), bucket(3, b))")
-	if n := e.exec(t, "INSERT INTO d1 VALUES (1.5, 2.5), (-7.25, NULL)"); n != 2 {
-		t.Fatalf("inserted %d rows", n)
-	}
-	e.execErr(t, "ALTER TABLE d1 ADD PARTITION FIELD b", ErrUnsupported, "decimal partition field")
-	e.exec(t, "ALTER TABLE d1 ADD PARTITION FIELD bucket(5, a)")
 }

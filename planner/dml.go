@@ -66,7 +66,7 @@ func (p *Planner) targetConn(ctx context.Context, sess Session, parts []string, 
 func (ps *Parser) deleteParts() (parts []string, pred string, err error) {
 	ps.Pos = 1
 	if !ps.Accept("FROM") {
-		return nil, "", ps.unexpected()
+		return nil, "", ps.Unexpected()
 	}
 	if parts, err = ps.Name(3); err != nil {
 		return nil, "", err
@@ -235,15 +235,15 @@ func (ps *Parser) updateParts() (updateText, error) {
 		return u, err
 	}
 	if !ps.Accept("SET") {
-		return u, ps.unexpected()
+		return u, ps.Unexpected()
 	}
 	for {
-		col, err := ps.ident()
+		col, err := ps.Ident()
 		if err != nil {
 			return u, err
 		}
-		if !ps.acceptPunct("=") {
-			return u, ps.unexpected()
+		if !ps.AcceptPunct("=") {
+			return u, ps.Unexpected()
 		}
 		from, depth := ps.Pos, 0
 		for ps.Pos < len(ps.toks) {
@@ -260,16 +260,16 @@ func (ps *Parser) updateParts() (updateText, error) {
 			ps.Pos++
 		}
 		if ps.Pos == from {
-			return u, ps.unexpected()
+			return u, ps.Unexpected()
 		}
 		key := strings.ToLower(col)
 		if _, dup := u.set[key]; dup {
 			return u, fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
 		}
 		u.set[key] = len(u.exprs)
-		u.exprs = append(u.exprs, ps.text(from, ps.Pos-1))
+		u.exprs = append(u.exprs, ps.Text(from, ps.Pos-1))
 		u.order = append(u.order, col)
-		if !ps.acceptPunct(",") {
+		if !ps.AcceptPunct(",") {
 			break
 		}
 	}
@@ -327,7 +327,7 @@ func (p *Parser) where(stmt string) (string, error) {
 		return "", fmt.Errorf("%w: %s … %s", ErrUnsupported, stmt, strings.ToUpper(p.toks[p.Pos].Value))
 	}
 	if !p.Accept("WHERE") || p.Pos >= len(p.toks) {
-		return "", p.unexpected()
+		return "", p.Unexpected()
 	}
 	depth := 0
 	for j := p.Pos; j < len(p.toks); j++ {
@@ -341,7 +341,7 @@ func (p *Parser) where(stmt string) (string, error) {
 			return "", fmt.Errorf("%w: %s … RETURNING", ErrUnsupported, stmt)
 		}
 	}
-	return p.text(p.Pos, len(p.toks)-1), nil
+	return p.Text(p.Pos, len(p.toks)-1), nil
 }
 
 // castColumns is the select list that yields the table's columns, in order,

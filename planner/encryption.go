@@ -3,8 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/apache/iceberg-go"
 
@@ -35,24 +33,5 @@ func encryptionProps(ctx context.Context, mt *catalog.Mount, props iceberg.Prope
 		return fmt.Errorf("%w: %s %q: %v", ErrInvalid, tablecrypt.KeyIDProp, keyID, err)
 	}
 	props[tablecrypt.WrappedKeyProp] = wrapped
-	return nil
-}
-
-// fixedEncryption refuses to change a table's encryption properties
-// after CREATE TABLE: files written before and after would not agree.
-// keys is a property map or a list of keys.
-func fixedEncryption[K iceberg.Properties | []string](keys K) error {
-	var names []string
-	switch k := any(keys).(type) {
-	case iceberg.Properties:
-		names = slices.Collect(maps.Keys(k))
-	case []string:
-		names = k
-	}
-	for _, n := range names {
-		if n == tablecrypt.KeyIDProp || n == tablecrypt.WrappedKeyProp {
-			return fmt.Errorf("%w: %s is fixed when the table is created", ErrInvalid, n)
-		}
-	}
 	return nil
 }

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -14,80 +13,14 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// Equality deletes written by DELETE, and the identifier fields they key
-// on (Spark's ALTER TABLE … SET|DROP IDENTIFIER FIELDS).
+// Equality deletes written by DELETE, keyed on the table's identifier
+// fields (set by Spark's ALTER TABLE … SET|DROP IDENTIFIER FIELDS, which
+// package statement runs).
 
 // DeleteKindKey is the table property that asks DELETE for equality
 // deletes ('equality') instead of positional ones, on a merge-on-read
 // table with identifier fields.
 const DeleteKindKey = "icefloe.delete-kind"
-
-// identifierStatement reports whether the ALTER TABLE action at ps sets
-// or drops the identifier fields.
-func identifierStatement(ps *Parser) bool {
-	return ps.At("SET", "IDENTIFIER", "FIELDS") || ps.At("DROP", "IDENTIFIER", "FIELDS")
-}
-
-// alterIdentifierFields runs SET IDENTIFIER FIELDS a, b and DROP
-// IDENTIFIER FIELDS [a, b] (dropping the named ones, or all).
-func (p *Planner) alterIdentifierFields(ctx context.Context, tgt *WriteTarget, ps *Parser) error {
-	set := ps.Accept("SET", "IDENTIFIER", "FIELDS")
-	if !set && !ps.Accept("DROP", "IDENTIFIER", "FIELDS") {
-		return ps.unexpected()
-	}
-	var names []string
-	for ps.Pos < len(ps.toks) {
-		n, err := ps.Name(16)
-		if err != nil {
-			return err
-		}
-		names = append(names, strings.Join(n, "."))
-		if !ps.acceptPunct(",") {
-			break
-		}
-	}
-	if err := ps.End(); err != nil {
-		return err
-	}
-	if set && len(names) == 0 {
-		return ps.unexpected()
-	}
-	schema := tgt.Pinned.Table.Schema()
-	current := map[string]bool{}
-	for _, id := range schema.IdentifierFieldIDs {
-		if n, ok := schema.FindColumnName(id); ok {
-			current[n] = true
-		}
-	}
-	var keep [][]string
-	for _, n := range names {
-		f, ok := schema.FindFieldByName(n)
-		if !ok {
-			return fmt.Errorf("%w: table %s has no column %q", ErrInvalid, tgt.Ref, n)
-		}
-		if !set && !slices.Contains(schema.IdentifierFieldIDs, f.ID) {
-			return fmt.Errorf("%w: %q is not an identifier field of %s", ErrInvalid, n, tgt.Ref)
-		}
-	}
-	if set {
-		for _, n := range names {
-			keep = append(keep, strings.Split(n, "."))
-		}
-	} else {
-		for n := range current {
-			if len(names) > 0 && !slices.Contains(names, n) {
-				keep = append(keep, strings.Split(n, "."))
-			}
-		}
-	}
-	err := p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
-		return tx.UpdateSchema(true, false).SetIdentifierField(keep).Commit()
-	})
-	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrCommitUnknown) {
-		return fmt.Errorf("%w: alter table %s: %v", ErrInvalid, tgt.Ref, err)
-	}
-	return err
-}
 
 // deleteEquality runs a DELETE as equality deletes on the identifier
 // fields when the table asks for them (DeleteKindKey) and the WHERE

@@ -98,7 +98,7 @@ func (p *Planner) expireSnapshots(ctx context.Context, tgt *WriteTarget, opts []
 	before := tgt.Pinned.Table
 	var err error
 	if len(ids) > 0 {
-		err = p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		err = p.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 			return removeSnapshots(tbl, ids)
 		})
 	} else {

@@ -110,7 +110,7 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 		return p.replace(ctx, mt, ref, in)
 	}
 	if create {
-		if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+		if err := p.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 			return 0, err
 		}
 		n, err := p.ingestCreate(ctx, mt, ref, in)
@@ -120,7 +120,7 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 			// existing table.
 			return p.replace(ctx, mt, ref, in)
 		case errors.Is(err, errIngestMadeMeanwhile) && in.IfExists == ExistsAppend:
-			if err := p.authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
+			if err := p.Authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
 				return 0, err
 			}
 		default:

@@ -162,10 +162,12 @@ func parseSortOrder(tbl *table.Table, text string) ([]ddlSortItem, error) {
 	return items, nil
 }
 
-// alterMaintenance runs the ALTER TABLE statements of this file set:
-// EXECUTE procedure[(args)] [WHERE …], the branch and tag DDL. ok is
-// false for every other ALTER TABLE, which ddlAlter runs.
-func (p *Planner) alterMaintenance(ctx context.Context, sess Session, ps *Parser) (n int64, ok bool, err error) {
+// AlterMaintenance runs the ALTER TABLE statement of this file set,
+// EXECUTE procedure[(args)] [WHERE …], with ps at its first token. ok is
+// false, and ps is back at its first token, for every other ALTER
+// (schema, property and partition evolution, identifier fields, branches
+// and tags, RENAME), which package statement runs.
+func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser) (n int64, ok bool, err error) {
 	defer func() {
 		if !ok {
 			ps.Pos = 0
@@ -181,7 +183,7 @@ func (p *Planner) alterMaintenance(ctx context.Context, sess Session, ps *Parser
 		return 0, false, nil
 	}
 	switch {
-	case ps.At("EXECUTE"), refStatement(ps), identifierStatement(ps):
+	case ps.At("EXECUTE"):
 	default:
 		return 0, false, nil
 	}
@@ -192,14 +194,9 @@ func (p *Planner) alterMaintenance(ctx context.Context, sess Session, ps *Parser
 		}
 		return 0, true, err
 	}
-	if ps.Accept("EXECUTE") {
-		n, err := p.alterExecute(ctx, sess, tgt, ps)
-		return n, true, err
-	}
-	if identifierStatement(ps) {
-		return 0, true, p.alterIdentifierFields(ctx, tgt, ps)
-	}
-	return 0, true, p.alterRefs(ctx, tgt, ps)
+	ps.Accept("EXECUTE")
+	n, err = p.alterExecute(ctx, sess, tgt, ps)
+	return n, true, err
 }
 
 // alterExecute runs Trino's ALTER TABLE t EXECUTE name[(args)] [WHERE
@@ -207,12 +204,12 @@ func (p *Planner) alterMaintenance(ctx context.Context, sess Session, ps *Parser
 // files rewritten), optimize_manifests, expire_snapshots and
 // remove_orphan_files (counts of what they removed).
 func (p *Planner) alterExecute(ctx context.Context, sess Session, tgt *WriteTarget, ps *Parser) (int64, error) {
-	name, err := ps.ident()
+	name, err := ps.Ident()
 	if err != nil {
 		return 0, err
 	}
 	var args []callArg
-	if ps.atPunct("(") {
+	if ps.AtPunct("(") {
 		if args, err = ps.callArgs(); err != nil {
 			return 0, err
 		}
@@ -220,7 +217,7 @@ func (p *Planner) alterExecute(ctx context.Context, sess Session, tgt *WriteTarg
 	where := ""
 	if ps.Pos < len(ps.toks) {
 		if !strings.EqualFold(name, "optimize") {
-			return 0, ps.unexpected()
+			return 0, ps.Unexpected()
 		}
 		if where, err = ps.where("ALTER TABLE … EXECUTE optimize"); err != nil {
 			return 0, err

@@ -132,19 +132,19 @@ func (ps *Parser) mergeParts() (*mergeText, error) {
 	m := &mergeText{}
 	ps.Pos = 1
 	if !ps.Accept("INTO") {
-		return nil, ps.unexpected()
+		return nil, ps.Unexpected()
 	}
 	var err error
 	if m.parts, err = ps.Name(3); err != nil {
 		return nil, err
 	}
 	if ps.Accept("AS") || (ps.Pos < len(ps.toks) && ps.toks[ps.Pos].IsIdent() && !ps.At("USING")) {
-		if m.alias, err = ps.ident(); err != nil {
+		if m.alias, err = ps.Ident(); err != nil {
 			return nil, err
 		}
 	}
 	if !ps.Accept("USING") {
-		return nil, ps.unexpected()
+		return nil, ps.Unexpected()
 	}
 	if m.source, err = ps.exprUntil("ON"); err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (m *mergeText) clause(ps *Parser) (mergeClause, error) {
 		ps.Accept("BY", "TARGET")
 		c.kind = whenNotMatched
 	default:
-		return c, ps.unexpected()
+		return c, ps.Unexpected()
 	}
 	var err error
 	if ps.Accept("AND") {
@@ -189,7 +189,7 @@ func (m *mergeText) clause(ps *Parser) (mergeClause, error) {
 		}
 	}
 	if !ps.Accept("THEN") {
-		return c, ps.unexpected()
+		return c, ps.Unexpected()
 	}
 	switch {
 	case ps.Accept("DO", "NOTHING"):
@@ -203,7 +203,7 @@ func (m *mergeText) clause(ps *Parser) (mergeClause, error) {
 		c.action = "INSERT"
 		err = m.insertValues(ps, &c)
 	default:
-		return c, ps.unexpected()
+		return c, ps.Unexpected()
 	}
 	if err != nil {
 		return c, err
@@ -212,20 +212,20 @@ func (m *mergeText) clause(ps *Parser) (mergeClause, error) {
 		return c, fmt.Errorf("%w: WHEN NOT MATCHED [BY TARGET] takes INSERT; WHEN MATCHED and WHEN NOT MATCHED BY SOURCE take UPDATE or DELETE", ErrInvalid)
 	}
 	if ps.Pos < len(ps.toks) && !ps.At("WHEN") {
-		return c, ps.unexpected()
+		return c, ps.Unexpected()
 	}
 	return c, nil
 }
 
 // updateSet reads "col = e, …" or "*" after UPDATE SET.
 func (m *mergeText) updateSet(ps *Parser, c *mergeClause) error {
-	if ps.acceptPunct("*") {
+	if ps.AcceptPunct("*") {
 		c.star = true
 		return nil
 	}
 	seen := map[string]bool{}
 	for {
-		col, err := ps.ident()
+		col, err := ps.Ident()
 		if err != nil {
 			return err
 		}
@@ -233,15 +233,15 @@ func (m *mergeText) updateSet(ps *Parser, c *mergeClause) error {
 			return fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
 		}
 		seen[strings.ToLower(col)] = true
-		if !ps.acceptPunct("=") {
-			return ps.unexpected()
+		if !ps.AcceptPunct("=") {
+			return ps.Unexpected()
 		}
 		e, err := m.expr(ps, "WHEN", ",")
 		if err != nil {
 			return err
 		}
 		c.cols, c.exprs = append(c.cols, col), append(c.exprs, e)
-		if !ps.acceptPunct(",") {
+		if !ps.AcceptPunct(",") {
 			return nil
 		}
 	}
@@ -249,27 +249,27 @@ func (m *mergeText) updateSet(ps *Parser, c *mergeClause) error {
 
 // insertValues reads "[(cols)] VALUES (e, …)" or "*" after INSERT.
 func (m *mergeText) insertValues(ps *Parser, c *mergeClause) error {
-	if ps.acceptPunct("*") {
+	if ps.AcceptPunct("*") {
 		c.star = true
 		return nil
 	}
-	if ps.acceptPunct("(") {
+	if ps.AcceptPunct("(") {
 		for {
-			col, err := ps.ident()
+			col, err := ps.Ident()
 			if err != nil {
 				return err
 			}
 			c.cols = append(c.cols, col)
-			if ps.acceptPunct(")") {
+			if ps.AcceptPunct(")") {
 				break
 			}
-			if !ps.acceptPunct(",") {
-				return ps.unexpected()
+			if !ps.AcceptPunct(",") {
+				return ps.Unexpected()
 			}
 		}
 	}
-	if !ps.Accept("VALUES") || !ps.acceptPunct("(") {
-		return ps.unexpected()
+	if !ps.Accept("VALUES") || !ps.AcceptPunct("(") {
+		return ps.Unexpected()
 	}
 	for {
 		e, err := m.expr(ps, ",", ")")
@@ -277,11 +277,11 @@ func (m *mergeText) insertValues(ps *Parser, c *mergeClause) error {
 			return err
 		}
 		c.exprs = append(c.exprs, e)
-		if ps.acceptPunct(")") {
+		if ps.AcceptPunct(")") {
 			break
 		}
-		if !ps.acceptPunct(",") {
-			return ps.unexpected()
+		if !ps.AcceptPunct(",") {
+			return ps.Unexpected()
 		}
 	}
 	if len(c.cols) > 0 && len(c.cols) != len(c.exprs) {
@@ -326,9 +326,9 @@ scan:
 		}
 	}
 	if ps.Pos == from {
-		return "", ps.unexpected()
+		return "", ps.Unexpected()
 	}
-	return ps.text(from, ps.Pos-1), nil
+	return ps.Text(from, ps.Pos-1), nil
 }
 
 // mergeStatements are the SQL icefloe runs for a MERGE: the copy-on-write

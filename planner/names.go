@@ -227,7 +227,7 @@ func (r *resolver) pin(ctx context.Context, ref catalog.TableRef, raw []string, 
 func (p *Planner) authorizedPin(ctx context.Context, s Session, ref catalog.TableRef, at node) (*pinnedInput, error) {
 	base := ref
 	base.Table, _ = splitMetaTable(ref.Table)
-	if err := p.authorize(ctx, authz.TableObject(base), authz.Select); err != nil {
+	if err := p.Authorize(ctx, authz.TableObject(base), authz.Select); err != nil {
 		return nil, err
 	}
 	return p.pinInput(ctx, s, ref, at)
@@ -282,10 +282,10 @@ func quoteQualifiers(query string) string {
 	return b.String()
 }
 
-// existingSchema resolves the catalog and schema of a table about to be
-// made, when they exist but are written in another case; otherwise ref
+// ExistingSchema resolves the catalog and schema of a table (or view)
+// about to be made, when they exist but are written in another case; otherwise ref
 // stays as it is and the statement fails where it would have.
-func (p *Planner) existingSchema(ctx context.Context, ref catalog.TableRef) catalog.TableRef {
+func (p *Planner) ExistingSchema(ctx context.Context, ref catalog.TableRef) catalog.TableRef {
 	cat, err := p.resolveCatalog(ctx, ref.Catalog, false)
 	if err != nil {
 		return ref

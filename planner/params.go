@@ -547,7 +547,7 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *Parser
 		return nil, err
 	}
 	columns := ""
-	if ps.atPunct("(") {
+	if ps.AtPunct("(") {
 		open, closing, err := ps.group()
 		if err != nil {
 			return nil, err
@@ -561,7 +561,7 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *Parser
 	if !ps.At("VALUES") {
 		return nil, nil // INSERT … SELECT: no parameters described
 	}
-	values := ps.text(ps.Pos, len(toks)-1)
+	values := ps.Text(ps.Pos, len(toks)-1)
 	// The target as INSERT loads it, so t.branch_b is described too; its
 	// column types are no one's business without INSERT.
 	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Insert)

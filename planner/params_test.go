@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
 )
 
@@ -350,11 +351,24 @@ func TestParamWritesReachBranch(t *testing.T) {
 			}
 			e.exec(t, "CREATE TABLE "+name+" (id BIGINT NOT NULL, amount DECIMAL(12,2), ts TIMESTAMP) WITH ("+with+")")
 			if kind == "equality" {
-				e.exec(t, "ALTER TABLE "+name+" SET IDENTIFIER FIELDS id")
+				// SET IDENTIFIER FIELDS runs in package statement: set them
+				// in the catalog.
+				tx := e.load(t, "default", name).NewTransaction()
+				if err := tx.UpdateSchema(true, false).SetIdentifierField([][]string{{"id"}}).Commit(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tx.Commit(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 			e.exec(t, "INSERT INTO "+name+" VALUES (-1, 1.00, TIMESTAMP '2024-01-01 00:00:00')")
-			e.exec(t, "ALTER TABLE "+name+" CREATE BRANCH b")
+			// CREATE BRANCH runs in package statement: make the branch in
+			// the catalog.
 			mainID := e.load(t, "default", name).CurrentSnapshot().SnapshotID
+			branch := table.NewSetSnapshotRefUpdate("b", mainID, table.BranchRef, 0, 0, 0)
+			if _, _, err := e.cat.CommitTable(ctx, table.Identifier{"default", name}, nil, []table.Update{branch}); err != nil {
+				t.Fatal(err)
+			}
 
 			insert := "INSERT INTO " + name + ".branch_b VALUES (?, ?, ?)"
 			sc, err := e.p.Parameters(ctx, e.sess, insert)
@@ -385,7 +399,7 @@ func TestParamWritesReachBranch(t *testing.T) {
 			if got := branchIDs(t, tbl, tbl.CurrentSnapshot().SnapshotID); got != "-1" {
 				t.Fatalf("main holds %s, want -1", got)
 			}
-			r, ok := findRef(tbl, "b")
+			r, ok := commit.FindRef(tbl, "b")
 			if !ok {
 				t.Fatal("branch b is gone")
 			}

@@ -63,7 +63,7 @@ func (p *Planner) writePartitionStats(ctx context.Context, tgt *WriteTarget, sna
 	if err != nil {
 		return f, err
 	}
-	err = p.commitMeta(ctx, tgt, func(*table.Table) ([]table.Requirement, []table.Update, error) {
+	err = p.CommitMeta(ctx, tgt, func(*table.Table) ([]table.Requirement, []table.Update, error) {
 		return nil, []table.Update{table.NewSetPartitionStatisticsUpdate(f)}, nil
 	})
 	if err != nil {

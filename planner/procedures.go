@@ -163,7 +163,7 @@ func parseCall(s Session, query string) (*procCall, error) {
 		return nil, err
 	}
 	if !ps.Accept("CALL") {
-		return nil, ps.unexpected()
+		return nil, ps.Unexpected()
 	}
 	parts, err := ps.Name(3)
 	if err != nil {
@@ -232,11 +232,11 @@ type callValue struct {
 
 // callArgs reads "( [name =>] value, … )".
 func (p *Parser) callArgs() ([]callArg, error) {
-	if !p.acceptPunct("(") {
-		return nil, p.unexpected()
+	if !p.AcceptPunct("(") {
+		return nil, p.Unexpected()
 	}
 	var args []callArg
-	if p.acceptPunct(")") {
+	if p.AcceptPunct(")") {
 		return nil, nil
 	}
 	for {
@@ -255,11 +255,11 @@ func (p *Parser) callArgs() ([]callArg, error) {
 		}
 		a.val = v
 		args = append(args, a)
-		if p.acceptPunct(")") {
+		if p.AcceptPunct(")") {
 			return args, nil
 		}
-		if !p.acceptPunct(",") {
-			return nil, p.unexpected()
+		if !p.AcceptPunct(",") {
+			return nil, p.Unexpected()
 		}
 	}
 }
@@ -268,7 +268,7 @@ func (p *Parser) callArgs() ([]callArg, error) {
 // TRUE, FALSE, NULL, TIMESTAMP 'text', map(k, v, …) or array(v, …).
 func (p *Parser) callValue() (callValue, error) {
 	if p.Pos >= len(p.toks) {
-		return callValue{}, p.unexpected()
+		return callValue{}, p.Unexpected()
 	}
 	t := p.toks[p.Pos]
 	switch {
@@ -287,7 +287,7 @@ func (p *Parser) callValue() (callValue, error) {
 	case (t.Is("map") || t.Is("array")) && p.Pos+1 < len(p.toks) && p.toks[p.Pos+1].IsOp("("):
 		p.Pos += 2
 		v := callValue{ctor: strings.ToLower(t.Value)}
-		if p.acceptPunct(")") {
+		if p.AcceptPunct(")") {
 			return v, nil
 		}
 		for {
@@ -296,11 +296,11 @@ func (p *Parser) callValue() (callValue, error) {
 				return callValue{}, err
 			}
 			v.items = append(v.items, item)
-			if p.acceptPunct(")") {
+			if p.AcceptPunct(")") {
 				return v, nil
 			}
-			if !p.acceptPunct(",") {
-				return callValue{}, p.unexpected()
+			if !p.AcceptPunct(",") {
+				return callValue{}, p.Unexpected()
 			}
 		}
 	}

@@ -103,26 +103,3 @@ func TestTrinoQuantities(t *testing.T) {
 		}
 	}
 }
-
-func TestRefDDL(t *testing.T) {
-	parse := func(q string) (*refDDL, error) {
-		ps, err := statementParser(q)
-		if err != nil {
-			return nil, err
-		}
-		return ps.refDDL()
-	}
-	d, err := parse(`CREATE OR REPLACE BRANCH b AS OF VERSION 7 RETAIN 3 DAYS WITH SNAPSHOT RETENTION 2 SNAPSHOTS 5 MINUTES`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !d.create || !d.replace || d.name != "b" || *d.version != 7 || d.retain != 3*86400000 || d.minSnapshots != 2 || d.maxSnapshotAge != 300000 {
-		t.Fatalf("%+v", d)
-	}
-	for _, bad := range []string{`CREATE TAG t WITH SNAPSHOT RETENTION 2 SNAPSHOTS`, `CREATE BRANCH b RETAIN 3 WEEKS`,
-		`DROP BRANCH b AS OF VERSION 1`, `CREATE BRANCH`, `CREATE BRANCH b RETAIN -1 DAYS`} {
-		if _, err := parse(bad); err == nil {
-			t.Errorf("%s accepted", bad)
-		}
-	}
-}

@@ -13,11 +13,10 @@ import (
 
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/commit"
-	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
-// Branches, tags and the procedures that move refs: Spark's ALTER TABLE
-// … CREATE/REPLACE/DROP BRANCH|TAG, rollback_to_snapshot,
+// Branches, tags and the procedures that move refs (package statement runs
+// Spark's ALTER TABLE … CREATE/REPLACE/DROP BRANCH|TAG): rollback_to_snapshot,
 // rollback_to_timestamp, set_current_snapshot, cherrypick_snapshot and
 // fast_forward. Each is one metadata commit with the refs it reads
 // asserted, retried against the refreshed table when another commit won.
@@ -57,14 +56,11 @@ func init() {
 	})
 }
 
-// metaChange computes a metadata commit from the current table: its
-// requirements (the table UUID is added) and updates.
-type metaChange = commit.Meta
-
-// commitMeta commits change to tgt's table through commit.Run,
-// recomputing it from the refreshed table when a concurrent commit broke
-// a requirement. tgt.pinned is the table committed against last.
-func (p *Planner) commitMeta(ctx context.Context, tgt *WriteTarget, change metaChange) error {
+// CommitMeta commits change, a metadata commit computed from the current
+// table, to tgt's table through commit.Run, recomputing it from the
+// refreshed table when a concurrent commit broke a requirement;
+// tgt.Pinned is the table committed against last.
+func (p *Planner) CommitMeta(ctx context.Context, tgt *WriteTarget, change commit.Meta) error {
 	r := p.commitRequest(tgt)
 	r.Catalog = tgt.mount.Catalog
 	r.Meta = change
@@ -77,28 +73,6 @@ func (p *Planner) commitMeta(ctx context.Context, tgt *WriteTarget, change metaC
 		return fresh.Table, nil
 	}
 	return commit.Run(ctx, r)
-}
-
-// refHead is the snapshot id ref points at and the requirement that it
-// still does (or that ref still does not exist).
-func refHead(tbl *table.Table, name string) (*int64, table.Requirement) {
-	for n, r := range tbl.Metadata().Refs() {
-		if n == name {
-			id := r.SnapshotID
-			return &id, table.AssertRefSnapshotID(name, &id)
-		}
-	}
-	return nil, table.AssertRefSnapshotID(name, nil)
-}
-
-// findRef returns the ref called name.
-func findRef(tbl *table.Table, name string) (table.SnapshotRef, bool) {
-	for n, r := range tbl.Metadata().Refs() {
-		if n == name {
-			return r, true
-		}
-	}
-	return table.SnapshotRef{}, false
 }
 
 // setRef is the update pointing ref name at id, keeping its retention.
@@ -133,7 +107,7 @@ func runRollback(ctx context.Context, p *Planner, c *procCall) ([][]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	prev, _ := refHead(tgt.Pinned.Table, table.MainBranch)
+	prev, _ := commit.RefHead(tgt.Pinned.Table, table.MainBranch)
 	id, hasID := c.int("snapshot_id")
 	if !hasID {
 		ts, _ := c.time("timestamp")
@@ -188,13 +162,13 @@ func runSetCurrentSnapshot(ctx context.Context, p *Planner, c *procCall) ([][]an
 		return nil, err
 	}
 	var prev *int64
-	err = p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+	err = p.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 		var req table.Requirement
-		prev, req = refHead(tbl, table.MainBranch)
+		prev, req = commit.RefHead(tbl, table.MainBranch)
 		target := id
 		var reqs []table.Requirement
 		if refName != "" {
-			r, ok := findRef(tbl, refName)
+			r, ok := commit.FindRef(tbl, refName)
 			if !ok {
 				return nil, nil, fmt.Errorf("%w: no branch or tag %q", ErrNotFound, refName)
 			}
@@ -206,7 +180,7 @@ func runSetCurrentSnapshot(ctx context.Context, p *Planner, c *procCall) ([][]an
 		if tbl.SnapshotByID(target) == nil {
 			return nil, nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, target, tgt.Ref)
 		}
-		main, _ := findRef(tbl, table.MainBranch)
+		main, _ := commit.FindRef(tbl, table.MainBranch)
 		main.SnapshotRefType = table.BranchRef
 		return append(reqs, req), []table.Update{setRef(table.MainBranch, target, main)}, nil
 	})
@@ -223,12 +197,12 @@ func runFastForward(ctx context.Context, p *Planner, c *procCall) ([][]any, erro
 	}
 	branch, to := c.str("branch", ""), c.str("to", "")
 	var prev, next int64
-	err = p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
-		from, ok := findRef(tbl, branch)
+	err = p.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		from, ok := commit.FindRef(tbl, branch)
 		if !ok || from.SnapshotRefType != table.BranchRef {
 			return nil, nil, fmt.Errorf("%w: no branch %q", ErrNotFound, branch)
 		}
-		dst, ok := findRef(tbl, to)
+		dst, ok := commit.FindRef(tbl, to)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: no branch or tag %q", ErrNotFound, to)
 		}
@@ -293,12 +267,12 @@ func runCherrypick(ctx context.Context, p *Planner, c *procCall) ([][]any, error
 	}
 	// Fast-forward when the source sits right on main's head.
 	if src.ParentSnapshotID != nil && cur != nil && *src.ParentSnapshotID == cur.SnapshotID || src.ParentSnapshotID == nil && cur == nil {
-		err := p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
-			prev, req := refHead(tbl, table.MainBranch)
+		err := p.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+			prev, req := commit.RefHead(tbl, table.MainBranch)
 			if (prev == nil) != (cur == nil) || prev != nil && *prev != cur.SnapshotID {
 				return nil, nil, fmt.Errorf("%w: main moved while cherry-picking %d; run it again", ErrConflict, id)
 			}
-			main, _ := findRef(tbl, table.MainBranch)
+			main, _ := commit.FindRef(tbl, table.MainBranch)
 			main.SnapshotRefType = table.BranchRef
 			return []table.Requirement{req}, []table.Update{setRef(table.MainBranch, id, main)}, nil
 		})
@@ -389,181 +363,9 @@ func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string
 	if err != nil {
 		return nil, notFound
 	}
-	if r, ok := findRef(tgt.Pinned.Table, name); !ok || r.SnapshotRefType != table.BranchRef {
+	if r, ok := commit.FindRef(tgt.Pinned.Table, name); !ok || r.SnapshotRefType != table.BranchRef {
 		return nil, fmt.Errorf("%w: %s has no branch %q (ALTER TABLE %s CREATE BRANCH %s)", ErrNotFound, ref, name, ref, name)
 	}
 	tgt.Branch = name
 	return tgt, nil
-}
-
-// ---- branch and tag DDL ----
-
-// refStatement reports whether the ALTER TABLE action at ps is one of the
-// branch and tag statements.
-func refStatement(ps *Parser) bool {
-	for _, kind := range []string{"BRANCH", "TAG"} {
-		if ps.At("CREATE", kind) || ps.At("CREATE", "OR", "REPLACE", kind) || ps.At("REPLACE", kind) || ps.At("DROP", kind) {
-			return true
-		}
-	}
-	return false
-}
-
-// refDDL is one parsed branch or tag statement.
-type refDDL struct {
-	kind                  table.RefType
-	name                  string
-	create, replace, drop bool
-	ifNotExists, ifExists bool
-	version               *int64
-	retain                int64 // max-ref-age-ms; 0 unset
-	minSnapshots          int
-	maxSnapshotAge        int64
-}
-
-// alterRefs runs ALTER TABLE t CREATE [OR REPLACE] | REPLACE | DROP
-// BRANCH|TAG (Spark's grammar, docs/sql.md).
-func (p *Planner) alterRefs(ctx context.Context, tgt *WriteTarget, ps *Parser) error {
-	d, err := ps.refDDL()
-	if err != nil {
-		return err
-	}
-	return p.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
-		return d.change(tbl)
-	})
-}
-
-func (p *Parser) refDDL() (*refDDL, error) {
-	d := &refDDL{}
-	switch {
-	case p.Accept("CREATE", "OR", "REPLACE"):
-		d.create, d.replace = true, true
-	case p.Accept("CREATE"):
-		d.create = true
-	case p.Accept("REPLACE"):
-		d.replace = true
-	case p.Accept("DROP"):
-		d.drop = true
-	}
-	d.kind = table.TagRef
-	if p.Accept("BRANCH") {
-		d.kind = table.BranchRef
-	} else if !p.Accept("TAG") {
-		return nil, p.unexpected()
-	}
-	switch {
-	case d.drop && p.Accept("IF", "EXISTS"):
-		d.ifExists = true
-	case d.create && !d.replace && p.Accept("IF", "NOT", "EXISTS"):
-		d.ifNotExists = true
-	}
-	name, err := p.ident()
-	if err != nil {
-		return nil, err
-	}
-	d.name = name
-	if d.drop {
-		return d, p.End()
-	}
-	if p.Accept("AS", "OF", "VERSION") {
-		if p.Pos >= len(p.toks) || p.toks[p.Pos].Kind != sqltok.Number {
-			return nil, p.unexpected()
-		}
-		v, err := strconv.ParseInt(p.toks[p.Pos].Value, 10, 64)
-		if err != nil {
-			return nil, p.unexpected()
-		}
-		p.Pos++
-		d.version = &v
-	}
-	if p.Accept("RETAIN") {
-		if d.retain, err = p.durationMs(); err != nil {
-			return nil, err
-		}
-	}
-	if p.Accept("WITH", "SNAPSHOT", "RETENTION") {
-		if d.kind != table.BranchRef {
-			return nil, fmt.Errorf("%w: tags keep one snapshot; WITH SNAPSHOT RETENTION is for branches", ErrInvalid)
-		}
-		if p.Pos+1 < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Number && p.toks[p.Pos+1].Is("SNAPSHOTS") {
-			n, _ := strconv.Atoi(p.toks[p.Pos].Value)
-			d.minSnapshots = n
-			p.Pos += 2
-		}
-		if p.Pos < len(p.toks) {
-			if d.maxSnapshotAge, err = p.durationMs(); err != nil {
-				return nil, err
-			}
-		}
-		if d.minSnapshots <= 0 && d.maxSnapshotAge == 0 {
-			return nil, p.unexpected()
-		}
-	}
-	return d, p.End()
-}
-
-// durationMs reads "N DAYS|HOURS|MINUTES" as milliseconds.
-func (p *Parser) durationMs() (int64, error) {
-	if p.Pos+1 >= len(p.toks) || p.toks[p.Pos].Kind != sqltok.Number {
-		return 0, p.unexpected()
-	}
-	n, err := strconv.ParseInt(p.toks[p.Pos].Value, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%w: %s: want a positive whole number", ErrInvalid, p.toks[p.Pos].Value)
-	}
-	units := map[string]time.Duration{"DAYS": 24 * time.Hour, "DAY": 24 * time.Hour, "HOURS": time.Hour, "HOUR": time.Hour, "MINUTES": time.Minute, "MINUTE": time.Minute}
-	u, ok := units[strings.ToUpper(p.toks[p.Pos+1].Value)]
-	if !ok || p.toks[p.Pos+1].Kind != sqltok.Word {
-		p.Pos++
-		return 0, p.unexpected()
-	}
-	p.Pos += 2
-	return n * u.Milliseconds(), nil
-}
-
-// change is the metadata commit of the statement against tbl.
-func (d *refDDL) change(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
-	cur, exists := findRef(tbl, d.name)
-	_, req := refHead(tbl, d.name)
-	what := string(d.kind)
-	switch {
-	case exists && cur.SnapshotRefType != d.kind:
-		return nil, nil, fmt.Errorf("%w: %q is a %s, not a %s", ErrInvalid, d.name, cur.SnapshotRefType, d.kind)
-	case d.drop && !exists:
-		if d.ifExists {
-			return nil, nil, nil
-		}
-		return nil, nil, fmt.Errorf("%w: no %s %q", ErrNotFound, what, d.name)
-	case d.drop && d.name == table.MainBranch:
-		return nil, nil, fmt.Errorf("%w: the main branch cannot be dropped", ErrInvalid)
-	case d.drop:
-		return []table.Requirement{req}, []table.Update{table.NewRemoveSnapshotRefUpdate(d.name)}, nil
-	case d.create && !d.replace && exists:
-		if d.ifNotExists {
-			return nil, nil, nil
-		}
-		return nil, nil, fmt.Errorf("%w: %s %q", ErrExists, what, d.name)
-	case !d.create && !exists:
-		return nil, nil, fmt.Errorf("%w: no %s %q to replace", ErrNotFound, what, d.name)
-	}
-	var id int64
-	switch {
-	case d.version != nil:
-		if tbl.SnapshotByID(*d.version) == nil {
-			return nil, nil, fmt.Errorf("%w: no snapshot %d", ErrNotFound, *d.version)
-		}
-		id = *d.version
-	case tbl.CurrentSnapshot() != nil:
-		id = tbl.CurrentSnapshot().SnapshotID
-	default:
-		return nil, nil, fmt.Errorf("%w: the table has no snapshot yet to put %s %q on", ErrInvalid, what, d.name)
-	}
-	reqs := []table.Requirement{req}
-	if d.version == nil {
-		main, mreq := refHead(tbl, table.MainBranch)
-		if main != nil {
-			reqs = append(reqs, mreq)
-		}
-	}
-	return reqs, []table.Update{table.NewSetSnapshotRefUpdate(d.name, id, d.kind, d.retain, d.maxSnapshotAge, d.minSnapshots)}, nil
 }

@@ -52,7 +52,7 @@ const replaceAttempts = appendAttempts
 // run on the mount's internal catalog, which leaves the privilege checks
 // to what was authorized here and in replaceStaged.
 func (p *Planner) replace(ctx context.Context, mt *catalog.Mount, ref catalog.TableRef, in Ingest) (int64, error) {
-	if err := p.authorize(ctx, authz.TableObject(ref), authz.Insert, authz.Delete); err != nil {
+	if err := p.Authorize(ctx, authz.TableObject(ref), authz.Insert, authz.Delete); err != nil {
 		return 0, err
 	}
 	return p.ingestReplace(ctx, mt.Internal(), ref, in)
@@ -250,7 +250,7 @@ func liveFiles(meta table.Metadata, fsys iceio.IO) (data, deletes []iceberg.Data
 // written and committed into a staging table first, then swapped in.
 func (p *Planner) replaceStaged(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, schema *iceberg.Schema, in Ingest) (int64, error) {
 	// A new shape drops the table and makes another in its place.
-	if err := p.authorize(ctx, authz.TableObject(ref), authz.Drop, authz.Create); err != nil {
+	if err := p.Authorize(ctx, authz.TableObject(ref), authz.Drop, authz.Create); err != nil {
 		return 0, err
 	}
 	create := func(staging catalog.TableRef) error {

@@ -54,13 +54,13 @@ func (p *Planner) showQuery(ctx context.Context, s Session, query string) (sql s
 		sql, err = p.showTables(ctx, s, ps, quoted)
 	case ps.Accept("SHOW", "COLUMNS"):
 		if !ps.Accept("FROM") && !ps.Accept("IN") {
-			return "", true, ps.unexpected()
+			return "", true, ps.Unexpected()
 		}
 		sql, err = p.showColumns(ctx, s, ps, quoted, true)
 	case ps.Accept("SHOW", "CREATE", "TABLE"):
 		sql, err = p.showCreateTable(ctx, s, ps, quoted)
 	case ps.At("SHOW"):
-		return "", true, fmt.Errorf("%w: %s; icefloe has SHOW CATALOGS, SCHEMAS, TABLES, COLUMNS and CREATE TABLE", ErrUnsupported, strings.TrimRight(ps.text(0, min(1, len(toks)-1)), ";"))
+		return "", true, fmt.Errorf("%w: %s; icefloe has SHOW CATALOGS, SCHEMAS, TABLES, COLUMNS and CREATE TABLE", ErrUnsupported, strings.TrimRight(ps.Text(0, min(1, len(toks)-1)), ";"))
 	default:
 		return "", false, nil
 	}
@@ -73,7 +73,7 @@ func (ps *Parser) like(col string) (string, error) {
 	var where string
 	if ps.Accept("LIKE") {
 		if ps.Pos >= len(ps.toks) || ps.toks[ps.Pos].Kind != sqltok.String {
-			return "", ps.unexpected()
+			return "", ps.Unexpected()
 		}
 		where = " WHERE " + engine.Quote(col) + " LIKE " + engine.QuoteString(ps.toks[ps.Pos].Value)
 		ps.Pos++
@@ -101,7 +101,7 @@ func (p *Planner) showCatalogs(ctx context.Context, ps *Parser, col string) (str
 func (p *Planner) showSchemas(ctx context.Context, s Session, ps *Parser, quoted map[string]bool) (string, error) {
 	cat := s.Catalog
 	if ps.Accept("FROM") || ps.Accept("IN") {
-		c, err := ps.ident()
+		c, err := ps.Ident()
 		if err != nil {
 			return "", err
 		}
@@ -346,7 +346,7 @@ func createTableDDL(ref catalog.TableRef, tbl *table.Table) (string, error) {
 	return b.String(), nil
 }
 
-// partitionItem writes one PARTITIONED BY item as ddlTransform reads it.
+// partitionItem writes one PARTITIONED BY item as PartitionItem.Transform reads it.
 func partitionItem(t iceberg.Transform, col string) string {
 	switch t := t.(type) {
 	case iceberg.IdentityTransform:

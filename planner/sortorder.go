@@ -16,8 +16,8 @@ type ddlSortItem struct {
 
 // sortItems reads "( col [ASC|DESC] [NULLS FIRST|LAST], … )".
 func (p *Parser) sortItems() ([]ddlSortItem, error) {
-	if !p.acceptPunct("(") {
-		return nil, p.unexpected()
+	if !p.AcceptPunct("(") {
+		return nil, p.Unexpected()
 	}
 	var items []ddlSortItem
 	for {
@@ -40,11 +40,11 @@ func (p *Parser) sortItems() ([]ddlSortItem, error) {
 			it.nullsFirst = &v
 		}
 		items = append(items, it)
-		if p.acceptPunct(")") {
+		if p.AcceptPunct(")") {
 			return items, nil
 		}
-		if !p.acceptPunct(",") {
-			return nil, p.unexpected()
+		if !p.AcceptPunct(",") {
+			return nil, p.Unexpected()
 		}
 	}
 }

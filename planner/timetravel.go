@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
@@ -380,7 +381,7 @@ func sessionBranch(s Session, tbl *table.Table) string {
 	if s.WAPBranch == "" || tbl.Properties().Get(WAPEnabledKey, "false") != "true" {
 		return ""
 	}
-	if r, ok := findRef(tbl, s.WAPBranch); ok && r.SnapshotRefType == table.BranchRef {
+	if r, ok := commit.FindRef(tbl, s.WAPBranch); ok && r.SnapshotRefType == table.BranchRef {
 		return s.WAPBranch
 	}
 	return ""

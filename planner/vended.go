@@ -48,7 +48,7 @@ func (p *Planner) Renew(ctx context.Context, sealed []byte) ([]byte, time.Time, 
 		if err != nil {
 			return nil, time.Time{}, err
 		}
-		if err := p.authorize(ctx, authz.TableObject(ref), authz.Select); err != nil {
+		if err := p.Authorize(ctx, authz.TableObject(ref), authz.Select); err != nil {
 			return nil, time.Time{}, err
 		}
 		pinned, err := p.opts.Mounts.LoadTable(ctx, ref)

@@ -3,12 +3,9 @@ package planner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-
-	icecat "github.com/apache/iceberg-go/catalog"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
@@ -25,9 +22,9 @@ import (
 // maxViewDepth bounds views over views; a cycle ends there too.
 const maxViewDepth = 16
 
-// viewsOf returns the view operations of ref's catalog, or
-// ErrUnsupported naming it.
-func (p *Planner) viewsOf(ref catalog.TableRef) (catalog.Views, error) {
+// Views returns the view operations of ref's catalog, or
+// ErrUnsupported naming it. The caller authorizes each step.
+func (p *Planner) Views(ref catalog.TableRef) (catalog.Views, error) {
 	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return nil, err
@@ -39,125 +36,12 @@ func (p *Planner) viewsOf(ref catalog.TableRef) (catalog.Views, error) {
 	return v, nil
 }
 
-// ddlCreateView runs CREATE [OR REPLACE] VIEW [IF NOT EXISTS] name AS
-// query. The query must plan (its names resolving in the view's schema);
-// its result columns are the view's schema. OR REPLACE drops the old view
-// and stores the new one (two catalog calls: iceberg-go v0.7.0 has no
-// view replace for the SQL catalog).
-func (p *Planner) ddlCreateView(ctx context.Context, sess Session, ps *Parser) error {
-	ps.Pos = 1
-	replace := ps.Accept("OR", "REPLACE")
-	if !ps.Accept("VIEW") {
-		return ps.unexpected()
-	}
-	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return err
-	}
-	if !ps.At("AS") || ps.Pos+1 >= len(ps.toks) {
-		return ddlSyntaxf("CREATE VIEW needs AS query")
-	}
-	query := strings.TrimSpace(ps.text(ps.Pos+1, len(ps.toks)-1))
-	ref, err := TableName(sess, parts)
-	if err != nil {
-		return err
-	}
-	ref = p.existingSchema(ctx, ref)
-	if err := p.authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
-		return err
-	}
-	views, err := p.viewsOf(ref)
-	if err != nil {
-		return err
-	}
-	viewSess := Session{Catalog: ref.Catalog, Schema: ref.Schema}
-	columns, err := p.queryColumns(ctx, viewSess, query)
-	if err != nil {
-		return err
-	}
-	schema, err := p.ddlColumns(ctx, ref.Table, columns)
-	if err != nil {
-		return err
-	}
-	if exists, _ := p.tableExists(ctx, ref); exists {
-		return fmt.Errorf("%w: %s is a table", ErrExists, ref)
-	}
-	if _, err := views.LoadView(ctx, ref.Ident()); err == nil {
-		switch {
-		case ifNotExists:
-			return nil
-		case !replace:
-			return fmt.Errorf("%w: view %s", ErrExists, ref)
-		}
-		if err := p.authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
-			return err
-		}
-		if err := views.DropView(ctx, ref.Ident()); err != nil {
-			return fmt.Errorf("replace view %s: %w", ref, err)
-		}
-	}
-	if err := views.CreateView(ctx, ref.Ident(), schema, query); err != nil {
-		switch {
-		case errors.Is(err, icecat.ErrViewAlreadyExists), errors.Is(err, icecat.ErrTableAlreadyExists):
-			return fmt.Errorf("%w: %s", ErrExists, ref)
-		case errors.Is(err, icecat.ErrNoSuchNamespace):
-			return fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
-		}
-		return fmt.Errorf("create view %s: %w", ref, err)
-	}
-	return nil
-}
-
-// ddlDropView runs DROP VIEW [IF EXISTS] name.
-func (p *Planner) ddlDropView(ctx context.Context, sess Session, ps *Parser) error {
-	ps.Pos = 2
-	ifExists := ps.Accept("IF", "EXISTS")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return err
-	}
-	if ps.Pos < len(ps.toks) {
-		return ps.unexpected()
-	}
-	ref, err := TableName(sess, parts)
-	if err != nil {
-		return err
-	}
-	ref = p.existingSchema(ctx, ref)
-	if err := p.authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
-		return err
-	}
-	views, err := p.viewsOf(ref)
-	if err != nil {
-		return err
-	}
-	if err := views.DropView(ctx, ref.Ident()); err != nil {
-		if errors.Is(err, icecat.ErrNoSuchView) || errors.Is(err, icecat.ErrNoSuchNamespace) {
-			if ifExists {
-				return nil
-			}
-			return fmt.Errorf("%w: view %s", ErrNotFound, ref)
-		}
-		return fmt.Errorf("drop view %s: %w", ref, err)
-	}
-	return nil
-}
-
-func (p *Planner) tableExists(ctx context.Context, ref catalog.TableRef) (bool, error) {
-	mt, err := p.Mount(ref.Catalog)
-	if err != nil {
-		return false, err
-	}
-	return mt.Catalog.CheckTableExists(ctx, ref.Ident())
-}
-
 // expandView turns the table reference n, which named no table, into a
 // subquery of the view ref names, and resolves the view's query in the
 // view's catalog and schema. ok is false when ref names no view (or its
 // catalog keeps none): the caller reports the missing table.
 func (r *resolver) expandView(ctx context.Context, n node, ref catalog.TableRef) (ok bool) {
-	views, err := r.p.viewsOf(ref)
+	views, err := r.p.Views(ref)
 	if err != nil {
 		return false
 	}
@@ -213,7 +97,7 @@ func (r *resolver) expandView(ctx context.Context, n node, ref catalog.TableRef)
 // viewNames lists the views of cat.schema the caller may see, sorted;
 // none when the catalog keeps no views.
 func (p *Planner) viewNames(ctx context.Context, cat, schema string) ([]string, error) {
-	views, err := p.viewsOf(catalog.TableRef{Catalog: cat, Schema: schema})
+	views, err := p.Views(catalog.TableRef{Catalog: cat, Schema: schema})
 	if err != nil {
 		return nil, nil
 	}

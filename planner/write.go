@@ -64,6 +64,9 @@ type WriteTarget struct {
 	Branch string
 }
 
+// Mount is the mounted catalog that holds the target table.
+func (t *WriteTarget) Mount() *catalog.Mount { return t.mount }
+
 // LoadTarget pins the table parts names (unqualified parts take sess's
 // catalog and schema; a name is resolved as queries resolve it, a Spark
 // branch name as its branch) once the caller holds each of privs on it.
@@ -108,7 +111,7 @@ func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, 
 // privs on it (checked before the table is loaded, so a denied caller
 // learns nothing about it).
 func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*WriteTarget, error) {
-	if err := p.authorize(ctx, authz.TableObject(ref), privs...); err != nil {
+	if err := p.Authorize(ctx, authz.TableObject(ref), privs...); err != nil {
 		return nil, err
 	}
 	mt, err := p.Mount(ref.Catalog)
@@ -647,7 +650,7 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 // commitValues writes the rows of INSERT … VALUES on the coordinator and
 // commits them as commitAppend does. recs stay owned by the caller.
 func (p *Planner) commitValues(ctx context.Context, tgt *WriteTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
-	if err := p.authorize(ctx, authz.TableObject(tgt.Ref), authz.Insert); err != nil {
+	if err := p.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Insert); err != nil {
 		return 0, err
 	}
 	if d := DryRunOf(ctx); d != nil {

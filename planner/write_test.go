@@ -8,67 +8,6 @@ import (
 	"github.com/google/uuid"
 )
 
-func TestAlterTable(t *testing.T) {
-	e := newDDLEnv(t)
-	e.exec(t, "CREATE TABLE t (id INT NOT NULL, price FLOAT, amount DECIMAL(9,2), name VARCHAR, ts TIMESTAMP)")
-	e.exec(t, "INSERT INTO t VALUES (1, 1.5, 2.25, 'a', TIMESTAMP '2024-01-02 03:04:05')")
-
-	e.exec(t, "ALTER TABLE t ADD COLUMN note VARCHAR")
-	e.exec(t, "ALTER TABLE t ADD COLUMN IF NOT EXISTS note VARCHAR")
-	e.execErr(t, "ALTER TABLE t ADD COLUMN note VARCHAR", ErrExists, "note")
-	e.execErr(t, "ALTER TABLE t ADD COLUMN must INT NOT NULL", ErrInvalid, "NOT NULL")
-	e.exec(t, "ALTER TABLE t RENAME COLUMN name TO label")
-	e.execErr(t, "ALTER TABLE t RENAME COLUMN nope TO x", ErrInvalid, "nope")
-	e.exec(t, "ALTER TABLE t ALTER COLUMN id TYPE BIGINT")
-	e.exec(t, "ALTER TABLE t ALTER COLUMN price SET DATA TYPE DOUBLE")
-	e.exec(t, "ALTER TABLE t ALTER COLUMN amount TYPE DECIMAL(18,2)")
-	e.execErr(t, "ALTER TABLE t ALTER COLUMN label TYPE INT", ErrInvalid, "widening")
-	e.execErr(t, "ALTER TABLE t ALTER COLUMN amount TYPE DECIMAL(18,3)", ErrInvalid, "amount")
-	e.exec(t, "ALTER TABLE t ALTER COLUMN id DROP NOT NULL")
-	e.exec(t, "ALTER TABLE t SET TBLPROPERTIES ('write.delete.mode' = 'copy-on-write', owner = 'me')")
-	e.exec(t, "ALTER TABLE t UNSET TBLPROPERTIES (owner)")
-	e.exec(t, "ALTER TABLE t ADD PARTITION FIELD day(ts)")
-	e.exec(t, "ALTER TABLE t ADD PARTITION FIELD bucket(4, id)")
-	e.execErr(t, "ALTER TABLE t DROP COLUMN ts", ErrInvalid, "partition")
-	e.exec(t, "ALTER TABLE t DROP PARTITION FIELD day(ts)")
-	e.exec(t, "ALTER TABLE t DROP COLUMN note")
-	e.exec(t, "ALTER TABLE t DROP COLUMN IF EXISTS note")
-	e.execErr(t, "ALTER TABLE t DROP COLUMN note", ErrInvalid, "note")
-	e.execErr(t, "ALTER TABLE nope ADD COLUMN x INT", ErrNotFound)
-	e.exec(t, "ALTER TABLE IF EXISTS nope ADD COLUMN x INT")
-	e.execErr(t, "ALTER TABLE t FROBNICATE", ErrSyntax)
-	e.execErr(t, "ALTER VIEW v RENAME TO w", ErrUnsupported)
-
-	tbl := e.load(t, "default", "t")
-	sc := tbl.Schema()
-	var got []string
-	for _, f := range sc.Fields() {
-		got = append(got, f.Name+":"+f.Type.String()+map[bool]string{true: "!", false: ""}[f.Required])
-	}
-	want := "id:long price:double amount:decimal(18, 2) label:string ts:timestamp"
-	if strings.Join(got, " ") != want {
-		t.Fatalf("schema %q, want %q", strings.Join(got, " "), want)
-	}
-	props := tbl.Properties()
-	if props["write.delete.mode"] != "copy-on-write" || props["owner"] != "" {
-		t.Fatalf("properties %v", props)
-	}
-	spec := tbl.Spec()
-	if spec.NumFields() != 1 || spec.Field(0).Transform.String() != (iceberg.BucketTransform{NumBuckets: 4}).String() {
-		t.Fatalf("spec %v", spec)
-	}
-	if len(tbl.Metadata().PartitionSpecs()) < 3 {
-		t.Fatalf("specs %v", tbl.Metadata().PartitionSpecs())
-	}
-	// The old data reads through the evolved schema.
-	rows := e.query(t, tbl, "SELECT id, price, amount, label FROM t")
-	if len(rows) != 1 || rows[0] != "1|1.5|2.25|a" {
-		t.Fatalf("rows %q", rows)
-	}
-	e.exec(t, "ALTER TABLE t RENAME TO t2")
-	e.load(t, "default", "t2")
-}
-
 func TestDMLParseErrors(t *testing.T) {
 	e := newDDLEnv(t)
 	e.exec(t, "CREATE TABLE t (a INT)")

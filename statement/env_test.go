@@ -77,3 +77,10 @@ func (e *env) load(t *testing.T, ident ...string) *table.Table {
 	}
 	return tbl
 }
+
+// query reads the table into DuckDB and runs q against it as "t"; it
+// returns the rows as strings (testlocal.Rows).
+func (e *env) query(t *testing.T, tbl *table.Table, q string) []string {
+	t.Helper()
+	return testlocal.Rows(t, e.eng, tbl, q)
+}

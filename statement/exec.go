@@ -14,7 +14,8 @@ type runner func(ctx context.Context, sess planner.Session) (int64, error)
 
 // Exec runs one statement that returns no rows and returns its update
 // count (the grammar is in docs/sql.md). The statements this package runs
-// (CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE) run here; the planner
+// (CREATE and DROP SCHEMA, CREATE and DROP VIEW, DROP TABLE, TRUNCATE,
+// ALTER) run here; the planner
 // runs the others (planner.Planner.Exec lists them) and fails on anything
 // else. args bind the parameters of an INSERT, UPDATE or DELETE.
 func (e *Executor) Exec(ctx context.Context, sess planner.Session, query string, args ...any) (int64, error) {
@@ -47,16 +48,33 @@ func (e *Executor) own(query string) runner {
 	switch {
 	case ps.At("TRUNCATE"):
 		return func(ctx context.Context, sess planner.Session) (int64, error) { return e.truncate(ctx, sess, ps) }
+	case ps.At("ALTER"):
+		return func(ctx context.Context, sess planner.Session) (int64, error) { return e.alter(ctx, sess, ps) }
 	case ps.At("CREATE", "SCHEMA"):
 		run = e.createSchema
 	case ps.At("DROP", "SCHEMA"):
 		run = e.dropSchema
 	case ps.At("DROP", "TABLE"):
 		run = e.dropTable
+	case ps.At("CREATE", "VIEW"), ps.At("CREATE", "OR", "REPLACE", "VIEW"):
+		run = e.createView
+	case ps.At("DROP", "VIEW"):
+		run = e.dropView
 	default:
 		return nil
 	}
 	return func(ctx context.Context, sess planner.Session) (int64, error) { return 0, run(ctx, sess, ps) }
+}
+
+// alter runs an ALTER statement: ALTER TABLE … EXECUTE in the planner
+// (planner.Planner.AlterMaintenance), else schema, property, partition
+// and identifier-field evolution, branches and tags and RENAME
+// (alterTable).
+func (e *Executor) alter(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
+	if n, ok, err := e.AlterMaintenance(ctx, sess, ps); ok {
+		return n, err
+	}
+	return 0, e.alterTable(ctx, sess, ps)
 }
 
 // paramRows is the number of parameter rows in params.

@@ -22,6 +22,8 @@
 //   - attempts, conflicts, retries and the bytes the committed snapshots
 //     added are counted in Stats.
 //
-// It sits under planner: the planner's statements decide what to commit,
-// this package how.
+// FindRef and RefHead read the refs a Meta commit asserts.
+//
+// It sits under planner and statement: their statements decide what to
+// commit, this package how.
 package commit

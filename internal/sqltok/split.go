@@ -85,3 +85,22 @@ func FirstWord(src string) string {
 	}
 	return ""
 }
+
+// Balanced reports whether toks never close a parenthesis they did not
+// open and close every one they open, so that text made of them can be
+// put between "(" and ")" and stay one group.
+func Balanced(toks []Token) bool {
+	depth := 0
+	for _, t := range toks {
+		switch {
+		case t.IsOp("("):
+			depth++
+		case t.IsOp(")"):
+			depth--
+			if depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
+}

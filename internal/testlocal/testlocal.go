@@ -7,7 +7,12 @@ package testlocal
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 
@@ -56,4 +61,53 @@ func New(t testing.TB) *Env {
 	pool := flightclient.NewPool(flightclient.Options{}, 0)
 	t.Cleanup(func() { pool.Close() })
 	return &Env{Mounts: mounts, Cat: cat, Eng: eng, Key: key, Pool: pool, Dir: dir}
+}
+
+// Rows reads tbl into a connection of eng as the table "t", runs q
+// against it and returns its rows, each as its values printed and joined
+// by "|".
+func Rows(t testing.TB, eng *engine.Engine, tbl *table.Table, q string) []string {
+	t.Helper()
+	ctx := context.Background()
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	conn, err := eng.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rdr := array.NewTableReader(at, 0)
+	defer rdr.Release()
+	if err := conn.LoadTable(ctx, "t", rdr); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.DB().QueryContext(ctx, q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/icefloe/icefloe/planner"
 )
 
 // injectionSeparators end the client's part of a statement the ways
@@ -57,7 +59,7 @@ var injectionStatements = []string{
 // attack, and checks that each fails as the client's mistake and that none
 // of the attacks happened.
 func TestExecInjection(t *testing.T) {
-	e := newDDLEnv(t)
+	e := newEnv(t)
 	spill := filepath.Join(e.dir, "spill")
 	e.exec(t, "CREATE TABLE t (id BIGINT, s VARCHAR)")
 	e.exec(t, "INSERT INTO t VALUES (1, 'a')")
@@ -66,8 +68,8 @@ func TestExecInjection(t *testing.T) {
 		for _, sep := range injectionSeparators {
 			for _, attack := range injectionAttacks(spill) {
 				q := fmt.Sprintf(stmt, sep, attack)
-				_, err := e.p.Exec(ctx, e.sess, q)
-				if !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrRefused) {
+				_, err := e.x.Exec(ctx, e.sess, q)
+				if !errors.Is(err, planner.ErrSyntax) && !errors.Is(err, planner.ErrInvalid) && !errors.Is(err, planner.ErrUnsupported) && !errors.Is(err, planner.ErrRefused) {
 					t.Errorf("%q: got %v, want the statement refused", q, err)
 				}
 			}
@@ -92,7 +94,7 @@ func TestExecInjection(t *testing.T) {
 
 // checkNoInjection checks that DuckDB has no object a client made, no
 // other database, and that nothing was written in the spill folder.
-func checkNoInjection(t *testing.T, e *ddlEnv, spill string) {
+func checkNoInjection(t *testing.T, e *env, spill string) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := e.eng.Conn(ctx)

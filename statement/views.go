@@ -1,0 +1,132 @@
+package statement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/planner"
+)
+
+// The DDL of views: CREATE [OR REPLACE] VIEW and DROP VIEW store and drop
+// Iceberg views in the catalogs that keep them (planner.Planner.Views);
+// the planner expands them in queries (planner/views.go).
+
+// createView runs CREATE [OR REPLACE] VIEW [IF NOT EXISTS] name AS
+// query. The query must plan (its names resolving in the view's schema);
+// its result columns are the view's schema. OR REPLACE drops the old view
+// and stores the new one (two catalog calls: iceberg-go v0.7.0 has no
+// view replace for the SQL catalog).
+func (e *Executor) createView(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
+	ps.Pos = 1
+	replace := ps.Accept("OR", "REPLACE")
+	if !ps.Accept("VIEW") {
+		return ps.Unexpected()
+	}
+	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
+	parts, err := ps.Name(3)
+	if err != nil {
+		return err
+	}
+	if !ps.At("AS") || ps.Pos+1 >= len(ps.Tokens()) {
+		return fmt.Errorf("%w: CREATE VIEW needs AS query", planner.ErrSyntax)
+	}
+	query := strings.TrimSpace(ps.Text(ps.Pos+1, len(ps.Tokens())-1))
+	ref, err := planner.TableName(sess, parts)
+	if err != nil {
+		return err
+	}
+	ref = e.ExistingSchema(ctx, ref)
+	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+		return err
+	}
+	views, err := e.Views(ref)
+	if err != nil {
+		return err
+	}
+	viewSess := planner.Session{Catalog: ref.Catalog, Schema: ref.Schema}
+	columns, err := e.QueryColumns(ctx, viewSess, query)
+	if err != nil {
+		return err
+	}
+	schema, err := e.ParseColumns(ctx, ref.Table, columns)
+	if err != nil {
+		return err
+	}
+	if exists, _ := e.tableExists(ctx, ref); exists {
+		return fmt.Errorf("%w: %s is a table", planner.ErrExists, ref)
+	}
+	if _, err := views.LoadView(ctx, ref.Ident()); err == nil {
+		switch {
+		case ifNotExists:
+			return nil
+		case !replace:
+			return fmt.Errorf("%w: view %s", planner.ErrExists, ref)
+		}
+		if err := e.Authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
+			return err
+		}
+		if err := views.DropView(ctx, ref.Ident()); err != nil {
+			return fmt.Errorf("replace view %s: %w", ref, err)
+		}
+	}
+	if err := views.CreateView(ctx, ref.Ident(), schema, query); err != nil {
+		switch {
+		case errors.Is(err, icecat.ErrViewAlreadyExists), errors.Is(err, icecat.ErrTableAlreadyExists):
+			return fmt.Errorf("%w: %s", planner.ErrExists, ref)
+		case errors.Is(err, icecat.ErrNoSuchNamespace):
+			return fmt.Errorf("%w: schema %s.%s", planner.ErrNotFound, ref.Catalog, ref.Schema)
+		}
+		return fmt.Errorf("create view %s: %w", ref, err)
+	}
+	return nil
+}
+
+// dropView runs DROP VIEW [IF EXISTS] name.
+func (e *Executor) dropView(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
+	ps.Pos = 2
+	ifExists := ps.Accept("IF", "EXISTS")
+	parts, err := ps.Name(3)
+	if err != nil {
+		return err
+	}
+	if ps.Pos < len(ps.Tokens()) {
+		return ps.Unexpected()
+	}
+	ref, err := planner.TableName(sess, parts)
+	if err != nil {
+		return err
+	}
+	ref = e.ExistingSchema(ctx, ref)
+	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
+		return err
+	}
+	views, err := e.Views(ref)
+	if err != nil {
+		return err
+	}
+	if err := views.DropView(ctx, ref.Ident()); err != nil {
+		if errors.Is(err, icecat.ErrNoSuchView) || errors.Is(err, icecat.ErrNoSuchNamespace) {
+			if ifExists {
+				return nil
+			}
+			return fmt.Errorf("%w: view %s", planner.ErrNotFound, ref)
+		}
+		return fmt.Errorf("drop view %s: %w", ref, err)
+	}
+	return nil
+}
+
+// tableExists reports whether ref names a table of its catalog.
+func (e *Executor) tableExists(ctx context.Context, ref catalog.TableRef) (bool, error) {
+	mt, err := e.Mount(ref.Catalog)
+	if err != nil {
+		return false, err
+	}
+	return mt.Catalog.CheckTableExists(ctx, ref.Ident())
+}
