@@ -132,6 +132,14 @@ func TestSecurityGrants(t *testing.T) {
 			{"UPDATE sales.refunds SET amount = 0", "UPDATE", "local.sales.refunds"},
 			{"ALTER TABLE sales.refunds ADD COLUMN x INT", "ALTER", "local.sales.refunds"},
 			{"ALTER TABLE sales.refunds RENAME TO x", "ALTER", "local.sales.refunds"},
+			// INSERT is not enough for the table's refs, identifier
+			// fields or maintenance.
+			{"ALTER TABLE sales.refunds CREATE BRANCH b2", "ALTER", "local.sales.refunds"},
+			{"ALTER TABLE sales.refunds CREATE TAG t2", "ALTER", "local.sales.refunds"},
+			{"ALTER TABLE sales.refunds SET IDENTIFIER FIELDS id", "ALTER", "local.sales.refunds"},
+			{"ALTER TABLE sales.refunds EXECUTE optimize", "ALTER", "local.sales.refunds"},
+			{"CALL system.expire_snapshots(table => 'sales.refunds')", "ALTER", "local.sales.refunds"},
+			{"CALL system.rollback_to_snapshot('sales.refunds', 1)", "ALTER", "local.sales.refunds"},
 			{"DROP TABLE sales.refunds", "DROP", "local.sales.refunds"},
 			{"DROP TABLE local.default.orders", "DROP", other},
 			{"CREATE SCHEMA elsewhere", "CREATE", "local.elsewhere"},

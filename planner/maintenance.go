@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/authz"
 )
 
 // The maintenance statements of the ALTER TABLE family (Trino's ALTER
@@ -187,7 +189,7 @@ func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser
 	default:
 		return 0, false, nil
 	}
-	tgt, err := p.LoadTarget(ctx, sess, parts)
+	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Alter)
 	if err != nil {
 		if ifExists && errors.Is(err, ErrNotFound) {
 			return 0, true, nil

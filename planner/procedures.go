@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/wire"
@@ -463,13 +464,14 @@ func (c *procCall) options() map[string]string {
 }
 
 // target loads the table the "table" argument names ('t', 'schema.t' or
-// 'catalog.schema.t', resolved like a statement's table name).
+// 'catalog.schema.t', resolved like a statement's table name). Every
+// procedure on a table changes it, so it asks ALTER on the table.
 func (c *procCall) target(ctx context.Context, p *Planner) (*WriteTarget, error) {
 	ref, err := procTableRef(c.sess, c.str("table", ""))
 	if err != nil {
 		return nil, err
 	}
-	return p.loadTargetRef(ctx, ref)
+	return p.loadTargetRef(ctx, ref, authz.Alter)
 }
 
 // procTableRef resolves a table name given as a string argument.
