@@ -159,13 +159,7 @@ func ruleTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, erro
 	case len(pb.b.inputs) != 1 || str(root, "type") != "SELECT_NODE" || str(q.from, "type") != "BASE_TABLE":
 		return no("not a select from one table")
 	}
-	var tp *twoPhase
-	var why string
-	if exprReason(node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}, q.aggs) != "" || len(anyList(root["group_expressions"])) > 0 {
-		tp, why = planAggregate(root, q.aggs)
-	} else {
-		tp, why = planRowwise(root, fieldNames(pb.b.schema))
-	}
+	tp, why := pb.split(root, q.aggs)
 	if tp == nil {
 		return blame(why)
 	}
@@ -210,13 +204,7 @@ func ruleBroadcastTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outc
 		// than partials and a final.
 		return no(fmt.Sprintf("every table is at most the broadcast size %d", pb.p.opts.BroadcastBytes))
 	}
-	var tp *twoPhase
-	var why string
-	if exprReason(node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}, q.aggs) != "" || len(anyList(root["group_expressions"])) > 0 {
-		tp, why = planAggregate(root, q.aggs)
-	} else {
-		tp, why = planRowwise(root, fieldNames(pb.b.schema))
-	}
+	tp, why := pb.split(root, q.aggs)
 	if tp == nil {
 		return no(why)
 	}
@@ -387,6 +375,16 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, small []*input, 
 	partial := &plan.Fragment{Role: "partial", SQL: ph.partialSQL, Schema: ph.partialSchema, Per: s, Place: plan.PlaceGroups,
 		In: []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: body}}}
 	return &plan.Result{Strategy: plan.TwoPhase, Label: label, Endpoints: []*plan.Fragment{pb.finalOver(partial, tp, ph)}}, nil
+}
+
+// split is how root divides into partials and a final: as an aggregate
+// when it aggregates or groups, else by its modifiers (DISTINCT, ORDER BY
+// … LIMIT, LIMIT); nil with the reason when it does not.
+func (pb *planBuilder) split(root node, aggs map[string]bool) (*twoPhase, string) {
+	if exprReason(node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}, aggs) != "" || len(anyList(root["group_expressions"])) > 0 {
+		return planAggregate(root, aggs)
+	}
+	return planRowwise(root, fieldNames(pb.b.schema))
 }
 
 // finalOver is tp's final step, one instance over every instance of the

@@ -83,12 +83,7 @@ func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]b
 		res, err := pb.shufflePlan(ctx, sj, n, pb.noteShuffle(ctx, sj, n, "row-wise"), nil, nil)
 		return res, "", err
 	}
-	var tp *twoPhase
-	if exprReason(node{"s": root["select_list"], "h": root["having"], "m": root["modifiers"]}, aggs) != "" || len(anyList(root["group_expressions"])) > 0 {
-		tp, why = planAggregate(root, aggs)
-	} else {
-		tp, why = planRowwise(root, fieldNames(pb.b.schema))
-	}
+	tp, why := pb.split(root, aggs)
 	if tp == nil {
 		return nil, why, nil
 	}
