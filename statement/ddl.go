@@ -11,6 +11,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -32,14 +33,7 @@ func (e *Executor) createSchema(ctx context.Context, sess planner.Session, ps *p
 			return err
 		}
 	}
-	if err := ps.End(); err != nil {
-		return err
-	}
-	catName, schema, err := schemaName(sess, parts)
-	if err != nil {
-		return err
-	}
-	mt, err := e.Mount(catName)
+	mt, catName, schema, err := e.schemaAt(sess, ps, parts)
 	if err != nil {
 		return err
 	}
@@ -59,6 +53,20 @@ func (e *Executor) createSchema(ctx context.Context, sess planner.Session, ps *p
 	return fmt.Errorf("create schema %s.%s: %w", catName, schema, err)
 }
 
+// schemaAt ends the statement and resolves the schema parts name: its
+// catalog's mount, the catalog's name and the schema's.
+func (e *Executor) schemaAt(sess planner.Session, ps *planner.Parser, parts []string) (*catalog.Mount, string, string, error) {
+	if err := ps.End(); err != nil {
+		return nil, "", "", err
+	}
+	catName, schema, err := schemaName(sess, parts)
+	if err != nil {
+		return nil, "", "", err
+	}
+	mt, err := e.Mount(catName)
+	return mt, catName, schema, err
+}
+
 // dropSchema runs DROP SCHEMA [IF EXISTS] [catalog.]name [CASCADE | RESTRICT]:
 // CASCADE drops its tables and views first.
 func (e *Executor) dropSchema(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
@@ -72,14 +80,7 @@ func (e *Executor) dropSchema(ctx context.Context, sess planner.Session, ps *pla
 	if !cascade {
 		ps.Accept("RESTRICT")
 	}
-	if err := ps.End(); err != nil {
-		return err
-	}
-	catName, schema, err := schemaName(sess, parts)
-	if err != nil {
-		return err
-	}
-	mt, err := e.Mount(catName)
+	mt, catName, schema, err := e.schemaAt(sess, ps, parts)
 	if err != nil {
 		return err
 	}
