@@ -188,7 +188,7 @@ func ruleBroadcastTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outc
 	case hasSubquery(root):
 		return no("subquery")
 	}
-	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
+	if hasCTE(root) {
 		return no("common table expression")
 	}
 	big, small, ok := pb.broadcastable(q.from)
@@ -304,18 +304,25 @@ func (pb *planBuilder) scatter(in *input, small []*input, sql string) *plan.Resu
 	big := pb.scan(in, false)
 	f := &plan.Fragment{Role: "scan", SQL: sql, Schema: pb.b.schema, Per: big, Place: plan.PlaceGroups, In: []plan.Node{big}}
 	if len(small) > 0 {
-		var names []string
-		bc := &plan.Exchange{Kind: plan.ExchangeBroadcast}
-		for _, s := range small {
-			names = append(names, s.ref.String())
-			bc.In = append(bc.In, pb.scan(s, true))
-		}
-		res.Label = "scatter with broadcast of " + strings.Join(names, ", ")
+		bc, names := pb.broadcast(small)
+		res.Label = "scatter with broadcast of " + names
 		f.In = append(f.In, bc)
 	}
 	f.Passthrough = len(small) == 0 && pb.passthrough(in)
 	res.Endpoints = []*plan.Fragment{f}
 	return res
+}
+
+// broadcast is the exchange by which every instance of a fragment reads
+// the small inputs whole, and their names for the plan's label.
+func (pb *planBuilder) broadcast(small []*input) (*plan.Exchange, string) {
+	bc := &plan.Exchange{Kind: plan.ExchangeBroadcast}
+	names := make([]string, len(small))
+	for i, s := range small {
+		names[i] = s.ref.String()
+		bc.In = append(bc.In, pb.scan(s, true))
+	}
+	return bc, strings.Join(names, ", ")
 }
 
 // unionAll scatters each branch of a UNION ALL of scatterable SELECTs: the
@@ -363,14 +370,9 @@ func (pb *planBuilder) twoPhase(ctx context.Context, in *input, small []*input, 
 	var body plan.Node = s
 	label := "two-phase (" + tp.kind + ")"
 	if len(small) > 0 {
-		bc := &plan.Exchange{Kind: plan.ExchangeBroadcast}
-		var names []string
-		for _, sm := range small {
-			names = append(names, sm.ref.String())
-			bc.In = append(bc.In, pb.scan(sm, true))
-		}
+		bc, names := pb.broadcast(small)
 		body = &plan.Join{On: "the query's conditions", In: []plan.Node{s, bc}}
-		label += " with broadcast of " + strings.Join(names, ", ")
+		label += " with broadcast of " + names
 	}
 	partial := &plan.Fragment{Role: "partial", SQL: ph.partialSQL, Schema: ph.partialSchema, Per: s, Place: plan.PlaceGroups,
 		In: []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: body}}}

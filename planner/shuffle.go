@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner/plan"
 )
@@ -100,7 +102,7 @@ func (pb *planBuilder) shuffleable(ctx context.Context, root node) (*shuffleJoin
 	if str(root, "type") != "SELECT_NODE" {
 		return nil, "not a select"
 	}
-	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
+	if hasCTE(root) {
 		return nil, "common table expression"
 	}
 	if hasSubquery(root) {
@@ -244,6 +246,12 @@ func whereConjuncts(root node) []node {
 		return nil
 	}
 	return conjuncts(w)
+}
+
+// hasCTE tells whether root defines common table expressions.
+func hasCTE(root node) bool {
+	m, _ := root["cte_map"].(node)
+	return m != nil && len(anyList(m["map"])) > 0
 }
 
 // hasSubquery tells whether a subquery appears anywhere under n: it could
@@ -400,11 +408,7 @@ func (pb *planBuilder) shufflePlan(ctx context.Context, sj *shuffleJoin, n int, 
 	var in []plan.Node
 	var on []string
 	for _, s := range sj.sides {
-		sql, err := pb.producerSQL(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		viewSchema, err := pb.conn.QuerySchema(ctx, sql)
+		sql, viewSchema, err := pb.producerSQL(ctx, s)
 		if err != nil {
 			return nil, err
 		}
@@ -414,10 +418,7 @@ func (pb *planBuilder) shufflePlan(ctx context.Context, sj *shuffleJoin, n int, 
 		on = append(on, s.in.ref.String()+"."+s.col)
 	}
 	if len(sj.small) > 0 {
-		bc := &plan.Exchange{Kind: plan.ExchangeBroadcast}
-		for _, s := range sj.small {
-			bc.In = append(bc.In, pb.scan(s, true))
-		}
+		bc, _ := pb.broadcast(sj.small)
 		in = append(in, bc)
 	}
 	var body plan.Node = in[0]
@@ -490,11 +491,12 @@ var volatile = map[string]bool{"random": true, "uuid": true, "gen_random_uuid": 
 // producerSQL is what each group of a side's input sends to the
 // partitions: its rows, filtered by the side's pushed conjuncts under the
 // alias the query gives the input, so their column references resolve as
-// in the query.
-func (pb *planBuilder) producerSQL(ctx context.Context, s shuffleSide) (string, error) {
+// in the query — and the schema of its rows, the input's.
+func (pb *planBuilder) producerSQL(ctx context.Context, s shuffleSide) (string, *arrow.Schema, error) {
 	plain := "SELECT * FROM " + engine.Quote(s.in.view)
-	if len(s.where) == 0 {
-		return plain, nil
+	want, err := pb.conn.QuerySchema(ctx, plain)
+	if err != nil || len(s.where) == 0 {
+		return plain, want, err
 	}
 	alias := ""
 	walk(pb.b.ast.root, func(n node) bool {
@@ -514,14 +516,14 @@ func (pb *planBuilder) producerSQL(ctx context.Context, s shuffleSide) (string, 
 	}
 	root, err := parseNode(ctx, pb.conn, plain+" AS "+engine.Quote(alias)+" WHERE "+cond)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if len(s.where) == 1 {
 		root["where_clause"] = clone(s.where[0])
 	} else {
 		w, _ := root["where_clause"].(node)
 		if str(w, "class") != "CONJUNCTION" {
-			return plain, nil
+			return plain, want, nil
 		}
 		kids := make([]any, len(s.where))
 		for i, c := range s.where {
@@ -531,16 +533,12 @@ func (pb *planBuilder) producerSQL(ctx context.Context, s shuffleSide) (string, 
 	}
 	sql, err := pb.deparse(statement(root))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	// The filtered rows keep the input's columns, names and types; if
 	// not, the side ships its rows unfiltered.
-	want, err := pb.conn.QuerySchema(ctx, plain)
-	if err != nil {
-		return "", err
-	}
 	if got, err := pb.conn.QuerySchema(ctx, sql); err != nil || !sameSchema(got, want) {
-		return plain, nil
+		return plain, want, nil
 	}
-	return sql, nil
+	return sql, want, nil
 }

@@ -37,7 +37,7 @@ func (pb *planBuilder) shuffleGrouped(ctx context.Context, root node, aggs map[s
 	case hasSubquery(root):
 		return nil, "subquery", nil
 	}
-	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
+	if hasCTE(root) {
 		return nil, "common table expression", nil
 	}
 	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && in.bytes < limit {
@@ -226,7 +226,7 @@ func (pb *planBuilder) shuffleSetOp(ctx context.Context, root node) (*plan.Resul
 	if len(pb.workers) < 2 {
 		return nil, "one worker", nil
 	}
-	if m, _ := root["cte_map"].(node); m != nil && len(anyList(m["map"])) > 0 {
+	if hasCTE(root) {
 		return nil, "common table expression", nil
 	}
 	if str(root, "setop_type") == "UNION" && root["setop_all"] == true {
