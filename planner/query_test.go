@@ -14,8 +14,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/testlocal"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -34,27 +33,13 @@ func testPlanner(t *testing.T, workers fixedWorkers, files int) (*Planner, *wire
 // catalog too, for more tables (testTable).
 func testPlannerWith(t *testing.T, workers fixedWorkers, files int, opts func(*Options)) (*Planner, *wire.Key, icecat.Catalog) {
 	t.Helper()
-	ctx := context.Background()
-	cat, props, err := catalog.OpenLocal(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := catalog.NewMounts()
-	if err := m.Mount("local", cat, props); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	eng, err := engine.Open(ctx, engine.Options{Threads: 1, MemoryLimit: "256MB", TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
+	l := testlocal.New(t)
+	cat := l.Cat
 	schema := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "s", Type: iceberg.PrimitiveTypes.String})
 	testTable(t, cat, "t", schema, files, func(f, i int) []any { return []any{int64(f*10 + i), fmt.Sprint("v", i)} })
-	key, _ := wire.RandomKey()
-	o := Options{Mounts: m, Engine: eng, Key: key, Workers: workers, Flight: testPool(t)}
+	o := Options{Mounts: l.Mounts, Engine: l.Eng, Key: l.Key, Workers: workers, Flight: l.Pool}
 	if opts != nil {
 		opts(&o)
 	}
@@ -62,7 +47,7 @@ func testPlannerWith(t *testing.T, workers fixedWorkers, files int, opts func(*O
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, key, cat
+	return p, l.Key, cat
 }
 
 // testTable creates default.name with schema, appended in `files`
