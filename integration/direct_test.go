@@ -65,6 +65,28 @@ func TestDirectParquet(t *testing.T) {
 	}
 	wantRows(t, cnxn, join, "one | 1", "two | 2", "three | 3")
 
+	// Files iceberg-go splits into byte ranges (over the table's
+	// read.split.target-size, here one byte, with a row group per 100
+	// rows) are planned whole again and read in place.
+	execUpdate(t, cnxn, `CREATE TABLE dsplit (id BIGINT, v VARCHAR) WITH ('write.parquet.row-group-limit' = '100', 'read.split.target-size' = '1')`)
+	execUpdate(t, cnxn, `INSERT INTO dsplit SELECT i, 'v' || i FROM range(1000) t(i)`)
+	if offsets := splitOffsets(t, localTable(t, s, "dsplit")); offsets < 2 {
+		t.Fatalf("dsplit's file has %d row groups; the test needs more", offsets)
+	}
+	const splitJoin = `SELECT dq.w, median(dsplit.id), count(*) FROM dsplit JOIN dq ON dsplit.id % 3 + 1 = dq.id GROUP BY dq.w`
+	plan, err = s.Coordinator.Planner.Plan(context.Background(), planner.Session{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema}, splitJoin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Strategy != planner.Gather || !strings.Contains(plan.Explain, "DuckDB's Parquet reader") {
+		t.Fatalf("join over split files:\n%s", plan.Explain)
+	}
+	before = directScans(s)
+	wantRows(t, cnxn, splitJoin, "one | 499.5 | 334", "two | 499 | 333", "three | 500 | 333")
+	if directScans(s) == before {
+		t.Fatal("a split file was not read with DuckDB's Parquet reader")
+	}
+
 	// A file written without field ids, added to the table.
 	execUpdate(t, cnxn, `CREATE TABLE nofid (id BIGINT, name VARCHAR)`)
 	tbl := localTable(t, s, "nofid")
@@ -202,4 +224,19 @@ func mustPlan(t testing.TB, tbl *table.Table) []table.FileScanTask {
 		t.Fatal(err)
 	}
 	return tasks
+}
+
+// splitOffsets is the most split offsets (row groups) a data file of tbl
+// has.
+func splitOffsets(t *testing.T, tbl *table.Table) int {
+	t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		n = max(n, len(task.File.SplitOffsets()))
+	}
+	return n
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/directscan"
+	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -55,7 +57,7 @@ func (p *Planner) planFiles(ctx context.Context, in *input) error {
 	}
 	cache := p.opts.Mounts.Cache()
 	v, err := cache.Memo(ctx, planKey(in), func(ctx context.Context) (any, int64, error) {
-		return planScan(ctx, cache.PlanningTable(tbl), in)
+		return planScan(ctx, cache.PlanningTable(tbl), in, p.readableInPlace(in))
 	})
 	if err != nil {
 		return fmt.Errorf("plan files of %s: %w", in.ref, err)
@@ -90,9 +92,28 @@ func planKey(in *input) string {
 		tbl.Metadata().CurrentSchema().ID, cols, filter)
 }
 
+// readableInPlace says which of in's data files the workers read in place
+// with DuckDB's Parquet reader (see readsDirect): local files under
+// Options.DirectDirs, object-store files with Options.DataCache unless the
+// table is encrypted. nil when none are.
+func (p *Planner) readableInPlace(in *input) func(path string) bool {
+	if len(p.opts.DirectDirs) == 0 && !p.opts.DataCache {
+		return nil
+	}
+	cached := p.opts.DataCache && !encryptedInput(in)
+	return func(path string) bool {
+		if lp, local := catalog.LocalPath(path); local {
+			return engine.Under(lp, p.opts.DirectDirs)
+		}
+		return cached
+	}
+}
+
 // planScan plans the scan with iceberg-go and encodes its tasks; the size
 // it states is the encoded bytes, four times over for the decoded tasks.
-func planScan(ctx context.Context, tbl *table.Table, in *input) (any, int64, error) {
+// The files inPlace says workers read in place are planned whole
+// (directscan.Coalesce); nil keeps iceberg-go's splits.
+func planScan(ctx context.Context, tbl *table.Table, in *input, inPlace func(path string) bool) (any, int64, error) {
 	opts := catalog.ScanOptions(0, in.cols)
 	if in.filter != nil {
 		opts = append(opts, table.WithRowFilter(in.filter))
@@ -108,6 +129,9 @@ func planScan(ctx context.Context, tbl *table.Table, in *input) (any, int64, err
 	}
 	if err != nil {
 		return nil, 0, err
+	}
+	if inPlace != nil {
+		tasks = directscan.Coalesce(tasks, inPlace)
 	}
 	fp.tasks = tasks
 	scan, err := encodeScan(in, tasks)

@@ -68,6 +68,42 @@ func Whole(t table.FileScanTask) bool {
 		len(t.DeletionVectorFiles) == 0 && t.Start == 0 && t.Length == f.FileSizeBytes()
 }
 
+// Coalesce undoes iceberg-go's split of large Parquet files (over the
+// table's read.split.target-size, 128 MiB by default) into byte ranges
+// for the files readable says a worker reads in place: their ranges,
+// consecutive and covering the file, become one whole-file task again, the
+// shape a direct scan reads (Whole). DuckDB reads a file's row groups on
+// all of its threads, faster than iceberg-go decodes the ranges; left
+// split, such a file is never read in place. Other tasks are kept as
+// they are, in order.
+func Coalesce(tasks []table.FileScanTask, readable func(path string) bool) []table.FileScanTask {
+	var out []table.FileScanTask
+	for i := 0; i < len(tasks); {
+		t := tasks[i]
+		size := t.File.FileSizeBytes()
+		j, end := i+1, t.Start+t.Length
+		for j < len(tasks) && tasks[j].File.FilePath() == t.File.FilePath() && tasks[j].Start == end {
+			end += tasks[j].Length
+			j++
+		}
+		whole := t
+		whole.Start, whole.Length = 0, size
+		if j-i > 1 && t.Start == 0 && end == size && Whole(whole) && readable(t.File.FilePath()) {
+			if out == nil {
+				out = append(make([]table.FileScanTask, 0, len(tasks)), tasks[:i]...)
+			}
+			out = append(out, whole)
+		} else if out != nil {
+			out = append(out, tasks[i:j]...)
+		}
+		i = j
+	}
+	if out == nil {
+		return tasks
+	}
+	return out
+}
+
 // Files returns the local paths of the tasks' files when each task is a
 // whole Parquet file without delete files, readable (canRead) and listed
 // once; ok is false otherwise.

@@ -1,6 +1,8 @@
 package directscan
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,6 +115,51 @@ func TestMayHoldNaN(t *testing.T) {
 	} {
 		if got := MayHoldNaN(c.tasks, c.fields); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestCoalesce: the consecutive ranges that cover a readable Parquet file
+// become one whole-file task; a file missing a range, with deletes, or not
+// readable in place keeps its ranges, and the order stays.
+func TestCoalesce(t *testing.T) {
+	readable := func(p string) bool { return strings.HasPrefix(p, "/wh/") }
+	ranges := func(path string, size int64, bounds ...int64) []table.FileScanTask {
+		f := dataFile(t, path, iceberg.ParquetFile, size)
+		var out []table.FileScanTask
+		for i := 0; i+1 < len(bounds); i++ {
+			out = append(out, table.FileScanTask{File: f, Start: bounds[i], Length: bounds[i+1] - bounds[i]})
+		}
+		return out
+	}
+	show := func(tasks []table.FileScanTask) string {
+		var b strings.Builder
+		for _, x := range tasks {
+			fmt.Fprintf(&b, "%s[%d+%d] ", x.File.FilePath(), x.Start, x.Length)
+		}
+		return strings.TrimSpace(b.String())
+	}
+	withDeletes := ranges("/wh/d.parquet", 300, 0, 100, 300)
+	for i := range withDeletes {
+		withDeletes[i].DeleteFiles = []iceberg.DataFile{dataFile(t, "/wh/del.parquet", iceberg.ParquetFile, 10)}
+	}
+	for _, c := range []struct {
+		name  string
+		tasks []table.FileScanTask
+		want  string
+	}{
+		{"split", ranges("/wh/a.parquet", 300, 0, 100, 200, 300), "/wh/a.parquet[0+300]"},
+		{"whole already", ranges("/wh/a.parquet", 300, 0, 300), "/wh/a.parquet[0+300]"},
+		{"a range missing", ranges("/wh/a.parquet", 300, 0, 100, 200), "/wh/a.parquet[0+100] /wh/a.parquet[100+100]"},
+		{"not from the start", ranges("/wh/a.parquet", 300, 100, 200, 300), "/wh/a.parquet[100+100] /wh/a.parquet[200+100]"},
+		{"not readable in place", ranges("s3://b/a.parquet", 300, 0, 150, 300), "s3://b/a.parquet[0+150] s3://b/a.parquet[150+150]"},
+		{"deletes", withDeletes, "/wh/d.parquet[0+100] /wh/d.parquet[100+200]"},
+		{"mixed, in order", slices.Concat(ranges("s3://b/x.parquet", 300, 0, 150, 300), ranges("/wh/a.parquet", 300, 0, 100, 300),
+			ranges("/wh/b.parquet", 50, 0, 50), ranges("/wh/c.parquet", 200, 0, 100, 200)),
+			"s3://b/x.parquet[0+150] s3://b/x.parquet[150+150] /wh/a.parquet[0+300] /wh/b.parquet[0+50] /wh/c.parquet[0+200]"},
+	} {
+		if got := show(Coalesce(c.tasks, readable)); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
 		}
 	}
 }
