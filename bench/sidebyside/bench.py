@@ -69,6 +69,10 @@ def datasets(args):
             "load": lambda srv, data=data, tables=tables: tpcds.load(srv, data, tables),
             "reference": lambda data=data, tables=tables: tpcds.reference(data, tables, threads=os.cpu_count()),
         })
+    if args.queries:
+        keep = set(args.queries.split(","))
+        for ds in out:
+            ds["queries"] = [(n, q) for n, q in ds["queries"] if n in keep]
     return out
 
 
@@ -268,6 +272,7 @@ def main():
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     ap.add_argument("--no-pin", dest="pin", action="store_false", help="do not pin workers to cores")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--queries", default="", help="comma-separated query names to run (e.g. q09,q20); all when empty")
     ap.add_argument("--timeout", default="600s", help="icefloe's statement timeout per run of a query")
     ap.add_argument("--out", default=str(ROOT / "bench" / "sidebyside" / "out" / "results.json"))
     ap.add_argument("--memory-sf", default="", help="TPC-H scale factor of the gather-vs-shuffle memory run "
