@@ -161,6 +161,10 @@ type Server struct {
 	// those their statement timeout ended (limits.go).
 	fragments *admit.Limiter
 	timedOut  atomic.Int64
+	// ages orders the fragments on DuckDB; yielded counts those that
+	// waited for older queries and ran again (yield.go).
+	ages    fragmentAges
+	yielded atomic.Int64
 
 	// started is when the server was made; revoked are the dropped tables
 	// (admit.go).
@@ -331,6 +335,20 @@ func (s *Server) query(ctx context.Context, conn *engine.Conn, sql string, schem
 	return s.send(ctx, schema, rdr, stream)
 }
 
+// answer loads t's scans and children into conn and streams the result
+// of its SQL.
+func (s *Server) answer(ctx context.Context, conn *engine.Conn, t *wire.Ticket, schema *arrow.Schema, stream flight.DataStreamWriter) (rows int64, batches int, err error) {
+	for _, sc := range t.Scans {
+		if err := s.loadScan(ctx, conn, sc, true); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := s.loadChildren(ctx, conn, t); err != nil {
+		return 0, 0, err
+	}
+	return s.query(ctx, conn, t.SQL, schema, stream)
+}
+
 // serve runs one ticket on a fresh connection.
 func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStreamWriter) (err error) {
 	start := time.Now()
@@ -383,7 +401,7 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { conn.Close() }() // the one open at the end (run again: a fresh one)
 	if t.Write != nil {
 		return s.write(ctx, conn, t, stream)
 	}
@@ -396,15 +414,28 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	if t.Passthrough && len(t.Scans) == 1 && len(t.Children) == 0 && t.Scans[0].MetadataTable == "" {
 		return s.passthrough(ctx, t.Scans[0], schema, stream)
 	}
-	for _, sc := range t.Scans {
-		if err := s.loadScan(ctx, conn, sc, true); err != nil {
-			return err
+	sent := &sentRows{DataStreamWriter: stream}
+	age, endAge := s.ages.start(t.QueryID)
+	defer endAge()
+	rows, batches, err := s.answer(ctx, conn, t, schema, sent)
+	if yields(err, sent) {
+		// DuckDB's memory or spill ran out (yield.go): when older queries
+		// hold them, wait for those and run once more on a fresh
+		// connection (the failed one holds the temp tables it loaded).
+		if older := s.ages.older(age, t.QueryID); len(older) > 0 {
+			tracing.Logger(ctx, s.log).Info("worker: out of DuckDB memory or spill while older queries run; waiting for them to run again",
+				zap.String("query", t.QueryID), zap.Int("older", len(older)), zap.Error(err))
+			conn.Close()
+			waitFor(ctx, older, yieldWait)
+			s.yielded.Add(1)
+			s.opts.Metrics.Yielded()
+			if conn, err = s.opts.Engine.Conn(ctx); err != nil {
+				return err
+			}
+			sent.DataStreamWriter = flightio.Again(stream)
+			rows, batches, err = s.answer(ctx, conn, t, schema, sent)
 		}
 	}
-	if err := s.loadChildren(ctx, conn, t); err != nil {
-		return err
-	}
-	rows, batches, err := s.query(ctx, conn, t.SQL, schema, stream)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,18 @@ func SendSchema(stream flight.DataStreamWriter, schema *arrow.Schema, mem memory
 			return nil, err
 		}
 	}
-	return &skipFirst{DataStreamWriter: stream, skip: len(c.msgs)}, nil
+	return &skipFirst{DataStreamWriter: stream, skip: len(c.msgs), n: len(c.msgs)}, nil
+}
+
+// Again returns, for a stream SendSchema returned, the stream to give a
+// second record writer of the same schema (a fragment run again before any
+// batch left): its schema message is not sent either. Other streams are
+// returned as they are.
+func Again(stream flight.DataStreamWriter) flight.DataStreamWriter {
+	if s, ok := stream.(*skipFirst); ok {
+		return &skipFirst{DataStreamWriter: s.DataStreamWriter, skip: s.n, n: s.n}
+	}
+	return stream
 }
 
 // capture keeps copies of the messages a writer sends (the writer reuses
@@ -39,7 +50,7 @@ func (c *capture) Send(fd *flight.FlightData) error {
 // it starts.
 type skipFirst struct {
 	flight.DataStreamWriter
-	skip int
+	skip, n int // left to drop, and how many the schema takes
 }
 
 func (s *skipFirst) Send(fd *flight.FlightData) error {

@@ -30,6 +30,7 @@ type Worker struct {
 	bytes      *prometheus.CounterVec
 	fragment   *prometheus.HistogramVec
 	firstBatch prometheus.Histogram
+	yielded    prometheus.Counter
 
 	mu      sync.Mutex
 	sources []WorkerSource
@@ -55,8 +56,10 @@ func NewWorker(reg prometheus.Registerer) *Worker {
 			Help: "Time the workers took to serve a ticket, by kind.", Buckets: latencyBuckets}, []string{"kind"}),
 		firstBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "icefloe_worker_first_batch_seconds",
 			Help: "Time from a ticket's arrival to its first record batch on the wire.", Buckets: latencyBuckets}),
+		yielded: prometheus.NewCounter(prometheus.CounterOpts{Name: "icefloe_worker_yielded_fragments_total",
+			Help: "Fragments that ran out of DuckDB's memory or spill while older queries ran, waited for them and ran again."}),
 	}
-	reg.MustRegister(w.tickets, w.rows, w.bytes, w.fragment, w.firstBatch, workerGauges{w: w, d: newWorkerDescs()})
+	reg.MustRegister(w.tickets, w.rows, w.bytes, w.fragment, w.firstBatch, w.yielded, workerGauges{w: w, d: newWorkerDescs()})
 	return w
 }
 
@@ -82,6 +85,14 @@ func (w *Worker) Served(kind, code string, rows, bytes int64, took, firstBatch t
 	w.fragment.WithLabelValues(kind).Observe(took.Seconds())
 	if firstBatch > 0 {
 		w.firstBatch.Observe(firstBatch.Seconds())
+	}
+}
+
+// Yielded records a fragment that waited for older queries to free
+// DuckDB's memory or spill and ran again (worker/yield.go).
+func (w *Worker) Yielded() {
+	if w != nil {
+		w.yielded.Inc()
 	}
 }
 
