@@ -93,10 +93,10 @@ func TestCommitOutcome(t *testing.T) {
 	ctx := context.Background()
 	p, m, faulty, dir := newFaultyEnv(t)
 	s := Session{Catalog: "local", Schema: "default"}
-	if _, err := p.Exec(ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
+	if _, err := execSQL(p, ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Exec(ctx, s, "INSERT INTO c VALUES (1)"); err != nil {
+	if _, err := execSQL(p, ctx, s, "INSERT INTO c VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
 	warehouse := filepath.Join(dir, "warehouse")
@@ -110,7 +110,7 @@ func TestCommitOutcome(t *testing.T) {
 	before, snapsBefore := parquetFiles(t, warehouse), snapshots()
 
 	faulty.mode.Store(1)
-	_, err := p.Exec(ctx, s, "INSERT INTO c VALUES (2)")
+	_, err := execSQL(p, ctx, s, "INSERT INTO c VALUES (2)")
 	if !errors.Is(err, ErrCommitUnknown) || !strings.Contains(err.Error(), "may or may not") {
 		t.Fatalf("unknown outcome: got %v, want ErrCommitUnknown saying the outcome is unknown", err)
 	}
@@ -124,7 +124,7 @@ func TestCommitOutcome(t *testing.T) {
 	kept := parquetFiles(t, warehouse)
 
 	faulty.mode.Store(2)
-	_, err = p.Exec(ctx, s, "INSERT INTO c VALUES (3)")
+	_, err = execSQL(p, ctx, s, "INSERT INTO c VALUES (3)")
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("lost race: got %v, want ErrConflict", err)
 	}
@@ -145,7 +145,7 @@ func TestStatementID(t *testing.T) {
 	ctx := context.Background()
 	p, m, faulty, dir := newFaultyEnv(t)
 	s := Session{Catalog: "local", Schema: "default"}
-	if _, err := p.Exec(ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
+	if _, err := execSQL(p, ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
 		t.Fatal(err)
 	}
 	ref := catalog.TableRef{Catalog: "local", Schema: "default", Table: "c"}
@@ -160,7 +160,7 @@ func TestStatementID(t *testing.T) {
 		}
 		return out
 	}
-	if _, err := p.Exec(ctx, s, "INSERT INTO c VALUES (1)"); err != nil {
+	if _, err := execSQL(p, ctx, s, "INSERT INTO c VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(); len(got) != 1 || len(got[0]) != 36 {
@@ -170,7 +170,7 @@ func TestStatementID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := p.Exec(sctx, s, "INSERT INTO c VALUES (10), (11), (12)"); err != nil || n != 3 {
+	if n, err := execSQL(p, sctx, s, "INSERT INTO c VALUES (10), (11), (12)"); err != nil || n != 3 {
 		t.Fatalf("first run: %d, %v", n, err)
 	}
 	warehouse := filepath.Join(dir, "warehouse")
@@ -180,7 +180,7 @@ func TestStatementID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = p.Exec(again, s, q)
+		_, err = execSQL(p, again, s, q)
 		if !errors.Is(err, commit.ErrAlreadyCommitted) || !strings.Contains(err.Error(), "load-2026-12-01:part.7") {
 			t.Fatalf("run again under the same id: %v, want ErrAlreadyCommitted naming the id", err)
 		}
@@ -198,7 +198,7 @@ func TestStatementID(t *testing.T) {
 	}
 	// The catalog applies the commit and the answer is lost.
 	faulty.mode.Store(3)
-	n, err := p.Exec(ctx, s, "INSERT INTO c VALUES (5)")
+	n, err := execSQL(p, ctx, s, "INSERT INTO c VALUES (5)")
 	faulty.mode.Store(0)
 	if err != nil || n != 1 {
 		t.Fatalf("a commit that landed but whose answer was lost: %d, %v; want 1 row, no error", n, err)

@@ -43,7 +43,7 @@ type compactSpec struct {
 	// where selects the files that may hold matching rows; "" is all.
 	where string
 	// sort replaces the table's sort order for the new files.
-	sort []ddlSortItem
+	sort []SortItem
 }
 
 // compactResult is what a compaction did.
@@ -103,11 +103,11 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, s
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.runWrite(ctx, tgt, w, endpoints)
+	res, err := p.RunWrite(ctx, tgt, w, endpoints)
 	if err != nil {
 		return nil, err
 	}
-	out := &compactResult{addedFiles: int64(len(res.added))}
+	out := &compactResult{addedFiles: int64(len(res.Added))}
 	var old []iceberg.DataFile
 	var tasks []table.FileScanTask
 	for _, g := range groups {
@@ -118,14 +118,14 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, s
 		}
 	}
 	out.rewrittenFiles = int64(len(old))
-	for _, df := range res.added {
+	for _, df := range res.Added {
 		out.addedBytes += df.FileSizeBytes()
 	}
 	if testHookBeforeRewriteCommit != nil {
 		testHookBeforeRewriteCommit()
 	}
-	removed, err := p.commitRewrite(ctx, tgt, snap.SnapshotID, old, tasks, res.added)
-	if err := p.keepOrRemove(tgt, err, res.added); err != nil {
+	removed, err := p.commitRewrite(ctx, tgt, snap.SnapshotID, old, tasks, res.Added)
+	if err := p.keepOrRemove(tgt, err, res.Added); err != nil {
 		return nil, err
 	}
 	out.removedDeleteFiles = removed
@@ -361,9 +361,9 @@ func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec c
 		}
 		endpoints = append(endpoints, Endpoint{Ticket: sealed, Locations: []string{workers[i%len(workers)].Location}})
 	}
-	w := p.newWrite(tgt)
+	w := p.NewWrite(tgt)
 	w.Project, w.InputColumns, w.Lineage = strings.Join(project, ", "), len(cols), lineage
-	w.OrderBy = partitionOrder(tbl)
+	w.OrderBy = PartitionOrder(tbl)
 	if spec.sort != nil {
 		w.OrderBy = sortOrderBy(tbl, spec.sort)
 	}
@@ -374,7 +374,7 @@ func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec c
 // sortOrderBy is the ORDER BY of a sort-strategy compaction: the
 // partition columns, then the given sort keys (nulls first ascending and
 // last descending unless given, as in a table's sort order).
-func sortOrderBy(tbl *table.Table, items []ddlSortItem) string {
+func sortOrderBy(tbl *table.Table, items []SortItem) string {
 	keys := partitionKeys(tbl)
 	for _, it := range items {
 		k, nulls := engine.Quote(it.column)+" ASC", " NULLS FIRST"

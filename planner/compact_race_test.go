@@ -17,6 +17,7 @@ import (
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
 )
 
 // raceEnv is a one-worker cluster and its coordinator's planner.
@@ -43,7 +44,7 @@ func startRaceEnv(t *testing.T) *raceEnv {
 
 func (e *raceEnv) exec(t *testing.T, q string) {
 	t.Helper()
-	if _, err := e.p.Exec(context.Background(), e.sess, q); err != nil {
+	if _, err := statement.New(e.p).Exec(context.Background(), e.sess, q); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }

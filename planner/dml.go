@@ -507,17 +507,17 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *WriteTarg
 	if err != nil {
 		return nil, err
 	}
-	w := p.newWrite(tgt)
+	w := p.NewWrite(tgt)
 	w.Rewrite, w.MatchSQL, w.Lineage = true, mb.sql, lineage
-	res, err := p.runWrite(ctx, tgt, w, endpoints)
+	res, err := p.RunWrite(ctx, tgt, w, endpoints)
 	if err != nil {
 		return nil, err
 	}
-	rw := &rewritten{added: res.added, affected: res.affected}
-	for path := range res.replaced {
+	rw := &rewritten{added: res.Added, affected: res.Affected}
+	for path := range res.Replaced {
 		f, ok := byPath[path]
 		if !ok {
-			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
+			p.RemoveFiles(ctx, tgt, w.WriteUUID, res.Added)
 			return nil, fmt.Errorf("%w: a worker replaced %s, which was not planned", ErrWriteFailed, path)
 		}
 		rw.deleted = append(rw.deleted, f.file)

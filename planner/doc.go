@@ -5,18 +5,27 @@
 // endpoint.
 //
 // Statement execution is moving out to package statement (issue 13), whose
-// Executor wraps a Planner; statement imports planner, never the reverse.
-// What statement uses from here is the statement parser (Parser,
-// ParseUpdate, PartitionItem), write targets (WriteTarget, LoadTarget),
-// one commit (Commit), DuckDB's reading of a column list and of a
-// query's columns (Planner.ParseColumns, Planner.QueryColumns), the
-// decimal-partition check (CheckDecimalPartitions), authorization
+// Executor wraps a Planner and is what runs every update statement;
+// statement imports planner, never the reverse. What statement uses from
+// here is the statement parser (Parser, ParseUpdate, PartitionItem,
+// SortItem), write targets (WriteTarget, LoadTarget, LoadTargetRef,
+// LoadMadeTarget), DuckDB's reading of a column list and of a query's
+// columns (Planner.ParseColumns, Planner.QueryColumns), the binding of an
+// INSERT's query to its target (Planner.BindInsert), the checks and
+// stand-ins of INSERT … VALUES (CheckValues, CreateStandIn, ValuesSelect,
+// DriverArgs), a new table's partition spec and sort order (PartitionSpec,
+// SortOrderOf, CheckDecimalPartitions, CheckPlacement), authorization
 // (Planner.Authorize), the schema of a new table or view
 // (Planner.ExistingSchema), a catalog's views (Planner.Views; queries
-// expand them here), a metadata commit (Planner.CommitMeta), the dry-run
-// notes of an EXPLAIN of a write (DryRun) and the plan of EXPLAIN lines
-// (LinesPlan). The DDL and DML
-// that have not moved yet (CREATE TABLE, ALTER TABLE … EXECUTE, INSERT,
-// UPDATE, DELETE, MERGE, bulk ingest, CALL procedures) still run here,
-// reached through the Executor.
+// expand them here), the sealed tickets of an ingest's write fragments
+// (Planner.WriteTickets), a metadata commit (Planner.CommitMeta), the
+// dry-run notes of an EXPLAIN of a write (DryRun) and the plan of EXPLAIN
+// lines (LinesPlan).
+//
+// Until the rest moves, the write core stays here, exported for
+// statement: running a statement's write fragments and its commits
+// (Planner.WriteSelect, RunWrite, NewWrite, RemoveFiles, CommitAppend,
+// CommitReplace, Commit, WriteResults), and so do UPDATE, DELETE and
+// MERGE (Planner.ExecDML), CALL procedures and ALTER TABLE … EXECUTE
+// (Planner.AlterMaintenance).
 package planner

@@ -130,7 +130,7 @@ func rewriteSpec(tbl *table.Table, c *procCall) (compactSpec, error) {
 
 // parseSortOrder reads Spark's sort_order ('col [ASC|DESC] [NULLS
 // FIRST|LAST], …'); empty means the table's sort order, which must exist.
-func parseSortOrder(tbl *table.Table, text string) ([]ddlSortItem, error) {
+func parseSortOrder(tbl *table.Table, text string) ([]SortItem, error) {
 	if strings.TrimSpace(text) == "" {
 		if tbl.SortOrder().IsUnsorted() {
 			return nil, errors.New("strategy 'sort' needs a sort_order: the table has none")
@@ -144,14 +144,14 @@ func parseSortOrder(tbl *table.Table, text string) ([]ddlSortItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	items, err := ps.sortItems()
+	items, err := ps.SortItems()
 	if err == nil {
 		err = ps.End()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sort_order %q: %v", text, err)
 	}
-	if _, err := ddlSortOrder(tbl.Schema(), items); err != nil {
+	if _, err := SortOrderOf(tbl.Schema(), items); err != nil {
 		return nil, err
 	}
 	for i, it := range items {

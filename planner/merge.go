@@ -86,12 +86,12 @@ func (p *Planner) dmlMerge(ctx context.Context, sess Session, ps *Parser, args [
 	}
 	added, n := rw.added, rw.affected
 	if q.insert != "" {
-		res, err := p.writeSelect(ctx, sess, tgt, nil, q.insert)
+		res, err := p.WriteSelect(ctx, sess, tgt, nil, q.insert)
 		if err != nil {
 			p.removeOnly(tgt, rw.added)
 			return 0, err
 		}
-		added, n = append(added, res.added...), n+res.rows
+		added, n = append(added, res.Added...), n+res.Rows
 	}
 	if len(rw.deleted) == 0 && len(added) == 0 {
 		return 0, nil

@@ -471,7 +471,7 @@ func (c *procCall) target(ctx context.Context, p *Planner) (*WriteTarget, error)
 	if err != nil {
 		return nil, err
 	}
-	return p.loadTargetRef(ctx, ref, authz.Alter)
+	return p.LoadTargetRef(ctx, ref, authz.Alter)
 }
 
 // procTableRef resolves a table name given as a string argument.

@@ -292,9 +292,9 @@ func runCherrypick(ctx context.Context, p *Planner, c *procCall) ([][]any, error
 	if err != nil {
 		return nil, err
 	}
-	res := &writeResults{added: files}
+	res := &WriteResults{Added: files}
 	for _, f := range files {
-		res.rows += f.Count()
+		res.Rows += f.Count()
 	}
 	props := iceberg.Properties{sourceSnapshotProp: strconv.FormatInt(id, 10)}
 	if err := p.commitWith(ctx, tgt, tbl.Metadata().Version() < 3, func(tx *table.Transaction, base table.Metadata) error {
@@ -355,7 +355,7 @@ func (p *Planner) branchTarget(ctx context.Context, sess Session, parts []string
 	if err != nil {
 		return nil, notFound
 	}
-	tgt, err := p.loadTargetRef(ctx, ref, privs...)
+	tgt, err := p.LoadTargetRef(ctx, ref, privs...)
 	if errors.Is(err, ErrDenied) {
 		// The caller may not write the table the branch is of.
 		return nil, err

@@ -7,25 +7,25 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// ddlSortItem is one entry of ORDERED BY.
-type ddlSortItem struct {
+// SortItem is one entry of ORDERED BY.
+type SortItem struct {
 	column     string
 	desc       bool
 	nullsFirst *bool
 }
 
 // sortItems reads "( col [ASC|DESC] [NULLS FIRST|LAST], … )".
-func (p *Parser) sortItems() ([]ddlSortItem, error) {
+func (p *Parser) SortItems() ([]SortItem, error) {
 	if !p.AcceptPunct("(") {
 		return nil, p.Unexpected()
 	}
-	var items []ddlSortItem
+	var items []SortItem
 	for {
 		col, err := p.Name(16)
 		if err != nil {
 			return nil, err
 		}
-		it := ddlSortItem{column: joinDots(col)}
+		it := SortItem{column: joinDots(col)}
 		switch {
 		case p.Accept("DESC"):
 			it.desc = true
@@ -57,9 +57,9 @@ func joinDots(parts []string) string {
 	return out
 }
 
-// ddlSortOrder builds the table's sort order; no items is the unsorted
+// SortOrderOf builds the table's sort order; no items is the unsorted
 // order. Nulls sort first ascending and last descending unless given.
-func ddlSortOrder(schema *iceberg.Schema, items []ddlSortItem) (table.SortOrder, error) {
+func SortOrderOf(schema *iceberg.Schema, items []SortItem) (table.SortOrder, error) {
 	if len(items) == 0 {
 		return table.UnsortedSortOrder, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/codec"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -25,7 +26,6 @@ import (
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
-	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/orphans"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
@@ -64,6 +64,20 @@ type WriteTarget struct {
 	Branch string
 }
 
+// LoadMadeTarget pins the table ref that the statement made itself
+// (CREATE TABLE … AS, an ingest that creates, a replace's staging
+// table): the statement was authorized as a whole, so its commits go
+// through the mount's internal catalog without a privilege check on the
+// new table.
+func (p *Planner) LoadMadeTarget(ctx context.Context, ref catalog.TableRef) (*WriteTarget, error) {
+	tgt, err := p.LoadTargetRef(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	tgt.made = true
+	return tgt, nil
+}
+
 // Mount is the mounted catalog that holds the target table.
 func (t *WriteTarget) Mount() *catalog.Mount { return t.mount }
 
@@ -77,7 +91,7 @@ func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, 
 	if err != nil {
 		return nil, err
 	}
-	tgt, err := p.loadTargetRef(ctx, ref, privs...)
+	tgt, err := p.LoadTargetRef(ctx, ref, privs...)
 	if err == nil {
 		tgt.Branch = sessionBranch(sess, tgt.Pinned.Table)
 		return tgt, nil
@@ -88,7 +102,7 @@ func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, 
 	// Not as written: resolve the name as queries do (names.go).
 	canon, rerr := p.resolveRef(ctx, ref, nil)
 	if rerr == nil && canon != ref {
-		tgt, err := p.loadTargetRef(ctx, canon, privs...)
+		tgt, err := p.LoadTargetRef(ctx, canon, privs...)
 		if err != nil {
 			return nil, err
 		}
@@ -107,10 +121,10 @@ func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, 
 	return nil, err
 }
 
-// loadTargetRef pins the target of a write once the caller holds each of
+// LoadTargetRef pins the target of a write once the caller holds each of
 // privs on it (checked before the table is loaded, so a denied caller
 // learns nothing about it).
-func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*WriteTarget, error) {
+func (p *Planner) LoadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*WriteTarget, error) {
 	if err := p.Authorize(ctx, authz.TableObject(ref), privs...); err != nil {
 		return nil, err
 	}
@@ -128,23 +142,26 @@ func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs
 	return &WriteTarget{Ref: ref, mount: mt, Pinned: pinned}, nil
 }
 
-// insertSelect runs INSERT INTO target [(cols)] query: the query is
-// planned as any other, each of its endpoints becomes a write fragment, and
-// the files they write are committed in one snapshot.
-func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string, args ...any) (int64, error) {
-	res, err := p.writeSelect(ctx, sess, tgt, cols, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return p.commitAppend(ctx, tgt, res)
+// InsertBinding is how the rows of an INSERT's query become rows of its
+// target table in each write fragment (the fields of wire.Write of the
+// same names).
+type InsertBinding struct {
+	// Project is the select list over the query's columns (__q.__c0, …)
+	// that casts them to the table's columns, in table order; a column
+	// the INSERT does not name is a typed NULL.
+	Project string
+	// InputColumns is the number of columns the query returns.
+	InputColumns int
+	// OrderBy is the order the fragments write in (PartitionOrder).
+	OrderBy string
 }
 
-// writeSelect runs the write fragments of INSERT INTO target [(cols)]
-// query and returns their files, not yet committed.
-func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string, args ...any) (*writeResults, error) {
-	if len(args) > 0 {
-		return nil, fmt.Errorf("%w: parameters in INSERT … SELECT", ErrUnsupported)
-	}
+// BindInsert binds the query of INSERT INTO tgt [(cols)] query as a query
+// of sess and checks its columns against the table's: their count, the
+// named columns, a value for every NOT NULL column, and an implicit cast
+// from each query column to its table column. Errors wrap ErrInvalid
+// (or the binding's sentinels).
+func (p *Planner) BindInsert(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string) (*InsertBinding, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -211,19 +228,31 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *WriteTarge
 			project[i] = fmt.Sprintf("CAST(__q.__c%d AS %s) AS %s", srcOf[i], duckTypes[i], engine.Quote(f.Name))
 		}
 	}
-	var res *writeResults
+	return &InsertBinding{Project: strings.Join(project, ", "), InputColumns: nsrc, OrderBy: PartitionOrder(tgt.Pinned.Table)}, nil
+}
+
+// WriteSelect runs the write fragments of INSERT INTO target [(cols)]
+// query (BindInsert) and returns their files, not yet committed.
+func (p *Planner) WriteSelect(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string, args ...any) (*WriteResults, error) {
+	if len(args) > 0 {
+		return nil, fmt.Errorf("%w: parameters in INSERT … SELECT", ErrUnsupported)
+	}
+	ib, err := p.BindInsert(ctx, sess, tgt, cols, query)
+	if err != nil {
+		return nil, err
+	}
+	var res *WriteResults
 	for attempt := 0; ; attempt++ {
 		plan, err := p.Plan(ctx, sess, query)
 		if err != nil {
 			return nil, err
 		}
 		if d := DryRunOf(ctx); d != nil && attempt == 0 {
-			d.plan(plan.Explain)
+			d.NotePlan(plan.Explain)
 		}
-		w := p.newWrite(tgt)
-		w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
-		w.OrderBy = partitionOrder(tgt.Pinned.Table)
-		res, err = p.runWrite(ctx, tgt, w, plan.Endpoints)
+		w := p.NewWrite(tgt)
+		w.Project, w.InputColumns, w.OrderBy = ib.Project, ib.InputColumns, ib.OrderBy
+		res, err = p.RunWrite(ctx, tgt, w, plan.Endpoints)
 		if err == nil {
 			break
 		}
@@ -280,8 +309,8 @@ func checkImplicitCasts(ctx context.Context, conn *engine.Conn, b *bound, fields
 	return nil
 }
 
-// newWrite is the write spec of a statement on tgt with a fresh UUID.
-func (p *Planner) newWrite(tgt *WriteTarget) *wire.Write {
+// NewWrite is the write spec of a statement on tgt with a fresh UUID.
+func (p *Planner) NewWrite(tgt *WriteTarget) *wire.Write {
 	id := uuid.New()
 	for i := 10; i < 16; i++ {
 		id[i] = 0
@@ -295,29 +324,54 @@ func (p *Planner) newWrite(tgt *WriteTarget) *wire.Write {
 	}
 }
 
-// fragmentUUID is the write UUID of fragment i of a statement: the
+// FragmentUUID is the write UUID of fragment i of a statement: the
 // statement's UUID with i in bytes 10–12; the worker varies bytes 13–15.
-func fragmentUUID(stmt string, i int) string {
+func FragmentUUID(stmt string, i int) string {
 	id := uuid.MustParse(stmt)
 	id[10], id[11], id[12] = byte(i>>16), byte(i>>8), byte(i)
 	return id.String()
 }
 
+// WriteTickets seals the tickets of n write fragments of w that a
+// statement streams to the workers itself (bulk ingest's DoPut):
+// fragment i writes with FragmentUUID(w.WriteUUID, i). All carry the
+// statement's query id and the caller's principal, deadline and trace,
+// and expire after the ticket TTL.
+func (p *Planner) WriteTickets(ctx context.Context, w *wire.Write, n int) ([][]byte, error) {
+	expires := time.Now().Add(p.opts.TicketTTL)
+	queryID := newQueryID(ctx)
+	st := stampOf(ctx)
+	out := make([][]byte, n)
+	for i := range out {
+		fw := *w
+		fw.WriteUUID = FragmentUUID(w.WriteUUID, i)
+		sealed, err := p.seal(st, &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = sealed
+	}
+	return out, nil
+}
+
 // writePrefix is what every file name of the statement contains.
 func writePrefix(stmt string) string { return stmt[:strings.LastIndexByte(stmt, '-')+1] }
 
-// writeResults are the collected results of a statement's fragments.
-type writeResults struct {
-	added    []iceberg.DataFile
-	replaced map[string]bool
-	rows     int64 // rows in added files
-	affected int64 // rows deleted or updated (rewrites)
+// WriteResults are the collected results of a statement's fragments:
+// the files they added, the paths of the files they rewrote
+// (copy-on-write), the rows in the added files and the rows they deleted
+// or updated.
+type WriteResults struct {
+	Added    []iceberg.DataFile
+	Replaced map[string]bool
+	Rows     int64 // rows in added files
+	Affected int64 // rows deleted or updated (rewrites)
 }
 
-// runWrite turns each endpoint into a write fragment with w, runs them
+// RunWrite turns each endpoint into a write fragment with w, runs them
 // all in parallel on their workers and decodes their files. If any
 // fragment fails, it deletes every file of the statement and fails.
-func (p *Planner) runWrite(ctx context.Context, tgt *WriteTarget, w *wire.Write, endpoints []Endpoint) (*writeResults, error) {
+func (p *Planner) RunWrite(ctx context.Context, tgt *WriteTarget, w *wire.Write, endpoints []Endpoint) (*WriteResults, error) {
 	if d := DryRunOf(ctx); d != nil {
 		return nil, d.fragments(tgt.Ref.String(), w, endpoints)
 	}
@@ -328,26 +382,26 @@ func (p *Planner) runWrite(ctx context.Context, tgt *WriteTarget, w *wire.Write,
 			return nil, err
 		}
 		fw := *w
-		fw.WriteUUID = fragmentUUID(w.WriteUUID, i)
+		fw.WriteUUID = FragmentUUID(w.WriteUUID, i)
 		t.Write = &fw
 		if tickets[i], err = p.opts.Key.Seal(t); err != nil {
 			return nil, err
 		}
 	}
 	raw, err := p.pullWrites(ctx, endpoints, tickets)
-	res, derr := decodeResults(tgt.Pinned.Table, raw)
+	res, derr := DecodeResults(tgt.Pinned.Table, raw)
 	if err == nil {
 		err = derr
 	}
 	if err != nil {
-		p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
+		p.RemoveFiles(ctx, tgt, w.WriteUUID, res.Added)
 		// A fragment cancelled because another failed may still be closing
 		// a file on its worker when this sweep runs (its results never
 		// arrive): sweep the statement's files again once it has stopped.
 		// The prefix is this attempt's alone.
 		go func() {
 			time.Sleep(lateSweep)
-			p.removeFiles(context.WithoutCancel(ctx), tgt, w.WriteUUID, nil)
+			p.RemoveFiles(context.WithoutCancel(ctx), tgt, w.WriteUUID, nil)
 		}()
 		return nil, err
 	}
@@ -357,14 +411,14 @@ func (p *Planner) runWrite(ctx context.Context, tgt *WriteTarget, w *wire.Write,
 // lateSweep is how long after a failed write its files are swept again.
 const lateSweep = 2 * time.Second
 
-func decodeResults(tbl *table.Table, raw []wire.WriteResult) (*writeResults, error) {
+func DecodeResults(tbl *table.Table, raw []wire.WriteResult) (*WriteResults, error) {
 	md := tbl.Metadata()
-	res := &writeResults{replaced: map[string]bool{}}
+	res := &WriteResults{Replaced: map[string]bool{}}
 	var errs []error
 	for _, r := range raw {
 		if r.Replaced != "" {
-			res.replaced[r.Replaced] = true
-			res.affected += r.Affected
+			res.Replaced[r.Replaced] = true
+			res.Affected += r.Affected
 		}
 		if len(r.DataFile) == 0 {
 			continue
@@ -379,14 +433,14 @@ func decodeResults(tbl *table.Table, raw []wire.WriteResult) (*writeResults, err
 			errs = append(errs, fmt.Errorf("decode written file: %w", err))
 			continue
 		}
-		res.added = append(res.added, df)
-		res.rows += r.Rows
+		res.Added = append(res.Added, df)
+		res.Rows += r.Rows
 	}
 	return res, errors.Join(errs...)
 }
 
-// removeFiles deletes the files of a statement that will not be committed.
-func (p *Planner) removeFiles(ctx context.Context, tgt *WriteTarget, stmtUUID string, files []iceberg.DataFile) {
+// RemoveFiles deletes the files of a statement that will not be committed.
+func (p *Planner) RemoveFiles(ctx context.Context, tgt *WriteTarget, stmtUUID string, files []iceberg.DataFile) {
 	tbl := tgt.Pinned.Table
 	fsys, err := tbl.FS(context.Background())
 	if err != nil {
@@ -428,7 +482,7 @@ func (p *Planner) pullWrites(ctx context.Context, endpoints []Endpoint, tickets 
 			out = append(out, res...)
 			if err != nil {
 				if len(errs) == 0 || !errors.Is(err, context.Canceled) {
-					errs = append(errs, fragmentError(loc, err))
+					errs = append(errs, FragmentError(loc, err))
 				}
 				cancel()
 			}
@@ -449,10 +503,10 @@ func (p *Planner) unreachable(loc string) {
 	}
 }
 
-// fragmentError maps a write fragment's failure: the client's fault stays
+// FragmentError maps a write fragment's failure: the client's fault stays
 // InvalidArgument, a resource limit ResourceExhausted (ErrExhausted, not
 // run again elsewhere), anything else fails the statement as a whole.
-func fragmentError(loc string, err error) error {
+func FragmentError(loc string, err error) error {
 	f := flightclient.FailureOf(err)
 	if !f.Remote {
 		return fmt.Errorf("%w: worker %s: %v", ErrWriteFailed, loc, err)
@@ -502,9 +556,9 @@ func (p *Planner) pullWrite(ctx context.Context, loc string, ticket []byte) ([]w
 // attempts as a v2 append has in all.
 const appendAttempts = 8
 
-// commitAppend adds the statement's files in one snapshot.
-func (p *Planner) commitAppend(ctx context.Context, tgt *WriteTarget, res *writeResults) (int64, error) {
-	if len(res.added) == 0 {
+// CommitAppend adds the statement's files in one snapshot.
+func (p *Planner) CommitAppend(ctx context.Context, tgt *WriteTarget, res *WriteResults) (int64, error) {
+	if len(res.Added) == 0 {
 		return 0, nil
 	}
 	attempts := appendAttempts
@@ -524,15 +578,15 @@ func (p *Planner) commitAppend(ctx context.Context, tgt *WriteTarget, res *write
 			}
 			tgt.Pinned = fresh
 		}
-		err = p.commitFiles(ctx, tgt, nil, res.added)
+		err = p.commitFiles(ctx, tgt, nil, res.Added)
 		if !errors.Is(err, ErrConflict) {
 			break
 		}
 	}
 	if err != nil {
-		return 0, p.keepOrRemove(tgt, err, res.added)
+		return 0, p.keepOrRemove(tgt, err, res.Added)
 	}
-	return res.rows, nil
+	return res.Rows, nil
 }
 
 // commitFiles commits worker-written files once: added alone as an append,
@@ -647,41 +701,133 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 	return flight.SerializeSchema(s, ddlAlloc)
 }
 
-// commitValues writes the rows of INSERT … VALUES on the coordinator and
-// commits them as commitAppend does. recs stay owned by the caller.
-func (p *Planner) commitValues(ctx context.Context, tgt *WriteTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
-	if err := p.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Insert); err != nil {
-		return 0, err
+// replaceAttempts is how many times a replace lists the table's files
+// and commits, each time from a freshly loaded table, when a concurrent
+// commit got in between (as patient as an append).
+const replaceAttempts = appendAttempts
+
+// CommitReplace commits res in place of every live file of the target's
+// current snapshot, in one snapshot.
+//
+// Concurrency: the files to remove are listed from the metadata the
+// transaction starts from, and the transaction asserts (AssertRefSnapshotID)
+// that main still points at that snapshot. iceberg-go's refresh-and-replay
+// would otherwise rebuild the snapshot on top of a concurrent commit and
+// keep that commit's files: its overwrite validator refuses concurrent
+// appends only under write.update.isolation-level=serializable (the
+// default); under snapshot a concurrent append would survive the replace
+// (TestIngestReplaceConcurrentAppends shows it), and a concurrent delete
+// file could dangle. With the assertion (a pinned ref, which iceberg-go
+// never rewrites on replay) a concurrent commit fails the attempt
+// (ErrCommitFailed → ErrConflict) instead, and the next attempt lists the
+// files again from a freshly loaded table. If every
+// attempt loses, or the table was dropped or replaced meanwhile, nothing is
+// committed and the new files are deleted; the old table is untouched.
+//
+// props (may be nil) are set in the same commit.
+func (p *Planner) CommitReplace(ctx context.Context, tgt *WriteTarget, res *WriteResults, props iceberg.Properties) (int64, error) {
+	tableUUID := tgt.Pinned.Table.Metadata().TableUUID()
+	v3 := tgt.Pinned.Table.Metadata().Version() >= 3
+	var err error
+	for attempt := range replaceAttempts {
+		if attempt > 0 {
+			if serr := commit.Backoff(ctx, attempt); serr != nil {
+				break
+			}
+			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
+			if lerr != nil {
+				err = fmt.Errorf("%w on %s: reload after a lost commit: %v", ErrConflict, tgt.Ref, lerr)
+				break
+			}
+			if fresh.Table.Metadata().TableUUID() != tableUUID {
+				err = fmt.Errorf("%w on %s: the table was dropped or replaced during the ingest", ErrConflict, tgt.Ref)
+				break
+			}
+			tgt.Pinned = fresh
+		}
+		fsys, ferr := tgt.Pinned.Table.FS(ctx)
+		if ferr != nil {
+			err = fmt.Errorf("commit to %s: %w", tgt.Ref, ferr)
+			break
+		}
+		err = p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
+			if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+				return err
+			}
+			if len(props) > 0 {
+				if err := tx.SetProperties(props); err != nil {
+					return err
+				}
+			}
+			data, deletes, err := LiveFiles(base, fsys)
+			if err != nil {
+				return err
+			}
+			files, err := withFirstRowIDs(base, res.Added)
+			if err != nil {
+				return err
+			}
+			if len(data) == 0 && len(deletes) == 0 && len(files) == 0 {
+				return nil
+			}
+			return tx.ReplaceFiles(ctx, data, files, deletes, nil)
+		})
+		if !errors.Is(err, ErrConflict) {
+			break
+		}
 	}
-	if d := DryRunOf(ctx); d != nil {
-		d.Note("write", "the coordinator writes the %d rows of VALUES as Parquet files of %s", rows, tgt.Ref)
-		return 0, d.Commit("append: the written files are added in one snapshot")
+	if err != nil {
+		return 0, p.keepOrRemove(tgt, err, res.Added)
 	}
-	w := p.newWrite(tgt)
-	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 0))
-	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, r := range recs {
-			r.Retain()
-			if !yield(r, nil) {
-				return
+	return res.Rows, nil
+}
+
+// LiveFiles lists the live data files and delete files (positional,
+// equality, deletion vectors) of meta's current snapshot, each once.
+func LiveFiles(meta table.Metadata, fsys iceio.IO) (data, deletes []iceberg.DataFile, err error) {
+	snap := meta.CurrentSnapshot()
+	if snap == nil {
+		return nil, nil, nil
+	}
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list manifests: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, mf := range manifests {
+		entries, err := mf.FetchEntries(fsys, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+		}
+		for _, e := range entries {
+			if e.Status() == iceberg.EntryStatusDELETED {
+				continue
+			}
+			df := e.DataFile()
+			key := fmt.Sprintf("%d\x00%s", df.ContentType(), df.FilePath())
+			if df.ContentOffset() != nil {
+				// Deletion vectors share one Puffin file; each blob is its
+				// own delete file.
+				key += fmt.Sprintf("\x00%d", *df.ContentOffset())
+			}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if df.ContentType() == iceberg.EntryContentData {
+				data = append(data, df)
+			} else {
+				deletes = append(deletes, df)
 			}
 		}
 	}
-	res := &writeResults{rows: rows}
-	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
-		if err != nil {
-			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
-			return 0, fmt.Errorf("insert into %s: write: %w", tgt.Ref, err)
-		}
-		res.added = append(res.added, df)
-	}
-	return p.commitAppend(ctx, tgt, res)
+	return data, deletes, nil
 }
 
-// partitionOrder is the ORDER BY list of a write into tbl: its partition
+// PartitionOrder is the ORDER BY list of a write into tbl: its partition
 // source columns in spec order, so that a fragment's batches each hold few
 // partitions, then its sort order; empty when it has neither.
-func partitionOrder(tbl *table.Table) string {
+func PartitionOrder(tbl *table.Table) string {
 	cols := partitionKeys(tbl)
 	return strings.Join(append(cols, sortKeys(tbl, cols)...), ", ")
 }

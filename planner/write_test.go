@@ -31,7 +31,7 @@ func TestFragmentUUIDs(t *testing.T) {
 	prefix := writePrefix(stmt.String())
 	seen := map[string]bool{}
 	for i := range 300 {
-		id := fragmentUUID(stmt.String(), i)
+		id := FragmentUUID(stmt.String(), i)
 		if !strings.HasPrefix(id, prefix) || seen[id] {
 			t.Fatalf("fragment %d: %s (prefix %s)", i, id, prefix)
 		}
@@ -51,26 +51,4 @@ func TestCastColumns(t *testing.T) {
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-}
-
-func TestCreateTableSortOrder(t *testing.T) {
-	e := newDDLEnv(t)
-	e.exec(t, "CREATE TABLE s (a INT, b VARCHAR, ts TIMESTAMP) PARTITIONED BY (day(ts)) ORDERED BY (b DESC, a NULLS LAST) WITH ('format-version' = 2)")
-	tbl := e.load(t, "default", "s")
-	order := tbl.SortOrder()
-	if order.Len() != 2 {
-		t.Fatalf("sort order %v", order)
-	}
-	b, a := order.Field(0), order.Field(1)
-	if bn, _ := tbl.Schema().FindColumnName(b.SourceID()); bn != "b" || b.Direction != "desc" || b.NullOrder != "nulls-last" {
-		t.Fatalf("first sort field %v (%s)", b, bn)
-	}
-	if an, _ := tbl.Schema().FindColumnName(a.SourceID()); an != "a" || a.Direction != "asc" || a.NullOrder != "nulls-last" {
-		t.Fatalf("second sort field %v (%s)", a, an)
-	}
-	if got := partitionOrder(tbl); got != `"ts", "b" DESC NULLS LAST, "a" ASC NULLS LAST` {
-		t.Fatalf("write order %s", got)
-	}
-	e.execErr(t, "CREATE TABLE s2 (a INT) ORDERED BY (nope)", ErrInvalid, "nope")
-	e.execErr(t, "CREATE TABLE s3 (a INT) ORDERED BY a", ErrSyntax)
 }

@@ -4,13 +4,21 @@
 // hold for execution. statement imports planner, never the reverse, and
 // worker imports neither: what crosses to a worker is a wire value.
 //
-// It runs CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE (exec.go
-// dispatches them), CREATE and DROP VIEW (views.go) and ALTER TABLE
-// (alter.go: schema, property, partition and identifier-field evolution,
-// RENAME, and the branch and tag DDL in refs.go; ALTER TABLE … EXECUTE
-// it hands to planner.Planner.AlterMaintenance), answers EXPLAIN of a write by running the write as a dry run
-// (explainwrite.go), and tells the workers of dropped tables (revoke.go).
-// The other statements (CREATE TABLE, INSERT, UPDATE, DELETE, MERGE, bulk
-// ingest, CALL procedures, maintenance) still run in planner, to which
-// the Executor hands them, until they move here too (issue 13).
+// Exec and ExecBatch (exec.go) parse every update statement, bind its
+// parameter rows and dispatch it. This package runs CREATE TABLE, with a
+// column list or AS a query (create.go), CREATE OR REPLACE TABLE
+// (orreplace.go), INSERT … VALUES and INSERT … SELECT (insert.go), bulk
+// ingest and its modes (ingest.go, replace.go; new tables are staged,
+// staging.go), CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE, CREATE and
+// DROP VIEW (views.go) and ALTER TABLE (alter.go: schema, property,
+// partition and identifier-field evolution, RENAME, and the branch and
+// tag DDL in refs.go); it answers EXPLAIN of a write by running the write
+// as a dry run (explainwrite.go), and tells the workers of dropped tables
+// (revoke.go). The planner binds and plans what a write reads
+// (planner.Planner.BindInsert, Plan, QueryColumns, ParseColumns) and, for
+// now, still holds the write core (running fragments on the workers,
+// commits: planner.Planner.WriteSelect, CommitAppend, CommitReplace) and
+// runs UPDATE, DELETE and MERGE (planner.Planner.ExecDML), CALL
+// procedures and ALTER TABLE … EXECUTE (planner.Planner.AlterMaintenance),
+// until they move here too (issue 13).
 package statement
