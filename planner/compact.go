@@ -125,7 +125,7 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, s
 		testHookBeforeRewriteCommit()
 	}
 	removed, err := p.commitRewrite(ctx, tgt, snap.SnapshotID, old, tasks, res.Added)
-	if err := p.keepOrRemove(tgt, err, res.Added); err != nil {
+	if err := p.KeepOrRemove(tgt, err, res.Added); err != nil {
 		return nil, err
 	}
 	out.removedDeleteFiles = removed

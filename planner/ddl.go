@@ -50,22 +50,6 @@ func ParseUpdate(query string) (*Parser, error) {
 	return &Parser{src: query, toks: toks}, nil
 }
 
-// ExecDML runs one UPDATE, DELETE or MERGE with one set of parameter
-// values (statement.Executor dispatches them here until they move to
-// package statement, issue 13); anything else returns an error wrapping
-// ErrUnsupported. Unqualified names take sess.Catalog and sess.Schema.
-func (p *Planner) ExecDML(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
-	switch {
-	case ps.At("DELETE"):
-		return p.dmlDelete(ctx, sess, ps, args)
-	case ps.At("UPDATE"):
-		return p.dmlUpdate(ctx, sess, ps, args)
-	case ps.At("MERGE"):
-		return p.dmlMerge(ctx, sess, ps, args)
-	}
-	return 0, fmt.Errorf("%w: %s statements", ErrUnsupported, ps.Kind())
-}
-
 // ---- statements ----
 
 // CheckPlacement refuses properties that would place files outside the

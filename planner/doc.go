@@ -11,7 +11,10 @@
 // SortItem), write targets (WriteTarget, LoadTarget, LoadTargetRef,
 // LoadMadeTarget), DuckDB's reading of a column list and of a query's
 // columns (Planner.ParseColumns, Planner.QueryColumns), the binding of an
-// INSERT's query to its target (Planner.BindInsert), the checks and
+// INSERT's query to its target (Planner.BindInsert), an UPDATE, DELETE or
+// MERGE read and printed against its target (Planner.PlanDML), the
+// endpoints of its copy-on-write rewrite (Planner.PlanRewrite) and the
+// exact filter of a merge-on-read delete (Planner.ExactFilter), the checks and
 // stand-ins of INSERT … VALUES (CheckValues, CreateStandIn, ValuesSelect,
 // DriverArgs), a new table's partition spec and sort order (PartitionSpec,
 // SortOrderOf, CheckDecimalPartitions, CheckPlacement), authorization
@@ -24,8 +27,8 @@
 //
 // Until the rest moves, the write core stays here, exported for
 // statement: running a statement's write fragments and its commits
-// (Planner.WriteSelect, RunWrite, NewWrite, RemoveFiles, CommitAppend,
-// CommitReplace, Commit, WriteResults), and so do UPDATE, DELETE and
-// MERGE (Planner.ExecDML), CALL procedures and ALTER TABLE … EXECUTE
-// (Planner.AlterMaintenance).
+// (Planner.WriteSelect, RunWrite, NewWrite, RemoveFiles, RemoveOnly,
+// CommitAppend, CommitFiles, CommitReplace, CommitOnce, KeepOrRemove,
+// Commit, WriteResults), and so do CALL procedures and ALTER TABLE …
+// EXECUTE (Planner.AlterMaintenance).
 package planner

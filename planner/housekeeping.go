@@ -103,7 +103,7 @@ func (p *Planner) expireSnapshots(ctx context.Context, tgt *WriteTarget, opts []
 		})
 	} else {
 		opts = append(opts, table.WithPostCommit(false))
-		err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.ExpireSnapshots(opts...) })
+		err = p.CommitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.ExpireSnapshots(opts...) })
 	}
 	if err != nil {
 		return expireCounts{}, expireError(err)
@@ -348,7 +348,7 @@ func (p *Planner) rewriteManifests(ctx context.Context, tgt *WriteTarget, opts [
 		return manifestCounts{}, nil
 	}
 	var counts manifestCounts
-	err := p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
+	err := p.CommitOnce(ctx, tgt, func(tx *table.Transaction) error {
 		res, err := tx.RewriteManifests(ctx, opts...)
 		if err != nil {
 			return err

@@ -120,7 +120,7 @@ func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, 
 	for _, g := range groups {
 		df, err := p.mergePositionDeletes(ctx, tbl, fsys, g, live)
 		if err != nil {
-			p.removeOnly(tgt, written)
+			p.RemoveOnly(tgt, written)
 			return posDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 		}
 		counts.rewritten += int64(len(g.files))
@@ -147,7 +147,7 @@ func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, 
 		}
 		return rw.Commit(ctx)
 	})
-	if err := p.keepOrRemove(tgt, err, written); err != nil {
+	if err := p.KeepOrRemove(tgt, err, written); err != nil {
 		return posDeleteCounts{}, err
 	}
 	return counts, nil

@@ -120,7 +120,7 @@ func runRollback(ctx context.Context, p *Planner, c *procCall) ([][]any, error) 
 	if tgt.Pinned.Table.SnapshotByID(id) == nil {
 		return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.Ref)
 	}
-	err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) })
+	err = p.CommitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) })
 	if err != nil {
 		return nil, refError(err)
 	}

@@ -552,7 +552,7 @@ func (p *Planner) pullWrite(ctx context.Context, loc string, ticket []byte) ([]w
 // over from a freshly loaded table after iceberg-go's own retries (the
 // table's commit.retry.num-retries) all lost: adding files cannot
 // conflict with other appends, so a busy table only needs patience. A v3
-// append has no iceberg-go retries (see commitFiles), so it gets as many
+// append has no iceberg-go retries (see CommitFiles), so it gets as many
 // attempts as a v2 append has in all.
 const appendAttempts = 8
 
@@ -578,18 +578,18 @@ func (p *Planner) CommitAppend(ctx context.Context, tgt *WriteTarget, res *Write
 			}
 			tgt.Pinned = fresh
 		}
-		err = p.commitFiles(ctx, tgt, nil, res.Added)
+		err = p.CommitFiles(ctx, tgt, nil, res.Added)
 		if !errors.Is(err, ErrConflict) {
 			break
 		}
 	}
 	if err != nil {
-		return 0, p.keepOrRemove(tgt, err, res.Added)
+		return 0, p.KeepOrRemove(tgt, err, res.Added)
 	}
 	return res.Rows, nil
 }
 
-// commitFiles commits worker-written files once: added alone as an append,
+// CommitFiles commits worker-written files once: added alone as an append,
 // or replacing deleted (copy-on-write). On a v3 table each added file gets
 // its first_row_id from the table the transaction starts from (see
 // rowids.go), and iceberg-go's refresh-and-replay is off because it would
@@ -597,7 +597,7 @@ func (p *Planner) CommitAppend(ctx context.Context, tgt *WriteTarget, res *Write
 // ErrConflict, and only appends (which cannot conflict) start over, from a
 // fresh table. A v3 copy-on-write statement that loses a race is
 // therefore aborted rather than replayed.
-func (p *Planner) commitFiles(ctx context.Context, tgt *WriteTarget, deleted, added []iceberg.DataFile) error {
+func (p *Planner) CommitFiles(ctx context.Context, tgt *WriteTarget, deleted, added []iceberg.DataFile) error {
 	v3 := tgt.Pinned.Table.Metadata().Version() >= 3
 	err := p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
 		files, err := withFirstRowIDs(base, added)
@@ -624,23 +624,23 @@ func (p *Planner) commitFiles(ctx context.Context, tgt *WriteTarget, deleted, ad
 // When the commit fails for good the statement's files are deleted; when
 // its outcome is unknown they are kept.
 func (p *Planner) Commit(ctx context.Context, tgt *WriteTarget, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
-	err := p.commitOnce(ctx, tgt, change)
+	err := p.CommitOnce(ctx, tgt, change)
 	if err == nil {
 		audit.From(ctx).AddBytes(fileBytes(files))
 	}
-	return p.keepOrRemove(tgt, err, files)
+	return p.KeepOrRemove(tgt, err, files)
 }
 
-// keepOrRemove deletes files unless err is nil or leaves the commit's
+// KeepOrRemove deletes files unless err is nil or leaves the commit's
 // outcome unknown, and returns err.
-func (p *Planner) keepOrRemove(tgt *WriteTarget, err error, files []iceberg.DataFile) error {
+func (p *Planner) KeepOrRemove(tgt *WriteTarget, err error, files []iceberg.DataFile) error {
 	if err != nil && !errors.Is(err, ErrCommitUnknown) {
-		p.removeOnly(tgt, files)
+		p.RemoveOnly(tgt, files)
 	}
 	return err
 }
 
-func (p *Planner) commitOnce(ctx context.Context, tgt *WriteTarget, change func(tx *table.Transaction) error) error {
+func (p *Planner) CommitOnce(ctx context.Context, tgt *WriteTarget, change func(tx *table.Transaction) error) error {
 	return p.commitWith(ctx, tgt, true, func(tx *table.Transaction, _ table.Metadata) error { return change(tx) })
 }
 
@@ -687,7 +687,9 @@ func fileBytes(files []iceberg.DataFile) int64 {
 	return n
 }
 
-func (p *Planner) removeOnly(tgt *WriteTarget, files []iceberg.DataFile) {
+// RemoveOnly deletes data files of a statement that will not be
+// committed (no sweep of the statement's other files).
+func (p *Planner) RemoveOnly(tgt *WriteTarget, files []iceberg.DataFile) {
 	if fsys, err := tgt.Pinned.Table.FS(context.Background()); err == nil {
 		for _, df := range files {
 			_ = fsys.Remove(df.FilePath())
@@ -777,7 +779,7 @@ func (p *Planner) CommitReplace(ctx context.Context, tgt *WriteTarget, res *Writ
 		}
 	}
 	if err != nil {
-		return 0, p.keepOrRemove(tgt, err, res.Added)
+		return 0, p.KeepOrRemove(tgt, err, res.Added)
 	}
 	return res.Rows, nil
 }

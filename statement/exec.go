@@ -17,9 +17,8 @@ type runner func(ctx context.Context, sess planner.Session) (int64, error)
 // count: the rows an INSERT added, updated or deleted, 0 for DDL (the
 // grammar is in docs/sql.md). Unqualified names take sess.Catalog and
 // sess.Schema. args bind the parameters of an INSERT, UPDATE or DELETE.
-// UPDATE, DELETE and MERGE still run in the planner
-// (planner.Planner.ExecDML); anything else that is not a statement of
-// this package returns an error wrapping planner.ErrUnsupported.
+// Anything that is not a statement of this package returns an error
+// wrapping planner.ErrUnsupported.
 func (e *Executor) Exec(ctx context.Context, sess planner.Session, query string, args ...any) (int64, error) {
 	var b params
 	if len(args) > 0 {
@@ -80,12 +79,12 @@ func (e *Executor) exec(ctx context.Context, sess planner.Session, ps *planner.P
 	if run := e.own(ps); run != nil {
 		return run(ctx, sess)
 	}
-	return e.ExecDML(ctx, sess, ps, args)
+	return e.dml(ctx, sess, ps, args)
 }
 
 // own returns the runner of the statement ps when it takes no
-// parameters and this package runs it, else nil: the planner runs it, or
-// reports what is wrong with it.
+// parameters, else nil: it is UPDATE, DELETE or MERGE (dml), or not a
+// statement this package runs.
 func (e *Executor) own(ps *planner.Parser) runner {
 	var run func(context.Context, planner.Session, *planner.Parser) error
 	switch {

@@ -192,7 +192,7 @@ func TestParamWritesReachBranch(t *testing.T) {
 			name := "br_" + kind
 			with := "'format-version' = '2', 'write.delete.mode' = 'merge-on-read'"
 			if kind == "equality" {
-				with += ", '" + planner.DeleteKindKey + "' = 'equality'"
+				with += ", '" + DeleteKindKey + "' = 'equality'"
 			}
 			e.exec(t, "CREATE TABLE "+name+" (id BIGINT NOT NULL, amount DECIMAL(12,2), ts TIMESTAMP) WITH ("+with+")")
 			if kind == "equality" {
