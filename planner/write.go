@@ -411,6 +411,8 @@ func (p *Planner) RunWrite(ctx context.Context, tgt *WriteTarget, w *wire.Write,
 // lateSweep is how long after a failed write its files are swept again.
 const lateSweep = 2 * time.Second
 
+// DecodeResults decodes the results of a statement's write fragments
+// against tbl's metadata; it returns what it could decode also on error.
 func DecodeResults(tbl *table.Table, raw []wire.WriteResult) (*WriteResults, error) {
 	md := tbl.Metadata()
 	res := &WriteResults{Replaced: map[string]bool{}}
