@@ -33,23 +33,25 @@ import (
 // concurrent appends through and fails the rewrite if a concurrent commit
 // deleted rows of a rewritten file.
 
-// compactSpec says what a compaction rewrites.
-type compactSpec struct {
-	// cfg holds the size and delete thresholds; cfg.MinInputFiles is not
-	// used by the planner (see keep).
-	cfg           compaction.Config
-	minInputFiles int
-	rewriteAll    bool
-	// where selects the files that may hold matching rows; "" is all.
-	where string
-	// sort replaces the table's sort order for the new files.
-	sort []SortItem
+// CompactSpec says what a compaction rewrites (package statement reads
+// it from rewrite_data_files' and optimize's arguments).
+type CompactSpec struct {
+	// Config holds the size and delete thresholds; Config.MinInputFiles
+	// is not used by the planner (see groups).
+	Config        compaction.Config
+	MinInputFiles int
+	RewriteAll    bool
+	// Where selects the files that may hold matching rows; "" is all.
+	Where string
+	// Sort replaces the table's sort order for the new files
+	// (ParseSortOrder).
+	Sort []SortItem
 }
 
-// compactResult is what a compaction did.
-type compactResult struct {
-	rewrittenFiles, addedFiles, removedDeleteFiles int64
-	rewrittenBytes, addedBytes                     int64
+// CompactResult is what a compaction did.
+type CompactResult struct {
+	RewrittenFiles, AddedFiles, RemovedDeleteFiles int64
+	RewrittenBytes, AddedBytes                     int64
 }
 
 // testHookBeforeRewriteCommit, when set, runs after the workers wrote a
@@ -57,32 +59,34 @@ type compactResult struct {
 // commit there).
 var testHookBeforeRewriteCommit func()
 
-// defaultCompactSpec is the spec with iceberg-go's (and Spark's) defaults
+// DefaultCompactSpec is the spec with iceberg-go's (and Spark's) defaults
 // for tbl: the target file size is the table's.
-func defaultCompactSpec(tbl *table.Table) compactSpec {
+func DefaultCompactSpec(tbl *table.Table) CompactSpec {
 	cfg := compaction.DefaultConfig()
 	target := tbl.Properties().GetInt64(table.WriteTargetFileSizeBytesKey, table.WriteTargetFileSizeBytesDefault)
 	if target > 0 {
 		cfg.TargetFileSizeBytes, cfg.MinFileSizeBytes, cfg.MaxFileSizeBytes = target, target*3/4, target*9/5
 	}
-	return compactSpec{cfg: cfg, minInputFiles: int(compaction.DefaultMinInputFiles)}
+	return CompactSpec{Config: cfg, MinInputFiles: int(compaction.DefaultMinInputFiles)}
 }
 
-// compact runs one compaction of tgt.
-func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, spec compactSpec) (*compactResult, error) {
+// Compact runs one compaction of tgt (rewrite_data_files, ALTER TABLE …
+// EXECUTE optimize): plans its groups, runs them on the workers and
+// commits the rewrite.
+func (p *Planner) Compact(ctx context.Context, sess Session, tgt *WriteTarget, spec CompactSpec) (*CompactResult, error) {
 	workers := p.opts.Workers.Live()
 	if len(workers) == 0 {
 		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
 	}
-	if err := spec.cfg.Validate(); err != nil {
+	if err := spec.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	tbl := tgt.Pinned.Table
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
-		return &compactResult{}, nil
+		return &CompactResult{}, nil
 	}
-	candidates, err := p.candidateFiles(ctx, sess, tgt, spec.where)
+	candidates, err := p.candidateFiles(ctx, sess, tgt, spec.Where)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +100,7 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, s
 		return nil, err
 	}
 	if len(groups) == 0 {
-		return &compactResult{}, nil
+		return &CompactResult{}, nil
 	}
 	frags := packGroups(groups, targetGroups(workers, 0, 0))
 	w, endpoints, err := p.compactFragments(ctx, tgt, spec, frags, workers)
@@ -107,19 +111,19 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, s
 	if err != nil {
 		return nil, err
 	}
-	out := &compactResult{addedFiles: int64(len(res.Added))}
+	out := &CompactResult{AddedFiles: int64(len(res.Added))}
 	var old []iceberg.DataFile
 	var tasks []table.FileScanTask
 	for _, g := range groups {
 		for _, f := range g {
 			old = append(old, f.file)
 			tasks = append(tasks, f.tasks...)
-			out.rewrittenBytes += f.file.FileSizeBytes()
+			out.RewrittenBytes += f.file.FileSizeBytes()
 		}
 	}
-	out.rewrittenFiles = int64(len(old))
+	out.RewrittenFiles = int64(len(old))
 	for _, df := range res.Added {
-		out.addedBytes += df.FileSizeBytes()
+		out.AddedBytes += df.FileSizeBytes()
 	}
 	if testHookBeforeRewriteCommit != nil {
 		testHookBeforeRewriteCommit()
@@ -128,7 +132,7 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, s
 	if err := p.KeepOrRemove(tgt, err, res.Added); err != nil {
 		return nil, err
 	}
-	out.removedDeleteFiles = removed
+	out.RemovedDeleteFiles = removed
 	return out, nil
 }
 
@@ -192,20 +196,20 @@ func filesOf(tasks []table.FileScanTask, candidates map[string]bool) ([]*dataFil
 // groups picks and bin-packs the files to rewrite: iceberg-go's planner
 // chooses the candidates (small files, files with many deletes) and packs
 // them per partition toward the target size; a group is rewritten when it
-// has at least minInputFiles files, more than a target's worth of bytes,
-// or a file with too many deletes (Spark's rule). rewriteAll packs every
+// has at least MinInputFiles files, more than a target's worth of bytes,
+// or a file with too many deletes (Spark's rule). RewriteAll packs every
 // file.
-func (s compactSpec) groups(files []*dataFileTasks) ([][]*dataFileTasks, error) {
+func (s CompactSpec) groups(files []*dataFileTasks) ([][]*dataFileTasks, error) {
 	byPath := map[string]*dataFileTasks{}
 	reps := make([]table.FileScanTask, len(files))
 	for i, f := range files {
 		byPath[f.file.FilePath()] = f
 		reps[i] = f.tasks[0]
 	}
-	if s.rewriteAll {
-		return packByPartition(files, s.cfg.TargetFileSizeBytes), nil
+	if s.RewriteAll {
+		return packByPartition(files, s.Config.TargetFileSizeBytes), nil
 	}
-	cfg := s.cfg
+	cfg := s.Config
 	cfg.MinInputFiles = 1
 	plan, err := cfg.PlanCompaction(reps)
 	if err != nil {
@@ -213,7 +217,7 @@ func (s compactSpec) groups(files []*dataFileTasks) ([][]*dataFileTasks, error) 
 	}
 	var out [][]*dataFileTasks
 	for _, g := range plan.Groups {
-		keep := len(g.Tasks) >= s.minInputFiles || g.TotalSizeBytes > cfg.TargetFileSizeBytes
+		keep := len(g.Tasks) >= s.MinInputFiles || g.TotalSizeBytes > cfg.TargetFileSizeBytes
 		var group []*dataFileTasks
 		for _, t := range g.Tasks {
 			keep = keep || s.deleteHeavy(t)
@@ -229,12 +233,12 @@ func (s compactSpec) groups(files []*dataFileTasks) ([][]*dataFileTasks, error) 
 // deleteHeavy tells a file rewritten for its deletes: at least the
 // delete-file threshold of delete files, or deletes that hide at least
 // the delete-ratio threshold of its rows.
-func (s compactSpec) deleteHeavy(t table.FileScanTask) bool {
+func (s CompactSpec) deleteHeavy(t table.FileScanTask) bool {
 	n := len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
 	if n == 0 {
 		return false
 	}
-	if n >= s.cfg.DeleteFileThreshold {
+	if n >= s.Config.DeleteFileThreshold {
 		return true
 	}
 	var deleted int64
@@ -244,7 +248,7 @@ func (s compactSpec) deleteHeavy(t table.FileScanTask) bool {
 		}
 	}
 	rows := t.File.Count()
-	return s.cfg.DeleteRatioThreshold > 0 && rows > 0 && float64(min(deleted, rows))/float64(rows) >= s.cfg.DeleteRatioThreshold
+	return s.Config.DeleteRatioThreshold > 0 && rows > 0 && float64(min(deleted, rows))/float64(rows) >= s.Config.DeleteRatioThreshold
 }
 
 // packByPartition packs every file into groups of one partition (and
@@ -317,7 +321,7 @@ func lightest(sizes []int64) int {
 // fragment: the fragment reads its files whole, with deletes applied
 // (and the row-lineage columns on a v3 table), and writes their rows
 // sorted as the spec says.
-func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec compactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
+func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec CompactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
 	tbl := tgt.Pinned.Table
 	lineage := hasLineage(&input{pinned: tgt.Pinned})
 	var cols, sel, project []string
@@ -364,10 +368,10 @@ func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec c
 	w := p.NewWrite(tgt)
 	w.Project, w.InputColumns, w.Lineage = strings.Join(project, ", "), len(cols), lineage
 	w.OrderBy = PartitionOrder(tbl)
-	if spec.sort != nil {
-		w.OrderBy = sortOrderBy(tbl, spec.sort)
+	if spec.Sort != nil {
+		w.OrderBy = sortOrderBy(tbl, spec.Sort)
 	}
-	w.TargetFileSize = spec.cfg.TargetFileSizeBytes
+	w.TargetFileSize = spec.Config.TargetFileSizeBytes
 	return w, endpoints, nil
 }
 
@@ -430,7 +434,7 @@ func (p *Planner) commitRewrite(ctx context.Context, tgt *WriteTarget, base int6
 	}
 	removed := int64(len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq))
 	for attempt := 0; ; attempt++ {
-		err = p.commitWith(ctx, tgt, true, change)
+		err = p.CommitWith(ctx, tgt, true, change)
 		if err == nil || !errors.Is(err, ErrConflict) || attempt >= appendAttempts {
 			return removed, err
 		}

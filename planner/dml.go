@@ -103,7 +103,7 @@ func (ps *Parser) deleteParts() (parts []string, pred string, err error) {
 	if parts, err = ps.Name(3); err != nil {
 		return nil, "", err
 	}
-	pred, err = ps.where("DELETE")
+	pred, err = ps.Where("DELETE")
 	return parts, pred, err
 }
 
@@ -261,7 +261,7 @@ func (ps *Parser) updateParts() (updateText, error) {
 	if ps.At("FROM") {
 		return u, fmt.Errorf("%w: UPDATE … FROM", ErrUnsupported)
 	}
-	u.pred, err = ps.where("UPDATE")
+	u.pred, err = ps.Where("UPDATE")
 	return u, err
 }
 
@@ -303,8 +303,8 @@ func updateSQL(ctx context.Context, conn *engine.Conn, tgt *WriteTarget, name st
 	return out, match, where, nil
 }
 
-// where reads an optional trailing "WHERE pred" and returns pred's text.
-func (p *Parser) where(stmt string) (string, error) {
+// Where reads an optional trailing "WHERE pred" and returns pred's text.
+func (p *Parser) Where(stmt string) (string, error) {
 	if p.Pos >= len(p.toks) {
 		return "", nil
 	}

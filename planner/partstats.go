@@ -13,47 +13,17 @@ import (
 )
 
 // Partition statistics: written on commit when a table asks for them
-// (PartitionStatsKey) or by CALL system.compute_partition_stats, and read
+// (PartitionStatsKey) or by CALL system.compute_partition_stats (package
+// statement, through WritePartitionStats), and read
 // back for the row estimates EXPLAIN prints.
 
 // PartitionStatsKey is the table property that makes every commit that
 // adds a snapshot write that snapshot's partition statistics.
 const PartitionStatsKey = "icefloe.partition-stats.enabled"
 
-func init() {
-	registerProcedure(&procedure{
-		name:    "compute_partition_stats",
-		params:  []procParam{{name: "table", kind: argString, required: true}, {name: "snapshot_id", kind: argInt}},
-		columns: []procColumn{{"partition_statistics_file", "VARCHAR"}},
-		run: func(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
-			tgt, err := c.target(ctx, p)
-			if err != nil {
-				return nil, err
-			}
-			snap := tgt.Pinned.Table.CurrentSnapshot()
-			if id, ok := c.int("snapshot_id"); ok {
-				if snap = tgt.Pinned.Table.SnapshotByID(id); snap == nil {
-					return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.Ref)
-				}
-			}
-			if !partitioned(tgt.Pinned.Table) {
-				return nil, fmt.Errorf("%w: %s is not partitioned", ErrInvalid, tgt.Ref)
-			}
-			if snap == nil {
-				return nil, nil
-			}
-			f, err := p.writePartitionStats(ctx, tgt, snap)
-			if err != nil {
-				return nil, err
-			}
-			return [][]any{{f.StatisticsPath}}, nil
-		},
-	})
-}
-
-// writePartitionStats computes and writes snap's partition statistics and
+// WritePartitionStats computes and writes snap's partition statistics and
 // registers them in the table's metadata.
-func (p *Planner) writePartitionStats(ctx context.Context, tgt *WriteTarget, snap *table.Snapshot) (table.PartitionStatisticsFile, error) {
+func (p *Planner) WritePartitionStats(ctx context.Context, tgt *WriteTarget, snap *table.Snapshot) (table.PartitionStatisticsFile, error) {
 	tbl := tgt.Pinned.Table
 	rows, err := partstats.Compute(ctx, tbl, snap)
 	if err != nil {
@@ -78,7 +48,7 @@ func (p *Planner) writePartitionStats(ctx context.Context, tgt *WriteTarget, sna
 // made, when the table asks for them. A failure is logged, not returned:
 // the statement's commit has landed.
 func (p *Planner) afterCommit(ctx context.Context, tgt *WriteTarget, before table.Metadata, committed *table.Table) {
-	if committed == nil || committed.Properties().Get(PartitionStatsKey, "false") != "true" || !partitioned(committed) {
+	if committed == nil || committed.Properties().Get(PartitionStatsKey, "false") != "true" || !Partitioned(committed) {
 		return
 	}
 	branch := tgt.Branch
@@ -91,16 +61,16 @@ func (p *Planner) afterCommit(ctx context.Context, tgt *WriteTarget, before tabl
 	}
 	fresh, err := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
 	if err == nil {
-		_, err = p.writePartitionStats(ctx, &WriteTarget{Ref: tgt.Ref, mount: tgt.mount, Pinned: fresh}, snap)
+		_, err = p.WritePartitionStats(ctx, &WriteTarget{Ref: tgt.Ref, mount: tgt.mount, Pinned: fresh}, snap)
 	}
 	if err != nil {
 		tracing.Logger(ctx, p.log).Warn("planner: write partition statistics", zap.String("table", tgt.Ref.String()), zap.Int64("snapshot", snap.SnapshotID), zap.Error(err))
 	}
 }
 
-// partitioned reports whether any spec of tbl partitions (partition
+// Partitioned reports whether any spec of tbl partitions (partition
 // statistics exist for partitioned tables only).
-func partitioned(tbl *table.Table) bool {
+func Partitioned(tbl *table.Table) bool {
 	for _, spec := range tbl.Metadata().PartitionSpecs() {
 		if spec.NumFields() > 0 {
 			return true

@@ -22,7 +22,8 @@ import (
 	"github.com/icefloe/icefloe/internal/pqfile"
 )
 
-// rewrite_position_delete_files (Spark's procedure): per partition, the
+// rewrite_position_delete_files (Spark's procedure; package statement
+// reads its arguments and calls RewritePositionDeletes): per partition, the
 // position delete files of the current snapshot are merged into one,
 // without the deletes of data files no longer live, in one rewrite
 // commit. iceberg-go v0.7.0 commits such a rewrite (RewriteFiles with
@@ -31,16 +32,6 @@ import (
 // files are written here (internal/pqfile) in the spec's layout
 // (file_path, pos with their field ids; sorted).
 
-func init() {
-	registerProcedure(&procedure{
-		name:   "rewrite_position_delete_files",
-		params: []procParam{{name: "table", kind: argString, required: true}, {name: "options", kind: argMap}},
-		columns: []procColumn{{"rewritten_delete_files_count", "INTEGER"}, {"added_delete_files_count", "INTEGER"},
-			{"rewritten_bytes_count", "BIGINT"}, {"added_bytes_count", "BIGINT"}},
-		run: runRewritePositionDeletes,
-	})
-}
-
 // posDeleteGroup is the position delete files of one partition.
 type posDeleteGroup struct {
 	files  []iceberg.DataFile
@@ -48,94 +39,64 @@ type posDeleteGroup struct {
 	bytes  int64
 }
 
-// posDeleteCounts is the procedure's result row.
-type posDeleteCounts struct {
-	rewritten, added           int64
-	rewrittenBytes, addedBytes int64
+// PosDeleteCounts is what RewritePositionDeletes did: the delete files
+// it rewrote and added, and their bytes.
+type PosDeleteCounts struct {
+	Rewritten, Added           int64
+	RewrittenBytes, AddedBytes int64
 }
 
-func runRewritePositionDeletes(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
-	tgt, err := c.target(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	minFiles, all := 5, false
-	for k, v := range c.options() {
-		switch k {
-		case "min-input-files":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return nil, fmt.Errorf("%w: option min-input-files: want a positive integer, got %q", ErrInvalid, v)
-			}
-			minFiles = n
-		case "rewrite-all":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("%w: option rewrite-all: want true or false, got %q", ErrInvalid, v)
-			}
-			all = b
-		default:
-			return nil, fmt.Errorf("%w: unknown option %q (known: min-input-files, rewrite-all)", ErrInvalid, k)
-		}
-	}
-	n, err := p.rewritePositionDeletes(ctx, tgt, minFiles, all)
-	if err != nil {
-		return nil, err
-	}
-	return [][]any{{n.rewritten, n.added, n.rewrittenBytes, n.addedBytes}}, nil
-}
-
-// rewritePositionDeletes merges the position delete files of each
+// RewritePositionDeletes merges the position delete files of each
 // partition that has at least minFiles of them (every such partition
 // when all) and commits the result once; a concurrent commit makes it
 // fail (ErrConflict) with nothing committed and its files deleted.
-func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, minFiles int, all bool) (posDeleteCounts, error) {
+func (p *Planner) RewritePositionDeletes(ctx context.Context, tgt *WriteTarget, minFiles int, all bool) (PosDeleteCounts, error) {
 	tbl := tgt.Pinned.Table
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
-		return posDeleteCounts{}, nil
+		return PosDeleteCounts{}, nil
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return posDeleteCounts{}, err
+		return PosDeleteCounts{}, err
 	}
 	groups, err := positionDeleteGroups(fsys, snap)
 	if err != nil {
-		return posDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
+		return PosDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 	}
 	groups = slices.DeleteFunc(groups, func(g *posDeleteGroup) bool { return len(g.files) < minFiles && !all })
 	if len(groups) == 0 {
-		return posDeleteCounts{}, nil
+		return PosDeleteCounts{}, nil
 	}
 	if tbl.Metadata().Version() >= 3 {
-		return posDeleteCounts{}, fmt.Errorf("%w: %s is a format-version 3 table, which takes deletion vectors, not position delete files: CALL system.rewrite_data_files folds its position delete files into the data", ErrUnsupported, tgt.Ref)
+		return PosDeleteCounts{}, fmt.Errorf("%w: %s is a format-version 3 table, which takes deletion vectors, not position delete files: CALL system.rewrite_data_files folds its position delete files into the data", ErrUnsupported, tgt.Ref)
 	}
 	live, err := liveDataPaths(ctx, tbl)
 	if err != nil {
-		return posDeleteCounts{}, err
+		return PosDeleteCounts{}, err
 	}
-	var counts posDeleteCounts
+	var counts PosDeleteCounts
 	var written []iceberg.DataFile
 	var adds []table.DeleteFileAddition
 	for _, g := range groups {
 		df, err := p.mergePositionDeletes(ctx, tbl, fsys, g, live)
 		if err != nil {
 			p.RemoveOnly(tgt, written)
-			return posDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
+			return PosDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 		}
-		counts.rewritten += int64(len(g.files))
-		counts.rewrittenBytes += g.bytes
+		counts.Rewritten += int64(len(g.files))
+		counts.RewrittenBytes += g.bytes
 		if df != nil {
 			written = append(written, df)
 			adds = append(adds, table.DeleteFileAddition{File: df, DataSequenceNumber: g.maxSeq})
-			counts.added++
-			counts.addedBytes += df.FileSizeBytes()
+			counts.Added++
+			counts.AddedBytes += df.FileSizeBytes()
 		}
 	}
 	if testHookBeforeRewriteCommit != nil {
 		testHookBeforeRewriteCommit()
 	}
-	err = p.commitWith(ctx, tgt, false, func(tx *table.Transaction, _ table.Metadata) error {
+	err = p.CommitWith(ctx, tgt, false, func(tx *table.Transaction, _ table.Metadata) error {
 		rw := tx.NewRewrite(nil)
 		for _, g := range groups {
 			for _, df := range g.files {
@@ -148,7 +109,7 @@ func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, 
 		return rw.Commit(ctx)
 	})
 	if err := p.KeepOrRemove(tgt, err, written); err != nil {
-		return posDeleteCounts{}, err
+		return PosDeleteCounts{}, err
 	}
 	return counts, nil
 }

@@ -24,9 +24,9 @@ import (
 // own refresh-and-replay (which would keep stale ids) is switched off for
 // such commits (see CommitFiles).
 
-// withFirstRowIDs returns files with first_row_id assigned in order from
+// WithFirstRowIDs returns files with first_row_id assigned in order from
 // meta's next-row-id, for a v3 table; for older versions files as they are.
-func withFirstRowIDs(meta table.Metadata, files []iceberg.DataFile) ([]iceberg.DataFile, error) {
+func WithFirstRowIDs(meta table.Metadata, files []iceberg.DataFile) ([]iceberg.DataFile, error) {
 	if meta.Version() < 3 {
 		return files, nil
 	}

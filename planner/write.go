@@ -601,8 +601,8 @@ func (p *Planner) CommitAppend(ctx context.Context, tgt *WriteTarget, res *Write
 // therefore aborted rather than replayed.
 func (p *Planner) CommitFiles(ctx context.Context, tgt *WriteTarget, deleted, added []iceberg.DataFile) error {
 	v3 := tgt.Pinned.Table.Metadata().Version() >= 3
-	err := p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
-		files, err := withFirstRowIDs(base, added)
+	err := p.CommitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
+		files, err := WithFirstRowIDs(base, added)
 		if err != nil {
 			return err
 		}
@@ -643,14 +643,14 @@ func (p *Planner) KeepOrRemove(tgt *WriteTarget, err error, files []iceberg.Data
 }
 
 func (p *Planner) CommitOnce(ctx context.Context, tgt *WriteTarget, change func(tx *table.Transaction) error) error {
-	return p.commitWith(ctx, tgt, true, func(tx *table.Transaction, _ table.Metadata) error { return change(tx) })
+	return p.CommitWith(ctx, tgt, true, func(tx *table.Transaction, _ table.Metadata) error { return change(tx) })
 }
 
-// commitWith applies change to a transaction on the target (base is the
+// CommitWith applies change to a transaction on the target (base is the
 // metadata it starts from) and commits it through commit.Run; replay says
 // whether iceberg-go may retry a lost race against the refreshed table.
 // Under EXPLAIN it stops before anything is committed.
-func (p *Planner) commitWith(ctx context.Context, tgt *WriteTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
+func (p *Planner) CommitWith(ctx context.Context, tgt *WriteTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
 	if err := DryRunOf(ctx).stop(); err != nil {
 		return err
 	}
@@ -754,7 +754,7 @@ func (p *Planner) CommitReplace(ctx context.Context, tgt *WriteTarget, res *Writ
 			err = fmt.Errorf("commit to %s: %w", tgt.Ref, ferr)
 			break
 		}
-		err = p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
+		err = p.CommitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
 			if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 				return err
 			}
@@ -767,7 +767,7 @@ func (p *Planner) CommitReplace(ctx context.Context, tgt *WriteTarget, res *Writ
 			if err != nil {
 				return err
 			}
-			files, err := withFirstRowIDs(base, res.Added)
+			files, err := WithFirstRowIDs(base, res.Added)
 			if err != nil {
 				return err
 			}

@@ -114,12 +114,11 @@ func (e *Executor) own(ps *planner.Parser) runner {
 	return func(ctx context.Context, sess planner.Session) (int64, error) { return 0, run(ctx, sess, ps) }
 }
 
-// alter runs an ALTER statement: ALTER TABLE … EXECUTE in the planner
-// (planner.Planner.AlterMaintenance), else schema, property, partition
-// and identifier-field evolution, branches and tags and RENAME
-// (alterTable).
+// alter runs an ALTER statement: ALTER TABLE … EXECUTE
+// (alterMaintenance), else schema, property, partition and
+// identifier-field evolution, branches and tags and RENAME (alterTable).
 func (e *Executor) alter(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
-	if n, ok, err := e.AlterMaintenance(ctx, sess, ps); ok {
+	if n, ok, err := e.alterMaintenance(ctx, sess, ps); ok {
 		return n, err
 	}
 	return 0, e.alterTable(ctx, sess, ps)

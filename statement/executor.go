@@ -17,12 +17,16 @@ type Executor struct {
 }
 
 // New returns an executor over pl; pl's options (mounts, engine, workers,
-// Flight pool, policy, logger) are what its statements run with.
+// Flight pool, policy, logger) are what its statements run with. It
+// installs its CALL procedures in pl (planner.Planner.SetProcedures), so
+// pl's Bind and Plan run CALL through it.
 func New(pl *planner.Planner) *Executor {
 	opts := pl.Options()
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Executor{Planner: pl, opts: opts, log: log}
+	e := &Executor{Planner: pl, opts: opts, log: log}
+	pl.SetProcedures(procedureHook{e})
+	return e
 }
