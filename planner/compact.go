@@ -3,7 +3,6 @@ package planner
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,23 +14,18 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
 
-// Compaction (rewrite_data_files, ALTER TABLE … EXECUTE optimize).
-//
-// The coordinator plans the table's files once, picks the small ones (and
+// The planning of a compaction (rewrite_data_files, ALTER TABLE …
+// EXECUTE optimize; package statement runs and commits it):
+// PlanCompaction plans the table's files once, picks the small ones (and
 // the ones with many deletes) and bin-packs them per partition with
-// iceberg-go's compaction planner; whole groups go to the workers as
-// write fragments (the same fragments INSERT … SELECT runs), which read
-// their files with deletes applied, order the rows by the partition
-// columns and the sort order and write new files. One commit replaces
-// the rewritten files (and the delete files that apply to nothing
-// afterwards) through iceberg-go's RewriteFiles, whose validation lets
-// concurrent appends through and fails the rewrite if a concurrent commit
-// deleted rows of a rewritten file.
+// iceberg-go's compaction planner; whole groups become write fragments
+// (the same fragments INSERT … SELECT runs), which read their files with
+// deletes applied, order the rows by the partition columns and the sort
+// order and write new files.
 
 // CompactSpec says what a compaction rewrites (package statement reads
 // it from rewrite_data_files' and optimize's arguments).
@@ -48,17 +42,6 @@ type CompactSpec struct {
 	Sort []SortItem
 }
 
-// CompactResult is what a compaction did.
-type CompactResult struct {
-	RewrittenFiles, AddedFiles, RemovedDeleteFiles int64
-	RewrittenBytes, AddedBytes                     int64
-}
-
-// testHookBeforeRewriteCommit, when set, runs after the workers wrote a
-// compaction's files and before its commit (tests make a concurrent
-// commit there).
-var testHookBeforeRewriteCommit func()
-
 // DefaultCompactSpec is the spec with iceberg-go's (and Spark's) defaults
 // for tbl: the target file size is the table's.
 func DefaultCompactSpec(tbl *table.Table) CompactSpec {
@@ -70,21 +53,28 @@ func DefaultCompactSpec(tbl *table.Table) CompactSpec {
 	return CompactSpec{Config: cfg, MinInputFiles: int(compaction.DefaultMinInputFiles)}
 }
 
-// Compact runs one compaction of tgt (rewrite_data_files, ALTER TABLE …
-// EXECUTE optimize): plans its groups, runs them on the workers and
-// commits the rewrite.
-func (p *Planner) Compact(ctx context.Context, sess Session, tgt *WriteTarget, spec CompactSpec) (*CompactResult, error) {
-	workers := p.opts.Workers.Live()
-	if len(workers) == 0 {
-		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
-	}
+// CompactPlan is a planned compaction: its write and one endpoint per
+// fragment, the snapshot it was planned from (Base) and the data files it
+// rewrites (Old, OldBytes in all) with their scan tasks.
+type CompactPlan struct {
+	Write     *wire.Write
+	Endpoints []Endpoint
+	Base      int64
+	Old       []iceberg.DataFile
+	Tasks     []table.FileScanTask
+	OldBytes  int64
+}
+
+// PlanCompaction plans one compaction of tgt over workers (package
+// statement runs and commits it); nil when there is nothing to rewrite.
+func (p *Planner) PlanCompaction(ctx context.Context, sess Session, tgt *WriteTarget, spec CompactSpec, workers []Worker) (*CompactPlan, error) {
 	if err := spec.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	tbl := tgt.Pinned.Table
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
-		return &CompactResult{}, nil
+		return nil, nil
 	}
 	candidates, err := p.candidateFiles(ctx, sess, tgt, spec.Where)
 	if err != nil {
@@ -100,40 +90,22 @@ func (p *Planner) Compact(ctx context.Context, sess Session, tgt *WriteTarget, s
 		return nil, err
 	}
 	if len(groups) == 0 {
-		return &CompactResult{}, nil
+		return nil, nil
 	}
 	frags := packGroups(groups, targetGroups(workers, 0, 0))
 	w, endpoints, err := p.compactFragments(ctx, tgt, spec, frags, workers)
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.RunWrite(ctx, tgt, w, endpoints)
-	if err != nil {
-		return nil, err
-	}
-	out := &CompactResult{AddedFiles: int64(len(res.Added))}
-	var old []iceberg.DataFile
-	var tasks []table.FileScanTask
+	cp := &CompactPlan{Write: w, Endpoints: endpoints, Base: snap.SnapshotID}
 	for _, g := range groups {
 		for _, f := range g {
-			old = append(old, f.file)
-			tasks = append(tasks, f.tasks...)
-			out.RewrittenBytes += f.file.FileSizeBytes()
+			cp.Old = append(cp.Old, f.file)
+			cp.Tasks = append(cp.Tasks, f.tasks...)
+			cp.OldBytes += f.file.FileSizeBytes()
 		}
 	}
-	out.RewrittenFiles = int64(len(old))
-	for _, df := range res.Added {
-		out.AddedBytes += df.FileSizeBytes()
-	}
-	if testHookBeforeRewriteCommit != nil {
-		testHookBeforeRewriteCommit()
-	}
-	removed, err := p.commitRewrite(ctx, tgt, snap.SnapshotID, old, tasks, res.Added)
-	if err := p.KeepOrRemove(tgt, err, res.Added); err != nil {
-		return nil, err
-	}
-	out.RemovedDeleteFiles = removed
-	return out, nil
+	return cp, nil
 }
 
 // candidateFiles are the data files a compaction's where predicate may
@@ -391,76 +363,4 @@ func sortOrderBy(tbl *table.Table, items []SortItem) string {
 		keys = append(keys, k+nulls)
 	}
 	return strings.Join(keys, ", ")
-}
-
-// commitRewrite commits one rewrite snapshot: old replaced by added, with
-// the delete files that apply to nothing afterwards removed (position
-// deletes of rewritten files only, their deletion vectors, equality
-// deletes no surviving file can see). tasks are the rewritten files'
-// tasks as planned from snapshot base. It returns how many delete files
-// it removed.
-//
-// A commit that removes delete files cannot be replayed by iceberg-go on
-// a lost race; if only appends landed since base (they cannot touch the
-// rewritten files nor make a removed delete apply again), the same
-// rewrite is committed again on the refreshed table.
-func (p *Planner) commitRewrite(ctx context.Context, tgt *WriteTarget, base int64, old []iceberg.DataFile, tasks []table.FileScanTask, added []iceberg.DataFile) (int64, error) {
-	tbl := tgt.Pinned.Table
-	fsys, err := tbl.FS(ctx)
-	if err != nil {
-		return 0, err
-	}
-	rewritten := map[string]struct{}{}
-	for _, df := range old {
-		rewritten[df.FilePath()] = struct{}{}
-	}
-	snap := tbl.SnapshotByID(base)
-	deadPos, err := table.CollectDeadPositionDeletes(ctx, fsys, snap, rewritten)
-	if err != nil {
-		return 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
-	}
-	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fsys, tbl.Metadata(), snap, rewritten)
-	if err != nil {
-		return 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
-	}
-	gr := table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: added,
-		SafePosDeletes: deadPos, SafeDeletionVectors: table.CollectSafeDeletionVectors(tasks)}
-	change := func(tx *table.Transaction, _ table.Metadata) error {
-		rw := tx.NewRewrite(nil).ApplyResult(gr)
-		for _, df := range deadEq {
-			rw.DeleteFile(df)
-		}
-		return rw.Commit(ctx)
-	}
-	removed := int64(len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq))
-	for attempt := 0; ; attempt++ {
-		err = p.CommitWith(ctx, tgt, true, change)
-		if err == nil || !errors.Is(err, ErrConflict) || attempt >= appendAttempts {
-			return removed, err
-		}
-		fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
-		if lerr != nil || !onlyAppendsSince(fresh.Table, base) {
-			return 0, err
-		}
-		if serr := commit.Backoff(ctx, attempt+1); serr != nil {
-			return 0, err
-		}
-		tgt.Pinned = fresh
-	}
-}
-
-// onlyAppendsSince reports whether every snapshot of tbl's main branch
-// after base is an append.
-func onlyAppendsSince(tbl *table.Table, base int64) bool {
-	md := tbl.Metadata()
-	for s := tbl.CurrentSnapshot(); s != nil; {
-		if s.SnapshotID == base {
-			return true
-		}
-		if s.Summary == nil || s.Summary.Operation != table.OpAppend || s.ParentSnapshotID == nil {
-			return false
-		}
-		s = md.SnapshotByID(*s.ParentSnapshotID)
-	}
-	return false
 }

@@ -2,12 +2,6 @@ package planner
 
 import "context"
 
-// SetBeforeRewriteCommit makes every compaction (rewrite_data_files,
-// rewrite_position_delete_files) call f after its files are written and
-// before it commits (nil: nothing), for the tests in
-// package planner_test that race a commit against it.
-func SetBeforeRewriteCommit(f func()) { testHookBeforeRewriteCommit = f }
-
 // ExecHook runs a statement for the tests of this package that make their
 // tables and rows with SQL (CREATE TABLE, INSERT, …): those statements
 // run in package statement, which planner cannot import, so its

@@ -550,20 +550,20 @@ func (p *Planner) pullWrite(ctx context.Context, loc string, ticket []byte) ([]w
 	return out, err
 }
 
-// appendAttempts is how many times an append statement starts its commit
+// AppendAttempts is how many times an append statement starts its commit
 // over from a freshly loaded table after iceberg-go's own retries (the
 // table's commit.retry.num-retries) all lost: adding files cannot
 // conflict with other appends, so a busy table only needs patience. A v3
 // append has no iceberg-go retries (see CommitFiles), so it gets as many
 // attempts as a v2 append has in all.
-const appendAttempts = 8
+const AppendAttempts = 8
 
 // CommitAppend adds the statement's files in one snapshot.
 func (p *Planner) CommitAppend(ctx context.Context, tgt *WriteTarget, res *WriteResults) (int64, error) {
 	if len(res.Added) == 0 {
 		return 0, nil
 	}
-	attempts := appendAttempts
+	attempts := AppendAttempts
 	if tgt.Pinned.Table.Metadata().Version() >= 3 {
 		attempts *= DefaultCommitRetries + 1
 	}
@@ -708,7 +708,7 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 // replaceAttempts is how many times a replace lists the table's files
 // and commits, each time from a freshly loaded table, when a concurrent
 // commit got in between (as patient as an append).
-const replaceAttempts = appendAttempts
+const replaceAttempts = AppendAttempts
 
 // CommitReplace commits res in place of every live file of the target's
 // current snapshot, in one snapshot.

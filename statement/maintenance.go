@@ -40,11 +40,11 @@ func runRewriteDataFiles(ctx context.Context, e *Executor, c *procCall) ([][]any
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.Compact(ctx, c.sess, tgt, spec)
+	res, err := e.compact(ctx, c.sess, tgt, spec)
 	if err != nil {
 		return nil, err
 	}
-	return [][]any{{res.RewrittenFiles, res.AddedFiles, res.RewrittenBytes, int64(0), res.RemovedDeleteFiles}}, nil
+	return [][]any{{res.rewrittenFiles, res.addedFiles, res.rewrittenBytes, int64(0), res.removedDeleteFiles}}, nil
 }
 
 // rewriteOptions are the options rewrite_data_files understands (Spark's
@@ -233,11 +233,11 @@ func (e *Executor) trinoOptimize(ctx context.Context, sess planner.Session, tgt 
 	target := max(spec.Config.TargetFileSizeBytes, threshold)
 	spec.Config.TargetFileSizeBytes, spec.Config.MinFileSizeBytes, spec.Config.MaxFileSizeBytes = target, threshold, max(target*9/5, threshold+1)
 	spec.Config.DeleteFileThreshold, spec.MinInputFiles, spec.Where = 1, 2, where
-	res, err := e.Compact(ctx, sess, tgt, spec)
+	res, err := e.compact(ctx, sess, tgt, spec)
 	if err != nil {
 		return 0, err
 	}
-	return res.RewrittenFiles, nil
+	return res.rewrittenFiles, nil
 }
 
 // parseDataSize reads a Trino data size: a number and a unit among B,
