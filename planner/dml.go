@@ -29,7 +29,7 @@ type DML struct {
 	// Where says a DELETE or UPDATE has a WHERE clause.
 	Where bool
 	// Insert is MERGE's INSERT query of the source rows no target row
-	// matches, for Planner.WriteSelect; "" without WHEN NOT MATCHED.
+	// matches, for statement's INSERT … SELECT; "" without WHEN NOT MATCHED.
 	Insert string
 	// rewrite is the copy-on-write statements (out "" when the statement
 	// rewrites no file: a MERGE without WHEN MATCHED clauses).

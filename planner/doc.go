@@ -20,12 +20,10 @@
 // (Bind, Plan) and is answered by the Procedures statement installs
 // (SetProcedures).
 //
-// Still here, exported for statement until it moves there (issue 13):
-// the write core — running a statement's write fragments on the workers
-// (WriteSelect, RunWrite, DecodeResults, RemoveFiles, FragmentError),
-// its commits through internal/commit (CommitAppend, CommitFiles,
-// Commit, CommitOnce, CommitWith, CommitMeta, CommitReplace,
-// KeepOrRemove, RemoveOnly, LiveFiles, WithFirstRowIDs, AppendAttempts)
-// and the partition statistics written after a commit
-// (WritePartitionStats, Partitioned).
+// planner does not run writes: it neither pulls write fragments from the
+// workers nor commits. It imports internal/commit only for what queries
+// and the API share with the commits: the error sentinels ErrConflict and
+// ErrCommitUnknown, the commit counters (CommitStats, Planner.Commits,
+// which statement's commits count into), DefaultCommitRetries, and
+// commit.FindRef to resolve the branch a query or a write target reads.
 package planner

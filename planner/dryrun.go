@@ -58,9 +58,9 @@ func (d *DryRun) Commit(format string, args ...any) error {
 	return ErrDryRun
 }
 
-// stop is where every change would start: a dry run stops there, noting
-// a commit if the statement has not said which.
-func (d *DryRun) stop() error {
+// Stop is where every change would start: a dry run (d not nil) stops
+// there, noting a commit if the statement has not said which.
+func (d *DryRun) Stop() error {
 	if d == nil {
 		return nil
 	}
@@ -102,9 +102,9 @@ func (d *DryRun) NotePlan(explain string) {
 	}
 }
 
-// fragments notes the write fragments a statement would send and
+// Fragments notes the write fragments a statement would send and
 // the commit they would end in, and stops the dry run.
-func (d *DryRun) fragments(target string, w *wire.Write, endpoints []Endpoint) error {
+func (d *DryRun) Fragments(target string, w *wire.Write, endpoints []Endpoint) error {
 	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(endpoints), target)
 	for i, e := range endpoints {
 		d.Note(fmt.Sprintf("fragment %d", i), "%s", strings.Join(e.Locations, ", "))

@@ -12,29 +12,9 @@ import (
 	"github.com/icefloe/icefloe/internal/commit"
 )
 
-// Branches and tags: writes to a branch (branchTarget) and the metadata
-// commits that move refs (CommitMeta). Package statement runs Spark's
-// ALTER TABLE … CREATE/REPLACE/DROP BRANCH|TAG and the procedures that
-// move refs (statement/refprocs.go).
-
-// CommitMeta commits change, a metadata commit computed from the current
-// table, to tgt's table through commit.Run, recomputing it from the
-// refreshed table when a concurrent commit broke a requirement;
-// tgt.Pinned is the table committed against last.
-func (p *Planner) CommitMeta(ctx context.Context, tgt *WriteTarget, change commit.Meta) error {
-	r := p.commitRequest(tgt)
-	r.Catalog = tgt.mount.Catalog
-	r.Meta = change
-	r.Reload = func(ctx context.Context) (*table.Table, error) {
-		fresh, err := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
-		if err != nil {
-			return nil, err
-		}
-		tgt.Pinned = fresh
-		return fresh.Table, nil
-	}
-	return commit.Run(ctx, r)
-}
+// Writes to a branch (branchTarget). Package statement runs Spark's
+// ALTER TABLE … CREATE/REPLACE/DROP BRANCH|TAG, the procedures that move
+// refs (statement/refprocs.go) and their metadata commits.
 
 // branchTarget resolves a write target named the Spark way, t.branch_b:
 // the table t, committing to its branch b, which must exist. notFound is

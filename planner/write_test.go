@@ -1,11 +1,9 @@
 package planner
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	"github.com/google/uuid"
 )
 
 func TestDMLParseErrors(t *testing.T) {
@@ -21,22 +19,6 @@ func TestDMLParseErrors(t *testing.T) {
 	e.execErr(t, "UPDATE t SET a = 1, a = 2", ErrInvalid, "twice")
 	e.execErr(t, "UPDATE t SET a = 1 FROM u", ErrUnsupported, "FROM")
 	e.execErr(t, "CREATE TABLE c AS", ErrSyntax)
-}
-
-func TestFragmentUUIDs(t *testing.T) {
-	stmt := uuid.New()
-	for i := 10; i < 16; i++ {
-		stmt[i] = 0
-	}
-	prefix := writePrefix(stmt.String())
-	seen := map[string]bool{}
-	for i := range 300 {
-		id := FragmentUUID(stmt.String(), i)
-		if !strings.HasPrefix(id, prefix) || seen[id] {
-			t.Fatalf("fragment %d: %s (prefix %s)", i, id, prefix)
-		}
-		seen[id] = true
-	}
 }
 
 func TestCastColumns(t *testing.T) {

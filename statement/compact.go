@@ -51,7 +51,7 @@ func (e *Executor) compact(ctx context.Context, sess planner.Session, tgt *plann
 	if cp == nil {
 		return &compactResult{}, nil
 	}
-	res, err := e.RunWrite(ctx, tgt, cp.Write, cp.Endpoints)
+	res, err := e.runWrite(ctx, tgt, cp.Write, cp.Endpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (e *Executor) compact(ctx context.Context, sess planner.Session, tgt *plann
 		testHookBeforeRewriteCommit()
 	}
 	removed, err := e.commitRewrite(ctx, tgt, cp.Base, cp.Old, cp.Tasks, res.Added)
-	if err := e.KeepOrRemove(tgt, err, res.Added); err != nil {
+	if err := e.keepOrRemove(tgt, err, res.Added); err != nil {
 		return nil, err
 	}
 	out.removedDeleteFiles = removed
@@ -111,8 +111,8 @@ func (e *Executor) commitRewrite(ctx context.Context, tgt *planner.WriteTarget, 
 	}
 	removed := int64(len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq))
 	for attempt := 0; ; attempt++ {
-		err = e.CommitWith(ctx, tgt, true, change)
-		if err == nil || !errors.Is(err, planner.ErrConflict) || attempt >= planner.AppendAttempts {
+		err = e.commitWith(ctx, tgt, true, change)
+		if err == nil || !errors.Is(err, planner.ErrConflict) || attempt >= appendAttempts {
 			return removed, err
 		}
 		fresh, lerr := e.opts.Mounts.LoadTable(ctx, tgt.Ref)

@@ -96,7 +96,7 @@ func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, 
 		d.Note("rows", "%d rows of %s match", n, tgt.Ref)
 		return 0, true, d.Commit("delete (merge-on-read): positional deletes (v2) or deletion vectors (v3) for files that match in part, removal of files that match whole, in one snapshot")
 	}
-	err = e.Commit(ctx, tgt, func(tx *table.Transaction) error {
+	err = e.commitChange(ctx, tgt, func(tx *table.Transaction) error {
 		return tx.Delete(ctx, expr, nil, table.WithDeleteCaseInsensitive())
 	}, nil)
 	if err != nil {
@@ -113,7 +113,7 @@ func (e *Executor) rewrite(ctx context.Context, sess planner.Session, d *planner
 	if err != nil || len(rw.deleted) == 0 {
 		return 0, err
 	}
-	if err := e.KeepOrRemove(tgt, e.CommitFiles(ctx, tgt, rw.deleted, rw.added), rw.added); err != nil {
+	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, rw.deleted, rw.added), rw.added); err != nil {
 		return 0, err
 	}
 	return rw.affected, nil
@@ -139,7 +139,7 @@ func (e *Executor) rewriteFiles(ctx context.Context, sess planner.Session, d *pl
 	}
 	w := e.NewWrite(tgt)
 	w.Rewrite, w.MatchSQL, w.Lineage = true, plan.MatchSQL, plan.Lineage
-	res, err := e.RunWrite(ctx, tgt, w, plan.Endpoints)
+	res, err := e.runWrite(ctx, tgt, w, plan.Endpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (e *Executor) rewriteFiles(ctx context.Context, sess planner.Session, d *pl
 	for path := range res.Replaced {
 		f, ok := plan.Files[path]
 		if !ok {
-			e.RemoveFiles(ctx, tgt, w.WriteUUID, res.Added)
+			e.removeFiles(ctx, tgt, w.WriteUUID, res.Added)
 			return nil, fmt.Errorf("%w: a worker replaced %s, which was not planned", planner.ErrWriteFailed, path)
 		}
 		rw.deleted = append(rw.deleted, f)
@@ -170,9 +170,9 @@ func (e *Executor) merge(ctx context.Context, sess planner.Session, d *planner.D
 	}
 	added, n := rw.added, rw.affected
 	if d.Insert != "" {
-		res, err := e.WriteSelect(ctx, sess, tgt, nil, d.Insert)
+		res, err := e.writeSelect(ctx, sess, tgt, nil, d.Insert)
 		if err != nil {
-			e.RemoveOnly(tgt, rw.added)
+			e.removeOnly(tgt, rw.added)
 			return 0, err
 		}
 		added, n = append(added, res.Added...), n+res.Rows
@@ -180,7 +180,7 @@ func (e *Executor) merge(ctx context.Context, sess planner.Session, d *planner.D
 	if len(rw.deleted) == 0 && len(added) == 0 {
 		return 0, nil
 	}
-	if err := e.KeepOrRemove(tgt, e.CommitFiles(ctx, tgt, rw.deleted, added), added); err != nil {
+	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, rw.deleted, added), added); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -20,8 +20,8 @@
 // EXPLAIN of a write by running the write as a dry run (explainwrite.go),
 // and tells the workers of dropped tables (revoke.go).
 //
-// The write core (running write fragments on the workers, the commits
-// through internal/commit) is still planner's, exported for this package
-// (RunWrite, CommitAppend, CommitFiles, CommitReplace, CommitOnce,
-// CommitWith, CommitMeta, …), until it moves here too (issue 13).
+// It runs the write core too (write.go): a statement's write fragments
+// on the workers through the Flight pool, its commits through
+// internal/commit, and the partition statistics a table asks for after
+// each commit (rowids.go gives v3 files their first_row_id).
 package statement

@@ -74,7 +74,7 @@ func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt
 		return 0, true, d.Commit("row delta: the coordinator writes equality deletes on the identifier fields, in one snapshot")
 	}
 	var files []iceberg.DataFile
-	err = e.CommitOnce(ctx, tgt, func(tx *table.Transaction) error {
+	err = e.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
 		seq := func(yield func(arrow.RecordBatch, error) bool) {
 			for _, r := range recs {
 				r.Retain()
@@ -89,7 +89,7 @@ func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt
 		}
 		return tx.NewRowDelta(nil).AddDeletes(files...).Commit(ctx)
 	})
-	if err := e.KeepOrRemove(tgt, err, files); err != nil {
+	if err := e.keepOrRemove(tgt, err, files); err != nil {
 		return 0, true, err
 	}
 	return n, true, nil

@@ -99,12 +99,12 @@ func (e *Executor) expireSnapshots(ctx context.Context, tgt *planner.WriteTarget
 	before := tgt.Pinned.Table
 	var err error
 	if len(ids) > 0 {
-		err = e.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		err = e.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 			return removeSnapshots(tbl, ids)
 		})
 	} else {
 		opts = append(opts, table.WithPostCommit(false))
-		err = e.CommitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.ExpireSnapshots(opts...) })
+		err = e.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.ExpireSnapshots(opts...) })
 	}
 	if err != nil {
 		return expireCounts{}, expireError(err)
@@ -349,7 +349,7 @@ func (e *Executor) rewriteManifests(ctx context.Context, tgt *planner.WriteTarge
 		return manifestCounts{}, nil
 	}
 	var counts manifestCounts
-	err := e.CommitOnce(ctx, tgt, func(tx *table.Transaction) error {
+	err := e.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
 		res, err := tx.RewriteManifests(ctx, opts...)
 		if err != nil {
 			return err

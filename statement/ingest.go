@@ -135,7 +135,7 @@ func (e *Executor) Ingest(ctx context.Context, sess planner.Session, in Ingest) 
 	if err != nil {
 		return 0, err
 	}
-	return e.CommitAppend(ctx, tgt, res)
+	return e.commitAppend(ctx, tgt, res)
 }
 
 // errIngestMadeMeanwhile: the table an ingest was to create was made by
@@ -160,7 +160,7 @@ func (e *Executor) ingestCreate(ctx context.Context, mt *catalog.Mount, ref cata
 		if err != nil {
 			return 0, err
 		}
-		return e.CommitAppend(ctx, tgt, res)
+		return e.commitAppend(ctx, tgt, res)
 	}
 	return e.staged(ctx, cat, ref, false, create, fill)
 }
@@ -168,7 +168,7 @@ func (e *Executor) ingestCreate(ctx context.Context, mt *catalog.Mount, ref cata
 // ingestWrite conforms the stream to tgt's schema and writes its files,
 // through the live workers or, with none, here; nothing is committed. On
 // failure every file the statement wrote is deleted again.
-func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, rowsIn array.RecordReader) (*planner.WriteResults, error) {
+func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, rowsIn array.RecordReader) (*writeResults, error) {
 	ref := tgt.Ref
 	target, err := table.SchemaToArrowSchema(tgt.Pinned.Table.Schema(), nil, true, false)
 	if err != nil {
@@ -204,7 +204,7 @@ func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, ro
 			yield(nil, err)
 		}
 	}
-	var res *planner.WriteResults
+	var res *writeResults
 	if workers := e.opts.Workers.Live(); len(workers) > 0 {
 		res, err = e.ingestOnWorkers(ctx, tgt, w, target, seq, workers)
 	} else {
@@ -218,7 +218,7 @@ func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, ro
 		if res != nil {
 			added = res.Added
 		}
-		e.RemoveFiles(ctx, tgt, w.WriteUUID, added)
+		e.removeFiles(ctx, tgt, w.WriteUUID, added)
 		return nil, fmt.Errorf("ingest into %s: %w", ref, err)
 	}
 	res.Rows = rows
@@ -324,8 +324,8 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 
 // ingestLocal writes the stream with this process's iceberg-go writer;
 // used when no worker is live.
-func ingestLocal(ctx context.Context, tgt *planner.WriteTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*planner.WriteResults, error) {
-	res := &planner.WriteResults{}
+func ingestLocal(ctx context.Context, tgt *planner.WriteTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*writeResults, error) {
+	res := &writeResults{}
 	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
 		if err != nil {
 			return res, err
@@ -346,7 +346,7 @@ type ingestShare struct {
 // per live worker, each writing its share with iceberg-go, and collects
 // the files they wrote. gRPC flow control holds the client's stream back
 // when the workers write slower than it sends: nothing is buffered whole.
-func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget, w *wire.Write, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error], workers []planner.Worker) (*planner.WriteResults, error) {
+func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget, w *wire.Write, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error], workers []planner.Worker) (*writeResults, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var shares []*ingestShare
@@ -363,7 +363,7 @@ func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget
 		sh := &ingestShare{loc: wk.Location}
 		shares = append(shares, sh)
 		if sh.stream, err = c.DoPut(ctx); err != nil {
-			return nil, planner.FragmentError(wk.Location, err)
+			return nil, fragmentError(wk.Location, err)
 		}
 		sh.wr = flight.NewRecordWriter(sh.stream, ipc.WithSchema(target))
 		sh.wr.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: tickets[i]})
@@ -400,7 +400,7 @@ func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget
 			}
 			if err != nil {
 				if sendErr == nil {
-					errs = append(errs, planner.FragmentError(sh.loc, err))
+					errs = append(errs, fragmentError(sh.loc, err))
 				}
 				break
 			}
@@ -412,7 +412,7 @@ func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget
 			raw = append(raw, rs...)
 		}
 	}
-	res, derr := planner.DecodeResults(tgt.Pinned.Table, raw)
+	res, derr := decodeResults(tgt.Pinned.Table, raw)
 	switch {
 	case len(errs) > 0:
 		return res, errs[0]

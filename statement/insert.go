@@ -320,15 +320,15 @@ func (e *Executor) insertQuery(ctx context.Context, sess planner.Session, parts,
 // planned as any other, each of its endpoints becomes a write fragment, and
 // the files they write are committed in one snapshot.
 func (e *Executor) insertSelect(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, cols []string, query string, args ...any) (int64, error) {
-	res, err := e.WriteSelect(ctx, sess, tgt, cols, query, args...)
+	res, err := e.writeSelect(ctx, sess, tgt, cols, query, args...)
 	if err != nil {
 		return 0, err
 	}
-	return e.CommitAppend(ctx, tgt, res)
+	return e.commitAppend(ctx, tgt, res)
 }
 
 // commitValues writes the rows of INSERT … VALUES on the coordinator and
-// commits them as CommitAppend does. recs stay owned by the caller.
+// commits them as commitAppend does. recs stay owned by the caller.
 func (e *Executor) commitValues(ctx context.Context, tgt *planner.WriteTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
 	if err := e.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Insert); err != nil {
 		return 0, err
@@ -347,13 +347,13 @@ func (e *Executor) commitValues(ctx context.Context, tgt *planner.WriteTarget, t
 			}
 		}
 	}
-	res := &planner.WriteResults{Rows: rows}
+	res := &writeResults{Rows: rows}
 	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
 		if err != nil {
-			e.RemoveFiles(ctx, tgt, w.WriteUUID, res.Added)
+			e.removeFiles(ctx, tgt, w.WriteUUID, res.Added)
 			return 0, fmt.Errorf("insert into %s: write: %w", tgt.Ref, err)
 		}
 		res.Added = append(res.Added, df)
 	}
-	return e.CommitAppend(ctx, tgt, res)
+	return e.commitAppend(ctx, tgt, res)
 }

@@ -112,13 +112,13 @@ func sameDefinition(old, made *table.Table) bool {
 
 // replaceWithStaged commits, on tgt, the live files of the staging table
 // st in place of every live file of tgt, and st's properties, in one
-// snapshot (planner.Planner.CommitReplace's rules for concurrent commits).
+// snapshot (commitReplace's rules for concurrent commits).
 func (e *Executor) replaceWithStaged(ctx context.Context, tgt, st *planner.WriteTarget) error {
 	fsys, err := st.Pinned.Table.FS(ctx)
 	if err != nil {
 		return err
 	}
-	files, _, err := planner.LiveFiles(st.Pinned.Table.Metadata(), fsys)
+	files, _, err := liveFiles(st.Pinned.Table.Metadata(), fsys)
 	if err != nil {
 		return err
 	}
@@ -132,8 +132,8 @@ func (e *Executor) replaceWithStaged(ctx context.Context, tgt, st *planner.Write
 	for _, f := range files {
 		rows += f.Count()
 	}
-	res := &planner.WriteResults{Added: files, Rows: rows}
-	_, err = e.CommitReplace(ctx, tgt, res, props)
+	res := &writeResults{Added: files, Rows: rows}
+	_, err = e.commitReplace(ctx, tgt, res, props)
 	return err
 }
 

@@ -27,13 +27,13 @@ func init() {
 					return nil, fmt.Errorf("%w: no snapshot %d in %s", planner.ErrNotFound, id, tgt.Ref)
 				}
 			}
-			if !planner.Partitioned(tgt.Pinned.Table) {
+			if !partitioned(tgt.Pinned.Table) {
 				return nil, fmt.Errorf("%w: %s is not partitioned", planner.ErrInvalid, tgt.Ref)
 			}
 			if snap == nil {
 				return nil, nil
 			}
-			f, err := e.WritePartitionStats(ctx, tgt, snap)
+			f, err := e.writePartitionStats(ctx, tgt, snap)
 			if err != nil {
 				return nil, err
 			}

@@ -121,7 +121,7 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, tgt *planner.Writ
 	for _, g := range groups {
 		df, err := mergePositionDeletes(ctx, tbl, fsys, g, live)
 		if err != nil {
-			e.RemoveOnly(tgt, written)
+			e.removeOnly(tgt, written)
 			return posDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 		}
 		counts.rewritten += int64(len(g.files))
@@ -136,7 +136,7 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, tgt *planner.Writ
 	if testHookBeforeRewriteCommit != nil {
 		testHookBeforeRewriteCommit()
 	}
-	err = e.CommitWith(ctx, tgt, false, func(tx *table.Transaction, _ table.Metadata) error {
+	err = e.commitWith(ctx, tgt, false, func(tx *table.Transaction, _ table.Metadata) error {
 		rw := tx.NewRewrite(nil)
 		for _, g := range groups {
 			for _, df := range g.files {
@@ -148,7 +148,7 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, tgt *planner.Writ
 		}
 		return rw.Commit(ctx)
 	})
-	if err := e.KeepOrRemove(tgt, err, written); err != nil {
+	if err := e.keepOrRemove(tgt, err, written); err != nil {
 		return posDeleteCounts{}, err
 	}
 	return counts, nil

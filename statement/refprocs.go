@@ -99,7 +99,7 @@ func runRollback(ctx context.Context, e *Executor, c *procCall) ([][]any, error)
 	if tgt.Pinned.Table.SnapshotByID(id) == nil {
 		return nil, fmt.Errorf("%w: no snapshot %d in %s", planner.ErrNotFound, id, tgt.Ref)
 	}
-	err = e.CommitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) })
+	err = e.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) })
 	if err != nil {
 		return nil, refError(err)
 	}
@@ -141,7 +141,7 @@ func runSetCurrentSnapshot(ctx context.Context, e *Executor, c *procCall) ([][]a
 		return nil, err
 	}
 	var prev *int64
-	err = e.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+	err = e.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 		var req table.Requirement
 		prev, req = commit.RefHead(tbl, table.MainBranch)
 		target := id
@@ -176,7 +176,7 @@ func runFastForward(ctx context.Context, e *Executor, c *procCall) ([][]any, err
 	}
 	branch, to := c.str("branch", ""), c.str("to", "")
 	var prev, next int64
-	err = e.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+	err = e.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 		from, ok := commit.FindRef(tbl, branch)
 		if !ok || from.SnapshotRefType != table.BranchRef {
 			return nil, nil, fmt.Errorf("%w: no branch %q", planner.ErrNotFound, branch)
@@ -246,7 +246,7 @@ func runCherrypick(ctx context.Context, e *Executor, c *procCall) ([][]any, erro
 	}
 	// Fast-forward when the source sits right on main's head.
 	if src.ParentSnapshotID != nil && cur != nil && *src.ParentSnapshotID == cur.SnapshotID || src.ParentSnapshotID == nil && cur == nil {
-		err := e.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		err := e.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 			prev, req := commit.RefHead(tbl, table.MainBranch)
 			if (prev == nil) != (cur == nil) || prev != nil && *prev != cur.SnapshotID {
 				return nil, nil, fmt.Errorf("%w: main moved while cherry-picking %d; run it again", planner.ErrConflict, id)
@@ -271,13 +271,13 @@ func runCherrypick(ctx context.Context, e *Executor, c *procCall) ([][]any, erro
 	if err != nil {
 		return nil, err
 	}
-	res := &planner.WriteResults{Added: files}
+	res := &writeResults{Added: files}
 	for _, f := range files {
 		res.Rows += f.Count()
 	}
 	props := iceberg.Properties{sourceSnapshotProp: strconv.FormatInt(id, 10)}
-	if err := e.CommitWith(ctx, tgt, tbl.Metadata().Version() < 3, func(tx *table.Transaction, base table.Metadata) error {
-		fs, err := planner.WithFirstRowIDs(base, files)
+	if err := e.commitWith(ctx, tgt, tbl.Metadata().Version() < 3, func(tx *table.Transaction, base table.Metadata) error {
+		fs, err := withFirstRowIDs(base, files)
 		if err != nil {
 			return err
 		}

@@ -65,7 +65,7 @@ func (e *Executor) ingestReplace(ctx context.Context, cat icecat.Catalog, ref ca
 		if err != nil {
 			return 0, err
 		}
-		return e.CommitReplace(ctx, tgt, res, nil)
+		return e.commitReplace(ctx, tgt, res, nil)
 	}
 	return e.replaceStaged(ctx, cat, ref, schema, in)
 }
@@ -134,7 +134,7 @@ func (e *Executor) replaceStaged(ctx context.Context, cat icecat.Catalog, ref ca
 		if err != nil {
 			return 0, err
 		}
-		return e.CommitAppend(ctx, tgt, res)
+		return e.commitAppend(ctx, tgt, res)
 	}
 	return e.staged(ctx, cat, ref, true, create, fill)
 }

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"reflect"
@@ -71,7 +71,7 @@ func TestWithFirstRowIDs(t *testing.T) {
 		}
 		files = append(files, df)
 	}
-	out, err := WithFirstRowIDs(meta, files)
+	out, err := withFirstRowIDs(meta, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestWithFirstRowIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	same, err := WithFirstRowIDs(v2, files)
+	same, err := withFirstRowIDs(v2, files)
 	if err != nil || same[0] != files[0] {
 		t.Fatalf("v2: files rebuilt (%v)", err)
 	}

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"fmt"
@@ -22,11 +22,11 @@ import (
 // starts from, which are exactly the ids the snapshot claims. The ranges
 // are recomputed from the fresh table on every attempt, and iceberg-go's
 // own refresh-and-replay (which would keep stale ids) is switched off for
-// such commits (see CommitFiles).
+// such commits (see commitFiles).
 
-// WithFirstRowIDs returns files with first_row_id assigned in order from
+// withFirstRowIDs returns files with first_row_id assigned in order from
 // meta's next-row-id, for a v3 table; for older versions files as they are.
-func WithFirstRowIDs(meta table.Metadata, files []iceberg.DataFile) ([]iceberg.DataFile, error) {
+func withFirstRowIDs(meta table.Metadata, files []iceberg.DataFile) ([]iceberg.DataFile, error) {
 	if meta.Version() < 3 {
 		return files, nil
 	}
