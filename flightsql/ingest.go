@@ -19,7 +19,7 @@ import (
 // ingester is the part of the Planner bulk ingest needs;
 // *statement.Executor implements it.
 type ingester interface {
-	Ingest(ctx context.Context, s planner.Session, in planner.Ingest) (int64, error)
+	Ingest(ctx context.Context, s planner.Session, in statement.Ingest) (int64, error)
 }
 
 var _ ingester = (*statement.Executor)(nil)
@@ -41,21 +41,21 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	}
 	rows := &budgetedRows{RecordReader: rdr, mem: s.alloc}
 	defer rows.done()
-	in := planner.Ingest{Catalog: cmd.GetCatalog(), Schema: cmd.GetSchema(), Table: cmd.GetTable(), Rows: rows}
+	in := statement.Ingest{Catalog: cmd.GetCatalog(), Schema: cmd.GetSchema(), Table: cmd.GetTable(), Rows: rows}
 	if opts := cmd.GetTableDefinitionOptions(); opts != nil {
 		switch opts.IfNotExist {
 		case flightsql.TableDefinitionOptionsTableNotExistOptionFail:
-			in.IfMissing = planner.MissingFail
+			in.IfMissing = statement.MissingFail
 		default:
-			in.IfMissing = planner.MissingCreate
+			in.IfMissing = statement.MissingCreate
 		}
 		switch opts.IfExists {
 		case flightsql.TableDefinitionOptionsTableExistsOptionAppend:
-			in.IfExists = planner.ExistsAppend
+			in.IfExists = statement.ExistsAppend
 		case flightsql.TableDefinitionOptionsTableExistsOptionReplace:
-			in.IfExists = planner.ExistsReplace
+			in.IfExists = statement.ExistsReplace
 		default:
-			in.IfExists = planner.ExistsFail
+			in.IfExists = statement.ExistsFail
 		}
 	}
 	var n int64

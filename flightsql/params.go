@@ -27,7 +27,7 @@ import (
 // runs the update for every row. DoPut(CommandPreparedStatementUpdate)
 // (ADBC's executemany, JDBC's executeUpdate and executeBatch) carries its
 // rows in the same call; an INSERT … VALUES writes them all in one commit
-// (Planner.ExecBatch).
+// (statement.Executor.ExecBatch).
 
 // maxParamBytes bounds the bound rows carried in a handle.
 const maxParamBytes = 4 << 20

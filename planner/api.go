@@ -146,8 +146,8 @@ type Options struct {
 	// ShufflePartitions caps a shuffled join's partitions, one per live
 	// worker; 0 means DefaultShufflePartitions.
 	ShufflePartitions int
-	// Runtime, when set, serves the system.runtime tables and CALL
-	// system.cancel_query (runtime.go).
+	// Runtime, when set, serves the system.runtime tables (runtime.go)
+	// and statement's CALL system.cancel_query.
 	Runtime Runtime
 	Logger  *zap.Logger
 }

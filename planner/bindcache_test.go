@@ -66,7 +66,7 @@ func TestBindMemoSessions(t *testing.T) {
 	for _, stmt := range []string{
 		"CREATE TABLE s1.m (x INTEGER)", "CREATE TABLE s2.m (x VARCHAR, y DOUBLE)",
 	} {
-		if _, err := p.Exec(ctx, def, stmt); err != nil {
+		if _, err := execSQL(p, ctx, def, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}

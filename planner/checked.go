@@ -11,7 +11,7 @@ import (
 // Statements with client text in them reach DuckDB in one of two ways:
 // as one statement whose kind DuckDB's parser confirmed (engine.ExecChecked,
 // engine.Prepared) after its client part was parsed on its own and checked
-// for shape (checkValues), or as SQL icefloe printed from a template whose
+// for shape (CheckValues), or as SQL icefloe printed from a template whose
 // holes are expressions DuckDB parsed out of the client's text (template).
 // Never as client text spliced into a statement unchecked.
 
@@ -61,11 +61,11 @@ func plainSelect(n node) bool {
 	return true
 }
 
-// checkValues checks that text (what follows INSERT INTO t [(cols)]) is
+// CheckValues checks that text (what follows INSERT INTO t [(cols)]) is
 // exactly a VALUES list of expressions without queries, so that the
 // INSERT it ends is an INSERT of those rows and nothing else, and that no
 // constant count makes a value larger than maxValue (valuesize.go).
-func checkValues(ctx context.Context, conn *engine.Conn, text string, maxValue int64) error {
+func CheckValues(ctx context.Context, conn *engine.Conn, text string, maxValue int64) error {
 	root, err := parseNode(ctx, conn, text)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package planner
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,74 +14,69 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
 
-// Compaction (rewrite_data_files, ALTER TABLE … EXECUTE optimize).
-//
-// The coordinator plans the table's files once, picks the small ones (and
+// The planning of a compaction (rewrite_data_files, ALTER TABLE …
+// EXECUTE optimize; package statement runs and commits it):
+// PlanCompaction plans the table's files once, picks the small ones (and
 // the ones with many deletes) and bin-packs them per partition with
-// iceberg-go's compaction planner; whole groups go to the workers as
-// write fragments (the same fragments INSERT … SELECT runs), which read
-// their files with deletes applied, order the rows by the partition
-// columns and the sort order and write new files. One commit replaces
-// the rewritten files (and the delete files that apply to nothing
-// afterwards) through iceberg-go's RewriteFiles, whose validation lets
-// concurrent appends through and fails the rewrite if a concurrent commit
-// deleted rows of a rewritten file.
+// iceberg-go's compaction planner; whole groups become write fragments
+// (the same fragments INSERT … SELECT runs), which read their files with
+// deletes applied, order the rows by the partition columns and the sort
+// order and write new files.
 
-// compactSpec says what a compaction rewrites.
-type compactSpec struct {
-	// cfg holds the size and delete thresholds; cfg.MinInputFiles is not
-	// used by the planner (see keep).
-	cfg           compaction.Config
-	minInputFiles int
-	rewriteAll    bool
-	// where selects the files that may hold matching rows; "" is all.
-	where string
-	// sort replaces the table's sort order for the new files.
-	sort []ddlSortItem
+// CompactSpec says what a compaction rewrites (package statement reads
+// it from rewrite_data_files' and optimize's arguments).
+type CompactSpec struct {
+	// Config holds the size and delete thresholds; Config.MinInputFiles
+	// is not used by the planner (see groups).
+	Config        compaction.Config
+	MinInputFiles int
+	RewriteAll    bool
+	// Where selects the files that may hold matching rows; "" is all.
+	Where string
+	// Sort replaces the table's sort order for the new files
+	// (ParseSortOrder).
+	Sort []SortItem
 }
 
-// compactResult is what a compaction did.
-type compactResult struct {
-	rewrittenFiles, addedFiles, removedDeleteFiles int64
-	rewrittenBytes, addedBytes                     int64
-}
-
-// testHookBeforeRewriteCommit, when set, runs after the workers wrote a
-// compaction's files and before its commit (tests make a concurrent
-// commit there).
-var testHookBeforeRewriteCommit func()
-
-// defaultCompactSpec is the spec with iceberg-go's (and Spark's) defaults
+// DefaultCompactSpec is the spec with iceberg-go's (and Spark's) defaults
 // for tbl: the target file size is the table's.
-func defaultCompactSpec(tbl *table.Table) compactSpec {
+func DefaultCompactSpec(tbl *table.Table) CompactSpec {
 	cfg := compaction.DefaultConfig()
 	target := tbl.Properties().GetInt64(table.WriteTargetFileSizeBytesKey, table.WriteTargetFileSizeBytesDefault)
 	if target > 0 {
 		cfg.TargetFileSizeBytes, cfg.MinFileSizeBytes, cfg.MaxFileSizeBytes = target, target*3/4, target*9/5
 	}
-	return compactSpec{cfg: cfg, minInputFiles: int(compaction.DefaultMinInputFiles)}
+	return CompactSpec{Config: cfg, MinInputFiles: int(compaction.DefaultMinInputFiles)}
 }
 
-// compact runs one compaction of tgt.
-func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, spec compactSpec) (*compactResult, error) {
-	workers := p.opts.Workers.Live()
-	if len(workers) == 0 {
-		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
-	}
-	if err := spec.cfg.Validate(); err != nil {
+// CompactPlan is a planned compaction: its write and one endpoint per
+// fragment, the snapshot it was planned from (Base) and the data files it
+// rewrites (Old, OldBytes in all) with their scan tasks.
+type CompactPlan struct {
+	Write     *wire.Write
+	Endpoints []Endpoint
+	Base      int64
+	Old       []iceberg.DataFile
+	Tasks     []table.FileScanTask
+	OldBytes  int64
+}
+
+// PlanCompaction plans one compaction of tgt over workers (package
+// statement runs and commits it); nil when there is nothing to rewrite.
+func (p *Planner) PlanCompaction(ctx context.Context, sess Session, tgt *WriteTarget, spec CompactSpec, workers []Worker) (*CompactPlan, error) {
+	if err := spec.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	tbl := tgt.Pinned.Table
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
-		return &compactResult{}, nil
+		return nil, nil
 	}
-	candidates, err := p.candidateFiles(ctx, sess, tgt, spec.where)
+	candidates, err := p.candidateFiles(ctx, sess, tgt, spec.Where)
 	if err != nil {
 		return nil, err
 	}
@@ -96,40 +90,22 @@ func (p *Planner) compact(ctx context.Context, sess Session, tgt *WriteTarget, s
 		return nil, err
 	}
 	if len(groups) == 0 {
-		return &compactResult{}, nil
+		return nil, nil
 	}
 	frags := packGroups(groups, targetGroups(workers, 0, 0))
 	w, endpoints, err := p.compactFragments(ctx, tgt, spec, frags, workers)
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.runWrite(ctx, tgt, w, endpoints)
-	if err != nil {
-		return nil, err
-	}
-	out := &compactResult{addedFiles: int64(len(res.added))}
-	var old []iceberg.DataFile
-	var tasks []table.FileScanTask
+	cp := &CompactPlan{Write: w, Endpoints: endpoints, Base: snap.SnapshotID}
 	for _, g := range groups {
 		for _, f := range g {
-			old = append(old, f.file)
-			tasks = append(tasks, f.tasks...)
-			out.rewrittenBytes += f.file.FileSizeBytes()
+			cp.Old = append(cp.Old, f.file)
+			cp.Tasks = append(cp.Tasks, f.tasks...)
+			cp.OldBytes += f.file.FileSizeBytes()
 		}
 	}
-	out.rewrittenFiles = int64(len(old))
-	for _, df := range res.added {
-		out.addedBytes += df.FileSizeBytes()
-	}
-	if testHookBeforeRewriteCommit != nil {
-		testHookBeforeRewriteCommit()
-	}
-	removed, err := p.commitRewrite(ctx, tgt, snap.SnapshotID, old, tasks, res.added)
-	if err := p.keepOrRemove(tgt, err, res.added); err != nil {
-		return nil, err
-	}
-	out.removedDeleteFiles = removed
-	return out, nil
+	return cp, nil
 }
 
 // candidateFiles are the data files a compaction's where predicate may
@@ -192,20 +168,20 @@ func filesOf(tasks []table.FileScanTask, candidates map[string]bool) ([]*dataFil
 // groups picks and bin-packs the files to rewrite: iceberg-go's planner
 // chooses the candidates (small files, files with many deletes) and packs
 // them per partition toward the target size; a group is rewritten when it
-// has at least minInputFiles files, more than a target's worth of bytes,
-// or a file with too many deletes (Spark's rule). rewriteAll packs every
+// has at least MinInputFiles files, more than a target's worth of bytes,
+// or a file with too many deletes (Spark's rule). RewriteAll packs every
 // file.
-func (s compactSpec) groups(files []*dataFileTasks) ([][]*dataFileTasks, error) {
+func (s CompactSpec) groups(files []*dataFileTasks) ([][]*dataFileTasks, error) {
 	byPath := map[string]*dataFileTasks{}
 	reps := make([]table.FileScanTask, len(files))
 	for i, f := range files {
 		byPath[f.file.FilePath()] = f
 		reps[i] = f.tasks[0]
 	}
-	if s.rewriteAll {
-		return packByPartition(files, s.cfg.TargetFileSizeBytes), nil
+	if s.RewriteAll {
+		return packByPartition(files, s.Config.TargetFileSizeBytes), nil
 	}
-	cfg := s.cfg
+	cfg := s.Config
 	cfg.MinInputFiles = 1
 	plan, err := cfg.PlanCompaction(reps)
 	if err != nil {
@@ -213,7 +189,7 @@ func (s compactSpec) groups(files []*dataFileTasks) ([][]*dataFileTasks, error) 
 	}
 	var out [][]*dataFileTasks
 	for _, g := range plan.Groups {
-		keep := len(g.Tasks) >= s.minInputFiles || g.TotalSizeBytes > cfg.TargetFileSizeBytes
+		keep := len(g.Tasks) >= s.MinInputFiles || g.TotalSizeBytes > cfg.TargetFileSizeBytes
 		var group []*dataFileTasks
 		for _, t := range g.Tasks {
 			keep = keep || s.deleteHeavy(t)
@@ -229,12 +205,12 @@ func (s compactSpec) groups(files []*dataFileTasks) ([][]*dataFileTasks, error) 
 // deleteHeavy tells a file rewritten for its deletes: at least the
 // delete-file threshold of delete files, or deletes that hide at least
 // the delete-ratio threshold of its rows.
-func (s compactSpec) deleteHeavy(t table.FileScanTask) bool {
+func (s CompactSpec) deleteHeavy(t table.FileScanTask) bool {
 	n := len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
 	if n == 0 {
 		return false
 	}
-	if n >= s.cfg.DeleteFileThreshold {
+	if n >= s.Config.DeleteFileThreshold {
 		return true
 	}
 	var deleted int64
@@ -244,7 +220,7 @@ func (s compactSpec) deleteHeavy(t table.FileScanTask) bool {
 		}
 	}
 	rows := t.File.Count()
-	return s.cfg.DeleteRatioThreshold > 0 && rows > 0 && float64(min(deleted, rows))/float64(rows) >= s.cfg.DeleteRatioThreshold
+	return s.Config.DeleteRatioThreshold > 0 && rows > 0 && float64(min(deleted, rows))/float64(rows) >= s.Config.DeleteRatioThreshold
 }
 
 // packByPartition packs every file into groups of one partition (and
@@ -317,7 +293,7 @@ func lightest(sizes []int64) int {
 // fragment: the fragment reads its files whole, with deletes applied
 // (and the row-lineage columns on a v3 table), and writes their rows
 // sorted as the spec says.
-func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec compactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
+func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec CompactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
 	tbl := tgt.Pinned.Table
 	lineage := hasLineage(&input{pinned: tgt.Pinned})
 	var cols, sel, project []string
@@ -361,20 +337,20 @@ func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec c
 		}
 		endpoints = append(endpoints, Endpoint{Ticket: sealed, Locations: []string{workers[i%len(workers)].Location}})
 	}
-	w := p.newWrite(tgt)
+	w := p.NewWrite(tgt)
 	w.Project, w.InputColumns, w.Lineage = strings.Join(project, ", "), len(cols), lineage
-	w.OrderBy = partitionOrder(tbl)
-	if spec.sort != nil {
-		w.OrderBy = sortOrderBy(tbl, spec.sort)
+	w.OrderBy = PartitionOrder(tbl)
+	if spec.Sort != nil {
+		w.OrderBy = sortOrderBy(tbl, spec.Sort)
 	}
-	w.TargetFileSize = spec.cfg.TargetFileSizeBytes
+	w.TargetFileSize = spec.Config.TargetFileSizeBytes
 	return w, endpoints, nil
 }
 
 // sortOrderBy is the ORDER BY of a sort-strategy compaction: the
 // partition columns, then the given sort keys (nulls first ascending and
 // last descending unless given, as in a table's sort order).
-func sortOrderBy(tbl *table.Table, items []ddlSortItem) string {
+func sortOrderBy(tbl *table.Table, items []SortItem) string {
 	keys := partitionKeys(tbl)
 	for _, it := range items {
 		k, nulls := engine.Quote(it.column)+" ASC", " NULLS FIRST"
@@ -387,76 +363,4 @@ func sortOrderBy(tbl *table.Table, items []ddlSortItem) string {
 		keys = append(keys, k+nulls)
 	}
 	return strings.Join(keys, ", ")
-}
-
-// commitRewrite commits one rewrite snapshot: old replaced by added, with
-// the delete files that apply to nothing afterwards removed (position
-// deletes of rewritten files only, their deletion vectors, equality
-// deletes no surviving file can see). tasks are the rewritten files'
-// tasks as planned from snapshot base. It returns how many delete files
-// it removed.
-//
-// A commit that removes delete files cannot be replayed by iceberg-go on
-// a lost race; if only appends landed since base (they cannot touch the
-// rewritten files nor make a removed delete apply again), the same
-// rewrite is committed again on the refreshed table.
-func (p *Planner) commitRewrite(ctx context.Context, tgt *WriteTarget, base int64, old []iceberg.DataFile, tasks []table.FileScanTask, added []iceberg.DataFile) (int64, error) {
-	tbl := tgt.Pinned.Table
-	fsys, err := tbl.FS(ctx)
-	if err != nil {
-		return 0, err
-	}
-	rewritten := map[string]struct{}{}
-	for _, df := range old {
-		rewritten[df.FilePath()] = struct{}{}
-	}
-	snap := tbl.SnapshotByID(base)
-	deadPos, err := table.CollectDeadPositionDeletes(ctx, fsys, snap, rewritten)
-	if err != nil {
-		return 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
-	}
-	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fsys, tbl.Metadata(), snap, rewritten)
-	if err != nil {
-		return 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
-	}
-	gr := table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: added,
-		SafePosDeletes: deadPos, SafeDeletionVectors: table.CollectSafeDeletionVectors(tasks)}
-	change := func(tx *table.Transaction, _ table.Metadata) error {
-		rw := tx.NewRewrite(nil).ApplyResult(gr)
-		for _, df := range deadEq {
-			rw.DeleteFile(df)
-		}
-		return rw.Commit(ctx)
-	}
-	removed := int64(len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq))
-	for attempt := 0; ; attempt++ {
-		err = p.commitWith(ctx, tgt, true, change)
-		if err == nil || !errors.Is(err, ErrConflict) || attempt >= appendAttempts {
-			return removed, err
-		}
-		fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
-		if lerr != nil || !onlyAppendsSince(fresh.Table, base) {
-			return 0, err
-		}
-		if serr := commit.Backoff(ctx, attempt+1); serr != nil {
-			return 0, err
-		}
-		tgt.Pinned = fresh
-	}
-}
-
-// onlyAppendsSince reports whether every snapshot of tbl's main branch
-// after base is an append.
-func onlyAppendsSince(tbl *table.Table, base int64) bool {
-	md := tbl.Metadata()
-	for s := tbl.CurrentSnapshot(); s != nil; {
-		if s.SnapshotID == base {
-			return true
-		}
-		if s.Summary == nil || s.Summary.Operation != table.OpAppend || s.ParentSnapshotID == nil {
-			return false
-		}
-		s = md.SnapshotByID(*s.ParentSnapshotID)
-	}
-	return false
 }

@@ -16,35 +16,67 @@ import (
 	"github.com/icefloe/icefloe/wire"
 )
 
-// dmlDelete runs DELETE FROM name [WHERE pred] copy-on-write: every data
-// file with a matching row is rewritten without those rows (a file whose
-// rows all match is dropped without a replacement), in one commit. args
-// bind the WHERE clause's parameters.
-func (p *Planner) dmlDelete(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
+// DML is an UPDATE, DELETE or MERGE planned against its target table
+// (PlanDML): the statements of the copy-on-write rewrite of its files
+// and, for MERGE, the query of the source rows no target row matches.
+type DML struct {
+	// Target is the table the statement writes, pinned as loaded.
+	Target *WriteTarget
+	// Match counts the rows of the target the statement changes
+	// (SELECT count(*) FROM target [WHERE pred]); ExactFilter converts a
+	// DELETE's to an Iceberg filter.
+	Match string
+	// Where says a DELETE or UPDATE has a WHERE clause.
+	Where bool
+	// Insert is MERGE's INSERT query of the source rows no target row
+	// matches, for statement's INSERT … SELECT; "" without WHEN NOT MATCHED.
+	Insert string
+	// rewrite is the copy-on-write statements (out "" when the statement
+	// rewrites no file: a MERGE without WHEN MATCHED clauses).
+	rewrite rewriteSQL
+}
+
+// Rewrites says the statement rewrites files of its target
+// (PlanRewrite).
+func (d *DML) Rewrites() bool { return d.rewrite.out != "" }
+
+// PlanDML reads an UPDATE, DELETE or MERGE statement, loads its target
+// once the caller holds the privileges the statement needs, and prints
+// the statements it runs through DuckDB's AST (the client's expressions go
+// in as DuckDB parsed them). args bind the placeholders of an UPDATE's
+// SET and WHERE or a DELETE's WHERE; MERGE takes none. Anything else
+// returns an error wrapping ErrUnsupported.
+func (p *Planner) PlanDML(ctx context.Context, sess Session, ps *Parser, args []any) (*DML, error) {
+	switch {
+	case ps.At("DELETE"):
+		return p.planDelete(ctx, sess, ps, args)
+	case ps.At("UPDATE"):
+		return p.planUpdate(ctx, sess, ps, args)
+	case ps.At("MERGE"):
+		return p.planMerge(ctx, sess, ps, args)
+	}
+	return nil, fmt.Errorf("%w: %s statements", ErrUnsupported, ps.Kind())
+}
+
+// planDelete plans DELETE FROM name [WHERE pred] as a copy-on-write
+// rewrite: every data file with a matching row is rewritten without those
+// rows (a file whose rows all match is dropped without a replacement).
+func (p *Planner) planDelete(ctx context.Context, sess Session, ps *Parser, args []any) (*DML, error) {
 	parts, pred, err := ps.deleteParts()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	tgt, conn, err := p.targetConn(ctx, sess, parts, authz.Delete)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer conn.Close()
 	keep, match, err := deleteSQL(ctx, conn, tgt, quotedName(parts), pred)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	md := tgt.Pinned.Table.Metadata()
-	if pred != "" && md.Version() >= 2 && md.Properties().Get(table.WriteDeleteModeKey, "") == table.WriteModeMergeOnRead {
-		if n, ok, err := p.deleteEquality(ctx, sess, tgt, match, args); ok || err != nil {
-			return n, err
-		}
-		n, ok, err := p.deleteMergeOnRead(ctx, sess, tgt, match, args)
-		if ok || err != nil {
-			return n, err
-		}
-	}
-	return p.rewrite(ctx, sess, tgt, rewriteSQL{out: keep, match: match, outArgs: args, matchArgs: args})
+	return &DML{Target: tgt, Match: match, Where: pred != "",
+		rewrite: rewriteSQL{out: keep, match: match, outArgs: args, matchArgs: args}}, nil
 }
 
 // targetConn loads the target table of a DELETE or UPDATE once the caller
@@ -71,7 +103,7 @@ func (ps *Parser) deleteParts() (parts []string, pred string, err error) {
 	if parts, err = ps.Name(3); err != nil {
 		return nil, "", err
 	}
-	pred, err = ps.where("DELETE")
+	pred, err = ps.Where("DELETE")
 	return parts, pred, err
 }
 
@@ -103,60 +135,12 @@ func deleteSQL(ctx context.Context, conn *engine.Conn, tgt *WriteTarget, name, p
 	return keep, match, nil
 }
 
-// deleteMergeOnRead runs a DELETE on a table whose write.delete.mode is
-// merge-on-read with iceberg-go's own delete: positional delete files (v2)
-// or deletion vectors (v3) for partly matching files, whole-file removal
-// for files that match entirely. It applies only when the WHERE clause
-// converts exactly to an Iceberg filter; ok is false otherwise and the
-// caller rewrites the files instead. The matching rows are counted on the
-// coordinator with the same filter.
-func (p *Planner) deleteMergeOnRead(ctx context.Context, sess Session, tgt *WriteTarget, match string, args []any) (n int64, ok bool, err error) {
-	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match, args)
-	if err != nil || !exact {
-		return 0, false, err
-	}
-	if tgt.Branch == "" {
-		tgt.Pinned = in.pinned // commit against the version read
-	}
-	tbl := in.pinned.Table
-	if tbl.CurrentSnapshot() == nil {
-		return 0, true, nil
-	}
-	first := tbl.Schema().Fields()[0].Name
-	// A count that iceberg-go cannot make (e.g. metrics of files written
-	// before a type widening) sends the DELETE to copy-on-write.
-	_, recs, err := tbl.Scan(table.WithRowFilter(expr), table.WithSelectedFields(first)).ToArrowRecords(ctx)
-	if err != nil {
-		return 0, false, nil
-	}
-	for rec, err := range recs {
-		if err != nil {
-			return 0, false, nil
-		}
-		n += rec.NumRows()
-		rec.Release()
-	}
-	if n == 0 {
-		return 0, true, nil
-	}
-	if d := DryRunOf(ctx); d != nil {
-		d.Note("rows", "%d rows of %s match", n, tgt.Ref)
-		return 0, true, d.Commit("delete (merge-on-read): positional deletes (v2) or deletion vectors (v3) for files that match in part, removal of files that match whole, in one snapshot")
-	}
-	err = p.Commit(ctx, tgt, func(tx *table.Transaction) error {
-		return tx.Delete(ctx, expr, nil, table.WithDeleteCaseInsensitive())
-	}, nil)
-	if err != nil {
-		return 0, true, err
-	}
-	return n, true, nil
-}
-
-// exactFilter binds match (SELECT count(*) FROM target WHERE pred) with
-// args, the WHERE clause's parameters, and converts its whole WHERE clause
-// to an Iceberg filter; exact is false when some of it does not convert
-// exactly.
-func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *WriteTarget, match string, args []any) (in *input, expr iceberg.BooleanExpression, exact bool, err error) {
+// ExactFilter binds match (a DML's Match: SELECT count(*) FROM target
+// WHERE pred) with args, the WHERE clause's parameters, and converts its
+// whole WHERE clause to an Iceberg filter over the target as the bind
+// pinned it (read); exact is false when some of it does not convert
+// exactly (merge-on-read deletes need an exact filter).
+func (p *Planner) ExactFilter(ctx context.Context, sess Session, tgt *WriteTarget, match string, args []any) (read *catalog.Pinned, expr iceberg.BooleanExpression, exact bool, err error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, nil, false, err
@@ -174,35 +158,36 @@ func (p *Planner) exactFilter(ctx context.Context, sess Session, tgt *WriteTarge
 	if where == nil {
 		return nil, nil, false, nil
 	}
-	in, expr, exact = columnResolver{inputs: mb.inputs, aliases: mb.aliases}.convert(where)
+	in, expr, exact := columnResolver{inputs: mb.inputs, aliases: mb.aliases}.convert(where)
 	if expr == nil || !exact || in != mb.inputs[0] {
 		return nil, nil, false, nil
 	}
-	return in, expr, true, nil
+	return in.pinned, expr, true, nil
 }
 
-// dmlUpdate runs UPDATE name SET col = expr, … [WHERE pred]
-// copy-on-write: every data file with a matching row is rewritten with the
-// new values, in one commit. args bind the parameters of SET and WHERE.
-func (p *Planner) dmlUpdate(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
+// planUpdate plans UPDATE name SET col = expr, … [WHERE pred] as a
+// copy-on-write rewrite: every data file with a matching row is rewritten
+// with the new values. args bind the parameters of SET and WHERE.
+func (p *Planner) planUpdate(ctx context.Context, sess Session, ps *Parser, args []any) (*DML, error) {
 	u, err := ps.updateParts()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	tgt, conn, err := p.targetConn(ctx, sess, u.parts, authz.Update)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer conn.Close()
 	out, match, where, err := updateSQL(ctx, conn, tgt, quotedName(u.parts), u)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	matchArgs := args
 	if _, n, _ := paramNodes(where); n == 0 {
 		matchArgs = nil // the placeholders are all in SET
 	}
-	return p.rewrite(ctx, sess, tgt, rewriteSQL{out: out, match: match, outArgs: args, matchArgs: matchArgs})
+	return &DML{Target: tgt, Match: match, Where: where != nil,
+		rewrite: rewriteSQL{out: out, match: match, outArgs: args, matchArgs: matchArgs}}, nil
 }
 
 // rewriteSQL are the statements of a copy-on-write rewrite and the
@@ -276,7 +261,7 @@ func (ps *Parser) updateParts() (updateText, error) {
 	if ps.At("FROM") {
 		return u, fmt.Errorf("%w: UPDATE … FROM", ErrUnsupported)
 	}
-	u.pred, err = ps.where("UPDATE")
+	u.pred, err = ps.Where("UPDATE")
 	return u, err
 }
 
@@ -318,8 +303,8 @@ func updateSQL(ctx context.Context, conn *engine.Conn, tgt *WriteTarget, name st
 	return out, match, where, nil
 }
 
-// where reads an optional trailing "WHERE pred" and returns pred's text.
-func (p *Parser) where(stmt string) (string, error) {
+// Where reads an optional trailing "WHERE pred" and returns pred's text.
+func (p *Parser) Where(stmt string) (string, error) {
 	if p.Pos >= len(p.toks) {
 		return "", nil
 	}
@@ -395,35 +380,33 @@ type dataFileTasks struct {
 	bytes int64
 }
 
-// rewrite runs a copy-on-write rewrite (rewriteFiles) and commits its
-// files in one snapshot.
-func (p *Planner) rewrite(ctx context.Context, sess Session, tgt *WriteTarget, q rewriteSQL) (int64, error) {
-	rw, err := p.rewriteFiles(ctx, sess, tgt, q)
-	if err != nil || len(rw.deleted) == 0 {
-		return 0, err
-	}
-	if err := p.keepOrRemove(tgt, p.commitFiles(ctx, tgt, rw.deleted, rw.added), rw.added); err != nil {
-		return 0, err
-	}
-	return rw.affected, nil
+// Rewrite is the planned copy-on-write rewrite of a DML statement
+// (PlanRewrite): one endpoint per group of whole data files of the
+// target, each ticket's first scan holding its files and the rest full
+// scans of the other tables the statement reads.
+type Rewrite struct {
+	Endpoints []Endpoint
+	// MatchSQL counts a file's matching rows (wire.Write.MatchSQL): the
+	// fragment rewrites only files with a match.
+	MatchSQL string
+	// Lineage says the rows keep their v3 row lineage
+	// (wire.Write.Lineage).
+	Lineage bool
+	// Files are the data files an endpoint may replace, by path: a
+	// fragment that reports another file replaced fails the statement.
+	Files map[string]iceberg.DataFile
 }
 
-// rewritten is what a copy-on-write rewrite wrote, not yet committed: the
-// data files it replaces, the files replacing them and how many rows the
-// statement changed in them.
-type rewritten struct {
-	deleted, added []iceberg.DataFile
-	affected       int64
-}
-
-// rewriteFiles runs the fragments of a copy-on-write rewrite: q.out
-// yields the new rows of a data file, q.match counts the rows the
-// statement affects in it. Files go to the workers whole; each rewrites
-// the files with a match and reports them replaced. Tables other than the
-// target that q reads (a MERGE's source, q.broadcast) are read in full by
-// every fragment. Nothing is committed; on failure the files written are
-// deleted.
-func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *WriteTarget, q rewriteSQL) (*rewritten, error) {
+// PlanRewrite plans the copy-on-write rewrite of d: its out statement
+// yields the new rows of a data file, its match statement counts the rows
+// the statement affects in it. Files the WHERE clause cannot match are
+// pruned; the others go to the workers whole. Tables other than the
+// target that d reads (a MERGE's source) are read in full by every
+// fragment. d.Target is pinned to the version read (on main), which the
+// commit is made against. nil, and no error, when no file can match.
+// Under a dry run it notes the files read.
+func (p *Planner) PlanRewrite(ctx context.Context, sess Session, d *DML) (*Rewrite, error) {
+	tgt, q := d.Target, d.rewrite
 	workers := p.opts.Workers.Live()
 	if len(workers) == 0 {
 		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", ErrNoWorkers)
@@ -462,7 +445,7 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *WriteTarg
 	}
 	tbl := in.pinned.Table
 	if tbl.CurrentSnapshot() == nil {
-		return &rewritten{}, nil
+		return nil, nil
 	}
 	// Files the WHERE clause cannot match are pruned; the others are read
 	// whole (no residual filter) so their unmatched rows survive.
@@ -483,7 +466,7 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *WriteTarg
 	}
 	files, byPath := filesOf(all, candidates)
 	if len(files) == 0 {
-		return &rewritten{}, nil
+		return nil, nil
 	}
 	if d := DryRunOf(ctx); d != nil {
 		every, _ := filesOf(all, nil)
@@ -507,20 +490,9 @@ func (p *Planner) rewriteFiles(ctx context.Context, sess Session, tgt *WriteTarg
 	if err != nil {
 		return nil, err
 	}
-	w := p.newWrite(tgt)
-	w.Rewrite, w.MatchSQL, w.Lineage = true, mb.sql, lineage
-	res, err := p.runWrite(ctx, tgt, w, endpoints)
-	if err != nil {
-		return nil, err
-	}
-	rw := &rewritten{added: res.added, affected: res.affected}
-	for path := range res.replaced {
-		f, ok := byPath[path]
-		if !ok {
-			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
-			return nil, fmt.Errorf("%w: a worker replaced %s, which was not planned", ErrWriteFailed, path)
-		}
-		rw.deleted = append(rw.deleted, f.file)
+	rw := &Rewrite{Endpoints: endpoints, MatchSQL: mb.sql, Lineage: lineage, Files: make(map[string]iceberg.DataFile, len(byPath))}
+	for path, f := range byPath {
+		rw.Files[path] = f.file
 	}
 	return rw, nil
 }

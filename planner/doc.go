@@ -4,19 +4,26 @@
 // plans and groups file tasks, chooses a strategy and seals one ticket per
 // endpoint.
 //
-// Statement execution is moving out to package statement (issue 13), whose
-// Executor wraps a Planner; statement imports planner, never the reverse.
-// What statement uses from here is the statement parser (Parser,
-// ParseUpdate, PartitionItem), write targets (WriteTarget, LoadTarget),
-// one commit (Commit), DuckDB's reading of a column list and of a
-// query's columns (Planner.ParseColumns, Planner.QueryColumns), the
-// decimal-partition check (CheckDecimalPartitions), authorization
-// (Planner.Authorize), the schema of a new table or view
-// (Planner.ExistingSchema), a catalog's views (Planner.Views; queries
-// expand them here), a metadata commit (Planner.CommitMeta), the dry-run
-// notes of an EXPLAIN of a write (DryRun) and the plan of EXPLAIN lines
-// (LinesPlan). The DDL and DML
-// that have not moved yet (CREATE TABLE, ALTER TABLE … EXECUTE, INSERT,
-// UPDATE, DELETE, MERGE, bulk ingest, CALL procedures) still run here,
-// reached through the Executor.
+// Statement execution lives in package statement, whose Executor wraps a
+// Planner; statement imports planner, never the reverse. What statement
+// uses from here is planning and shared reading: the statement parser
+// (Parser, ParseUpdate, ParseStatement, PartitionItem, SortItem,
+// ParseSortOrder), write targets (WriteTarget, LoadTarget, LoadTargetRef),
+// an INSERT's query bound to its target (BindInsert) and the write spec
+// and sealed tickets of a write (NewWrite, WriteTickets), the plans of
+// UPDATE, DELETE and MERGE (PlanDML, PlanRewrite, ExactFilter), the plan
+// of a compaction (PlanCompaction, CompactSpec, DefaultCompactSpec),
+// authorization (Planner.Authorize), DuckDB's reading of a column list
+// and of a query's columns, the schema of a new table or view, a
+// catalog's views, the dry-run notes of an EXPLAIN of a write (DryRun)
+// and the plan of EXPLAIN lines (LinesPlan). CALL reaches the query path
+// (Bind, Plan) and is answered by the Procedures statement installs
+// (SetProcedures).
+//
+// planner does not run writes: it neither pulls write fragments from the
+// workers nor commits. It imports internal/commit only for what queries
+// and the API share with the commits: the error sentinels ErrConflict and
+// ErrCommitUnknown, the commit counters (CommitStats, Planner.Commits,
+// which statement's commits count into), DefaultCommitRetries, and
+// commit.FindRef to resolve the branch a query or a write target reads.
 package planner

@@ -58,9 +58,9 @@ func (d *DryRun) Commit(format string, args ...any) error {
 	return ErrDryRun
 }
 
-// stop is where every change would start: a dry run stops there, noting
-// a commit if the statement has not said which.
-func (d *DryRun) stop() error {
+// Stop is where every change would start: a dry run (d not nil) stops
+// there, noting a commit if the statement has not said which.
+func (d *DryRun) Stop() error {
 	if d == nil {
 		return nil
 	}
@@ -94,16 +94,17 @@ func explainsWrite(inner string) bool {
 	return ps.At("INSERT") || ps.At("UPDATE") || ps.At("DELETE") || ps.At("MERGE") || ps.At("TRUNCATE") || ps.At("CREATE", "TABLE")
 }
 
-// plan notes the distributed plan of the query a write reads.
-func (d *DryRun) plan(explain string) {
+// NotePlan notes the distributed plan (Plan.Explain) of the query a
+// write reads.
+func (d *DryRun) NotePlan(explain string) {
 	for _, l := range strings.Split(strings.TrimSuffix(explain, "\n"), "\n") {
 		d.lines = append(d.lines, "read "+l)
 	}
 }
 
-// fragments notes the write fragments a statement would send and
+// Fragments notes the write fragments a statement would send and
 // the commit they would end in, and stops the dry run.
-func (d *DryRun) fragments(target string, w *wire.Write, endpoints []Endpoint) error {
+func (d *DryRun) Fragments(target string, w *wire.Write, endpoints []Endpoint) error {
 	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(endpoints), target)
 	for i, e := range endpoints {
 		d.Note(fmt.Sprintf("fragment %d", i), "%s", strings.Join(e.Locations, ", "))
@@ -112,17 +113,4 @@ func (d *DryRun) fragments(target string, w *wire.Write, endpoints []Endpoint) e
 		return d.Commit("overwrite (copy-on-write): the rewritten files replace the files they were read from, in one snapshot")
 	}
 	return d.Commit("append: the written files are added in one snapshot")
-}
-
-// explainCTAS notes the table a CREATE TABLE … AS would create and the
-// plan of its query, and stops the dry run.
-func (p *Planner) explainCTAS(ctx context.Context, sess Session, d *DryRun, ref fmt.Stringer, columns, query string) error {
-	d.Note("create", "table %s %s", ref, columns)
-	plan, err := p.Plan(ctx, sess, query)
-	if err != nil {
-		return err
-	}
-	d.plan(plan.Explain)
-	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(plan.Endpoints), ref)
-	return d.Commit("create the table, then append the written files in one snapshot")
 }

@@ -192,7 +192,7 @@ func (p *Planner) pullAll(ctx context.Context, fs []*fragment) error {
 func (p *Planner) pullFragment(ctx context.Context, f *fragment) error {
 	start := time.Now()
 	// Client only notes which location the pull tries; the pool dials it.
-	o := flightclient.PullOptions{OnUnavailable: p.unreachable,
+	o := flightclient.PullOptions{OnUnavailable: p.Unreachable,
 		Client: func(loc string) (flight.Client, bool) { f.location = loc; return nil, false }}
 	err := p.opts.Flight.Pull(ctx, f.locations, f.ticket, o, func(rec arrow.RecordBatch) error {
 		defer rec.Release()

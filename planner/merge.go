@@ -59,47 +59,28 @@ type mergeText struct {
 	exprs   []string
 }
 
-// dmlMerge runs a MERGE statement.
-func (p *Planner) dmlMerge(ctx context.Context, sess Session, ps *Parser, args []any) (int64, error) {
+// planMerge plans a MERGE statement: its copy-on-write rewrite of the
+// target's files (when it has WHEN MATCHED or NOT MATCHED BY SOURCE
+// clauses) and the INSERT of the source rows no target row matches.
+func (p *Planner) planMerge(ctx context.Context, sess Session, ps *Parser, args []any) (*DML, error) {
 	if len(args) > 0 {
-		return 0, fmt.Errorf("%w: parameters in MERGE", ErrUnsupported)
+		return nil, fmt.Errorf("%w: parameters in MERGE", ErrUnsupported)
 	}
 	m, err := ps.mergeParts()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	privs := m.privileges()
 	tgt, conn, err := p.targetConn(ctx, sess, m.parts, privs...)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer conn.Close()
 	q, err := p.mergeSQL(ctx, conn, sess, tgt, m)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	rw := &rewritten{}
-	if q.rewrite.out != "" {
-		if rw, err = p.rewriteFiles(ctx, sess, tgt, q.rewrite); err != nil {
-			return 0, err
-		}
-	}
-	added, n := rw.added, rw.affected
-	if q.insert != "" {
-		res, err := p.writeSelect(ctx, sess, tgt, nil, q.insert)
-		if err != nil {
-			p.removeOnly(tgt, rw.added)
-			return 0, err
-		}
-		added, n = append(added, res.added...), n+res.rows
-	}
-	if len(rw.deleted) == 0 && len(added) == 0 {
-		return 0, nil
-	}
-	if err := p.keepOrRemove(tgt, p.commitFiles(ctx, tgt, rw.deleted, added), added); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return &DML{Target: tgt, Match: q.rewrite.match, Insert: q.insert, rewrite: q.rewrite}, nil
 }
 
 // privileges are what the statement needs on its target: UPDATE, DELETE

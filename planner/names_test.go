@@ -67,7 +67,7 @@ func TestResolveNames(t *testing.T) {
 	p, _ := testPlanner(t, twoWorkers, 1)
 	ctx := context.Background()
 	s := Session{Catalog: "local", Schema: "default"}
-	if _, err := p.Exec(ctx, s, "CREATE TABLE Mixed (Id BIGINT)"); err != nil {
+	if _, err := execSQL(p, ctx, s, "CREATE TABLE Mixed (Id BIGINT)"); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"SELECT * FROM T", "SELECT * FROM LOCAL.DEFAULT.t", `SELECT * FROM "default".t`,
@@ -77,7 +77,7 @@ func TestResolveNames(t *testing.T) {
 			t.Errorf("%s: %v", q, err)
 		}
 	}
-	if _, err := p.Exec(ctx, s, "CREATE TABLE mixed (x INT)"); err != nil {
+	if _, err := execSQL(p, ctx, s, "CREATE TABLE mixed (x INT)"); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

@@ -23,8 +23,8 @@ import (
 // Bound parameters.
 //
 // A statement's `?` (or `$n`) placeholders take the trailing args of Plan,
-// Bind and Exec, in order. An arg is a Go value (nil, bool, any int or
-// uint, float32, float64, string, []byte, time.Time) or an arrow
+// Bind and statement.Executor.Exec, in order. An arg is a Go value (nil,
+// bool, any int or uint, float32, float64, string, []byte, time.Time) or an arrow
 // scalar.Scalar, which carries its exact type (date32, time64, timestamps
 // with or without a zone, decimal128, binary, uuid, …); flightsql hands
 // each row of a client's parameter batch over as scalars.
@@ -359,8 +359,8 @@ func hasParams(ast *parsed) bool {
 	return n > 0
 }
 
-// driverArgs turns args into values for DuckDB's database/sql binding.
-func driverArgs(args []any) ([]any, error) {
+// DriverArgs turns args into values for DuckDB's database/sql binding.
+func DriverArgs(args []any) ([]any, error) {
 	out := make([]any, len(args))
 	for i, a := range args {
 		p, err := toParam(a)
@@ -548,15 +548,15 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *Parser
 	}
 	columns := ""
 	if ps.AtPunct("(") {
-		open, closing, err := ps.group()
+		open, closing, err := ps.Group()
 		if err != nil {
 			return nil, err
 		}
-		names, err := (&Parser{src: ps.src, toks: ps.toks[open+1 : closing]}).columnNames()
+		names, err := (&Parser{src: ps.src, toks: ps.toks[open+1 : closing]}).ColumnNames()
 		if err != nil {
 			return nil, nil // INSERT INTO t (SELECT …): no parameters described
 		}
-		columns = "(" + quotedNames(names) + ")"
+		columns = "(" + QuotedNames(names) + ")"
 	}
 	if !ps.At("VALUES") {
 		return nil, nil // INSERT … SELECT: no parameters described
@@ -587,7 +587,7 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *Parser
 	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
 		return nil, fmt.Errorf("insert into %s: stand-in: %w", ref, err)
 	}
-	if err := checkValues(ctx, conn, values, p.opts.MaxValueBytes); err != nil {
+	if err := CheckValues(ctx, conn, values, p.opts.MaxValueBytes); err != nil {
 		return nil, err
 	}
 	return paramTypes(ctx, conn, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO "+standIn+" "+columns+" "+values)
@@ -630,7 +630,7 @@ func (p *Planner) dmlParamTypes(ctx context.Context, sess Session, query string)
 		return nil, err
 	}
 	defer conn.Close()
-	standIn, err := createStandIn(ctx, conn, tgt.Ref, tgt.Pinned.Table.Schema(), false)
+	standIn, err := CreateStandIn(ctx, conn, tgt.Ref, tgt.Pinned.Table.Schema(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -655,7 +655,7 @@ func (p *Planner) dmlParamTypes(ctx context.Context, sess Session, query string)
 
 // ParamRows turns parameter batches (one column per placeholder, one row
 // per execution) into one []any of Arrow scalars per row, the args of
-// Plan, Bind and Exec.
+// Plan, Bind and statement.Executor.Exec.
 func ParamRows(recs []arrow.RecordBatch) ([][]any, error) {
 	var rows [][]any
 	for _, rec := range recs {
@@ -672,35 +672,4 @@ func ParamRows(recs []arrow.RecordBatch) ([][]any, error) {
 		}
 	}
 	return rows, nil
-}
-
-// paramBatch is the parameter rows of one update: a client's Arrow
-// batches (recs), or Go values (rows, Exec's args), or none.
-type paramBatch struct {
-	recs []arrow.RecordBatch
-	rows [][]any
-}
-
-// len is the number of parameter rows.
-func (b *paramBatch) len() int {
-	if b.rows != nil {
-		return len(b.rows)
-	}
-	n := 0
-	for _, r := range b.recs {
-		n += int(r.NumRows())
-	}
-	return n
-}
-
-// values returns the rows as Go values (ParamRows of the batches).
-func (b *paramBatch) values() ([][]any, error) {
-	if b.rows == nil && len(b.recs) > 0 {
-		rows, err := ParamRows(b.recs)
-		if err != nil {
-			return nil, err
-		}
-		b.rows = rows
-	}
-	return b.rows, nil
 }

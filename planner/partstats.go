@@ -6,108 +6,18 @@ import (
 	"sync"
 
 	"github.com/apache/iceberg-go/table"
-	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/partstats"
-	"github.com/icefloe/icefloe/internal/tracing"
 )
 
-// Partition statistics: written on commit when a table asks for them
-// (PartitionStatsKey) or by CALL system.compute_partition_stats, and read
-// back for the row estimates EXPLAIN prints.
+// Partition statistics: written by package statement after a commit when
+// a table asks for them (PartitionStatsKey) or by CALL
+// system.compute_partition_stats, and read back here for the row
+// estimates EXPLAIN prints.
 
 // PartitionStatsKey is the table property that makes every commit that
 // adds a snapshot write that snapshot's partition statistics.
 const PartitionStatsKey = "icefloe.partition-stats.enabled"
-
-func init() {
-	registerProcedure(&procedure{
-		name:    "compute_partition_stats",
-		params:  []procParam{{name: "table", kind: argString, required: true}, {name: "snapshot_id", kind: argInt}},
-		columns: []procColumn{{"partition_statistics_file", "VARCHAR"}},
-		run: func(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
-			tgt, err := c.target(ctx, p)
-			if err != nil {
-				return nil, err
-			}
-			snap := tgt.Pinned.Table.CurrentSnapshot()
-			if id, ok := c.int("snapshot_id"); ok {
-				if snap = tgt.Pinned.Table.SnapshotByID(id); snap == nil {
-					return nil, fmt.Errorf("%w: no snapshot %d in %s", ErrNotFound, id, tgt.Ref)
-				}
-			}
-			if !partitioned(tgt.Pinned.Table) {
-				return nil, fmt.Errorf("%w: %s is not partitioned", ErrInvalid, tgt.Ref)
-			}
-			if snap == nil {
-				return nil, nil
-			}
-			f, err := p.writePartitionStats(ctx, tgt, snap)
-			if err != nil {
-				return nil, err
-			}
-			return [][]any{{f.StatisticsPath}}, nil
-		},
-	})
-}
-
-// writePartitionStats computes and writes snap's partition statistics and
-// registers them in the table's metadata.
-func (p *Planner) writePartitionStats(ctx context.Context, tgt *WriteTarget, snap *table.Snapshot) (table.PartitionStatisticsFile, error) {
-	tbl := tgt.Pinned.Table
-	rows, err := partstats.Compute(ctx, tbl, snap)
-	if err != nil {
-		return table.PartitionStatisticsFile{}, err
-	}
-	f, err := partstats.Write(ctx, tbl, snap, rows)
-	if err != nil {
-		return f, err
-	}
-	err = p.CommitMeta(ctx, tgt, func(*table.Table) ([]table.Requirement, []table.Update, error) {
-		return nil, []table.Update{table.NewSetPartitionStatisticsUpdate(f)}, nil
-	})
-	if err != nil {
-		if fsys, ferr := tbl.FS(ctx); ferr == nil {
-			_ = fsys.Remove(f.StatisticsPath)
-		}
-	}
-	return f, err
-}
-
-// afterCommit writes the partition statistics of the snapshot a commit
-// made, when the table asks for them. A failure is logged, not returned:
-// the statement's commit has landed.
-func (p *Planner) afterCommit(ctx context.Context, tgt *WriteTarget, before table.Metadata, committed *table.Table) {
-	if committed == nil || committed.Properties().Get(PartitionStatsKey, "false") != "true" || !partitioned(committed) {
-		return
-	}
-	branch := tgt.Branch
-	if branch == "" {
-		branch = table.MainBranch
-	}
-	snap := committed.SnapshotByName(branch)
-	if snap == nil || before.SnapshotByID(snap.SnapshotID) != nil {
-		return // no new snapshot
-	}
-	fresh, err := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
-	if err == nil {
-		_, err = p.writePartitionStats(ctx, &WriteTarget{Ref: tgt.Ref, mount: tgt.mount, Pinned: fresh}, snap)
-	}
-	if err != nil {
-		tracing.Logger(ctx, p.log).Warn("planner: write partition statistics", zap.String("table", tgt.Ref.String()), zap.Int64("snapshot", snap.SnapshotID), zap.Error(err))
-	}
-}
-
-// partitioned reports whether any spec of tbl partitions (partition
-// statistics exist for partitioned tables only).
-func partitioned(tbl *table.Table) bool {
-	for _, spec := range tbl.Metadata().PartitionSpecs() {
-		if spec.NumFields() > 0 {
-			return true
-		}
-	}
-	return false
-}
 
 // statsCache holds partition statistics files read, by path (they never
 // change), up to statsCacheEntries.

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 )
@@ -14,6 +15,8 @@ type Planner struct {
 	aggregates aggregateNames
 	stats      statsCache
 	commits    CommitStats
+	// procs runs CALL statements (SetProcedures).
+	procs atomic.Pointer[Procedures]
 }
 
 // New returns a planner; Mounts, Engine, Key, Workers and Flight are required.

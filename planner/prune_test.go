@@ -14,7 +14,7 @@ func pruneFixture(t *testing.T) *Planner {
 	p, _ := testPlanner(t, twoWorkers, 0)
 	ctx := context.Background()
 	s := Session{Catalog: "local", Schema: "default"}
-	if _, err := p.Exec(ctx, s, "CREATE TABLE p (a INTEGER, b VARCHAR, c BIGINT, ts TIMESTAMP, d DATE, dec DECIMAL(10,2), f DOUBLE)"); err != nil {
+	if _, err := execSQL(p, ctx, s, "CREATE TABLE p (a INTEGER, b VARCHAR, c BIGINT, ts TIMESTAMP, d DATE, dec DECIMAL(10,2), f DOUBLE)"); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -87,7 +87,7 @@ func TestPartitionPruningReadsMatchingFiles(t *testing.T) {
 		"INSERT INTO ev VALUES (3, 'DE', TIMESTAMP '2024-01-02 10:00:00'), (4, 'FR', TIMESTAMP '2024-01-02 11:00:00')",
 		"INSERT INTO ev VALUES (5, 'DE', TIMESTAMP '2024-01-03 10:00:00'), (6, 'US', TIMESTAMP '2024-01-03 11:00:00')",
 	} {
-		if _, err := p.Exec(ctx, s, q); err != nil {
+		if _, err := execSQL(p, ctx, s, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -116,7 +116,7 @@ func TestColumnPruning(t *testing.T) {
 	p := pruneFixture(t)
 	ctx := context.Background()
 	s := Session{Catalog: "local", Schema: "default"}
-	if _, err := p.Exec(ctx, s, "CREATE TABLE q (id BIGINT, a INTEGER, other VARCHAR)"); err != nil {
+	if _, err := execSQL(p, ctx, s, "CREATE TABLE q (id BIGINT, a INTEGER, other VARCHAR)"); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/wire"
@@ -14,7 +12,7 @@ import (
 
 // The system.runtime tables show the coordinator's running and recent
 // statements, its workers and their caches; CALL system.cancel_query
-// cancels a statement. Like information_schema (infoschema.go) the tables
+// (statement/runtime.go) cancels a statement. Like information_schema (infoschema.go) the tables
 // are built on the coordinator and spliced into the query as a VALUES
 // list, so they filter, sort and join like any table. A principal sees
 // its own statements and may cancel them; an admin (authz.AdminRole, or
@@ -132,36 +130,4 @@ func who(ctx context.Context) string {
 		return n
 	}
 	return "an anonymous caller"
-}
-
-func init() {
-	registerProcedure(&procedure{
-		name:    "cancel_query",
-		params:  []procParam{{name: "query_id", kind: argString, required: true}},
-		columns: []procColumn{{"query_id", "VARCHAR"}, {"principal", "VARCHAR"}, {"state", "VARCHAR"}},
-		run:     runCancelQuery,
-	})
-}
-
-// runCancelQuery cancels a statement: the caller's own, or any for an
-// admin.
-func runCancelQuery(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
-	if p.opts.Runtime == nil {
-		return nil, fmt.Errorf("%w: queries are cancelled on a coordinator", ErrUnsupported)
-	}
-	id, _ := c.args["query_id"].(string)
-	if id == queries.IDFrom(ctx) {
-		return nil, fmt.Errorf("%w: a statement cannot cancel itself", ErrInvalid)
-	}
-	admin, me := p.opts.Policy.Admin(ctx), auth.Name(ctx)
-	info, err := p.opts.Runtime.CancelQuery(ctx, id, func(principal string) bool { return admin || principal == me })
-	if info.ID == "" {
-		return nil, err
-	}
-	// The statement is cancelled even if a worker could not be told (it
-	// ends its streams at the tickets' expiry at the latest).
-	if err != nil {
-		p.log.Warn("cancel_query: not every worker was told", zap.Error(err))
-	}
-	return [][]any{{info.ID, info.Principal, string(info.State)}}, nil
 }

@@ -39,7 +39,7 @@ func (p *Planner) showQuery(ctx context.Context, s Session, query string) (sql s
 	quoted := quotedIdents(query)
 	switch {
 	case ps.Accept("DESCRIBE"), ps.Accept("DESC"):
-		if ps.atQuery() || ps.At("VALUES") {
+		if ps.AtQuery() || ps.At("VALUES") {
 			sql, err = p.describeQuery(ctx, s, query[toks[1].Pos:])
 			return sql, true, err
 		}

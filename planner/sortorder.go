@@ -1,31 +1,33 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
-// ddlSortItem is one entry of ORDERED BY.
-type ddlSortItem struct {
+// SortItem is one entry of ORDERED BY.
+type SortItem struct {
 	column     string
 	desc       bool
 	nullsFirst *bool
 }
 
 // sortItems reads "( col [ASC|DESC] [NULLS FIRST|LAST], … )".
-func (p *Parser) sortItems() ([]ddlSortItem, error) {
+func (p *Parser) SortItems() ([]SortItem, error) {
 	if !p.AcceptPunct("(") {
 		return nil, p.Unexpected()
 	}
-	var items []ddlSortItem
+	var items []SortItem
 	for {
 		col, err := p.Name(16)
 		if err != nil {
 			return nil, err
 		}
-		it := ddlSortItem{column: joinDots(col)}
+		it := SortItem{column: joinDots(col)}
 		switch {
 		case p.Accept("DESC"):
 			it.desc = true
@@ -57,9 +59,9 @@ func joinDots(parts []string) string {
 	return out
 }
 
-// ddlSortOrder builds the table's sort order; no items is the unsorted
+// SortOrderOf builds the table's sort order; no items is the unsorted
 // order. Nulls sort first ascending and last descending unless given.
-func ddlSortOrder(schema *iceberg.Schema, items []ddlSortItem) (table.SortOrder, error) {
+func SortOrderOf(schema *iceberg.Schema, items []SortItem) (table.SortOrder, error) {
 	if len(items) == 0 {
 		return table.UnsortedSortOrder, nil
 	}
@@ -89,4 +91,41 @@ func ddlSortOrder(schema *iceberg.Schema, items []ddlSortItem) (table.SortOrder,
 		return table.SortOrder{}, fmt.Errorf("%w: ORDERED BY: %v", ErrInvalid, err)
 	}
 	return order, nil
+}
+
+// ParseSortOrder reads Spark's sort_order ('col [ASC|DESC] [NULLS
+// FIRST|LAST], …'), with the column names as tbl spells them; empty means
+// the table's sort order, which must exist.
+func ParseSortOrder(tbl *table.Table, text string) ([]SortItem, error) {
+	if strings.TrimSpace(text) == "" {
+		if tbl.SortOrder().IsUnsorted() {
+			return nil, errors.New("strategy 'sort' needs a sort_order: the table has none")
+		}
+		return nil, nil
+	}
+	if strings.Contains(strings.ToLower(text), "zorder") {
+		return nil, errors.New("sort_order: zorder(…) is not supported")
+	}
+	ps, err := ParseStatement("(" + text + ")")
+	if err != nil {
+		return nil, err
+	}
+	items, err := ps.SortItems()
+	if err == nil {
+		err = ps.End()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sort_order %q: %v", text, err)
+	}
+	if _, err := SortOrderOf(tbl.Schema(), items); err != nil {
+		return nil, err
+	}
+	for i, it := range items {
+		f, ok := tbl.Schema().FindFieldByName(it.column)
+		if !ok {
+			f, _ = tbl.Schema().FindFieldByNameCaseInsensitive(it.column)
+		}
+		items[i].column = f.Name
+	}
+	return items, nil
 }

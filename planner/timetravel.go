@@ -115,7 +115,7 @@ func snapshotAt(tbl *table.Table, at node) (int64, error) {
 		}
 		return id, nil
 	case "TIMESTAMP":
-		ts, err := atTimestamp(val, typ)
+		ts, err := AtTimestamp(val, typ)
 		if err != nil {
 			return 0, fmt.Errorf("%w: AT (TIMESTAMP => %s): %v", ErrInvalid, val, err)
 		}
@@ -160,8 +160,9 @@ func atConstant(expr node) (val, typ string, ok bool) {
 	return "", "", false
 }
 
-// parseTimestamp reads a timestamp literal; one without a zone is UTC.
-func atTimestamp(s, typ string) (time.Time, error) {
+// AtTimestamp reads a timestamp literal s of DuckDB type typ (a number of
+// milliseconds for other types); one without a zone is UTC.
+func AtTimestamp(s, typ string) (time.Time, error) {
 	if typ != "VARCHAR" && typ != "TIMESTAMP" && typ != "TIMESTAMP WITH TIME ZONE" && typ != "TIMESTAMP_TZ" && typ != "DATE" {
 		if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return time.UnixMilli(ms), nil

@@ -134,3 +134,20 @@ func TestMetadataTablePlanned(t *testing.T) {
 func refOf(cat, schema, table string) catalog.TableRef {
 	return catalog.TableRef{Catalog: cat, Schema: schema, Table: table}
 }
+
+func TestTemporalClauses(t *testing.T) {
+	for in, want := range map[string]string{
+		`SELECT * FROM t FOR VERSION AS OF 'b'`:                             `SELECT * FROM t AT (VERSION => 'b')`,
+		`SELECT * FROM t VERSION AS OF 42 WHERE x = 1`:                      `SELECT * FROM t AT (VERSION => 42) WHERE x = 1`,
+		`SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2024-01-01' AS x`: `SELECT * FROM t AS x AT (TIMESTAMP => TIMESTAMP '2024-01-01')`,
+		`SELECT * FROM t FOR VERSION AS OF 'b' y JOIN u ON y.a = u.a`:       `SELECT * FROM t y AT (VERSION => 'b') JOIN u ON y.a = u.a`,
+		`SELECT * FROM t FOR TIMESTAMP AS OF '2024-01-01' JOIN u USING (a)`: `SELECT * FROM t AT (TIMESTAMP => '2024-01-01') JOIN u USING (a)`,
+		`SELECT 'FOR VERSION AS OF 1' FROM t`:                               `SELECT 'FOR VERSION AS OF 1' FROM t`,
+		`SELECT version AS of FROM t`:                                       `SELECT version AS of FROM t`,
+		`SELECT * FROM t FOR VERSION AS OF (SELECT 1)`:                      `SELECT * FROM t FOR VERSION AS OF (SELECT 1)`,
+	} {
+		if got := temporalClauses(in); got != want {
+			t.Errorf("%s\n got %s\nwant %s", in, got, want)
+		}
+	}
+}

@@ -131,8 +131,8 @@ func ddlIcebergType(ti duckdb.TypeInfo, nextID func() int) (iceberg.Type, error)
 	return nil, &ddlNoIcebergType{duck: name}
 }
 
-// ddlConform is conform.Array with its value errors as ErrInvalid.
-func ddlConform(mem memory.Allocator, data arrow.ArrayData, to arrow.DataType, path string) (arrow.ArrayData, error) {
+// ConformArray is conform.Array with its value errors as ErrInvalid.
+func ConformArray(mem memory.Allocator, data arrow.ArrayData, to arrow.DataType, path string) (arrow.ArrayData, error) {
 	out, err := conform.Array(mem, data, to, path)
 	if errors.Is(err, conform.ErrValue) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)

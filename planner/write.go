@@ -2,32 +2,22 @@ package planner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/codec"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/flightclient"
-	"github.com/icefloe/icefloe/internal/icemeta"
-	"github.com/icefloe/icefloe/internal/orphans"
-	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -45,9 +35,6 @@ var (
 	// nothing was committed and the statement's files were deleted
 	// (Aborted).
 	ErrWriteFailed = errors.New("planner: write failed, nothing was committed")
-	// errWorkerGone marks a write fragment whose worker could not be
-	// reached or went away (Unavailable).
-	errWorkerGone = errors.New("worker unavailable")
 )
 
 // WriteTarget is the pinned table a statement writes.
@@ -64,8 +51,41 @@ type WriteTarget struct {
 	Branch string
 }
 
+// LoadMadeTarget pins the table ref that the statement made itself
+// (CREATE TABLE … AS, an ingest that creates, a replace's staging
+// table): the statement was authorized as a whole, so its commits go
+// through the mount's internal catalog without a privilege check on the
+// new table.
+func (p *Planner) LoadMadeTarget(ctx context.Context, ref catalog.TableRef) (*WriteTarget, error) {
+	tgt, err := p.LoadTargetRef(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	tgt.made = true
+	return tgt, nil
+}
+
 // Mount is the mounted catalog that holds the target table.
 func (t *WriteTarget) Mount() *catalog.Mount { return t.mount }
+
+// Made says the statement made the table itself (LoadMadeTarget): its
+// commits go through the mount's internal catalog.
+func (t *WriteTarget) Made() bool { return t.made }
+
+// Fresh is the target of the same table in the same mount, pinned at p,
+// on main and not made by the statement (what a follow-up metadata
+// commit, such as partition statistics, commits to).
+func (t *WriteTarget) Fresh(p *catalog.Pinned) *WriteTarget {
+	return &WriteTarget{Ref: t.Ref, mount: t.mount, Pinned: p}
+}
+
+// Unreachable tells the worker pool, if it listens, that loc failed as
+// unreachable.
+func (p *Planner) Unreachable(loc string) {
+	if r, ok := p.opts.Workers.(UnreachableReporter); ok {
+		r.Unreachable(loc)
+	}
+}
 
 // LoadTarget pins the table parts names (unqualified parts take sess's
 // catalog and schema; a name is resolved as queries resolve it, a Spark
@@ -77,7 +97,7 @@ func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, 
 	if err != nil {
 		return nil, err
 	}
-	tgt, err := p.loadTargetRef(ctx, ref, privs...)
+	tgt, err := p.LoadTargetRef(ctx, ref, privs...)
 	if err == nil {
 		tgt.Branch = sessionBranch(sess, tgt.Pinned.Table)
 		return tgt, nil
@@ -88,7 +108,7 @@ func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, 
 	// Not as written: resolve the name as queries do (names.go).
 	canon, rerr := p.resolveRef(ctx, ref, nil)
 	if rerr == nil && canon != ref {
-		tgt, err := p.loadTargetRef(ctx, canon, privs...)
+		tgt, err := p.LoadTargetRef(ctx, canon, privs...)
 		if err != nil {
 			return nil, err
 		}
@@ -107,10 +127,10 @@ func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, 
 	return nil, err
 }
 
-// loadTargetRef pins the target of a write once the caller holds each of
+// LoadTargetRef pins the target of a write once the caller holds each of
 // privs on it (checked before the table is loaded, so a denied caller
 // learns nothing about it).
-func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*WriteTarget, error) {
+func (p *Planner) LoadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*WriteTarget, error) {
 	if err := p.Authorize(ctx, authz.TableObject(ref), privs...); err != nil {
 		return nil, err
 	}
@@ -128,23 +148,26 @@ func (p *Planner) loadTargetRef(ctx context.Context, ref catalog.TableRef, privs
 	return &WriteTarget{Ref: ref, mount: mt, Pinned: pinned}, nil
 }
 
-// insertSelect runs INSERT INTO target [(cols)] query: the query is
-// planned as any other, each of its endpoints becomes a write fragment, and
-// the files they write are committed in one snapshot.
-func (p *Planner) insertSelect(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string, args ...any) (int64, error) {
-	res, err := p.writeSelect(ctx, sess, tgt, cols, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return p.commitAppend(ctx, tgt, res)
+// InsertBinding is how the rows of an INSERT's query become rows of its
+// target table in each write fragment (the fields of wire.Write of the
+// same names).
+type InsertBinding struct {
+	// Project is the select list over the query's columns (__q.__c0, …)
+	// that casts them to the table's columns, in table order; a column
+	// the INSERT does not name is a typed NULL.
+	Project string
+	// InputColumns is the number of columns the query returns.
+	InputColumns int
+	// OrderBy is the order the fragments write in (PartitionOrder).
+	OrderBy string
 }
 
-// writeSelect runs the write fragments of INSERT INTO target [(cols)]
-// query and returns their files, not yet committed.
-func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string, args ...any) (*writeResults, error) {
-	if len(args) > 0 {
-		return nil, fmt.Errorf("%w: parameters in INSERT … SELECT", ErrUnsupported)
-	}
+// BindInsert binds the query of INSERT INTO tgt [(cols)] query as a query
+// of sess and checks its columns against the table's: their count, the
+// named columns, a value for every NOT NULL column, and an implicit cast
+// from each query column to its table column. Errors wrap ErrInvalid
+// (or the binding's sentinels).
+func (p *Planner) BindInsert(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string) (*InsertBinding, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -211,36 +234,8 @@ func (p *Planner) writeSelect(ctx context.Context, sess Session, tgt *WriteTarge
 			project[i] = fmt.Sprintf("CAST(__q.__c%d AS %s) AS %s", srcOf[i], duckTypes[i], engine.Quote(f.Name))
 		}
 	}
-	var res *writeResults
-	for attempt := 0; ; attempt++ {
-		plan, err := p.Plan(ctx, sess, query)
-		if err != nil {
-			return nil, err
-		}
-		if d := DryRunOf(ctx); d != nil && attempt == 0 {
-			d.plan(plan.Explain)
-		}
-		w := p.newWrite(tgt)
-		w.Project, w.InputColumns = strings.Join(project, ", "), nsrc
-		w.OrderBy = partitionOrder(tgt.Pinned.Table)
-		res, err = p.runWrite(ctx, tgt, w, plan.Endpoints)
-		if err == nil {
-			break
-		}
-		// Nothing was committed and the fragments' files are deleted: a
-		// worker that went away (it left planning) costs one re-run on
-		// the others.
-		if attempt >= writeReruns || !errors.Is(err, errWorkerGone) || ctx.Err() != nil {
-			return nil, err
-		}
-		tracing.Logger(ctx, p.log).Info("planner: a worker went away during a write; running it again on the others", zap.String("table", tgt.Ref.String()), zap.Error(err))
-	}
-	return res, nil
+	return &InsertBinding{Project: strings.Join(project, ", "), InputColumns: nsrc, OrderBy: PartitionOrder(tgt.Pinned.Table)}, nil
 }
-
-// writeReruns is how many times a write whose worker went away before
-// anything was committed runs again.
-const writeReruns = 1
 
 // checkImplicitCasts refuses a source column whose DuckDB type does not
 // cast implicitly to the target column's type, naming the column. conn
@@ -280,8 +275,8 @@ func checkImplicitCasts(ctx context.Context, conn *engine.Conn, b *bound, fields
 	return nil
 }
 
-// newWrite is the write spec of a statement on tgt with a fresh UUID.
-func (p *Planner) newWrite(tgt *WriteTarget) *wire.Write {
+// NewWrite is the write spec of a statement on tgt with a fresh UUID.
+func (p *Planner) NewWrite(tgt *WriteTarget) *wire.Write {
 	id := uuid.New()
 	for i := 10; i < 16; i++ {
 		id[i] = 0
@@ -295,350 +290,34 @@ func (p *Planner) newWrite(tgt *WriteTarget) *wire.Write {
 	}
 }
 
-// fragmentUUID is the write UUID of fragment i of a statement: the
+// FragmentUUID is the write UUID of fragment i of a statement: the
 // statement's UUID with i in bytes 10–12; the worker varies bytes 13–15.
-func fragmentUUID(stmt string, i int) string {
+func FragmentUUID(stmt string, i int) string {
 	id := uuid.MustParse(stmt)
 	id[10], id[11], id[12] = byte(i>>16), byte(i>>8), byte(i)
 	return id.String()
 }
 
-// writePrefix is what every file name of the statement contains.
-func writePrefix(stmt string) string { return stmt[:strings.LastIndexByte(stmt, '-')+1] }
-
-// writeResults are the collected results of a statement's fragments.
-type writeResults struct {
-	added    []iceberg.DataFile
-	replaced map[string]bool
-	rows     int64 // rows in added files
-	affected int64 // rows deleted or updated (rewrites)
-}
-
-// runWrite turns each endpoint into a write fragment with w, runs them
-// all in parallel on their workers and decodes their files. If any
-// fragment fails, it deletes every file of the statement and fails.
-func (p *Planner) runWrite(ctx context.Context, tgt *WriteTarget, w *wire.Write, endpoints []Endpoint) (*writeResults, error) {
-	if d := DryRunOf(ctx); d != nil {
-		return nil, d.fragments(tgt.Ref.String(), w, endpoints)
-	}
-	tickets := make([][]byte, len(endpoints))
-	for i, e := range endpoints {
-		t, err := p.opts.Key.Open(e.Ticket, time.Now())
-		if err != nil {
-			return nil, err
-		}
+// WriteTickets seals the tickets of n write fragments of w that a
+// statement streams to the workers itself (bulk ingest's DoPut):
+// fragment i writes with FragmentUUID(w.WriteUUID, i). All carry the
+// statement's query id and the caller's principal, deadline and trace,
+// and expire after the ticket TTL.
+func (p *Planner) WriteTickets(ctx context.Context, w *wire.Write, n int) ([][]byte, error) {
+	expires := time.Now().Add(p.opts.TicketTTL)
+	queryID := newQueryID(ctx)
+	st := stampOf(ctx)
+	out := make([][]byte, n)
+	for i := range out {
 		fw := *w
-		fw.WriteUUID = fragmentUUID(w.WriteUUID, i)
-		t.Write = &fw
-		if tickets[i], err = p.opts.Key.Seal(t); err != nil {
+		fw.WriteUUID = FragmentUUID(w.WriteUUID, i)
+		sealed, err := p.seal(st, &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
+		if err != nil {
 			return nil, err
 		}
-	}
-	raw, err := p.pullWrites(ctx, endpoints, tickets)
-	res, derr := decodeResults(tgt.Pinned.Table, raw)
-	if err == nil {
-		err = derr
-	}
-	if err != nil {
-		p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
-		// A fragment cancelled because another failed may still be closing
-		// a file on its worker when this sweep runs (its results never
-		// arrive): sweep the statement's files again once it has stopped.
-		// The prefix is this attempt's alone.
-		go func() {
-			time.Sleep(lateSweep)
-			p.removeFiles(context.WithoutCancel(ctx), tgt, w.WriteUUID, nil)
-		}()
-		return nil, err
-	}
-	return res, nil
-}
-
-// lateSweep is how long after a failed write its files are swept again.
-const lateSweep = 2 * time.Second
-
-func decodeResults(tbl *table.Table, raw []wire.WriteResult) (*writeResults, error) {
-	md := tbl.Metadata()
-	res := &writeResults{replaced: map[string]bool{}}
-	var errs []error
-	for _, r := range raw {
-		if r.Replaced != "" {
-			res.replaced[r.Replaced] = true
-			res.affected += r.Affected
-		}
-		if len(r.DataFile) == 0 {
-			continue
-		}
-		spec := md.PartitionSpecByID(r.SpecID)
-		if spec == nil {
-			errs = append(errs, fmt.Errorf("written file has unknown partition spec %d", r.SpecID))
-			continue
-		}
-		df, err := codec.DecodeDataFile(r.DataFile, *spec, md.CurrentSchema(), md.Version())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("decode written file: %w", err))
-			continue
-		}
-		res.added = append(res.added, df)
-		res.rows += r.Rows
-	}
-	return res, errors.Join(errs...)
-}
-
-// removeFiles deletes the files of a statement that will not be committed.
-func (p *Planner) removeFiles(ctx context.Context, tgt *WriteTarget, stmtUUID string, files []iceberg.DataFile) {
-	tbl := tgt.Pinned.Table
-	fsys, err := tbl.FS(context.Background())
-	if err != nil {
-		tracing.Logger(ctx, p.log).Warn("planner: delete files of a failed write", zap.String("table", tgt.Ref.String()), zap.Error(err))
-		return
-	}
-	for _, df := range files {
-		_ = fsys.Remove(df.FilePath())
-	}
-	if _, err := orphans.Remove(context.Background(), fsys, tbl.Location(), writePrefix(stmtUUID)); err != nil {
-		// The statement already failed; its error is what the client needs.
-		tracing.Logger(ctx, p.log).Warn("planner: delete files of a failed write", zap.String("table", tgt.Ref.String()), zap.Error(err))
-	}
-}
-
-// pullWrites DoGets every write ticket at its endpoint's first location,
-// all at once, and returns every result that came back, also when one
-// failed (so their files can be deleted).
-func (p *Planner) pullWrites(ctx context.Context, endpoints []Endpoint, tickets [][]byte) ([]wire.WriteResult, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu   sync.Mutex
-		out  []wire.WriteResult
-		errs []error
-		wg   sync.WaitGroup
-	)
-	for i, e := range endpoints {
-		if len(e.Locations) == 0 {
-			return nil, fmt.Errorf("%w: write fragment %d has no location", ErrNoWorkers, i)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			loc := e.Locations[0]
-			res, err := p.pullWrite(ctx, loc, tickets[i])
-			mu.Lock()
-			defer mu.Unlock()
-			out = append(out, res...)
-			if err != nil {
-				if len(errs) == 0 || !errors.Is(err, context.Canceled) {
-					errs = append(errs, fragmentError(loc, err))
-				}
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return out, errs[0]
+		out[i] = sealed
 	}
 	return out, nil
-}
-
-// unreachable tells the worker pool, if it listens, that loc failed as
-// unreachable.
-func (p *Planner) unreachable(loc string) {
-	if r, ok := p.opts.Workers.(UnreachableReporter); ok {
-		r.Unreachable(loc)
-	}
-}
-
-// fragmentError maps a write fragment's failure: the client's fault stays
-// InvalidArgument, a resource limit ResourceExhausted (ErrExhausted, not
-// run again elsewhere), anything else fails the statement as a whole.
-func fragmentError(loc string, err error) error {
-	f := flightclient.FailureOf(err)
-	if !f.Remote {
-		return fmt.Errorf("%w: worker %s: %v", ErrWriteFailed, loc, err)
-	}
-	switch f.Kind {
-	case flightclient.Invalid:
-		return fmt.Errorf("%w: %s", ErrInvalid, f.Message)
-	case flightclient.NotFound:
-		return fmt.Errorf("%w: %s", ErrNotFound, f.Message)
-	case flightclient.Unavailable:
-		return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, errWorkerGone, f.Message)
-	case flightclient.Exhausted:
-		return fmt.Errorf("%w: worker %s: %w: %s", ErrWriteFailed, loc, ErrExhausted, f.Message)
-	}
-	return fmt.Errorf("%w: worker %s: %s: %s", ErrWriteFailed, loc, f.Code, f.Message)
-}
-
-// pullWrite runs one write fragment at loc and decodes the results it
-// streams back.
-func (p *Planner) pullWrite(ctx context.Context, loc string, ticket []byte) ([]wire.WriteResult, error) {
-	var out []wire.WriteResult
-	// A worker that answers Unavailable leaves planning (main's pool).
-	o := flightclient.PullOptions{OnUnavailable: p.unreachable}
-	err := p.opts.Flight.Pull(ctx, []string{loc}, ticket, o, func(rec arrow.RecordBatch) error {
-		defer rec.Release()
-		col, ok := rec.Column(0).(*array.Binary)
-		if !ok || rec.NumCols() != 1 {
-			return fmt.Errorf("write fragment answered %s, not one binary column", rec.Schema())
-		}
-		for i := 0; i < col.Len(); i++ {
-			var r wire.WriteResult
-			if err := json.Unmarshal(col.Value(i), &r); err != nil {
-				return fmt.Errorf("decode write result: %w", err)
-			}
-			out = append(out, r)
-		}
-		return nil
-	})
-	return out, err
-}
-
-// appendAttempts is how many times an append statement starts its commit
-// over from a freshly loaded table after iceberg-go's own retries (the
-// table's commit.retry.num-retries) all lost: adding files cannot
-// conflict with other appends, so a busy table only needs patience. A v3
-// append has no iceberg-go retries (see commitFiles), so it gets as many
-// attempts as a v2 append has in all.
-const appendAttempts = 8
-
-// commitAppend adds the statement's files in one snapshot.
-func (p *Planner) commitAppend(ctx context.Context, tgt *WriteTarget, res *writeResults) (int64, error) {
-	if len(res.added) == 0 {
-		return 0, nil
-	}
-	attempts := appendAttempts
-	if tgt.Pinned.Table.Metadata().Version() >= 3 {
-		attempts *= DefaultCommitRetries + 1
-	}
-	var err error
-	for attempt := 0; attempt < attempts; attempt++ {
-		if attempt > 0 {
-			p.commits.Retries.Add(1)
-			if serr := commit.Backoff(ctx, attempt); serr != nil {
-				break
-			}
-			fresh, lerr := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
-			if lerr != nil {
-				break
-			}
-			tgt.Pinned = fresh
-		}
-		err = p.commitFiles(ctx, tgt, nil, res.added)
-		if !errors.Is(err, ErrConflict) {
-			break
-		}
-	}
-	if err != nil {
-		return 0, p.keepOrRemove(tgt, err, res.added)
-	}
-	return res.rows, nil
-}
-
-// commitFiles commits worker-written files once: added alone as an append,
-// or replacing deleted (copy-on-write). On a v3 table each added file gets
-// its first_row_id from the table the transaction starts from (see
-// rowids.go), and iceberg-go's refresh-and-replay is off because it would
-// reuse those ids against a newer table: a lost race fails with
-// ErrConflict, and only appends (which cannot conflict) start over, from a
-// fresh table. A v3 copy-on-write statement that loses a race is
-// therefore aborted rather than replayed.
-func (p *Planner) commitFiles(ctx context.Context, tgt *WriteTarget, deleted, added []iceberg.DataFile) error {
-	v3 := tgt.Pinned.Table.Metadata().Version() >= 3
-	err := p.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
-		files, err := withFirstRowIDs(base, added)
-		if err != nil {
-			return err
-		}
-		if len(deleted) == 0 {
-			// Workers name every file they write anew (the statement's
-			// write UUID), so none can be in the table yet: skip
-			// iceberg-go's duplicate check, which reads every manifest
-			// of the table and made each append cost O(snapshots).
-			return tx.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck())
-		}
-		return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, files, nil)
-	})
-	if err == nil {
-		audit.From(ctx).AddBytes(fileBytes(added))
-	}
-	return err
-}
-
-// Commit applies change to a transaction on the target and commits it
-// once, with iceberg-go's retries against the refreshed table on conflict.
-// When the commit fails for good the statement's files are deleted; when
-// its outcome is unknown they are kept.
-func (p *Planner) Commit(ctx context.Context, tgt *WriteTarget, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
-	err := p.commitOnce(ctx, tgt, change)
-	if err == nil {
-		audit.From(ctx).AddBytes(fileBytes(files))
-	}
-	return p.keepOrRemove(tgt, err, files)
-}
-
-// keepOrRemove deletes files unless err is nil or leaves the commit's
-// outcome unknown, and returns err.
-func (p *Planner) keepOrRemove(tgt *WriteTarget, err error, files []iceberg.DataFile) error {
-	if err != nil && !errors.Is(err, ErrCommitUnknown) {
-		p.removeOnly(tgt, files)
-	}
-	return err
-}
-
-func (p *Planner) commitOnce(ctx context.Context, tgt *WriteTarget, change func(tx *table.Transaction) error) error {
-	return p.commitWith(ctx, tgt, true, func(tx *table.Transaction, _ table.Metadata) error { return change(tx) })
-}
-
-// commitWith applies change to a transaction on the target (base is the
-// metadata it starts from) and commits it through commit.Run; replay says
-// whether iceberg-go may retry a lost race against the refreshed table.
-// Under EXPLAIN it stops before anything is committed.
-func (p *Planner) commitWith(ctx context.Context, tgt *WriteTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
-	if err := DryRunOf(ctx).stop(); err != nil {
-		return err
-	}
-	r := p.commitRequest(tgt)
-	r.Tx, r.Replay = change, replay
-	r.After = func(ctx context.Context, before table.Metadata, committed *table.Table) {
-		var snap int64
-		if s := committed.CurrentSnapshot(); s != nil {
-			snap = s.SnapshotID
-		}
-		audit.From(ctx).Wrote(tgt.Ref.String(), snap)
-		p.afterCommit(ctx, tgt, before, committed)
-	}
-	return commit.Run(ctx, r)
-}
-
-// commitRequest is a commit to tgt's table: to the internal catalog for
-// a table the statement made (staged), otherwise to its mount's.
-func (p *Planner) commitRequest(tgt *WriteTarget) commit.Request {
-	cat := tgt.mount.Catalog
-	if tgt.made {
-		cat = tgt.mount.Internal()
-	}
-	return commit.Request{
-		Name: tgt.Ref.String(), Ident: tgt.Ref.Ident(),
-		Table: tgt.Pinned.Table, Catalog: cat, Branch: tgt.Branch, Stats: &p.commits,
-	}
-}
-
-// fileBytes is the size of data files, for the audit log.
-func fileBytes(files []iceberg.DataFile) int64 {
-	var n int64
-	for _, f := range files {
-		n += f.FileSizeBytes()
-	}
-	return n
-}
-
-func (p *Planner) removeOnly(tgt *WriteTarget, files []iceberg.DataFile) {
-	if fsys, err := tgt.Pinned.Table.FS(context.Background()); err == nil {
-		for _, df := range files {
-			_ = fsys.Remove(df.FilePath())
-		}
-	}
 }
 
 // resultSchemaBytes is a non-empty schema for tickets built here (the
@@ -647,41 +326,10 @@ func resultSchemaBytes(s *arrow.Schema) []byte {
 	return flight.SerializeSchema(s, ddlAlloc)
 }
 
-// commitValues writes the rows of INSERT … VALUES on the coordinator and
-// commits them as commitAppend does. recs stay owned by the caller.
-func (p *Planner) commitValues(ctx context.Context, tgt *WriteTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
-	if err := p.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Insert); err != nil {
-		return 0, err
-	}
-	if d := DryRunOf(ctx); d != nil {
-		d.Note("write", "the coordinator writes the %d rows of VALUES as Parquet files of %s", rows, tgt.Ref)
-		return 0, d.Commit("append: the written files are added in one snapshot")
-	}
-	w := p.newWrite(tgt)
-	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 0))
-	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, r := range recs {
-			r.Retain()
-			if !yield(r, nil) {
-				return
-			}
-		}
-	}
-	res := &writeResults{rows: rows}
-	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
-		if err != nil {
-			p.removeFiles(ctx, tgt, w.WriteUUID, res.added)
-			return 0, fmt.Errorf("insert into %s: write: %w", tgt.Ref, err)
-		}
-		res.added = append(res.added, df)
-	}
-	return p.commitAppend(ctx, tgt, res)
-}
-
-// partitionOrder is the ORDER BY list of a write into tbl: its partition
+// PartitionOrder is the ORDER BY list of a write into tbl: its partition
 // source columns in spec order, so that a fragment's batches each hold few
 // partitions, then its sort order; empty when it has neither.
-func partitionOrder(tbl *table.Table) string {
+func PartitionOrder(tbl *table.Table) string {
 	cols := partitionKeys(tbl)
 	return strings.Join(append(cols, sortKeys(tbl, cols)...), ", ")
 }

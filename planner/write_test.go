@@ -1,11 +1,9 @@
 package planner
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	"github.com/google/uuid"
 )
 
 func TestDMLParseErrors(t *testing.T) {
@@ -23,22 +21,6 @@ func TestDMLParseErrors(t *testing.T) {
 	e.execErr(t, "CREATE TABLE c AS", ErrSyntax)
 }
 
-func TestFragmentUUIDs(t *testing.T) {
-	stmt := uuid.New()
-	for i := 10; i < 16; i++ {
-		stmt[i] = 0
-	}
-	prefix := writePrefix(stmt.String())
-	seen := map[string]bool{}
-	for i := range 300 {
-		id := fragmentUUID(stmt.String(), i)
-		if !strings.HasPrefix(id, prefix) || seen[id] {
-			t.Fatalf("fragment %d: %s (prefix %s)", i, id, prefix)
-		}
-		seen[id] = true
-	}
-}
-
 func TestCastColumns(t *testing.T) {
 	sc := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
@@ -51,26 +33,4 @@ func TestCastColumns(t *testing.T) {
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-}
-
-func TestCreateTableSortOrder(t *testing.T) {
-	e := newDDLEnv(t)
-	e.exec(t, "CREATE TABLE s (a INT, b VARCHAR, ts TIMESTAMP) PARTITIONED BY (day(ts)) ORDERED BY (b DESC, a NULLS LAST) WITH ('format-version' = 2)")
-	tbl := e.load(t, "default", "s")
-	order := tbl.SortOrder()
-	if order.Len() != 2 {
-		t.Fatalf("sort order %v", order)
-	}
-	b, a := order.Field(0), order.Field(1)
-	if bn, _ := tbl.Schema().FindColumnName(b.SourceID()); bn != "b" || b.Direction != "desc" || b.NullOrder != "nulls-last" {
-		t.Fatalf("first sort field %v (%s)", b, bn)
-	}
-	if an, _ := tbl.Schema().FindColumnName(a.SourceID()); an != "a" || a.Direction != "asc" || a.NullOrder != "nulls-last" {
-		t.Fatalf("second sort field %v (%s)", a, an)
-	}
-	if got := partitionOrder(tbl); got != `"ts", "b" DESC NULLS LAST, "a" ASC NULLS LAST` {
-		t.Fatalf("write order %s", got)
-	}
-	e.execErr(t, "CREATE TABLE s2 (a INT) ORDERED BY (nope)", ErrInvalid, "nope")
-	e.execErr(t, "CREATE TABLE s3 (a INT) ORDERED BY a", ErrSyntax)
 }

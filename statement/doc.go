@@ -4,13 +4,24 @@
 // hold for execution. statement imports planner, never the reverse, and
 // worker imports neither: what crosses to a worker is a wire value.
 //
-// It runs CREATE and DROP SCHEMA, DROP TABLE, TRUNCATE (exec.go
-// dispatches them), CREATE and DROP VIEW (views.go) and ALTER TABLE
+// It parses and runs every update statement (exec.go dispatches): CREATE
+// and DROP SCHEMA, CREATE TABLE with a column list or AS (create.go),
+// CREATE OR REPLACE TABLE (orreplace.go), INSERT with parameter batches
+// (insert.go), bulk ingest and its replace mode (ingest.go, replace.go),
+// UPDATE, DELETE and MERGE (dml.go, eqdeletes.go; planner plans them),
+// DROP TABLE, TRUNCATE, CREATE and DROP VIEW (views.go) and ALTER TABLE
 // (alter.go: schema, property, partition and identifier-field evolution,
-// RENAME, and the branch and tag DDL in refs.go; ALTER TABLE … EXECUTE
-// it hands to planner.Planner.AlterMaintenance), answers EXPLAIN of a write by running the write as a dry run
-// (explainwrite.go), and tells the workers of dropped tables (revoke.go).
-// The other statements (CREATE TABLE, INSERT, UPDATE, DELETE, MERGE, bulk
-// ingest, CALL procedures, maintenance) still run in planner, to which
-// the Executor hands them, until they move here too (issue 13).
+// RENAME, the branch and tag DDL in refs.go; ALTER TABLE … EXECUTE in
+// maintenance.go). It runs the CALL procedures (procedures.go: the
+// registry, argument parsing and binding; the procedures in
+// maintenance.go, compact.go, housekeeping.go, posdeletes.go,
+// refprocs.go, partstats.go and runtime.go), which planner's query path
+// reaches through the planner.Procedures that New installs. It answers
+// EXPLAIN of a write by running the write as a dry run (explainwrite.go),
+// and tells the workers of dropped tables (revoke.go).
+//
+// It runs the write core too (write.go): a statement's write fragments
+// on the workers through the Flight pool, its commits through
+// internal/commit, and the partition statistics a table asks for after
+// each commit (rowids.go gives v3 files their first_row_id).
 package statement

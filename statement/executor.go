@@ -1,6 +1,10 @@
 package statement
 
-import "github.com/icefloe/icefloe/planner"
+import (
+	"go.uber.org/zap"
+
+	"github.com/icefloe/icefloe/planner"
+)
 
 // Executor runs statements on the coordinator. It embeds the
 // *planner.Planner it was made with, so it plans queries as that planner
@@ -9,10 +13,20 @@ import "github.com/icefloe/icefloe/planner"
 type Executor struct {
 	*planner.Planner
 	opts planner.Options
+	log  *zap.Logger
 }
 
 // New returns an executor over pl; pl's options (mounts, engine, workers,
-// Flight pool, policy) are what its statements run with.
+// Flight pool, policy, logger) are what its statements run with. It
+// installs its CALL procedures in pl (planner.Planner.SetProcedures), so
+// pl's Bind and Plan run CALL through it.
 func New(pl *planner.Planner) *Executor {
-	return &Executor{Planner: pl, opts: pl.Options()}
+	opts := pl.Options()
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	e := &Executor{Planner: pl, opts: opts, log: log}
+	pl.SetProcedures(procedureHook{e})
+	return e
 }

@@ -16,8 +16,8 @@ import (
 
 // The branch and tag DDL: Spark's ALTER TABLE … CREATE [OR REPLACE] |
 // REPLACE | DROP BRANCH|TAG, each one metadata commit with the refs it
-// reads asserted (planner.Planner.CommitMeta). The procedures that move
-// refs (rollback, cherry-pick, fast-forward) are the planner's.
+// reads asserted (commitMeta). The procedures that move refs (rollback,
+// cherry-pick, fast-forward) are in refprocs.go.
 
 // refStatement reports whether the ALTER TABLE action at ps is one of the
 // branch and tag statements.
@@ -49,7 +49,7 @@ func (e *Executor) alterRefs(ctx context.Context, tgt *planner.WriteTarget, ps *
 	if err != nil {
 		return err
 	}
-	return e.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+	return e.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 		return d.change(tbl)
 	})
 }

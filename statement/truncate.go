@@ -37,7 +37,7 @@ func (e *Executor) truncate(ctx context.Context, sess planner.Session, ps *plann
 		d.Note("rows", "%d rows of %s", n, tgt.Ref)
 		return 0, d.Commit("delete: every live data and delete file of %s leaves the table in one snapshot; no file is read or written", tgt.Ref)
 	}
-	err = e.Commit(ctx, tgt, func(tx *table.Transaction) error {
+	err = e.commitChange(ctx, tgt, func(tx *table.Transaction) error {
 		return tx.Delete(ctx, iceberg.AlwaysTrue{}, nil)
 	}, nil)
 	if err != nil {

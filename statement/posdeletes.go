@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"cmp"
@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/internal/pqfile"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // rewrite_position_delete_files (Spark's procedure): per partition, the
@@ -41,6 +42,37 @@ func init() {
 	})
 }
 
+func runRewritePositionDeletes(ctx context.Context, e *Executor, c *procCall) ([][]any, error) {
+	tgt, err := c.target(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	minFiles, all := 5, false
+	for k, v := range c.options() {
+		switch k {
+		case "min-input-files":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("%w: option min-input-files: want a positive integer, got %q", planner.ErrInvalid, v)
+			}
+			minFiles = n
+		case "rewrite-all":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("%w: option rewrite-all: want true or false, got %q", planner.ErrInvalid, v)
+			}
+			all = b
+		default:
+			return nil, fmt.Errorf("%w: unknown option %q (known: min-input-files, rewrite-all)", planner.ErrInvalid, k)
+		}
+	}
+	n, err := e.rewritePositionDeletes(ctx, tgt, minFiles, all)
+	if err != nil {
+		return nil, err
+	}
+	return [][]any{{n.rewritten, n.added, n.rewrittenBytes, n.addedBytes}}, nil
+}
+
 // posDeleteGroup is the position delete files of one partition.
 type posDeleteGroup struct {
 	files  []iceberg.DataFile
@@ -54,42 +86,11 @@ type posDeleteCounts struct {
 	rewrittenBytes, addedBytes int64
 }
 
-func runRewritePositionDeletes(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
-	tgt, err := c.target(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	minFiles, all := 5, false
-	for k, v := range c.options() {
-		switch k {
-		case "min-input-files":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return nil, fmt.Errorf("%w: option min-input-files: want a positive integer, got %q", ErrInvalid, v)
-			}
-			minFiles = n
-		case "rewrite-all":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("%w: option rewrite-all: want true or false, got %q", ErrInvalid, v)
-			}
-			all = b
-		default:
-			return nil, fmt.Errorf("%w: unknown option %q (known: min-input-files, rewrite-all)", ErrInvalid, k)
-		}
-	}
-	n, err := p.rewritePositionDeletes(ctx, tgt, minFiles, all)
-	if err != nil {
-		return nil, err
-	}
-	return [][]any{{n.rewritten, n.added, n.rewrittenBytes, n.addedBytes}}, nil
-}
-
 // rewritePositionDeletes merges the position delete files of each
 // partition that has at least minFiles of them (every such partition
 // when all) and commits the result once; a concurrent commit makes it
-// fail (ErrConflict) with nothing committed and its files deleted.
-func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, minFiles int, all bool) (posDeleteCounts, error) {
+// fail (planner.ErrConflict) with nothing committed and its files deleted.
+func (e *Executor) rewritePositionDeletes(ctx context.Context, tgt *planner.WriteTarget, minFiles int, all bool) (posDeleteCounts, error) {
 	tbl := tgt.Pinned.Table
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
@@ -108,7 +109,7 @@ func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, 
 		return posDeleteCounts{}, nil
 	}
 	if tbl.Metadata().Version() >= 3 {
-		return posDeleteCounts{}, fmt.Errorf("%w: %s is a format-version 3 table, which takes deletion vectors, not position delete files: CALL system.rewrite_data_files folds its position delete files into the data", ErrUnsupported, tgt.Ref)
+		return posDeleteCounts{}, fmt.Errorf("%w: %s is a format-version 3 table, which takes deletion vectors, not position delete files: CALL system.rewrite_data_files folds its position delete files into the data", planner.ErrUnsupported, tgt.Ref)
 	}
 	live, err := liveDataPaths(ctx, tbl)
 	if err != nil {
@@ -118,9 +119,9 @@ func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, 
 	var written []iceberg.DataFile
 	var adds []table.DeleteFileAddition
 	for _, g := range groups {
-		df, err := p.mergePositionDeletes(ctx, tbl, fsys, g, live)
+		df, err := mergePositionDeletes(ctx, tbl, fsys, g, live)
 		if err != nil {
-			p.removeOnly(tgt, written)
+			e.removeOnly(tgt, written)
 			return posDeleteCounts{}, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 		}
 		counts.rewritten += int64(len(g.files))
@@ -135,7 +136,7 @@ func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, 
 	if testHookBeforeRewriteCommit != nil {
 		testHookBeforeRewriteCommit()
 	}
-	err = p.commitWith(ctx, tgt, false, func(tx *table.Transaction, _ table.Metadata) error {
+	err = e.commitWith(ctx, tgt, false, func(tx *table.Transaction, _ table.Metadata) error {
 		rw := tx.NewRewrite(nil)
 		for _, g := range groups {
 			for _, df := range g.files {
@@ -147,7 +148,7 @@ func (p *Planner) rewritePositionDeletes(ctx context.Context, tgt *WriteTarget, 
 		}
 		return rw.Commit(ctx)
 	})
-	if err := p.keepOrRemove(tgt, err, written); err != nil {
+	if err := e.keepOrRemove(tgt, err, written); err != nil {
 		return posDeleteCounts{}, err
 	}
 	return counts, nil
@@ -233,7 +234,7 @@ type posDelete struct {
 // mergePositionDeletes writes the rows of g's files that delete from live
 // data files into one new position delete file of g's partition; nil when
 // none is left.
-func (p *Planner) mergePositionDeletes(ctx context.Context, tbl *table.Table, fsys iceio.IO, g *posDeleteGroup, live map[string]bool) (iceberg.DataFile, error) {
+func mergePositionDeletes(ctx context.Context, tbl *table.Table, fsys iceio.IO, g *posDeleteGroup, live map[string]bool) (iceberg.DataFile, error) {
 	var rows []posDelete
 	for _, df := range g.files {
 		got, err := readPositionDeletes(ctx, fsys, df.FilePath())
@@ -253,7 +254,7 @@ func (p *Planner) mergePositionDeletes(ctx context.Context, tbl *table.Table, fs
 	rows = slices.Compact(rows)
 	wfs, ok := fsys.(iceio.WriteFileIO)
 	if !ok {
-		return nil, fmt.Errorf("%w: the table's storage cannot be written", ErrUnsupported)
+		return nil, fmt.Errorf("%w: the table's storage cannot be written", planner.ErrUnsupported)
 	}
 	locs, err := tbl.LocationProvider()
 	if err != nil {

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -11,11 +11,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/planner"
 )
 
 // Equality deletes written by DELETE, keyed on the table's identifier
 // fields (set by Spark's ALTER TABLE … SET|DROP IDENTIFIER FIELDS, which
-// package statement runs).
+// this package runs).
 
 // DeleteKindKey is the table property that asks DELETE for equality
 // deletes ('equality') instead of positional ones, on a merge-on-read
@@ -31,23 +33,23 @@ const DeleteKindKey = "icefloe.delete-kind"
 // so it is used only when the keys select exactly the matching rows (no
 // other row shares one of them); ok is false otherwise, and the caller
 // deletes another way. args bind the WHERE clause's parameters.
-func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *WriteTarget, match string, args []any) (n int64, ok bool, err error) {
+func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, match string, args []any) (n int64, ok bool, err error) {
 	tbl := tgt.Pinned.Table
 	if tbl.Properties().Get(DeleteKindKey, "") != "equality" {
 		return 0, false, nil
 	}
 	keyIDs := tbl.Schema().IdentifierFieldIDs
 	if len(keyIDs) == 0 {
-		return 0, false, fmt.Errorf("%w: %s asks for equality deletes ('%s' = 'equality') but has no identifier fields (ALTER TABLE … SET IDENTIFIER FIELDS)", ErrInvalid, tgt.Ref, DeleteKindKey)
+		return 0, false, fmt.Errorf("%w: %s asks for equality deletes ('%s' = 'equality') but has no identifier fields (ALTER TABLE … SET IDENTIFIER FIELDS)", planner.ErrInvalid, tgt.Ref, DeleteKindKey)
 	}
-	in, expr, exact, err := p.exactFilter(ctx, sess, tgt, match, args)
+	pinned, expr, exact, err := e.ExactFilter(ctx, sess, tgt, match, args)
 	if err != nil || !exact {
 		return 0, false, err
 	}
 	if tgt.Branch == "" {
-		tgt.Pinned = in.pinned
+		tgt.Pinned = pinned
 	}
-	read := in.pinned.Table
+	read := pinned.Table
 	if read.CurrentSnapshot() == nil {
 		return 0, true, nil
 	}
@@ -67,12 +69,12 @@ func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *WriteTa
 	if unique, err := keysSelectOnly(ctx, read, recs, keys, n); err != nil || !unique {
 		return 0, false, nil
 	}
-	if d := DryRunOf(ctx); d != nil {
+	if d := planner.DryRunOf(ctx); d != nil {
 		d.Note("rows", "%d rows of %s match", n, tgt.Ref)
 		return 0, true, d.Commit("row delta: the coordinator writes equality deletes on the identifier fields, in one snapshot")
 	}
 	var files []iceberg.DataFile
-	err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
+	err = e.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
 		seq := func(yield func(arrow.RecordBatch, error) bool) {
 			for _, r := range recs {
 				r.Retain()
@@ -87,7 +89,7 @@ func (p *Planner) deleteEquality(ctx context.Context, sess Session, tgt *WriteTa
 		}
 		return tx.NewRowDelta(nil).AddDeletes(files...).Commit(ctx)
 	})
-	if err := p.keepOrRemove(tgt, err, files); err != nil {
+	if err := e.keepOrRemove(tgt, err, files); err != nil {
 		return 0, true, err
 	}
 	return n, true, nil

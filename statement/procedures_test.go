@@ -1,14 +1,16 @@
-package planner
+package statement
 
 import (
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icefloe/icefloe/planner"
 )
 
 func TestParseCall(t *testing.T) {
-	s := Session{Catalog: "local", Schema: "default"}
+	s := planner.Session{Catalog: "local", Schema: "default"}
 	c, err := parseCall(s, `CALL lake.system.rewrite_data_files(table => 'db.t', options => map('min-input-files', '2', 'Rewrite-All', true), where => 'id > 5');`)
 	if err != nil {
 		t.Fatal(err)
@@ -37,17 +39,17 @@ func TestParseCall(t *testing.T) {
 		want error
 		word string
 	}{
-		{`CALL system.nope('t')`, ErrNotFound, "rewrite_data_files"},
-		{`CALL other.expire_snapshots('t')`, ErrNotFound, "system namespace"},
-		{`CALL system.expire_snapshots()`, ErrInvalid, "missing argument table"},
-		{`CALL system.expire_snapshots(table => 't', 3)`, ErrInvalid, "all by position"},
-		{`CALL system.expire_snapshots(tabel => 't')`, ErrInvalid, `no argument "tabel"`},
-		{`CALL system.expire_snapshots(table => 't', table => 'u')`, ErrInvalid, "twice"},
-		{`CALL system.expire_snapshots(table => 't', retain_last => 'x')`, ErrInvalid, "retain_last must be an integer"},
-		{`CALL system.expire_snapshots(table => 't', older_than => 'soon')`, ErrInvalid, "older_than must be a timestamp"},
-		{`CALL system.expire_snapshots(table => 't', retain_last => 1 + 1)`, ErrSyntax, "unexpected"},
-		{`CALL system.expire_snapshots(table => (SELECT 1))`, ErrInvalid, "want a literal"},
-		{`CALL system.rollback_to_snapshot('t', 1, 2, 3)`, ErrInvalid, "at most 2"},
+		{`CALL system.nope('t')`, planner.ErrNotFound, "rewrite_data_files"},
+		{`CALL other.expire_snapshots('t')`, planner.ErrNotFound, "system namespace"},
+		{`CALL system.expire_snapshots()`, planner.ErrInvalid, "missing argument table"},
+		{`CALL system.expire_snapshots(table => 't', 3)`, planner.ErrInvalid, "all by position"},
+		{`CALL system.expire_snapshots(tabel => 't')`, planner.ErrInvalid, `no argument "tabel"`},
+		{`CALL system.expire_snapshots(table => 't', table => 'u')`, planner.ErrInvalid, "twice"},
+		{`CALL system.expire_snapshots(table => 't', retain_last => 'x')`, planner.ErrInvalid, "retain_last must be an integer"},
+		{`CALL system.expire_snapshots(table => 't', older_than => 'soon')`, planner.ErrInvalid, "older_than must be a timestamp"},
+		{`CALL system.expire_snapshots(table => 't', retain_last => 1 + 1)`, planner.ErrSyntax, "unexpected"},
+		{`CALL system.expire_snapshots(table => (SELECT 1))`, planner.ErrInvalid, "want a literal"},
+		{`CALL system.rollback_to_snapshot('t', 1, 2, 3)`, planner.ErrInvalid, "at most 2"},
 	} {
 		_, err := parseCall(s, tc.q)
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.word) {
@@ -64,23 +66,6 @@ func TestRowsSQL(t *testing.T) {
 	got := rowsSQL(cols, [][]any{{int64(1), "it's"}, {nil, "x"}})
 	if want := `SELECT * FROM (VALUES (CAST(1 AS BIGINT), CAST('it''s' AS VARCHAR)), (CAST(NULL AS BIGINT), CAST('x' AS VARCHAR))) AS __icefloe_rows("n", "path")`; got != want {
 		t.Fatalf("%s\nwant %s", got, want)
-	}
-}
-
-func TestTemporalClauses(t *testing.T) {
-	for in, want := range map[string]string{
-		`SELECT * FROM t FOR VERSION AS OF 'b'`:                             `SELECT * FROM t AT (VERSION => 'b')`,
-		`SELECT * FROM t VERSION AS OF 42 WHERE x = 1`:                      `SELECT * FROM t AT (VERSION => 42) WHERE x = 1`,
-		`SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2024-01-01' AS x`: `SELECT * FROM t AS x AT (TIMESTAMP => TIMESTAMP '2024-01-01')`,
-		`SELECT * FROM t FOR VERSION AS OF 'b' y JOIN u ON y.a = u.a`:       `SELECT * FROM t y AT (VERSION => 'b') JOIN u ON y.a = u.a`,
-		`SELECT * FROM t FOR TIMESTAMP AS OF '2024-01-01' JOIN u USING (a)`: `SELECT * FROM t AT (TIMESTAMP => '2024-01-01') JOIN u USING (a)`,
-		`SELECT 'FOR VERSION AS OF 1' FROM t`:                               `SELECT 'FOR VERSION AS OF 1' FROM t`,
-		`SELECT version AS of FROM t`:                                       `SELECT version AS of FROM t`,
-		`SELECT * FROM t FOR VERSION AS OF (SELECT 1)`:                      `SELECT * FROM t FOR VERSION AS OF (SELECT 1)`,
-	} {
-		if got := temporalClauses(in); got != want {
-			t.Errorf("%s\n got %s\nwant %s", in, got, want)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // Encrypted tables (internal/tablecrypt): CREATE TABLE … WITH
@@ -19,18 +20,18 @@ import (
 // encryption.key-id set, the table key the catalog's KMS wraps under it.
 func encryptionProps(ctx context.Context, mt *catalog.Mount, props iceberg.Properties) error {
 	if _, ok := props[tablecrypt.WrappedKeyProp]; ok {
-		return fmt.Errorf("%w: %s is set by icefloe, not by CREATE TABLE", ErrInvalid, tablecrypt.WrappedKeyProp)
+		return fmt.Errorf("%w: %s is set by icefloe, not by CREATE TABLE", planner.ErrInvalid, tablecrypt.WrappedKeyProp)
 	}
 	keyID := props[tablecrypt.KeyIDProp]
 	if keyID == "" {
 		return nil
 	}
 	if mt.KMS == nil {
-		return fmt.Errorf("%w: %s %q: catalog %s has no KMS (set kms-type in its properties)", ErrInvalid, tablecrypt.KeyIDProp, keyID, mt.Name)
+		return fmt.Errorf("%w: %s %q: catalog %s has no KMS (set kms-type in its properties)", planner.ErrInvalid, tablecrypt.KeyIDProp, keyID, mt.Name)
 	}
 	wrapped, err := tablecrypt.NewTableKey(ctx, mt.KMS, keyID)
 	if err != nil {
-		return fmt.Errorf("%w: %s %q: %v", ErrInvalid, tablecrypt.KeyIDProp, keyID, err)
+		return fmt.Errorf("%w: %s %q: %v", planner.ErrInvalid, tablecrypt.KeyIDProp, keyID, err)
 	}
 	props[tablecrypt.WrappedKeyProp] = wrapped
 	return nil

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // Snapshot and file housekeeping: expire_snapshots, remove_orphan_files,
@@ -65,11 +66,11 @@ func (e expireCounts) total() int64 {
 	return e.data + e.posDeletes + e.eqDeletes + e.manifests + e.manifestLists + e.statistics
 }
 
-func runExpireSnapshots(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
+func runExpireSnapshots(ctx context.Context, e *Executor, c *procCall) ([][]any, error) {
 	if c.bool("clean_expired_metadata", false) {
-		return nil, fmt.Errorf("%w: clean_expired_metadata", ErrUnsupported)
+		return nil, fmt.Errorf("%w: clean_expired_metadata", planner.ErrUnsupported)
 	}
-	tgt, err := c.target(ctx, p)
+	tgt, err := c.target(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -79,12 +80,12 @@ func runExpireSnapshots(ctx context.Context, p *Planner, c *procCall) ([][]any, 
 	}
 	if n, ok := c.int("retain_last"); ok {
 		if n < 1 {
-			return nil, fmt.Errorf("%w: retain_last must be at least 1", ErrInvalid)
+			return nil, fmt.Errorf("%w: retain_last must be at least 1", planner.ErrInvalid)
 		}
 		opts = append(opts, table.WithRetainLast(int(n)))
 	}
 	ids, _ := c.args["snapshot_ids"].([]int64)
-	counts, err := p.expireSnapshots(ctx, tgt, opts, ids)
+	counts, err := e.expireSnapshots(ctx, tgt, opts, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -94,21 +95,21 @@ func runExpireSnapshots(ctx context.Context, p *Planner, c *procCall) ([][]any, 
 // expireSnapshots expires tgt's snapshots with iceberg-go's rules (opts)
 // or exactly ids, keeping every snapshot a branch or tag still needs,
 // then deletes the files only the expired snapshots reached.
-func (p *Planner) expireSnapshots(ctx context.Context, tgt *WriteTarget, opts []table.ExpireSnapshotsOpt, ids []int64) (expireCounts, error) {
+func (e *Executor) expireSnapshots(ctx context.Context, tgt *planner.WriteTarget, opts []table.ExpireSnapshotsOpt, ids []int64) (expireCounts, error) {
 	before := tgt.Pinned.Table
 	var err error
 	if len(ids) > 0 {
-		err = p.CommitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		err = e.commitMeta(ctx, tgt, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 			return removeSnapshots(tbl, ids)
 		})
 	} else {
 		opts = append(opts, table.WithPostCommit(false))
-		err = p.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.ExpireSnapshots(opts...) })
+		err = e.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.ExpireSnapshots(opts...) })
 	}
 	if err != nil {
 		return expireCounts{}, expireError(err)
 	}
-	after, err := p.opts.Mounts.LoadTable(ctx, tgt.Ref)
+	after, err := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
 	if err != nil {
 		return expireCounts{}, err
 	}
@@ -116,10 +117,10 @@ func (p *Planner) expireSnapshots(ctx context.Context, tgt *WriteTarget, opts []
 }
 
 func expireError(err error) error {
-	if err == nil || errors.Is(err, ErrConflict) || errors.Is(err, ErrCommitUnknown) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
+	if err == nil || errors.Is(err, planner.ErrConflict) || errors.Is(err, planner.ErrCommitUnknown) || errors.Is(err, planner.ErrInvalid) || errors.Is(err, planner.ErrNotFound) {
 		return err
 	}
-	return fmt.Errorf("%w: %v", ErrInvalid, err)
+	return fmt.Errorf("%w: %v", planner.ErrInvalid, err)
 }
 
 // removeSnapshots is the change that expires exactly ids, refusing a
@@ -129,14 +130,14 @@ func removeSnapshots(tbl *table.Table, ids []int64) ([]table.Requirement, []tabl
 	var reqs []table.Requirement
 	for name, ref := range md.Refs() {
 		if slices.Contains(ids, ref.SnapshotID) {
-			return nil, nil, fmt.Errorf("%w: snapshot %d is the head of %s %q", ErrInvalid, ref.SnapshotID, ref.SnapshotRefType, name)
+			return nil, nil, fmt.Errorf("%w: snapshot %d is the head of %s %q", planner.ErrInvalid, ref.SnapshotID, ref.SnapshotRefType, name)
 		}
 		id := ref.SnapshotID
 		reqs = append(reqs, table.AssertRefSnapshotID(name, &id))
 	}
 	for _, id := range ids {
 		if md.SnapshotByID(id) == nil {
-			return nil, nil, fmt.Errorf("%w: no snapshot %d", ErrNotFound, id)
+			return nil, nil, fmt.Errorf("%w: no snapshot %d", planner.ErrNotFound, id)
 		}
 	}
 	return reqs, []table.Update{table.NewRemoveSnapshotsUpdate(ids, false)}, nil
@@ -262,8 +263,8 @@ func reachableFiles(fsys iceio.IO, snaps []table.Snapshot) (manifests, files map
 	return manifests, files, nil
 }
 
-func runRemoveOrphanFiles(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
-	tgt, err := c.target(ctx, p)
+func runRemoveOrphanFiles(ctx context.Context, e *Executor, c *procCall) ([][]any, error) {
+	tgt, err := c.target(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +272,7 @@ func runRemoveOrphanFiles(ctx context.Context, p *Planner, c *procCall) ([][]any
 	if ts, ok := c.time("older_than"); ok {
 		age = time.Since(ts)
 	}
-	paths, err := p.removeOrphans(ctx, tgt, age, c.str("location", ""), c.bool("dry_run", false), c.bool("override_min_age", false))
+	paths, err := e.removeOrphans(ctx, tgt, age, c.str("location", ""), c.bool("dry_run", false), c.bool("override_min_age", false))
 	if err != nil {
 		return nil, err
 	}
@@ -287,16 +288,16 @@ func runRemoveOrphanFiles(ctx context.Context, p *Planner, c *procCall) ([][]any
 // file of the table references and that are older than age, with
 // iceberg-go's orphan cleanup. age below MinOrphanAge is refused unless
 // override.
-func (p *Planner) removeOrphans(ctx context.Context, tgt *WriteTarget, age time.Duration, location string, dryRun, override bool) ([]string, error) {
+func (e *Executor) removeOrphans(ctx context.Context, tgt *planner.WriteTarget, age time.Duration, location string, dryRun, override bool) ([]string, error) {
 	if age < MinOrphanAge && !override {
 		return nil, fmt.Errorf("%w: files younger than %s may belong to a write that has not committed yet; "+
-			"pass an older older_than (retention_threshold), or CALL it with override_min_age => true if no write is running", ErrInvalid, MinOrphanAge)
+			"pass an older older_than (retention_threshold), or CALL it with override_min_age => true if no write is running", planner.ErrInvalid, MinOrphanAge)
 	}
 	tbl := tgt.Pinned.Table
 	opts := []table.OrphanCleanupOption{table.WithFilesOlderThan(max(age, 0)), table.WithDryRun(dryRun)}
 	if location != "" {
 		if !underLocation(location, tbl.Location()) {
-			return nil, fmt.Errorf("%w: location %q is not under the table's location", ErrRefused, location)
+			return nil, fmt.Errorf("%w: location %q is not under the table's location", planner.ErrRefused, location)
 		}
 		opts = append(opts, table.WithLocation(location))
 	}
@@ -323,8 +324,8 @@ func underLocation(loc, root string) bool {
 	return loc == root || strings.HasPrefix(loc, root+"/")
 }
 
-func runRewriteManifests(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
-	tgt, err := c.target(ctx, p)
+func runRewriteManifests(ctx context.Context, e *Executor, c *procCall) ([][]any, error) {
+	tgt, err := c.target(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +333,7 @@ func runRewriteManifests(ctx context.Context, p *Planner, c *procCall) ([][]any,
 	if id, ok := c.int("spec_id"); ok {
 		opts = append(opts, table.WithRewriteSpecID(int(id)))
 	}
-	res, err := p.rewriteManifests(ctx, tgt, opts)
+	res, err := e.rewriteManifests(ctx, tgt, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -343,12 +344,12 @@ type manifestCounts struct{ rewritten, added int }
 
 // rewriteManifests merges the current snapshot's small data manifests
 // with iceberg-go's RewriteManifests, in one commit.
-func (p *Planner) rewriteManifests(ctx context.Context, tgt *WriteTarget, opts []table.RewriteManifestsOpt) (manifestCounts, error) {
+func (e *Executor) rewriteManifests(ctx context.Context, tgt *planner.WriteTarget, opts []table.RewriteManifestsOpt) (manifestCounts, error) {
 	if tgt.Pinned.Table.CurrentSnapshot() == nil {
 		return manifestCounts{}, nil
 	}
 	var counts manifestCounts
-	err := p.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
+	err := e.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
 		res, err := tx.RewriteManifests(ctx, opts...)
 		if err != nil {
 			return err
@@ -364,12 +365,12 @@ func (p *Planner) rewriteManifests(ctx context.Context, tgt *WriteTarget, opts [
 // remove_orphan_files(retention_threshold => '7d'); the update count is
 // how many files they removed (manifests rewritten for
 // optimize_manifests).
-func (p *Planner) trinoHousekeeping(ctx context.Context, _ Session, tgt *WriteTarget, name string, args []callArg) (int64, error) {
+func (e *Executor) trinoHousekeeping(ctx context.Context, _ planner.Session, tgt *planner.WriteTarget, name string, args []callArg) (int64, error) {
 	if name == "optimize_manifests" {
 		if _, err := trinoArgs(name, args); err != nil {
 			return 0, err
 		}
-		res, err := p.rewriteManifests(ctx, tgt, nil)
+		res, err := e.rewriteManifests(ctx, tgt, nil)
 		return int64(res.rewritten), err
 	}
 	a, err := trinoArgs(name, args, "retention_threshold")
@@ -379,13 +380,13 @@ func (p *Planner) trinoHousekeeping(ctx context.Context, _ Session, tgt *WriteTa
 	retention := 7 * 24 * time.Hour
 	if v, ok := a["retention_threshold"]; ok {
 		if retention, err = parseDuration(v); err != nil {
-			return 0, fmt.Errorf("%w: %s: retention_threshold: %v", ErrInvalid, name, err)
+			return 0, fmt.Errorf("%w: %s: retention_threshold: %v", planner.ErrInvalid, name, err)
 		}
 	}
 	if name == "expire_snapshots" {
-		counts, err := p.expireSnapshots(ctx, tgt, []table.ExpireSnapshotsOpt{table.WithOlderThan(retention), table.WithRetainLast(1)}, nil)
+		counts, err := e.expireSnapshots(ctx, tgt, []table.ExpireSnapshotsOpt{table.WithOlderThan(retention), table.WithRetainLast(1)}, nil)
 		return counts.total(), err
 	}
-	paths, err := p.removeOrphans(ctx, tgt, retention, "", false, false)
+	paths, err := e.removeOrphans(ctx, tgt, retention, "", false, false)
 	return int64(len(paths)), err
 }

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // staged runs a statement that makes the table ref (CREATE TABLE … AS,
@@ -21,7 +22,7 @@ import (
 // staging table, which the next start drops (catalog.Mounts.DropStaging).
 // cat is the mount's internal catalog: the caller authorized the
 // statement as a whole.
-func (p *Planner) staged(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, replace bool, create func(staging catalog.TableRef) error, fill func(tgt *WriteTarget) (int64, error)) (int64, error) {
+func (e *Executor) staged(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, replace bool, create func(staging catalog.TableRef) error, fill func(tgt *planner.WriteTarget) (int64, error)) (int64, error) {
 	staging := ref
 	staging.Table = catalog.StagingName(ref.Table)
 	drop := func(err error) (int64, error) {
@@ -34,18 +35,17 @@ func (p *Planner) staged(ctx context.Context, cat icecat.Catalog, ref catalog.Ta
 		// A create cancelled midway may have made the table all the same.
 		return drop(err)
 	}
-	tgt, err := p.loadTargetRef(ctx, staging)
+	tgt, err := e.LoadMadeTarget(ctx, staging)
 	if err != nil {
 		return drop(err)
 	}
-	tgt.made = true
 	n, err := fill(tgt)
 	if err != nil {
-		if !errors.Is(err, ErrCommitUnknown) {
+		if !errors.Is(err, planner.ErrCommitUnknown) {
 			return drop(err)
 		}
 		// The staging table's only commit is this statement's.
-		if n, err = p.stagedRows(ctx, staging); err != nil {
+		if n, err = e.stagedRows(ctx, staging); err != nil {
 			return drop(err)
 		}
 	}
@@ -61,7 +61,7 @@ func (p *Planner) staged(ctx context.Context, cat icecat.Catalog, ref catalog.Ta
 			return 0, fmt.Errorf("%s: the old table was dropped but renaming the new one failed; its rows are in table %s: %v", ref, staging, err)
 		}
 		if errors.Is(err, icecat.ErrTableAlreadyExists) {
-			return drop(fmt.Errorf("%w: table %s (made by another statement meanwhile; nothing was committed)", ErrExists, ref))
+			return drop(fmt.Errorf("%w: table %s (made by another statement meanwhile; nothing was committed)", planner.ErrExists, ref))
 		}
 		return drop(fmt.Errorf("create table %s: nothing was committed: %w", ref, err))
 	}
@@ -69,20 +69,20 @@ func (p *Planner) staged(ctx context.Context, cat icecat.Catalog, ref catalog.Ta
 }
 
 // stagedRows is the row count of a staging table's commit whose outcome
-// was unknown: the rows its snapshot added, or ErrCommitUnknown's
+// was unknown: the rows its snapshot added, or planner.ErrCommitUnknown's
 // error if it has none (the commit did not land).
-func (p *Planner) stagedRows(ctx context.Context, ref catalog.TableRef) (int64, error) {
-	pinned, err := p.opts.Mounts.LoadTable(context.WithoutCancel(ctx), ref)
+func (e *Executor) stagedRows(ctx context.Context, ref catalog.TableRef) (int64, error) {
+	pinned, err := e.opts.Mounts.LoadTable(context.WithoutCancel(ctx), ref)
 	if err != nil {
 		return 0, err
 	}
 	snap := pinned.Table.CurrentSnapshot()
 	if snap == nil || snap.Summary == nil {
-		return 0, fmt.Errorf("%w: %s has no snapshot", ErrConflict, ref)
+		return 0, fmt.Errorf("%w: %s has no snapshot", planner.ErrConflict, ref)
 	}
 	n, err := strconv.ParseInt(snap.Summary.Properties["added-records"], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: added-records: %v", ErrConflict, ref, err)
+		return 0, fmt.Errorf("%w: %s: added-records: %v", planner.ErrConflict, ref, err)
 	}
 	return n, nil
 }

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // The maintenance statements of the ALTER TABLE family (Trino's ALTER
@@ -30,8 +31,8 @@ func init() {
 	})
 }
 
-func runRewriteDataFiles(ctx context.Context, p *Planner, c *procCall) ([][]any, error) {
-	tgt, err := c.target(ctx, p)
+func runRewriteDataFiles(ctx context.Context, e *Executor, c *procCall) ([][]any, error) {
+	tgt, err := c.target(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +40,7 @@ func runRewriteDataFiles(ctx context.Context, p *Planner, c *procCall) ([][]any,
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.compact(ctx, c.sess, tgt, spec)
+	res, err := e.compact(ctx, c.sess, tgt, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -55,9 +56,9 @@ var rewriteOptions = []string{
 }
 
 // rewriteSpec reads rewrite_data_files' arguments into a compaction spec.
-func rewriteSpec(tbl *table.Table, c *procCall) (compactSpec, error) {
-	spec := defaultCompactSpec(tbl)
-	spec.where = c.str("where", "")
+func rewriteSpec(tbl *table.Table, c *procCall) (planner.CompactSpec, error) {
+	spec := planner.DefaultCompactSpec(tbl)
+	spec.Where = c.str("where", "")
 	opts := c.options()
 	var errs []error
 	num := func(key string, set func(int64)) {
@@ -78,12 +79,12 @@ func rewriteSpec(tbl *table.Table, c *procCall) (compactSpec, error) {
 		}
 	}
 	num("target-file-size-bytes", func(n int64) {
-		spec.cfg.TargetFileSizeBytes, spec.cfg.MinFileSizeBytes, spec.cfg.MaxFileSizeBytes = n, n*3/4, n*9/5
+		spec.Config.TargetFileSizeBytes, spec.Config.MinFileSizeBytes, spec.Config.MaxFileSizeBytes = n, n*3/4, n*9/5
 	})
-	num("min-file-size-bytes", func(n int64) { spec.cfg.MinFileSizeBytes = n })
-	num("max-file-size-bytes", func(n int64) { spec.cfg.MaxFileSizeBytes = n })
-	num("min-input-files", func(n int64) { spec.minInputFiles = int(max(n, 1)) })
-	num("delete-file-threshold", func(n int64) { spec.cfg.DeleteFileThreshold = int(min(n, math.MaxInt32)) })
+	num("min-file-size-bytes", func(n int64) { spec.Config.MinFileSizeBytes = n })
+	num("max-file-size-bytes", func(n int64) { spec.Config.MaxFileSizeBytes = n })
+	num("min-input-files", func(n int64) { spec.MinInputFiles = int(max(n, 1)) })
+	num("delete-file-threshold", func(n int64) { spec.Config.DeleteFileThreshold = int(min(n, math.MaxInt32)) })
 	num("max-concurrent-file-group-rewrites", func(int64) {})
 	num("max-file-group-size-bytes", func(int64) {})
 	if v, ok := opts["delete-ratio-threshold"]; ok {
@@ -91,7 +92,7 @@ func rewriteSpec(tbl *table.Table, c *procCall) (compactSpec, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("option delete-ratio-threshold: want a number in [0, 1], got %q", v))
 		}
-		spec.cfg.DeleteRatioThreshold = f
+		spec.Config.DeleteRatioThreshold = f
 	}
 	for _, key := range []string{"rewrite-all", "partial-progress.enabled", "remove-dangling-deletes"} {
 		v, ok := opts[key]
@@ -103,7 +104,7 @@ func rewriteSpec(tbl *table.Table, c *procCall) (compactSpec, error) {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("option %s: want true or false, got %q", key, v))
 		case key == "rewrite-all":
-			spec.rewriteAll = b
+			spec.RewriteAll = b
 		case key == "partial-progress.enabled" && b:
 			errs = append(errs, errors.New("option partial-progress.enabled: a rewrite commits once; partial progress is not supported"))
 		}
@@ -114,62 +115,26 @@ func rewriteSpec(tbl *table.Table, c *procCall) (compactSpec, error) {
 			errs = append(errs, errors.New("sort_order needs strategy => 'sort'"))
 		}
 	case "sort":
-		items, err := parseSortOrder(tbl, c.str("sort_order", ""))
+		items, err := planner.ParseSortOrder(tbl, c.str("sort_order", ""))
 		if err != nil {
 			errs = append(errs, err)
 		}
-		spec.sort = items
+		spec.Sort = items
 	default:
 		errs = append(errs, fmt.Errorf("strategy %q: want 'binpack' or 'sort'", c.str("strategy", "")))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return spec, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return spec, fmt.Errorf("%w: %v", planner.ErrInvalid, err)
 	}
 	return spec, nil
 }
 
-// parseSortOrder reads Spark's sort_order ('col [ASC|DESC] [NULLS
-// FIRST|LAST], …'); empty means the table's sort order, which must exist.
-func parseSortOrder(tbl *table.Table, text string) ([]ddlSortItem, error) {
-	if strings.TrimSpace(text) == "" {
-		if tbl.SortOrder().IsUnsorted() {
-			return nil, errors.New("strategy 'sort' needs a sort_order: the table has none")
-		}
-		return nil, nil
-	}
-	if strings.Contains(strings.ToLower(text), "zorder") {
-		return nil, errors.New("sort_order: zorder(…) is not supported")
-	}
-	ps, err := statementParser("(" + text + ")")
-	if err != nil {
-		return nil, err
-	}
-	items, err := ps.sortItems()
-	if err == nil {
-		err = ps.End()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sort_order %q: %v", text, err)
-	}
-	if _, err := ddlSortOrder(tbl.Schema(), items); err != nil {
-		return nil, err
-	}
-	for i, it := range items {
-		f, ok := tbl.Schema().FindFieldByName(it.column)
-		if !ok {
-			f, _ = tbl.Schema().FindFieldByNameCaseInsensitive(it.column)
-		}
-		items[i].column = f.Name
-	}
-	return items, nil
-}
-
-// AlterMaintenance runs the ALTER TABLE statement of this file set,
+// alterMaintenance runs the ALTER TABLE statement of this file set,
 // EXECUTE procedure[(args)] [WHERE …], with ps at its first token. ok is
 // false, and ps is back at its first token, for every other ALTER
 // (schema, property and partition evolution, identifier fields, branches
-// and tags, RENAME), which package statement runs.
-func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser) (n int64, ok bool, err error) {
+// and tags, RENAME), which alterTable runs.
+func (e *Executor) alterMaintenance(ctx context.Context, sess planner.Session, ps *planner.Parser) (n int64, ok bool, err error) {
 	defer func() {
 		if !ok {
 			ps.Pos = 0
@@ -189,15 +154,15 @@ func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser
 	default:
 		return 0, false, nil
 	}
-	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Alter)
+	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Alter)
 	if err != nil {
-		if ifExists && errors.Is(err, ErrNotFound) {
+		if ifExists && errors.Is(err, planner.ErrNotFound) {
 			return 0, true, nil
 		}
 		return 0, true, err
 	}
 	ps.Accept("EXECUTE")
-	n, err = p.alterExecute(ctx, sess, tgt, ps)
+	n, err = e.alterExecute(ctx, sess, tgt, ps)
 	return n, true, err
 }
 
@@ -205,33 +170,33 @@ func (p *Planner) AlterMaintenance(ctx context.Context, sess Session, ps *Parser
 // pred]: optimize (compaction; the update count is the number of data
 // files rewritten), optimize_manifests, expire_snapshots and
 // remove_orphan_files (counts of what they removed).
-func (p *Planner) alterExecute(ctx context.Context, sess Session, tgt *WriteTarget, ps *Parser) (int64, error) {
+func (e *Executor) alterExecute(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, ps *planner.Parser) (int64, error) {
 	name, err := ps.Ident()
 	if err != nil {
 		return 0, err
 	}
 	var args []callArg
 	if ps.AtPunct("(") {
-		if args, err = ps.callArgs(); err != nil {
+		if args, err = readCallArgs(ps); err != nil {
 			return 0, err
 		}
 	}
 	where := ""
-	if ps.Pos < len(ps.toks) {
+	if ps.Pos < len(ps.Tokens()) {
 		if !strings.EqualFold(name, "optimize") {
 			return 0, ps.Unexpected()
 		}
-		if where, err = ps.where("ALTER TABLE … EXECUTE optimize"); err != nil {
+		if where, err = ps.Where("ALTER TABLE … EXECUTE optimize"); err != nil {
 			return 0, err
 		}
 	}
 	switch strings.ToLower(name) {
 	case "optimize":
-		return p.trinoOptimize(ctx, sess, tgt, args, where)
+		return e.trinoOptimize(ctx, sess, tgt, args, where)
 	case "optimize_manifests", "expire_snapshots", "remove_orphan_files":
-		return p.trinoHousekeeping(ctx, sess, tgt, strings.ToLower(name), args)
+		return e.trinoHousekeeping(ctx, sess, tgt, strings.ToLower(name), args)
 	}
-	return 0, fmt.Errorf("%w: ALTER TABLE … EXECUTE %s (known: optimize, optimize_manifests, expire_snapshots, remove_orphan_files)", ErrNotFound, name)
+	return 0, fmt.Errorf("%w: ALTER TABLE … EXECUTE %s (known: optimize, optimize_manifests, expire_snapshots, remove_orphan_files)", planner.ErrNotFound, name)
 }
 
 // trinoArgs binds Trino's named EXECUTE arguments, each a string.
@@ -239,10 +204,10 @@ func trinoArgs(proc string, args []callArg, known ...string) (map[string]string,
 	out := map[string]string{}
 	for _, a := range args {
 		if a.name == "" || !slices.Contains(known, a.name) {
-			return nil, fmt.Errorf("%w: %s takes only named arguments: %s", ErrInvalid, proc, strings.Join(known, ", "))
+			return nil, fmt.Errorf("%w: %s takes only named arguments: %s", planner.ErrInvalid, proc, strings.Join(known, ", "))
 		}
 		if a.val.ctor != "" {
-			return nil, fmt.Errorf("%w: %s: argument %s must be a string", ErrInvalid, proc, a.name)
+			return nil, fmt.Errorf("%w: %s: argument %s must be a string", planner.ErrInvalid, proc, a.name)
 		}
 		out[a.name] = a.val.text
 	}
@@ -253,7 +218,7 @@ func trinoArgs(proc string, args []callArg, known ...string) (map[string]string,
 // than file_size_threshold (default 100MB) is a candidate, and a
 // partition's candidates are rewritten when there are at least two of
 // them or one has deletes.
-func (p *Planner) trinoOptimize(ctx context.Context, sess Session, tgt *WriteTarget, args []callArg, where string) (int64, error) {
+func (e *Executor) trinoOptimize(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, args []callArg, where string) (int64, error) {
 	a, err := trinoArgs("optimize", args, "file_size_threshold")
 	if err != nil {
 		return 0, err
@@ -261,14 +226,14 @@ func (p *Planner) trinoOptimize(ctx context.Context, sess Session, tgt *WriteTar
 	threshold := int64(100 << 20)
 	if v, ok := a["file_size_threshold"]; ok {
 		if threshold, err = parseDataSize(v); err != nil {
-			return 0, fmt.Errorf("%w: optimize: file_size_threshold: %v", ErrInvalid, err)
+			return 0, fmt.Errorf("%w: optimize: file_size_threshold: %v", planner.ErrInvalid, err)
 		}
 	}
-	spec := defaultCompactSpec(tgt.Pinned.Table)
-	target := max(spec.cfg.TargetFileSizeBytes, threshold)
-	spec.cfg.TargetFileSizeBytes, spec.cfg.MinFileSizeBytes, spec.cfg.MaxFileSizeBytes = target, threshold, max(target*9/5, threshold+1)
-	spec.cfg.DeleteFileThreshold, spec.minInputFiles, spec.where = 1, 2, where
-	res, err := p.compact(ctx, sess, tgt, spec)
+	spec := planner.DefaultCompactSpec(tgt.Pinned.Table)
+	target := max(spec.Config.TargetFileSizeBytes, threshold)
+	spec.Config.TargetFileSizeBytes, spec.Config.MinFileSizeBytes, spec.Config.MaxFileSizeBytes = target, threshold, max(target*9/5, threshold+1)
+	spec.Config.DeleteFileThreshold, spec.MinInputFiles, spec.Where = 1, 2, where
+	res, err := e.compact(ctx, sess, tgt, spec)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/commit"
-	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/wire"
+	"github.com/icefloe/icefloe/internal/testlocal"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // faultyCatalog fails commits on demand: with a transport-like error whose
@@ -42,11 +42,12 @@ func (f *faultyCatalog) CommitTable(ctx context.Context, ident table.Identifier,
 	return f.Catalog.CommitTable(ctx, ident, reqs, ups)
 }
 
-// newFaultyEnv is a planner on a local catalog behind a faultyCatalog;
+// newFaultyEnv is an executor on a local catalog behind a faultyCatalog;
 // dir holds the warehouse.
-func newFaultyEnv(t *testing.T) (*Planner, *catalog.Mounts, *faultyCatalog, string) {
+func newFaultyEnv(t *testing.T) (*Executor, *catalog.Mounts, *faultyCatalog, string) {
 	t.Helper()
 	ctx := context.Background()
+	l := testlocal.New(t)
 	dir := t.TempDir()
 	cat, props, err := catalog.OpenLocal(ctx, dir)
 	if err != nil {
@@ -58,17 +59,11 @@ func newFaultyEnv(t *testing.T) (*Planner, *catalog.Mounts, *faultyCatalog, stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	eng, err := engine.Open(ctx, engine.Options{Threads: 1, MemoryLimit: "256MB", TempDir: t.TempDir()})
+	pl, err := planner.New(planner.Options{Mounts: m, Engine: l.Eng, Key: l.Key, Workers: oneWorker{}, Flight: l.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { eng.Close() })
-	key, _ := wire.RandomKey()
-	p, err := New(Options{Mounts: m, Engine: eng, Key: key, Workers: twoWorkers, Flight: testPool(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, m, faulty, dir
+	return New(pl), m, faulty, dir
 }
 
 func parquetFiles(t *testing.T, dir string) int {
@@ -92,7 +87,7 @@ func parquetFiles(t *testing.T, dir string) int {
 func TestCommitOutcome(t *testing.T) {
 	ctx := context.Background()
 	p, m, faulty, dir := newFaultyEnv(t)
-	s := Session{Catalog: "local", Schema: "default"}
+	s := planner.Session{Catalog: "local", Schema: "default"}
 	if _, err := p.Exec(ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +106,8 @@ func TestCommitOutcome(t *testing.T) {
 
 	faulty.mode.Store(1)
 	_, err := p.Exec(ctx, s, "INSERT INTO c VALUES (2)")
-	if !errors.Is(err, ErrCommitUnknown) || !strings.Contains(err.Error(), "may or may not") {
-		t.Fatalf("unknown outcome: got %v, want ErrCommitUnknown saying the outcome is unknown", err)
+	if !errors.Is(err, planner.ErrCommitUnknown) || !strings.Contains(err.Error(), "may or may not") {
+		t.Fatalf("unknown outcome: got %v, want planner.ErrCommitUnknown saying the outcome is unknown", err)
 	}
 	if got := parquetFiles(t, warehouse); got != before+1 {
 		t.Fatalf("unknown outcome must keep the statement's file: %d files, want %d", got, before+1)
@@ -125,8 +120,8 @@ func TestCommitOutcome(t *testing.T) {
 
 	faulty.mode.Store(2)
 	_, err = p.Exec(ctx, s, "INSERT INTO c VALUES (3)")
-	if !errors.Is(err, ErrConflict) {
-		t.Fatalf("lost race: got %v, want ErrConflict", err)
+	if !errors.Is(err, planner.ErrConflict) {
+		t.Fatalf("lost race: got %v, want planner.ErrConflict", err)
 	}
 	faulty.mode.Store(0)
 	if got := parquetFiles(t, warehouse); got != kept {
@@ -144,7 +139,7 @@ func TestCommitOutcome(t *testing.T) {
 func TestStatementID(t *testing.T) {
 	ctx := context.Background()
 	p, m, faulty, dir := newFaultyEnv(t)
-	s := Session{Catalog: "local", Schema: "default"}
+	s := planner.Session{Catalog: "local", Schema: "default"}
 	if _, err := p.Exec(ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"iter"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -27,6 +26,7 @@ import (
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/icemeta"
+	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -36,7 +36,7 @@ type IfMissing int
 const (
 	// MissingCreate creates the table from the stream's schema.
 	MissingCreate IfMissing = iota
-	// MissingFail fails with ErrNotFound.
+	// MissingFail fails with planner.ErrNotFound.
 	MissingFail
 )
 
@@ -44,7 +44,7 @@ const (
 type IfExists int
 
 const (
-	// ExistsFail fails with ErrExists.
+	// ExistsFail fails with planner.ErrExists.
 	ExistsFail IfExists = iota
 	// ExistsAppend appends the rows.
 	ExistsAppend
@@ -75,7 +75,7 @@ type Ingest struct {
 // (case-insensitive) and are cast to its types; a missing nullable column
 // is NULL; a NULL in a NOT NULL column fails the ingest and commits
 // nothing.
-func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, error) {
+func (e *Executor) Ingest(ctx context.Context, sess planner.Session, in Ingest) (int64, error) {
 	ctx = commit.WithStatement(ctx)
 	ref := catalog.TableRef{Catalog: in.Catalog, Schema: in.Schema, Table: in.Table}
 	if ref.Catalog == "" {
@@ -84,11 +84,11 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 	if ref.Schema == "" {
 		ref.Schema = sess.Schema
 	}
-	ref, err := TableName(Session{Catalog: ref.Catalog, Schema: ref.Schema}, []string{ref.Table})
+	ref, err := planner.TableName(planner.Session{Catalog: ref.Catalog, Schema: ref.Schema}, []string{ref.Table})
 	if err != nil {
 		return 0, err
 	}
-	mt, err := p.Mount(ref.Catalog)
+	mt, err := e.Mount(ref.Catalog)
 	if err != nil {
 		return 0, err
 	}
@@ -100,75 +100,75 @@ func (p *Planner) Ingest(ctx context.Context, sess Session, in Ingest) (int64, e
 	create := false
 	switch {
 	case !exists && in.IfMissing == MissingFail:
-		return 0, fmt.Errorf("%w: table %s (ingest mode append needs an existing table)", ErrNotFound, ref)
+		return 0, fmt.Errorf("%w: table %s (ingest mode append needs an existing table)", planner.ErrNotFound, ref)
 	case !exists:
 		create = true
 	case in.IfExists == ExistsFail:
-		return 0, fmt.Errorf("%w: table %s (ingest mode create needs a new table)", ErrExists, ref)
+		return 0, fmt.Errorf("%w: table %s (ingest mode create needs a new table)", planner.ErrExists, ref)
 	case in.IfExists == ExistsReplace:
 		// Never a drop first: see replace.go.
-		return p.replace(ctx, mt, ref, in)
+		return e.replace(ctx, mt, ref, in)
 	}
 	if create {
-		if err := p.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+		if err := e.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 			return 0, err
 		}
-		n, err := p.ingestCreate(ctx, mt, ref, in)
+		n, err := e.ingestCreate(ctx, mt, ref, in)
 		switch {
 		case errors.Is(err, errIngestMadeMeanwhile) && in.IfExists == ExistsReplace:
 			// Made meanwhile by someone else: replace it as any
 			// existing table.
-			return p.replace(ctx, mt, ref, in)
+			return e.replace(ctx, mt, ref, in)
 		case errors.Is(err, errIngestMadeMeanwhile) && in.IfExists == ExistsAppend:
-			if err := p.Authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
+			if err := e.Authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
 				return 0, err
 			}
 		default:
 			return n, err
 		}
 	}
-	tgt, err := p.loadTargetRef(ctx, ref, authz.Insert)
+	tgt, err := e.LoadTargetRef(ctx, ref, authz.Insert)
 	if err != nil {
 		return 0, err
 	}
-	res, err := p.ingestWrite(ctx, tgt, in.Rows)
+	res, err := e.ingestWrite(ctx, tgt, in.Rows)
 	if err != nil {
 		return 0, err
 	}
-	return p.commitAppend(ctx, tgt, res)
+	return e.commitAppend(ctx, tgt, res)
 }
 
 // errIngestMadeMeanwhile: the table an ingest was to create was made by
 // someone else before the ingest read its stream; nothing was written.
-// (Made after that, the ingest fails with ErrExists: the stream is read.)
-var errIngestMadeMeanwhile = fmt.Errorf("%w: made meanwhile", ErrExists)
+// (Made after that, the ingest fails with planner.ErrExists: the stream is read.)
+var errIngestMadeMeanwhile = fmt.Errorf("%w: made meanwhile", planner.ErrExists)
 
 // ingestCreate runs bulk ingest into a table it makes, staged (see
 // staged): the table appears with the stream's rows or not at all.
-func (p *Planner) ingestCreate(ctx context.Context, mt *catalog.Mount, ref catalog.TableRef, in Ingest) (int64, error) {
+func (e *Executor) ingestCreate(ctx context.Context, mt *catalog.Mount, ref catalog.TableRef, in Ingest) (int64, error) {
 	schema, err := ingestSchema(in.Rows.Schema())
 	if err != nil {
 		return 0, err
 	}
 	cat := mt.Internal()
 	create := func(staging catalog.TableRef) error { return createIngestTable(ctx, cat, staging, schema) }
-	fill := func(tgt *WriteTarget) (int64, error) {
+	fill := func(tgt *planner.WriteTarget) (int64, error) {
 		if exists, err := cat.CheckTableExists(ctx, ref.Ident()); err == nil && exists {
 			return 0, fmt.Errorf("%w: table %s", errIngestMadeMeanwhile, ref)
 		}
-		res, err := p.ingestWrite(ctx, tgt, in.Rows)
+		res, err := e.ingestWrite(ctx, tgt, in.Rows)
 		if err != nil {
 			return 0, err
 		}
-		return p.commitAppend(ctx, tgt, res)
+		return e.commitAppend(ctx, tgt, res)
 	}
-	return p.staged(ctx, cat, ref, false, create, fill)
+	return e.staged(ctx, cat, ref, false, create, fill)
 }
 
 // ingestWrite conforms the stream to tgt's schema and writes its files,
 // through the live workers or, with none, here; nothing is committed. On
 // failure every file the statement wrote is deleted again.
-func (p *Planner) ingestWrite(ctx context.Context, tgt *WriteTarget, rowsIn array.RecordReader) (*writeResults, error) {
+func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, rowsIn array.RecordReader) (*writeResults, error) {
 	ref := tgt.Ref
 	target, err := table.SchemaToArrowSchema(tgt.Pinned.Table.Schema(), nil, true, false)
 	if err != nil {
@@ -178,8 +178,8 @@ func (p *Planner) ingestWrite(ctx context.Context, tgt *WriteTarget, rowsIn arra
 	if err != nil {
 		return nil, err
 	}
-	w := p.newWrite(tgt)
-	id := uuid.MustParse(fragmentUUID(w.WriteUUID, 1<<20))
+	w := e.NewWrite(tgt)
+	id := uuid.MustParse(planner.FragmentUUID(w.WriteUUID, 1<<20))
 	var rows int64
 	var convErr error
 	seq := func(yield func(arrow.RecordBatch, error) bool) {
@@ -205,8 +205,8 @@ func (p *Planner) ingestWrite(ctx context.Context, tgt *WriteTarget, rowsIn arra
 		}
 	}
 	var res *writeResults
-	if workers := p.opts.Workers.Live(); len(workers) > 0 {
-		res, err = p.ingestOnWorkers(ctx, tgt, w, target, seq, workers)
+	if workers := e.opts.Workers.Live(); len(workers) > 0 {
+		res, err = e.ingestOnWorkers(ctx, tgt, w, target, seq, workers)
 	} else {
 		res, err = ingestLocal(ctx, tgt, id, target, seq)
 	}
@@ -216,27 +216,27 @@ func (p *Planner) ingestWrite(ctx context.Context, tgt *WriteTarget, rowsIn arra
 		}
 		var added []iceberg.DataFile
 		if res != nil {
-			added = res.added
+			added = res.Added
 		}
-		p.removeFiles(ctx, tgt, w.WriteUUID, added)
+		e.removeFiles(ctx, tgt, w.WriteUUID, added)
 		return nil, fmt.Errorf("ingest into %s: %w", ref, err)
 	}
-	res.rows = rows
+	res.Rows = rows
 	return res, nil
 }
 
 // createIngestTable creates the table a stream makes: the stream's schema
 // (from ingestSchema), unpartitioned, with commit retries.
 func createIngestTable(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, schema *iceberg.Schema) error {
-	props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(DefaultCommitRetries)}
+	props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}
 	if _, err := cat.CreateTable(ctx, ref.Ident(), schema, icecat.WithProperties(props)); err != nil {
 		switch {
 		case errors.Is(err, icecat.ErrTableAlreadyExists):
-			return fmt.Errorf("%w: table %s", ErrExists, ref)
+			return fmt.Errorf("%w: table %s", planner.ErrExists, ref)
 		case errors.Is(err, icecat.ErrNoSuchNamespace):
-			return fmt.Errorf("%w: schema %s.%s", ErrNotFound, ref.Catalog, ref.Schema)
+			return fmt.Errorf("%w: schema %s.%s", planner.ErrNotFound, ref.Catalog, ref.Schema)
 		default:
-			return fmt.Errorf("%w: create table %s: %v", ErrInvalid, ref, err)
+			return fmt.Errorf("%w: create table %s: %v", planner.ErrInvalid, ref, err)
 		}
 	}
 	return nil
@@ -246,7 +246,7 @@ func createIngestTable(ctx context.Context, cat icecat.Catalog, ref catalog.Tabl
 func ingestSchema(sc *arrow.Schema) (*iceberg.Schema, error) {
 	s, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, true)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the stream's schema has no Iceberg form: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: the stream's schema has no Iceberg form: %v", planner.ErrInvalid, err)
 	}
 	return s, nil
 }
@@ -265,12 +265,12 @@ func ingestMapping(src, target *arrow.Schema) ([]int, error) {
 			}
 		}
 		if out[i] < 0 && !f.Nullable {
-			return nil, fmt.Errorf("%w: the stream has no column %q, which is NOT NULL", ErrInvalid, f.Name)
+			return nil, fmt.Errorf("%w: the stream has no column %q, which is NOT NULL", planner.ErrInvalid, f.Name)
 		}
 	}
 	for j, u := range used {
 		if !u {
-			return nil, fmt.Errorf("%w: the table has no column %q", ErrInvalid, src.Field(j).Name)
+			return nil, fmt.Errorf("%w: the table has no column %q", planner.ErrInvalid, src.Field(j).Name)
 		}
 	}
 	return out, nil
@@ -299,24 +299,24 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 		if arrow.TypeEqual(src.DataType(), f.Type, arrow.CheckMetadata()) || arrow.TypeEqual(src.DataType(), f.Type) {
 			arr = array.MakeFromData(array.NewData(f.Type, src.Len(), src.Data().Buffers(), src.Data().Children(), src.NullN(), src.Data().Offset()))
 		} else {
-			data, err := ddlConform(mem, src.Data(), f.Type, f.Name)
+			data, err := planner.ConformArray(mem, src.Data(), f.Type, f.Name)
 			if err == nil {
 				arr = array.MakeFromData(data)
 				data.Release()
 			} else {
 				c, cerr := compute.CastArray(ctx, src, compute.SafeCastOptions(f.Type))
 				if cerr != nil {
-					return nil, fmt.Errorf("%w: column %q: the stream's %s does not convert to %s: %v", ErrInvalid, f.Name, src.DataType(), f.Type, cerr)
+					return nil, fmt.Errorf("%w: column %q: the stream's %s does not convert to %s: %v", planner.ErrInvalid, f.Name, src.DataType(), f.Type, cerr)
 				}
 				arr = c
 			}
 		}
 		cols[i] = arr
 		if !f.Nullable && arr.NullN() > 0 {
-			return nil, fmt.Errorf("%w: NULL in NOT NULL column %s", ErrInvalid, f.Name)
+			return nil, fmt.Errorf("%w: NULL in NOT NULL column %s", planner.ErrInvalid, f.Name)
 		}
 		if err := conform.Validate(arr, f.Name, firstRow); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", planner.ErrInvalid, err)
 		}
 	}
 	return array.NewRecordBatch(target, cols, rec.NumRows()), nil
@@ -324,13 +324,13 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 
 // ingestLocal writes the stream with this process's iceberg-go writer;
 // used when no worker is live.
-func ingestLocal(ctx context.Context, tgt *WriteTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*writeResults, error) {
+func ingestLocal(ctx context.Context, tgt *planner.WriteTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*writeResults, error) {
 	res := &writeResults{}
 	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
 		if err != nil {
 			return res, err
 		}
-		res.added = append(res.added, df)
+		res.Added = append(res.Added, df)
 	}
 	return res, nil
 }
@@ -346,14 +346,16 @@ type ingestShare struct {
 // per live worker, each writing its share with iceberg-go, and collects
 // the files they wrote. gRPC flow control holds the client's stream back
 // when the workers write slower than it sends: nothing is buffered whole.
-func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *WriteTarget, w *wire.Write, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error], workers []Worker) (*writeResults, error) {
+func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget, w *wire.Write, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error], workers []planner.Worker) (*writeResults, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var shares []*ingestShare
-	expires := time.Now().Add(p.opts.TicketTTL)
-	queryID := newQueryID(ctx)
+	tickets, err := e.WriteTickets(ctx, w, len(workers))
+	if err != nil {
+		return nil, err
+	}
 	for i, wk := range workers {
-		c, release, err := p.opts.Flight.Hold(wk.Location)
+		c, release, err := e.opts.Flight.Hold(wk.Location)
 		if err != nil {
 			return nil, err
 		}
@@ -363,14 +365,8 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *WriteTarget, w *wire
 		if sh.stream, err = c.DoPut(ctx); err != nil {
 			return nil, fragmentError(wk.Location, err)
 		}
-		fw := *w
-		fw.WriteUUID = fragmentUUID(w.WriteUUID, i)
-		sealed, err := p.seal(stampOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
-		if err != nil {
-			return nil, err
-		}
 		sh.wr = flight.NewRecordWriter(sh.stream, ipc.WithSchema(target))
-		sh.wr.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: sealed})
+		sh.wr.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: tickets[i]})
 	}
 	var sendErr error
 	k := 0
@@ -385,7 +381,7 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *WriteTarget, w *wire
 		rec.Release()
 		if werr != nil {
 			// The worker ended the stream; its status comes with Recv.
-			sendErr = fmt.Errorf("%w: worker %s stopped reading: %v", ErrWriteFailed, sh.loc, werr)
+			sendErr = fmt.Errorf("%w: worker %s stopped reading: %v", planner.ErrWriteFailed, sh.loc, werr)
 			break
 		}
 	}
@@ -410,7 +406,7 @@ func (p *Planner) ingestOnWorkers(ctx context.Context, tgt *WriteTarget, w *wire
 			}
 			var rs []wire.WriteResult
 			if err := json.Unmarshal(pr.GetAppMetadata(), &rs); err != nil {
-				errs = append(errs, fmt.Errorf("%w: worker %s: decode results: %v", ErrWriteFailed, sh.loc, err))
+				errs = append(errs, fmt.Errorf("%w: worker %s: decode results: %v", planner.ErrWriteFailed, sh.loc, err))
 				break
 			}
 			raw = append(raw, rs...)

@@ -1,4 +1,4 @@
-package planner_test
+package statement_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
 )
 
 // raceEnv is a one-worker cluster and its coordinator's planner.
@@ -43,7 +44,7 @@ func startRaceEnv(t *testing.T) *raceEnv {
 
 func (e *raceEnv) exec(t *testing.T, q string) {
 	t.Helper()
-	if _, err := e.p.Exec(context.Background(), e.sess, q); err != nil {
+	if _, err := statement.New(e.p).Exec(context.Background(), e.sess, q); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
@@ -91,10 +92,10 @@ func (e *raceEnv) parquetOnDisk(t *testing.T, name string) map[string]bool {
 func (e *raceEnv) compact(t *testing.T, name, concurrent string) error {
 	t.Helper()
 	var once sync.Once
-	planner.SetBeforeRewriteCommit(func() {
+	statement.SetBeforeRewriteCommit(func() {
 		once.Do(func() { e.exec(t, concurrent) })
 	})
-	defer planner.SetBeforeRewriteCommit(nil)
+	defer statement.SetBeforeRewriteCommit(nil)
 	_, err := e.p.Plan(context.Background(), e.sess,
 		fmt.Sprintf(`CALL system.rewrite_data_files(table => '%s', options => map('min-input-files', '2'))`, name))
 	return err
@@ -191,8 +192,8 @@ func TestRewritePositionDeletesConflict(t *testing.T) {
 	}
 	before := e.parquetOnDisk(t, "pdrace")
 	var once sync.Once
-	planner.SetBeforeRewriteCommit(func() { once.Do(func() { e.exec(t, `DELETE FROM pdrace WHERE id = 10`) }) })
-	defer planner.SetBeforeRewriteCommit(nil)
+	statement.SetBeforeRewriteCommit(func() { once.Do(func() { e.exec(t, `DELETE FROM pdrace WHERE id = 10`) }) })
+	defer statement.SetBeforeRewriteCommit(nil)
 	_, err := e.p.Plan(context.Background(), e.sess, `CALL system.rewrite_position_delete_files(table => 'pdrace', options => map('min-input-files', '2'))`)
 	if !errors.Is(err, planner.ErrConflict) {
 		t.Fatalf("rewrite racing a DELETE: %v, want ErrConflict", err)

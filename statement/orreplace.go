@@ -1,4 +1,4 @@
-package planner
+package statement
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/internal/tracing"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // CREATE OR REPLACE TABLE name (cols) … | AS query.
@@ -38,46 +39,47 @@ import (
 //     finds no table.
 
 // createOrReplace runs CREATE OR REPLACE TABLE.
-func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *Parser) (int64, error) {
+func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
 	// The statement as CREATE TABLE: the same tokens without OR REPLACE.
-	plain := &Parser{src: ps.src, toks: append([]sqltok.Token{ps.toks[0]}, ps.toks[3:]...)}
+	all := ps.Tokens()
+	plain := ps.WithTokens(append([]sqltok.Token{all[0]}, all[3:]...))
 	plain.Pos = 2
 	if plain.At("IF", "NOT", "EXISTS") {
-		return 0, ddlSyntaxf("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together")
+		return 0, syntaxf("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together")
 	}
 	parts, err := plain.Name(3)
 	if err != nil {
 		return 0, err
 	}
 	nameEnd := plain.Pos
-	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Drop, authz.Create)
-	if errors.Is(err, ErrNotFound) {
-		return p.createTable(ctx, sess, plain)
+	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Drop, authz.Create)
+	if errors.Is(err, planner.ErrNotFound) {
+		return e.createTable(ctx, sess, plain)
 	}
 	if err != nil {
 		return 0, err
 	}
 	if tgt.Branch != "" {
-		return 0, fmt.Errorf("%w: CREATE OR REPLACE TABLE while writing to branch %s", ErrUnsupported, tgt.Branch)
+		return 0, fmt.Errorf("%w: CREATE OR REPLACE TABLE while writing to branch %s", planner.ErrUnsupported, tgt.Branch)
 	}
 	ref := tgt.Ref
 	staging := ref
 	staging.Table = catalog.StagingName(ref.Table)
 	// CREATE TABLE "catalog"."schema"."staging" and the rest as written.
-	toks := append([]sqltok.Token{}, plain.toks[:2]...)
+	toks := append([]sqltok.Token{}, plain.Tokens()[:2]...)
 	for i, part := range []string{staging.Catalog, staging.Schema, staging.Table} {
 		if i > 0 {
 			toks = append(toks, sqltok.Token{Kind: sqltok.Op, Value: ".", Text: "."})
 		}
 		toks = append(toks, sqltok.Token{Kind: sqltok.QuotedIdent, Value: part})
 	}
-	made := &Parser{src: ps.src, toks: append(toks, plain.toks[nameEnd:]...)}
-	n, err := p.createTable(ctx, sess, made)
+	made := ps.WithTokens(append(toks, plain.Tokens()[nameEnd:]...))
+	n, err := e.createTable(ctx, sess, made)
 	if err != nil {
 		return 0, err
 	}
-	cat := tgt.mount.Internal()
-	st, err := p.loadTargetRef(ctx, staging)
+	cat := tgt.Mount().Internal()
+	st, err := e.LoadTargetRef(ctx, staging)
 	if err != nil {
 		return 0, err
 	}
@@ -87,7 +89,7 @@ func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *Parser)
 		}
 		return n, nil
 	}
-	if err := p.replaceWithStaged(ctx, tgt, st); err != nil {
+	if err := e.replaceWithStaged(ctx, tgt, st); err != nil {
 		if derr := catalog.PurgeStaging(context.WithoutCancel(ctx), cat, staging.Ident()); derr != nil {
 			return 0, fmt.Errorf("%w (table %s is unchanged; dropping the staging table %s failed: %v)", err, ref, staging, derr)
 		}
@@ -95,20 +97,9 @@ func (p *Planner) createOrReplace(ctx context.Context, sess Session, ps *Parser)
 	}
 	// The files are the table's now: drop the staging table, keep them.
 	if err := cat.DropTable(context.WithoutCancel(ctx), staging.Ident()); err != nil {
-		tracing.Logger(ctx, p.log).Warn("planner: drop the staging table of a replace", zap.String("table", staging.String()), zap.Error(err))
+		tracing.Logger(ctx, e.log).Warn("planner: drop the staging table of a replace", zap.String("table", staging.String()), zap.Error(err))
 	}
 	return n, nil
-}
-
-// createTable runs a CREATE TABLE statement (with a column list or AS).
-func (p *Planner) createTable(ctx context.Context, sess Session, ps *Parser) (int64, error) {
-	if n, ok, err := p.ctas(ctx, sess, ps); ok {
-		return n, err
-	}
-	if DryRunOf(ctx) != nil {
-		return 0, fmt.Errorf("%w: EXPLAIN of CREATE TABLE without AS (EXPLAIN shows INSERT, UPDATE, DELETE and CREATE TABLE … AS)", ErrUnsupported)
-	}
-	return 0, p.ddlCreateTable(ctx, sess, ps)
 }
 
 // sameDefinition tells whether a table made as new takes the place of
@@ -122,7 +113,7 @@ func sameDefinition(old, made *table.Table) bool {
 // replaceWithStaged commits, on tgt, the live files of the staging table
 // st in place of every live file of tgt, and st's properties, in one
 // snapshot (commitReplace's rules for concurrent commits).
-func (p *Planner) replaceWithStaged(ctx context.Context, tgt, st *WriteTarget) error {
+func (e *Executor) replaceWithStaged(ctx context.Context, tgt, st *planner.WriteTarget) error {
 	fsys, err := st.Pinned.Table.FS(ctx)
 	if err != nil {
 		return err
@@ -141,8 +132,8 @@ func (p *Planner) replaceWithStaged(ctx context.Context, tgt, st *WriteTarget) e
 	for _, f := range files {
 		rows += f.Count()
 	}
-	res := &writeResults{added: files, rows: rows}
-	_, err = p.commitReplaceWith(ctx, tgt, res, props)
+	res := &writeResults{Added: files, Rows: rows}
+	_, err = e.commitReplace(ctx, tgt, res, props)
 	return err
 }
 

@@ -1,0 +1,16 @@
+package planner_test
+
+import (
+	"context"
+
+	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/statement"
+)
+
+// The statements the tests of package planner set their tables up with
+// run in package statement, over the planner under test.
+func init() {
+	planner.ExecHook = func(ctx context.Context, p *planner.Planner, sess planner.Session, query string, args ...any) (int64, error) {
+		return statement.New(p).Exec(ctx, sess, query, args...)
+	}
+}

@@ -1,0 +1,470 @@
+package statement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/planner"
+)
+
+// Table maintenance procedures: CALL [catalog.]system.name(args), with
+// Spark's procedure names, argument names and result columns
+// (docs/sql.md lists them). A procedure runs on the coordinator when the
+// statement is planned (planner asks the executor's procedureHook) and
+// answers what it did as rows, served like an EXPLAIN: one endpoint whose
+// worker returns the rows from a VALUES list built here from the results
+// (no client text reaches DuckDB).
+
+// procKind is the type a procedure argument takes.
+type procKind int
+
+const (
+	argString procKind = iota
+	argInt
+	argBool
+	argTimestamp
+	argMap       // map('k', 'v', …): string keys and values
+	argLongArray // array(1, 2, …)
+)
+
+func (k procKind) String() string {
+	return [...]string{"a string", "an integer", "a boolean", "a timestamp", "a map", "an array of snapshot ids"}[k]
+}
+
+// procParam is one named parameter of a procedure.
+type procParam struct {
+	name     string
+	kind     procKind
+	required bool
+}
+
+// procColumn is one result column: its name and DuckDB type.
+type procColumn struct{ name, typ string }
+
+// procedure is one CALL-able procedure. run returns the result rows, one
+// value per column (int64, string, bool or nil).
+type procedure struct {
+	name    string
+	params  []procParam
+	columns []procColumn
+	run     func(ctx context.Context, e *Executor, c *procCall) ([][]any, error)
+}
+
+// procCall is a parsed CALL: the session (whose catalog the CALL's
+// catalog prefix replaces), the procedure and its bound arguments by
+// parameter name.
+type procCall struct {
+	sess planner.Session
+	proc *procedure
+	args map[string]any
+}
+
+// procedures are the procedures CALL knows, by name.
+var procedures = map[string]*procedure{}
+
+func registerProcedure(pr *procedure) { procedures[pr.name] = pr }
+
+// procedureHook is what the executor installs in its planner
+// (planner.Planner.SetProcedures): planner recognises CALL in Bind and
+// Plan and asks it for the CALL's result as a query.
+type procedureHook struct{ e *Executor }
+
+// CallShape is a query with the result columns of the CALL query and no
+// rows, without running it.
+func (h procedureHook) CallShape(_ context.Context, s planner.Session, query string) (string, error) {
+	c, err := parseCall(s, query)
+	if err != nil {
+		return "", err
+	}
+	return rowsSQL(c.proc.columns, nil), nil
+}
+
+// Call runs the CALL query and returns a query over its result rows.
+func (h procedureHook) Call(ctx context.Context, s planner.Session, query string) (string, error) {
+	c, err := parseCall(s, query)
+	if err != nil {
+		return "", err
+	}
+	rows, err := c.proc.run(ctx, h.e, c)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", c.proc.name, err)
+	}
+	return rowsSQL(c.proc.columns, rows), nil
+}
+
+// rowsSQL renders result rows as a query with exactly the columns' names
+// and types; no rows is an empty result of that shape.
+func rowsSQL(cols []procColumn, rows [][]any) string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = engine.Quote(c.name)
+	}
+	if len(rows) == 0 {
+		sel := make([]string, len(cols))
+		for i, c := range cols {
+			sel[i] = "CAST(NULL AS " + c.typ + ") AS " + names[i]
+		}
+		return "SELECT " + strings.Join(sel, ", ") + " WHERE false"
+	}
+	vals := make([]string, len(rows))
+	for r, row := range rows {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			cells[i] = "CAST(" + sqlLiteral(row[i]) + " AS " + c.typ + ")"
+		}
+		vals[r] = "(" + strings.Join(cells, ", ") + ")"
+	}
+	return "SELECT * FROM (VALUES " + strings.Join(vals, ", ") + ") AS __icefloe_rows(" + strings.Join(names, ", ") + ")"
+}
+
+// sqlLiteral is a DuckDB literal of a result value.
+func sqlLiteral(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int:
+		return strconv.Itoa(x)
+	case bool:
+		return strconv.FormatBool(x)
+	case string:
+		return engine.QuoteString(x)
+	}
+	return engine.QuoteString(fmt.Sprint(v))
+}
+
+// parseCall reads CALL [catalog.]system.name( [name =>] value, … ) and
+// binds the arguments to the procedure's parameters.
+func parseCall(s planner.Session, query string) (*procCall, error) {
+	ps, err := planner.ParseStatement(query)
+	if err != nil {
+		return nil, err
+	}
+	if !ps.Accept("CALL") {
+		return nil, ps.Unexpected()
+	}
+	parts, err := ps.Name(3)
+	if err != nil {
+		return nil, err
+	}
+	name := strings.ToLower(parts[len(parts)-1])
+	if len(parts) >= 2 && !strings.EqualFold(parts[len(parts)-2], "system") {
+		return nil, fmt.Errorf("%w: procedure %s: procedures live in the system namespace (CALL system.%s(…))", planner.ErrNotFound, strings.Join(parts, "."), name)
+	}
+	if len(parts) == 3 {
+		s.Catalog = parts[0]
+	}
+	pr, ok := procedures[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: procedure system.%s (known: %s)", planner.ErrNotFound, name, strings.Join(procedureNames(), ", "))
+	}
+	args, err := readCallArgs(ps)
+	if err != nil {
+		return nil, err
+	}
+	if err := ps.End(); err != nil {
+		return nil, err
+	}
+	bound, err := bindArgs(pr, args)
+	if err != nil {
+		return nil, err
+	}
+	return &procCall{sess: s, proc: pr, args: bound}, nil
+}
+
+func procedureNames() []string {
+	var out []string
+	for n := range procedures {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// callArg is one argument as written: its name (empty when positional)
+// and its value.
+type callArg struct {
+	name string
+	val  callValue
+}
+
+// callValue is a parsed argument value: a literal or a map/array
+// constructor.
+type callValue struct {
+	kind  sqltok.Kind // sqltok.String, sqltok.Number, sqltok.Word (TRUE, FALSE, NULL)
+	text  string
+	typed string      // TIMESTAMP for TIMESTAMP '…'
+	items []callValue // map(…) and array(…) arguments
+	ctor  string      // "map" or "array"
+}
+
+// readCallArgs reads "( [name =>] value, … )".
+func readCallArgs(p *planner.Parser) ([]callArg, error) {
+	toks := p.Tokens()
+	if !p.AcceptPunct("(") {
+		return nil, p.Unexpected()
+	}
+	var args []callArg
+	if p.AcceptPunct(")") {
+		return nil, nil
+	}
+	for {
+		var a callArg
+		switch {
+		case p.Pos+1 < len(toks) && toks[p.Pos].IsIdent() && toks[p.Pos+1].IsOp("=>"):
+			a.name = strings.ToLower(toks[p.Pos].Value)
+			p.Pos += 2
+		case p.Pos+2 < len(toks) && toks[p.Pos].IsIdent() && toks[p.Pos+1].IsOp("=") && toks[p.Pos+2].IsOp(">"):
+			a.name = strings.ToLower(toks[p.Pos].Value)
+			p.Pos += 3
+		}
+		v, err := readCallValue(p)
+		if err != nil {
+			return nil, err
+		}
+		a.val = v
+		args = append(args, a)
+		if p.AcceptPunct(")") {
+			return args, nil
+		}
+		if !p.AcceptPunct(",") {
+			return nil, p.Unexpected()
+		}
+	}
+}
+
+// readCallValue reads one literal: 'string', a number (optionally negative),
+// TRUE, FALSE, NULL, TIMESTAMP 'text', map(k, v, …) or array(v, …).
+func readCallValue(p *planner.Parser) (callValue, error) {
+	toks := p.Tokens()
+	if p.Pos >= len(toks) {
+		return callValue{}, p.Unexpected()
+	}
+	t := toks[p.Pos]
+	switch {
+	case t.Kind == sqltok.String, t.Kind == sqltok.Number:
+		p.Pos++
+		return callValue{kind: t.Kind, text: t.Value}, nil
+	case t.IsOp("-") && p.Pos+1 < len(toks) && toks[p.Pos+1].Kind == sqltok.Number:
+		p.Pos += 2
+		return callValue{kind: sqltok.Number, text: "-" + toks[p.Pos-1].Value}, nil
+	case t.Is("TRUE"), t.Is("FALSE"), t.Is("NULL"):
+		p.Pos++
+		return callValue{kind: sqltok.Word, text: strings.ToUpper(t.Value)}, nil
+	case (t.Is("TIMESTAMP") || t.Is("TIMESTAMPTZ") || t.Is("DATE")) && p.Pos+1 < len(toks) && toks[p.Pos+1].Kind == sqltok.String:
+		p.Pos += 2
+		return callValue{kind: sqltok.String, text: toks[p.Pos-1].Value, typed: "TIMESTAMP"}, nil
+	case (t.Is("map") || t.Is("array")) && p.Pos+1 < len(toks) && toks[p.Pos+1].IsOp("("):
+		p.Pos += 2
+		v := callValue{ctor: strings.ToLower(t.Value)}
+		if p.AcceptPunct(")") {
+			return v, nil
+		}
+		for {
+			item, err := readCallValue(p)
+			if err != nil {
+				return callValue{}, err
+			}
+			v.items = append(v.items, item)
+			if p.AcceptPunct(")") {
+				return v, nil
+			}
+			if !p.AcceptPunct(",") {
+				return callValue{}, p.Unexpected()
+			}
+		}
+	}
+	return callValue{}, fmt.Errorf("%w: argument at offset %d: want a literal (string, number, boolean, TIMESTAMP '…', map(…) or array(…))", planner.ErrInvalid, t.Pos)
+}
+
+// bindArgs matches arguments to parameters: all by name or all by
+// position (as Spark requires), each converted to its parameter's kind.
+func bindArgs(pr *procedure, args []callArg) (map[string]any, error) {
+	out := map[string]any{}
+	named := len(args) > 0 && args[0].name != ""
+	for i, a := range args {
+		if (a.name != "") != named {
+			return nil, fmt.Errorf("%w: %s: pass all arguments by name or all by position", planner.ErrInvalid, pr.name)
+		}
+		var prm *procParam
+		if named {
+			for j := range pr.params {
+				if pr.params[j].name == a.name {
+					prm = &pr.params[j]
+				}
+			}
+			if prm == nil {
+				return nil, fmt.Errorf("%w: %s has no argument %q (arguments: %s)", planner.ErrInvalid, pr.name, a.name, paramNames(pr))
+			}
+		} else {
+			if i >= len(pr.params) {
+				return nil, fmt.Errorf("%w: %s takes at most %d arguments", planner.ErrInvalid, pr.name, len(pr.params))
+			}
+			prm = &pr.params[i]
+		}
+		if _, dup := out[prm.name]; dup {
+			return nil, fmt.Errorf("%w: %s: argument %q given twice", planner.ErrInvalid, pr.name, prm.name)
+		}
+		if a.val.kind == sqltok.Word && a.val.text == "NULL" && a.val.ctor == "" {
+			continue
+		}
+		v, err := convertArg(prm.kind, a.val)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: argument %s must be %s: %v", planner.ErrInvalid, pr.name, prm.name, prm.kind, err)
+		}
+		out[prm.name] = v
+	}
+	for _, prm := range pr.params {
+		if _, ok := out[prm.name]; prm.required && !ok {
+			return nil, fmt.Errorf("%w: %s: missing argument %s", planner.ErrInvalid, pr.name, prm.name)
+		}
+	}
+	return out, nil
+}
+
+func paramNames(pr *procedure) string {
+	names := make([]string, len(pr.params))
+	for i, p := range pr.params {
+		names[i] = p.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// convertArg converts a parsed value to kind: string, int64, bool,
+// time.Time, map[string]string or []int64.
+func convertArg(kind procKind, v callValue) (any, error) {
+	if v.ctor != "" {
+		switch {
+		case kind == argMap && v.ctor == "map":
+			if len(v.items)%2 != 0 {
+				return nil, errors.New("map(…) takes key, value pairs")
+			}
+			m := map[string]string{}
+			for i := 0; i < len(v.items); i += 2 {
+				if v.items[i].ctor != "" || v.items[i+1].ctor != "" {
+					return nil, errors.New("map keys and values are literals")
+				}
+				m[strings.ToLower(v.items[i].text)] = v.items[i+1].text
+			}
+			return m, nil
+		case kind == argLongArray && v.ctor == "array":
+			var ids []int64
+			for _, it := range v.items {
+				n, err := convertArg(argInt, it)
+				if err != nil {
+					return nil, err
+				}
+				ids = append(ids, n.(int64))
+			}
+			return ids, nil
+		}
+		return nil, fmt.Errorf("got %s(…)", v.ctor)
+	}
+	switch kind {
+	case argString:
+		if v.kind == sqltok.Word {
+			return nil, fmt.Errorf("got %s", v.text)
+		}
+		return v.text, nil
+	case argInt:
+		n, err := strconv.ParseInt(v.text, 10, 64)
+		if err != nil || v.kind == sqltok.Word {
+			return nil, fmt.Errorf("got %q", v.text)
+		}
+		return n, nil
+	case argBool:
+		switch strings.ToLower(v.text) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+		return nil, fmt.Errorf("got %q", v.text)
+	case argTimestamp:
+		if v.kind == sqltok.Number {
+			ms, err := strconv.ParseInt(v.text, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("got %q", v.text)
+			}
+			return time.UnixMilli(ms).UTC(), nil
+		}
+		if v.kind != sqltok.String {
+			return nil, fmt.Errorf("got %s", v.text)
+		}
+		ts, err := planner.AtTimestamp(v.text, "VARCHAR")
+		if err != nil {
+			return nil, fmt.Errorf("got %q", v.text)
+		}
+		return ts, nil
+	case argMap, argLongArray:
+		return nil, fmt.Errorf("got %q", v.text)
+	}
+	return nil, fmt.Errorf("unknown kind %d", kind)
+}
+
+// str returns a string argument, or def when absent.
+func (c *procCall) str(name, def string) string {
+	if v, ok := c.args[name].(string); ok {
+		return v
+	}
+	return def
+}
+
+func (c *procCall) int(name string) (int64, bool) {
+	v, ok := c.args[name].(int64)
+	return v, ok
+}
+
+func (c *procCall) bool(name string, def bool) bool {
+	if v, ok := c.args[name].(bool); ok {
+		return v
+	}
+	return def
+}
+
+func (c *procCall) time(name string) (time.Time, bool) {
+	v, ok := c.args[name].(time.Time)
+	return v, ok
+}
+
+func (c *procCall) options() map[string]string {
+	m, _ := c.args["options"].(map[string]string)
+	return m
+}
+
+// target loads the table the "table" argument names ('t', 'schema.t' or
+// 'catalog.schema.t', resolved like a statement's table name). Every
+// procedure on a table changes it, so it asks ALTER on the table.
+func (c *procCall) target(ctx context.Context, e *Executor) (*planner.WriteTarget, error) {
+	ref, err := procTableRef(c.sess, c.str("table", ""))
+	if err != nil {
+		return nil, err
+	}
+	return e.LoadTargetRef(ctx, ref, authz.Alter)
+}
+
+// procTableRef resolves a table name given as a string argument.
+func procTableRef(s planner.Session, name string) (catalog.TableRef, error) {
+	ps, err := planner.ParseStatement(name)
+	if err != nil {
+		return catalog.TableRef{}, err
+	}
+	parts, err := ps.Name(3)
+	if err == nil {
+		err = ps.End()
+	}
+	if err != nil {
+		return catalog.TableRef{}, fmt.Errorf("%w: table argument %q: want table, schema.table or catalog.schema.table", planner.ErrInvalid, name)
+	}
+	return planner.TableName(s, parts)
+}
