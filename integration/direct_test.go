@@ -230,12 +230,8 @@ func mustPlan(t testing.TB, tbl *table.Table) []table.FileScanTask {
 // has.
 func splitOffsets(t *testing.T, tbl *table.Table) int {
 	t.Helper()
-	tasks, err := tbl.Scan().PlanFiles(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, task := range tasks {
+	for _, task := range mustPlan(t, tbl) {
 		n = max(n, len(task.File.SplitOffsets()))
 	}
 	return n
