@@ -401,7 +401,11 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	if err != nil {
 		return err
 	}
-	defer func() { conn.Close() }() // the one open at the end (run again: a fresh one)
+	defer func() {
+		if conn != nil { // the one open at the end (run again: a fresh one)
+			conn.Close()
+		}
+	}()
 	if t.Write != nil {
 		return s.write(ctx, conn, t, stream)
 	}
@@ -426,6 +430,7 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 			tracing.Logger(ctx, s.log).Info("worker: out of DuckDB memory or spill while older queries run; waiting for them to run again",
 				zap.String("query", t.QueryID), zap.Int("older", len(older)), zap.Error(err))
 			conn.Close()
+			conn = nil
 			waitFor(ctx, older, yieldWait)
 			s.yielded.Add(1)
 			s.opts.Metrics.Yielded()
