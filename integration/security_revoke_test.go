@@ -24,14 +24,20 @@ func revokeConfig(t *testing.T, path string, users map[string][2]string) {
 	var b strings.Builder
 	b.WriteString("ticket_key: revoke-test-cluster-key\nauth:\n  users:\n")
 	for name, u := range users {
-		h, err := bcrypt.GenerateFromPassword([]byte(u[0]), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "    - name: %s\n      password_hash: %q\n      roles: [%s]\n", name, h, u[1])
+		fmt.Fprintf(&b, "    - name: %s\n      password_hash: %q\n      roles: [%s]\n", name, bcryptHash(t, u[0]), u[1])
 	}
 	b.WriteString("  roles:\n    - name: reader\n      grants:\n        - privileges: [SELECT]\n          on: local.default\n")
 	writeFile(t, path, b.String())
+}
+
+// bcryptHash is a password's hash for a config's auth.users.
+func bcryptHash(t *testing.T, pw string) string {
+	t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(h)
 }
 
 // handshake logs in at a Flight location with a password (as the JDBC
