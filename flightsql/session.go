@@ -42,7 +42,7 @@ var clientOptions = map[string]bool{OptionCatalog: true, OptionSchema: true, Opt
 // the option and the limit.
 func checkOptionSize(name string, v *flight.SessionOptionValue) error {
 	if n := proto.Size(v); n > maxSessionOptionBytes {
-		return fmt.Errorf("%w: session option %s is %d bytes; a value may be at most %d bytes", ErrSessionOption, name, n, maxSessionOptionBytes)
+		return fmt.Errorf("%w: %s is %d bytes, at most %d bytes are allowed", ErrSessionOption, name, n, maxSessionOptionBytes)
 	}
 	return nil
 }

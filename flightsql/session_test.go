@@ -313,7 +313,7 @@ func TestSessionOptionSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.client.SetSessionOptions(context.Background(), &flight.SetSessionOptionsRequest{SessionOptions: vals})
-	if st, _ := status.FromError(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "session option schema") || !strings.Contains(st.Message(), "1024 bytes") {
+	if st, _ := status.FromError(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "session option too large: schema") || !strings.Contains(st.Message(), "1024 bytes") {
 		t.Fatalf("a 1 MiB schema: %v, want InvalidArgument naming the option and the limit", err)
 	}
 	if got := getOptions(t, e); got["catalog"] != "local" || got["schema"] != "default" {

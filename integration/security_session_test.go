@@ -25,7 +25,7 @@ func TestSessionOptionSizeThroughADBC(t *testing.T) {
 	cnxn := adbcSessionConn(t, s.Addr())
 	opts := cnxn.(adbc.PostInitOptions)
 	err := opts.SetOption(adbc.OptionKeyCurrentDbSchema, strings.Repeat("s", 4<<20))
-	wantADBC(t, "a 4 MiB schema", err, adbc.StatusInvalidArgument, "session option schema", "1024 bytes")
+	wantADBC(t, "a 4 MiB schema", err, adbc.StatusInvalidArgument, "session option too large: schema", "1024 bytes")
 	if err := opts.SetOption(adbc.OptionKeyCurrentDbSchema, "sales"); err != nil {
 		t.Fatalf("a schema name: %v", err)
 	}
