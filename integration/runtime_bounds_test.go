@@ -7,10 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/icefloe/icefloe/internal/metrics"
 )
 
 // TestRuntimeQueriesDoNotGrowByBeingRead: each read of
@@ -59,15 +55,7 @@ func TestRuntimeQueriesDoNotGrowByBeingRead(t *testing.T) {
 // page an admin reads.
 func TestPlansRedactedForOthers(t *testing.T) {
 	e := startSecure(t)
-	page, err := e.s.Coordinator.StatusPage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	web, err := metrics.Listen(metrics.ServerOptions{Addr: "127.0.0.1:0", Gatherer: prometheus.NewRegistry(), Status: page})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	addr := statusListener(t, e.s.Coordinator)
 	bob, root := e.login(t, "bob"), e.login(t, "root")
 	secrets := []string{"reader-secret", "multi-secret", "second-line-secret", "e-string-secret", "dollar-secret", "8675309"}
 	for _, q := range []string{
@@ -83,7 +71,7 @@ func TestPlansRedactedForOthers(t *testing.T) {
 		t.Fatalf("bob's statements: %d rows", len(res.rows))
 	}
 	all := strings.Join(res.rows, "\n")
-	req, _ := http.NewRequest("GET", "http://"+web.Addr()+"/", nil)
+	req, _ := http.NewRequest("GET", "http://"+addr+"/", nil)
 	req.SetBasicAuth("root", securePasswords["root"])
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

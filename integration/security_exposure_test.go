@@ -1,26 +1,18 @@
 package integration
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
-
-	"github.com/icefloe/icefloe/internal/metrics"
-	"github.com/icefloe/icefloe/internal/readyline"
 )
 
 // httpDo sends one request to the listener at addr with the Host header
@@ -70,39 +62,25 @@ func httpDo(t *testing.T, method, addr, host, user string, form url.Values, hdr 
 // addresses can.
 func TestStatusPageRefusesOtherHosts(t *testing.T) {
 	s := StartCluster(t, Demo(), Workers(1))
-	page, err := s.Coordinator.StatusPage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	web, err := metrics.Listen(metrics.ServerOptions{Addr: "127.0.0.1:0", Gatherer: prometheus.NewRegistry(), Status: page})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-	_, port, _ := net.SplitHostPort(web.Addr())
-	cnxn := adbcConn(t, s.Addr())
-	done := make(chan error, 1)
-	go func() { done <- runADBC(cnxn, slowQuery, false, false) }()
-	watch := adbcConn(t, s.Addr())
-	row := waitRow(t, watch, "SELECT query_id, state FROM system.runtime.queries WHERE sql LIKE '%orders a, orders b%'",
-		func(r string) bool { return strings.HasSuffix(r, "| running") })
-	id := strings.TrimSuffix(row, " | running")
+	addr := statusListener(t, s.Coordinator)
+	_, port, _ := net.SplitHostPort(addr)
+	id, done := runSlow(t, adbcConn(t, s.Addr()), adbcConn(t, s.Addr()))
 
-	code, body := httpDo(t, "GET", web.Addr(), "", "", nil, nil)
+	code, body := httpDo(t, "GET", addr, "", "", nil, nil)
 	m := regexp.MustCompile(`name="token" value="([0-9a-f]+)"`).FindStringSubmatch(body)
 	if code != http.StatusOK || m == nil {
 		t.Fatalf("the page at its own address: %d, token %v", code, m)
 	}
 	token := m[1]
 	rebind := "rebind.example:" + port
-	if code, body := httpDo(t, "GET", web.Addr(), rebind, "", nil, nil); code != http.StatusForbidden || strings.Contains(body, id) {
+	if code, body := httpDo(t, "GET", addr, rebind, "", nil, nil); code != http.StatusForbidden || strings.Contains(body, id) {
 		t.Fatalf("the page for Host %s: %d, want 403", rebind, code)
 	}
 	form := url.Values{"query_id": {id}, "token": {token}}
-	if code, _ := httpDo(t, "POST", web.Addr(), rebind, "", form, map[string]string{"Origin": "http://" + rebind}); code != http.StatusForbidden {
+	if code, _ := httpDo(t, "POST", addr, rebind, "", form, map[string]string{"Origin": "http://" + rebind}); code != http.StatusForbidden {
 		t.Fatalf("a cancel from Host %s with the page's token: %d, want 403", rebind, code)
 	}
-	if code, _ := httpDo(t, "GET", web.Addr(), "localhost:"+port, "", nil, nil); code != http.StatusOK {
+	if code, _ := httpDo(t, "GET", addr, "localhost:"+port, "", nil, nil); code != http.StatusOK {
 		t.Fatalf("the page for Host localhost: %d", code)
 	}
 	select {
@@ -110,7 +88,7 @@ func TestStatusPageRefusesOtherHosts(t *testing.T) {
 		t.Fatalf("the query ended before the page's own cancel: %v", err)
 	default:
 	}
-	if code, _ := httpDo(t, "POST", web.Addr(), "", "", form, map[string]string{"Origin": "http://" + web.Addr()}); code != http.StatusSeeOther {
+	if code, _ := httpDo(t, "POST", addr, "", "", form, map[string]string{"Origin": "http://" + addr}); code != http.StatusSeeOther {
 		t.Fatalf("the page's own cancel: %d, want 303", code)
 	}
 	select {
@@ -125,40 +103,16 @@ func TestStatusPageRefusesOtherHosts(t *testing.T) {
 // stopped at the test's end) or exited, and what it logged.
 func startOrExit(t *testing.T, bin string, env []string, args ...string) (ready bool, logs string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	readyc := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			buf.WriteString(sc.Text() + "\n")
-			if readyline.Fields(sc.Text()) != nil {
-				readyc <- true
-				io.Copy(io.Discard, stderr) //nolint:errcheck // drains until the process ends
-				return
-			}
-		}
-		readyc <- false
-	}()
+	r, readyc := spawn(t, bin, env, args...)
 	select {
-	case ready = <-readyc:
+	case <-readyc:
+		return true, r.log()
+	case <-r.exited:
+		return false, r.log()
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("%v neither ready nor gone after 2 minutes", args)
+		t.Fatalf("%v neither ready nor gone after 2 minutes:\n%s", args, r.log())
 	}
-	if ready {
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	} else {
-		cmd.Wait()
-	}
-	return ready, buf.String()
+	return false, ""
 }
 
 // TestHTTPListenerNeedsAuthOffLoopback: without authentication, an HTTP
