@@ -36,7 +36,23 @@ type role struct {
 // line; the test's end kills it if it still runs.
 func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 	t.Helper()
-	r := &role{t: t, cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
+	r, ready := spawn(t, bin, env, args...)
+	select {
+	case r.fields = <-ready:
+	case err := <-r.exited:
+		t.Fatalf("%v exited before it was ready (%v):\n%s", args, err, r.log())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%v not ready after 2 minutes:\n%s", args, r.log())
+	}
+	return r
+}
+
+// spawn starts `icefloe args…` with env added; its ready line's fields
+// arrive on ready, its end on r.exited. The test's end kills it if it
+// still runs.
+func spawn(t testing.TB, bin string, env []string, args ...string) (r *role, ready <-chan map[string]any) {
+	t.Helper()
+	r = &role{t: t, cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
 	r.cmd.Env = append(os.Environ(), env...)
 	stderr, err := r.cmd.StderrPipe()
 	if err != nil {
@@ -45,7 +61,7 @@ func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan map[string]any, 1)
+	readyc := make(chan map[string]any, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -55,7 +71,7 @@ func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 			r.logs.WriteString(line + "\n")
 			r.mu.Unlock()
 			if f := readyline.Fields(line); f != nil {
-				ready <- f
+				readyc <- f
 			}
 		}
 		r.exited <- r.cmd.Wait()
@@ -65,14 +81,7 @@ func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 			r.cmd.Process.Kill()
 		}
 	})
-	select {
-	case r.fields = <-ready:
-	case err := <-r.exited:
-		t.Fatalf("%v exited before it was ready (%v):\n%s", args, err, r.log())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("%v not ready after 2 minutes:\n%s", args, r.log())
-	}
-	return r
+	return r, readyc
 }
 
 func (r *role) log() string {

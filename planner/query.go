@@ -187,6 +187,7 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		return nil, err
 	}
 	pb.explain = append(pb.explain, explainLines(res, pb.scans)...)
+	pb.redacted = append(pb.redacted, redactedLines(res, pb.scans)...)
 	return pb.finish()
 }
 
@@ -212,6 +213,9 @@ type planBuilder struct {
 	plan    *Plan
 	expires time.Time
 	explain []string // lines "key\tvalue"
+	// redacted are the lines of Plan.Redacted: notes as they are (they
+	// hold names and figures), the plan without the client's values.
+	redacted []string
 	// scans describe the inputs for the plan (rules.go).
 	scans   []*plan.Scan
 	tickets []*wire.Ticket
@@ -219,8 +223,11 @@ type planBuilder struct {
 	next    int
 }
 
+// note adds a line of icefloe's own text — names, figures, SQL it built
+// of names — to the plan's Explain and Redacted alike.
 func (pb *planBuilder) note(key, format string, args ...any) {
-	pb.explain = append(pb.explain, key+"\t"+fmt.Sprintf(format, args...))
+	l := key + "\t" + fmt.Sprintf(format, args...)
+	pb.explain, pb.redacted = append(pb.explain, l), append(pb.redacted, l)
 }
 
 // rotate returns the next worker, round robin, with the one after it as
@@ -278,6 +285,7 @@ func (pb *planBuilder) finish() (*Plan, error) {
 		pb.note("endpoint "+strconv.Itoa(i), "%s (fallback %s), %d scans, %d children", locs[0], strings.Join(locs[1:], ","), len(t.Scans), len(t.Children))
 	}
 	pb.plan.Explain = strings.Join(pb.explain, "\n") + "\n"
+	pb.plan.Redacted = strings.Join(pb.redacted, "\n") + "\n"
 	return pb.plan, nil
 }
 

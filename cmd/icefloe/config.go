@@ -23,6 +23,10 @@ type Config struct {
 	// HTTPListen is the host:port of the HTTP listener (/metrics,
 	// /healthz, the coordinator's status page); empty means none.
 	HTTPListen string `yaml:"http_listen,omitempty"`
+	// HTTPHosts are the host names the status page and the profiles
+	// answer to besides IP addresses, localhost and http_listen's host
+	// (the Host header; names a reverse proxy or DNS gives the listener).
+	HTTPHosts []string `yaml:"http_hosts,omitempty"`
 	// DataDir holds the embedded catalog, warehouse and spill folders.
 	DataDir string `yaml:"data_dir"`
 	// Workers is how many in-process workers `serve` starts.

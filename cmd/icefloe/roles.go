@@ -296,7 +296,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	web, err := r.startCoordinatorHTTP(reg, s.Coordinator)
+	web, err := r.startCoordinatorHTTP(reg, sec, s.Coordinator)
 	if err != nil {
 		s.Close()
 		return err
@@ -403,7 +403,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	web, err := r.startCoordinatorHTTP(reg, c)
+	web, err := r.startCoordinatorHTTP(reg, sec, c)
 	if err != nil {
 		c.Close()
 		return err
@@ -523,7 +523,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	web, err := r.startHTTP(reg, nil)
+	web, err := r.startHTTP(reg, sec, nil)
 	if err != nil {
 		w.Close()
 		return err

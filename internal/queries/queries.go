@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // State is where a statement is in its life.
@@ -38,8 +39,19 @@ var (
 	ErrCancelled = errors.New("query cancelled")
 )
 
-// DefaultRecent is how many ended statements a Registry keeps.
-const DefaultRecent = 200
+// Defaults of Options.
+const (
+	// DefaultRecent is how many ended statements a Registry keeps.
+	DefaultRecent = 200
+	// DefaultMaxSQLBytes bounds the SQL (and the error) kept of one
+	// statement.
+	DefaultMaxSQLBytes = 16 << 10
+	// DefaultMaxPlanBytes bounds the plan kept of one statement.
+	DefaultMaxPlanBytes = 64 << 10
+	// DefaultMaxBytes bounds the SQL, plans and errors the registry
+	// keeps in all; past it the oldest ended statements are forgotten.
+	DefaultMaxBytes = 8 << 20
+)
 
 // Info is what the registry knows of one statement.
 type Info struct {
@@ -92,9 +104,10 @@ type Workers interface {
 type Registry struct {
 	mu      sync.Mutex
 	running map[string]*Query
-	recent  []Info // ring, oldest overwritten first
-	next    int
-	max     int
+	recent  []Info // oldest first
+	// bytes is the text (textSize) of the running and recent statements.
+	bytes   int64
+	o       Options
 	workers Workers
 	ended   func(Info)
 }
@@ -103,6 +116,11 @@ type Registry struct {
 type Options struct {
 	// Recent is how many ended statements are kept; 0 means DefaultRecent.
 	Recent int
+	// MaxSQLBytes, MaxPlanBytes and MaxBytes bound the text kept
+	// (DefaultMaxSQLBytes, …, for 0): a statement's SQL and error, its
+	// plan, and all of it. Longer text is cut, saying how much was.
+	MaxSQLBytes, MaxPlanBytes int
+	MaxBytes                  int64
 	// Workers, when set, reports progress and cancels on the workers.
 	Workers Workers
 	// Ended, when set, is called once with each statement that ends.
@@ -111,10 +129,14 @@ type Options struct {
 
 // Validate reports every problem with o.
 func (o Options) Validate() error {
+	var errs []error
 	if o.Recent < 0 {
-		return errors.New("queries: Recent must be >= 0")
+		errs = append(errs, errors.New("queries: Recent must be >= 0"))
 	}
-	return nil
+	if o.MaxSQLBytes < 0 || o.MaxPlanBytes < 0 || o.MaxBytes < 0 {
+		errs = append(errs, errors.New("queries: MaxSQLBytes, MaxPlanBytes and MaxBytes must be >= 0"))
+	}
+	return errors.Join(errs...)
 }
 
 // New returns an empty Registry.
@@ -125,8 +147,33 @@ func New(o Options) (*Registry, error) {
 	if o.Recent == 0 {
 		o.Recent = DefaultRecent
 	}
-	return &Registry{running: map[string]*Query{}, max: o.Recent, workers: o.Workers, ended: o.Ended}, nil
+	if o.MaxSQLBytes == 0 {
+		o.MaxSQLBytes = DefaultMaxSQLBytes
+	}
+	if o.MaxPlanBytes == 0 {
+		o.MaxPlanBytes = DefaultMaxPlanBytes
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	return &Registry{running: map[string]*Query{}, o: o, workers: o.Workers, ended: o.Ended}, nil
 }
+
+// truncate cuts s to at most limit bytes (on a UTF-8 boundary), saying
+// how much was cut.
+func truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := max(limit-32, 0) // room for the note
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes more)", len(s)-cut)
+}
+
+// textSize is what the registry counts of i against MaxBytes.
+func textSize(i *Info) int64 { return int64(len(i.SQL) + len(i.Plan) + len(i.Error)) }
 
 // Query is one registered statement.
 type Query struct {
@@ -173,8 +220,10 @@ func (r *Registry) Begin(ctx context.Context, principal, kind, sql string) (cont
 	if r == nil {
 		return ctx, q
 	}
+	q.info.SQL = truncate(sql, r.o.MaxSQLBytes)
 	r.mu.Lock()
 	r.running[id] = q
+	r.bytes += textSize(&q.info)
 	r.mu.Unlock()
 	return ctx, q
 }
@@ -219,6 +268,10 @@ func (q *Query) Run() {
 // from now on, until expires.
 func (q *Query) Planned(strategy, plan string, endpoints int, expires time.Time) {
 	q.update(func(i *Info) {
+		if q.r != nil {
+			plan = truncate(plan, q.r.o.MaxPlanBytes)
+			q.r.bytes += int64(len(plan) - len(i.Plan))
+		}
 		i.Strategy, i.Plan, i.EndpointsTotal = strategy, plan, endpoints
 		i.PlanTime = time.Since(i.Start) - i.QueueWait
 		q.expires = expires
@@ -271,6 +324,7 @@ func (q *Query) Done(err error, rows int64) {
 
 // endLocked moves i to its final state; r.mu is held.
 func (q *Query) endLocked(i *Info, err error) {
+	before := textSize(i)
 	i.End = time.Now()
 	if i.Code == "" {
 		i.Code = "OK"
@@ -286,12 +340,14 @@ func (q *Query) endLocked(i *Info, err error) {
 	if q.r == nil {
 		return
 	}
-	delete(q.r.running, i.ID)
-	if len(q.r.recent) < q.r.max {
-		q.r.recent = append(q.r.recent, *i)
-	} else {
-		q.r.recent[q.r.next] = *i
-		q.r.next = (q.r.next + 1) % q.r.max
+	r := q.r
+	i.Error = truncate(i.Error, r.o.MaxSQLBytes)
+	r.bytes += textSize(i) - before
+	delete(r.running, i.ID)
+	r.recent = append(r.recent, *i)
+	for len(r.recent) > 0 && (len(r.recent) > r.o.Recent || r.bytes > r.o.MaxBytes) {
+		r.bytes -= textSize(&r.recent[0])
+		r.recent = slices.Delete(r.recent, 0, 1)
 	}
 }
 
