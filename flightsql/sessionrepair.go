@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -41,10 +43,12 @@ const (
 
 // Bounds of the repair memo: sessions changed on this coordinator are
 // remembered for a day, at most recentSessionsMax of them (a few hundred
-// bytes each).
+// bytes each) and at most recentSessionsBytes of memory together (a
+// client chooses the length of a schema or branch name).
 const (
-	recentSessionsMax = 16384
-	recentSessionsTTL = 24 * time.Hour
+	recentSessionsMax   = 16384
+	recentSessionsBytes = 16 << 20
+	recentSessionsTTL   = 24 * time.Hour
 )
 
 // sessionState is the newest state of a session this coordinator changed.
@@ -53,21 +57,65 @@ type sessionState struct {
 	options map[string]*flight.SessionOptionValue
 	closed  bool
 	at      time.Time
+	size    int64 // the memory it holds, counted against recentSessionsBytes
 }
 
 // recentSessions remembers the newest state of the sessions changed here.
 type recentSessions struct {
 	lru *lru.Cache[string, sessionState]
+	max int64
+
+	mu    sync.Mutex // orders adds, so bytes stays the sum of the entries
+	bytes atomic.Int64
 }
 
-func newRecentSessions() *recentSessions {
-	c, _ := lru.New[string, sessionState](recentSessionsMax) // errs only on a size <= 0
-	return &recentSessions{lru: c}
+func newRecentSessions() *recentSessions { return newRecentSessionsOf(recentSessionsBytes) }
+
+func newRecentSessionsOf(maxBytes int64) *recentSessions {
+	r := &recentSessions{max: maxBytes}
+	// errs only on a size <= 0
+	r.lru, _ = lru.NewWithEvict[string, sessionState](recentSessionsMax, func(id string, st sessionState) {
+		r.bytes.Add(-st.size)
+	})
+	return r
+}
+
+// stateSize is about what a remembered session holds: its id, and per
+// option its name, value and their boxes (protobuf messages are not
+// measured by reflection: they point to their shared type information).
+func stateSize(id string, opts map[string]*flight.SessionOptionValue) int64 {
+	n := 256 + int64(len(id))
+	for name, v := range opts {
+		n += 128 + int64(len(name))
+		switch x := v.GetOptionValue().(type) {
+		case *pb.SessionOptionValue_StringValue:
+			n += int64(len(x.StringValue))
+		case *pb.SessionOptionValue_StringListValue_:
+			for _, s := range x.StringListValue.GetValues() {
+				n += 16 + int64(len(s))
+			}
+		}
+	}
+	return n
 }
 
 func (r *recentSessions) add(id string, st sessionState) {
 	st.at = time.Now()
+	st.size = stateSize(id, st.options)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st.size > r.max {
+		r.lru.Remove(id)
+		return
+	}
+	r.lru.Remove(id)
+	r.bytes.Add(st.size)
 	r.lru.Add(id, st)
+	for r.bytes.Load() > r.max {
+		if _, _, ok := r.lru.RemoveOldest(); !ok {
+			break
+		}
+	}
 }
 
 // newSession is a fresh session with its id.

@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -152,9 +151,7 @@ type Server struct {
 	// from; Close closes them.
 	peers *flightclient.Pool
 
-	// footers caches the field ids of local Parquet files (direct.go);
-	// directScans counts scans that took the direct path.
-	footers     *lru.Cache[string, map[int]string]
+	// directScans counts scans that took the direct path (direct.go).
 	directScans atomic.Int64
 
 	// fragments admits the fragments that need a slot; timedOut counts
@@ -184,9 +181,6 @@ var _ flight.FlightServer = (*Server)(nil)
 var errShuttingDown = errors.New("worker shutting down")
 
 // New returns a worker server. Register it on a gRPC server to serve.
-// footerCacheEntries bounds the cache of local Parquet files' field ids.
-const footerCacheEntries = 100_000
-
 // DirectScans is how many scans this worker read with DuckDB's Parquet
 // reader (direct.go) instead of iceberg-go's.
 func (s *Server) DirectScans() int64 { return s.directScans.Load() }
@@ -223,7 +217,6 @@ func New(o Options) (*Server, error) {
 	if s.fragments, err = admit.New(o.Admission); err != nil {
 		return nil, err
 	}
-	s.footers, _ = lru.New[string, map[int]string](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(FlightServiceName, healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(LivenessService, healthpb.HealthCheckResponse_SERVING)
