@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
@@ -29,6 +30,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/inflight"
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/tracing"
@@ -163,10 +165,12 @@ type Server struct {
 	ages    fragmentAges
 	yielded atomic.Int64
 
-	// started is when the server was made; revoked are the dropped tables
-	// (admit.go).
-	started time.Time
-	revoked revocations
+	// started is when the server was made; instance names this process
+	// to coordinators (membership.InstanceHeader); revoked are the
+	// dropped tables (admit.go).
+	started  time.Time
+	instance string
+	revoked  revocations
 	// queries follows the queries whose endpoints the worker serves.
 	queries queryTracker
 
@@ -211,7 +215,8 @@ func New(o Options) (*Server, error) {
 		calls:  inflight.New(),
 		peers:  flightclient.NewPool(o.Peers, DefaultPeerClients),
 
-		started: time.Now(),
+		started:  time.Now(),
+		instance: membership.NewInstance(),
 	}
 	var err error
 	if s.fragments, err = admit.New(o.Admission); err != nil {
@@ -227,7 +232,21 @@ func New(o Options) (*Server, error) {
 // service on g.
 func (s *Server) Register(g *grpc.Server) {
 	flight.RegisterFlightServiceServer(g, s)
-	healthpb.RegisterHealthServer(g, s.health)
+	healthpb.RegisterHealthServer(g, instanceHealth{s.health, s.instance})
+}
+
+// instanceHealth is the health service answering each check with the
+// process's instance id in a header, so a coordinator notices a worker
+// that restarted at the same location between two checks and checks its
+// key again.
+type instanceHealth struct {
+	*health.Server
+	instance string
+}
+
+func (h instanceHealth) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	_ = grpc.SetHeader(ctx, metadata.Pairs(membership.InstanceHeader, h.instance))
+	return h.Server.Check(ctx, req)
 }
 
 // Drain reports NOT_SERVING on the health service but for LivenessService,
