@@ -62,6 +62,11 @@ func mainErr() int {
 	report := flag.String("report", "", "only rewrite -doc's section from this results file")
 	notes := flag.String("notes", "bench/load/notes.md", "hand-written reading of the run, copied into the section after its summary")
 	logs := flag.String("logs", "bench/load/out/logs", "folder of the processes' logs (emptied first)")
+	soakFor := flag.Duration("soak", 0, "run the soak (soak.go) for this long instead of the load phases")
+	soakClients := flag.Int("soak-clients", 8, "the soak's clients")
+	soakEvery := flag.Duration("soak-sample", 10*time.Second, "how often the soak samples every process's live heap")
+	soakCache := flag.Int64("soak-cache-bytes", 64<<20, "metadata_cache_bytes of the soak's processes")
+	soakOut := flag.String("soak-out", "bench/load/out/soak.json", "the soak's results file")
 	flag.Parse()
 	if *report != "" {
 		if err := writeReport(*report, *doc, *notes); err != nil {
@@ -76,6 +81,9 @@ func mainErr() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *soakFor > 0 {
+		return mainSoak(ctx, *bin, *data, *logs, *soakClients, *workers, *soakFor, *soakEvery, *soakCache, *soakOut, *doc)
+	}
 	res, err := benchmark(ctx, *bin, *data, *logs, *clients, *workers, *duration)
 	if res != nil {
 		if werr := writeJSON(*out, res); werr != nil {
@@ -97,6 +105,40 @@ func mainErr() int {
 	}
 	if res.Failed != "" {
 		logf("FAILED: %s", res.Failed)
+		return 1
+	}
+	return 0
+}
+
+// mainSoak runs the soak, writes its results and rewrites doc's soak
+// section; it fails when an answer was wrong.
+func mainSoak(ctx context.Context, bin, data, logs string, clients, workers int, d, every time.Duration, cacheBytes int64, out, doc string) int {
+	res, err := soak(ctx, bin, data, logs, clients, workers, d, every, cacheBytes)
+	if res != nil {
+		if werr := writeJSON(out, res); werr != nil {
+			logf("%v", werr)
+			return 1
+		}
+		logf("wrote %s", out)
+		for _, p := range res.Processes {
+			logf("%-12s live heap %.0f → %.0f MB (peak %.0f); slope %+.2f MB/min, %+.2f MB/min over the second half; RSS %.0f → %.0f MB",
+				p.Name, p.StartHeapMB, p.EndHeapMB, p.PeakHeapMB, p.SlopeMBPerMin, p.LateSlopeMBPerMin, p.StartRSSMB, p.EndRSSMB)
+		}
+		logf("load average %.2f at the start, %.2f at the end, %.2f on average", res.LoadavgStart[0], res.Loadavg[0], res.LoadavgMean)
+	}
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	if doc != "" {
+		if err := writeSoakReport(out, doc); err != nil {
+			logf("report: %v", err)
+			return 1
+		}
+		logf("rewrote the soak section of %s", doc)
+	}
+	if len(res.Wrong) > 0 {
+		logf("FAILED: wrong answers: %v", res.Wrong)
 		return 1
 	}
 	return 0
