@@ -45,7 +45,7 @@ SHELL := /bin/bash
 go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
 
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
-	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency bench-tpcds bench-sidebyside bench-load bench-soak docker image clean distclean
+	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency bench-tpcds bench-sidebyside bench-load bench-soak tpch-sf0.1 docker image clean distclean
 
 # VERSION is what icefloe --version prints (the commit when no tag).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
@@ -185,10 +185,7 @@ bench-sidebyside: build
 LOAD_CLIENTS  ?= 16
 LOAD_WORKERS  ?= 2
 LOAD_DURATION ?= 60s
-bench-load: build
-	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
-	integration/.venv-tpch/bin/python -c 'import sys; sys.path.insert(0, "bench/tpch"); import tpch; \
-	  tpch.generate("integration/.venv-tpch/bin/tpchgen-cli", 0.1, "integration/.tpch-data/sf0.1")'
+bench-load: build tpch-sf0.1
 	$(GO) run ./bench/load -bin $(abspath $(BIN)) -data integration/.tpch-data/sf0.1 \
 	  -clients $(LOAD_CLIENTS) -workers $(LOAD_WORKERS) -duration $(LOAD_DURATION) \
 	  -out bench/load/out/results.json -doc docs/benchmarks.md
@@ -203,13 +200,16 @@ bench-load: build
 SOAK_CLIENTS  ?= 8
 SOAK_DURATION ?= 10m
 SOAK_SAMPLE   ?= 10s
-bench-soak: build
-	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
-	integration/.venv-tpch/bin/python -c 'import sys; sys.path.insert(0, "bench/tpch"); import tpch; \
-	  tpch.generate("integration/.venv-tpch/bin/tpchgen-cli", 0.1, "integration/.tpch-data/sf0.1")'
+bench-soak: build tpch-sf0.1
 	$(GO) run ./bench/load -bin $(abspath $(BIN)) -data integration/.tpch-data/sf0.1 \
 	  -soak $(SOAK_DURATION) -soak-clients $(SOAK_CLIENTS) -soak-sample $(SOAK_SAMPLE) -workers $(LOAD_WORKERS) \
 	  -soak-out bench/load/out/soak.json -logs bench/load/out/soak-logs -doc docs/benchmarks.md
+
+# TPC-H SF0.1 as tpchgen-cli's Parquet files, for bench-load and bench-soak.
+tpch-sf0.1:
+	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
+	integration/.venv-tpch/bin/python -c 'import sys; sys.path.insert(0, "bench/tpch"); import tpch; \
+	  tpch.generate("integration/.venv-tpch/bin/tpchgen-cli", 0.1, "integration/.tpch-data/sf0.1")'
 
 # ---- packaging ----------------------------------------------------------------
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/memsize"
 )
 
 // metadataVersions writes n metadata files of one table as a stream of
@@ -80,14 +82,6 @@ func metadataVersions(t *testing.T, n, first int) ([]string, int64) {
 	return locs, total
 }
 
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
-}
-
 // TestMetadataCacheBoundedByHeap: a cache filled with many distinct
 // metadata versions (a table under a stream of appends: each version one
 // snapshot more) keeps the live heap within its bound, plus a margin for
@@ -98,7 +92,7 @@ func TestMetadataCacheBoundedByHeap(t *testing.T) {
 	locs, jsonBytes := metadataVersions(t, 120, 150)
 	ctx := context.Background()
 	ident := table.Identifier{"default", "typed"}
-	before := liveHeap()
+	before := memsize.LiveHeap()
 	c := NewMetadataCache(bound)
 	for _, loc := range locs {
 		tbl, err := c.Open(ctx, ident, loc, nil)
@@ -111,7 +105,7 @@ func TestMetadataCacheBoundedByHeap(t *testing.T) {
 		}
 		tbl.Schema().FindFieldByName("id")
 	}
-	after := liveHeap()
+	after := memsize.LiveHeap()
 	runtime.KeepAlive(c)
 	st := c.Snapshot()
 	held := after - before

@@ -97,13 +97,10 @@ func neverLive(t *testing.T, pool *WorkerPool, loc string, d time.Duration) {
 	}
 }
 
-// TestWorkerPoolRejoinChecksKey: a worker that went away and came back at
-// its address passes the key check again before it is planned on: one
-// with another key never becomes live, one with the pool's key does.
-func TestWorkerPoolRejoinChecksKey(t *testing.T) {
-	key, other := testKey(t, "pool test key"), testKey(t, "another key")
-	_, loc, stop := serveProcess(t, "", key, "first")
-	addr := loc[len("grpc://"):]
+// checkingPool is a started pool over loc that checks every 20 ms, once
+// the worker there joined.
+func checkingPool(t *testing.T, key *wire.Key, loc string) *WorkerPool {
+	t.Helper()
 	pool, err := NewWorkerPool(key, []string{loc}, WithHealthInterval(20*time.Millisecond), WithHealthTimeout(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +108,19 @@ func TestWorkerPoolRejoinChecksKey(t *testing.T) {
 	if err := pool.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(func() { pool.Close() })
 	eventually(t, "the worker to join", func() bool { return len(pool.Live()) == 1 })
+	return pool
+}
+
+// TestWorkerPoolRejoinChecksKey: a worker that went away and came back at
+// its address passes the key check again before it is planned on: one
+// with another key never becomes live, one with the pool's key does.
+func TestWorkerPoolRejoinChecksKey(t *testing.T) {
+	key, other := testKey(t, "pool test key"), testKey(t, "another key")
+	_, loc, stop := serveProcess(t, "", key, "first")
+	addr := loc[len("grpc://"):]
+	pool := checkingPool(t, key, loc)
 
 	stop()
 	eventually(t, "the stopped worker to leave", func() bool { return len(pool.Live()) == 0 })
@@ -134,15 +142,7 @@ func TestWorkerPoolRejoinChecksKey(t *testing.T) {
 func TestWorkerPoolRestartUnnoticed(t *testing.T) {
 	key, other := testKey(t, "pool test key"), testKey(t, "another key")
 	p, loc, _ := serveProcess(t, "", key, "first")
-	pool, err := NewWorkerPool(key, []string{loc}, WithHealthInterval(20*time.Millisecond), WithHealthTimeout(500*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pool.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	eventually(t, "the worker to join", func() bool { return len(pool.Live()) == 1 })
+	pool := checkingPool(t, key, loc)
 
 	p.instance.Store("restarted")
 	time.Sleep(200 * time.Millisecond)

@@ -103,16 +103,7 @@ func TestHungWorkerFailsItsStatements(t *testing.T) {
 // it had arrived, is pulled at its next location, so the gather answers
 // in full.
 func TestHungPeerOfAGather(t *testing.T) {
-	bin := icefloeBin(t)
-	dir := t.TempDir()
-	env := []string{membershipKey}
-	w1 := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	w2 := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	c := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir,
-		"--worker", w1.field("worker"), "--worker", w2.field("worker"))
-	cnxn := adbcConn(t, c.addr())
-	seedTable(t, cnxn, "t", 10000)
-	waitPlanned(t, c.addr(), `SELECT * FROM t`, 10*time.Second, w1.field("worker"), w2.field("worker"))
+	_, w1, w2, c, cnxn := listedWorkersIn(t, 10000)
 	const gather = `SELECT count(*), sum(r) FROM (SELECT id, row_number() OVER (ORDER BY id) AS r FROM t) WHERE r = id + 1`
 	want := mustQuery(t, cnxn, gather).rows
 	info, err := flightClient(t, c.addr()).Execute(context.Background(), gather)

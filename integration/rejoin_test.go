@@ -13,17 +13,10 @@ import (
 // writes keep succeeding on the other worker), and a process with the
 // cluster's key at that address rejoins.
 func TestWorkerRejoinWithAnotherKey(t *testing.T) {
+	dir, w1, w2, c, cnxn := listedWorkersIn(t, 4000)
 	bin := icefloeBin(t)
-	dir := t.TempDir()
 	env := []string{membershipKey}
-	w1 := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	w2 := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	c := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir,
-		"--worker", w1.field("worker"), "--worker", w2.field("worker"))
-	cnxn := adbcConn(t, c.addr())
-	seedTable(t, cnxn, "t", 4000)
 	const scan = `SELECT * FROM t`
-	waitPlanned(t, c.addr(), scan, 10*time.Second, w1.field("worker"), w2.field("worker"))
 	loc := w2.field("worker")
 	addr := strings.TrimPrefix(loc, "grpc://")
 

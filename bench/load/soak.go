@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
-	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // The soak: -soak-clients clients for -soak of a mix that writes as much
@@ -54,6 +52,10 @@ func soakConfig(cacheBytes int64) string {
 // before its client lets it go.
 const abandonHold = 20 * time.Second
 
+// restSettle is how long the soak waits after its clients ended before it
+// reads what each process keeps.
+const restSettle = 5 * time.Second
+
 // soakTable is the table the soak's clients write.
 const soakTable = "soak_rows"
 
@@ -79,6 +81,9 @@ type procSoak struct {
 	EndHeapMB         float64 `json:"end_heap_mb"`
 	StartRSSMB        float64 `json:"start_rss_mb"`
 	EndRSSMB          float64 `json:"end_rss_mb"`
+	// RestHeapMB is the live heap once the clients had gone and the
+	// abandoned streams were let go: what the process keeps.
+	RestHeapMB float64 `json:"rest_heap_mb"`
 }
 
 // soakResults are what a soak run writes.
@@ -105,56 +110,16 @@ type soakResults struct {
 
 // soak runs the soak; the results are filled as far as it got.
 func soak(ctx context.Context, bin, data, logs string, clients, workers int, duration, every time.Duration, cacheBytes int64) (*soakResults, error) {
-	dir, err := os.MkdirTemp("", "icefloe-soak-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	if err := os.RemoveAll(logs); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return nil, err
-	}
-	coordCfg, workerCfg := filepath.Join(dir, "coordinator.yaml"), filepath.Join(dir, "worker.yaml")
-	if err := os.WriteFile(coordCfg, []byte(soakConfig(cacheBytes)), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(workerCfg, []byte(workerMemoryConfig+soakConfig(cacheBytes)), 0o644); err != nil {
-		return nil, err
-	}
 	res := &soakResults{Version: version(bin), Started: time.Now().UTC().Format(time.RFC3339), Clients: clients, Workers: workers,
 		DurationSeconds: duration.Seconds(), SampleSeconds: every.Seconds(), CacheBytes: cacheBytes,
 		Ops: map[string]int{}, Errors: map[string]int{}, ErrorSamples: map[string]string{}, Wrong: map[string]string{},
 		series: map[string]*procSoak{}}
-	logf("starting %d workers and a coordinator (logs in %s)", workers, logs)
-	c, err := startCluster(bin, dir, logs, workers, coordCfg, workerCfg)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := c.stop(); err != nil {
-			logf("stop: %v", err)
-		}
-		logf("stopped every process")
-	}()
-	db, err := adbcflight.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: c.uri()})
+	r, err := startRig(ctx, bin, data, logs, workers, soakConfig(cacheBytes), workerMemoryConfig+soakConfig(cacheBytes))
 	if err != nil {
 		return res, err
 	}
-	defer db.Close()
-	cnxn, err := db.Open(ctx)
-	if err != nil {
-		return res, err
-	}
-	defer cnxn.Close()
-	if err := waitWorkers(ctx, cnxn); err != nil {
-		return res, err
-	}
-	exp, _, err := loadTables(ctx, cnxn, data, logf)
-	if err != nil {
-		return res, err
-	}
+	defer r.close()
+	c, db, cnxn, exp := r.c, r.db, r.cnxn, r.exp
 	w := newWorkload(exp)
 	if err := warmUp(ctx, cnxn, w); err != nil {
 		return res, err
@@ -229,9 +194,13 @@ func soak(ctx context.Context, bin, data, logs string, clients, workers int, dur
 		}
 		t.mu.Unlock()
 	}
+	time.Sleep(restSettle)
 	for _, p := range c.procs() {
 		ps := res.series[p.name]
 		ps.fit()
+		if heap, err := liveHeap(ctx, p); err == nil {
+			ps.RestHeapMB = float64(heap) / 1e6
+		}
 		res.Processes = append(res.Processes, ps)
 		// What the live heap holds at the end, for `go tool pprof`.
 		if err := saveProfile(ctx, p, "/debug/pprof/heap?gc=1", filepath.Join(logs, p.name+"-heap.pb.gz")); err != nil {
@@ -480,15 +449,7 @@ func writeSoakReport(path, doc string) error {
 	if err != nil {
 		return err
 	}
-	body := soakBegin + "\n" + soakSection(&r) + soakEnd
-	s := string(text)
-	i, j := strings.Index(s, soakBegin), strings.Index(s, soakEnd)
-	if i >= 0 && j > i {
-		s = s[:i] + body + s[j+len(soakEnd):]
-	} else {
-		s = strings.TrimRight(s, "\n") + "\n\n" + body + "\n"
-	}
-	return os.WriteFile(doc, []byte(s), 0o644)
+	return os.WriteFile(doc, []byte(replaceSection(string(text), soakBegin, soakEnd, soakSection(&r))), 0o644)
 }
 
 func soakSection(r *soakResults) string {
@@ -497,11 +458,11 @@ func soakSection(r *soakResults) string {
 	p("Last run: %s, %s, %d clients, %d workers, %.0f s, live heap sampled every %.0f s, `metadata_cache_bytes` %d MiB;\n",
 		r.Started, r.Version, r.Clients, r.Workers, r.DurationSeconds, r.SampleSeconds, r.CacheBytes>>20)
 	p("load average %.2f at the start, %.2f at the end (1-minute, %.2f on average over the run).\n\n", r.LoadavgStart[0], r.Loadavg[0], r.LoadavgMean)
-	p("| process | live heap start → end (peak), MB | slope, MB/min | slope over the second half, MB/min | RSS start → end, MB | RSS slope over the second half, MB/min |\n")
-	p("|---|---|---|---|---|---|\n")
+	p("| process | live heap start → end (peak), MB | slope, MB/min | slope over the second half, MB/min | live heap at rest after, MB | RSS start → end, MB | RSS slope over the second half, MB/min |\n")
+	p("|---|---|---|---|---|---|---|\n")
 	for _, ps := range r.Processes {
-		p("| %s | %.0f → %.0f (%.0f) | %+.2f | %+.2f | %.0f → %.0f | %+.2f |\n", ps.Name, ps.StartHeapMB, ps.EndHeapMB, ps.PeakHeapMB,
-			ps.SlopeMBPerMin, ps.LateSlopeMBPerMin, ps.StartRSSMB, ps.EndRSSMB, ps.RSSSlopeMBPerMin)
+		p("| %s | %.0f → %.0f (%.0f) | %+.2f | %+.2f | %.0f | %.0f → %.0f | %+.2f |\n", ps.Name, ps.StartHeapMB, ps.EndHeapMB, ps.PeakHeapMB,
+			ps.SlopeMBPerMin, ps.LateSlopeMBPerMin, ps.RestHeapMB, ps.StartRSSMB, ps.EndRSSMB, ps.RSSSlopeMBPerMin)
 	}
 	p("\n")
 	var kinds []string

@@ -2,6 +2,7 @@ package memsize
 
 import (
 	"reflect"
+	"runtime"
 	"strings"
 	"unsafe"
 )
@@ -228,4 +229,15 @@ func roundUp(n uintptr) int64 {
 		return int64(sizeClasses[lo])
 	}
 	return int64((n + pageSize - 1) / pageSize * pageSize)
+}
+
+// LiveHeap is the bytes of live heap objects after two full collections
+// (the second frees what the first's finalizers let go): what the tests
+// compare Of's figures with.
+func LiveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

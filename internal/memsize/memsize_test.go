@@ -101,11 +101,11 @@ func TestOfMatchesTheHeap(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			held := make([]any, tc.n)
-			before := liveHeap()
+			before := LiveHeap()
 			for i := range held {
 				held[i] = tc.make(i + 1)
 			}
-			after := liveHeap()
+			after := LiveHeap()
 			var measured int64
 			for _, v := range held {
 				measured += Of(v)
@@ -119,14 +119,6 @@ func TestOfMatchesTheHeap(t *testing.T) {
 			runtime.KeepAlive(held)
 		})
 	}
-}
-
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
 }
 
 // TestOfCountsSharedOnce: memory reached twice is counted once.
