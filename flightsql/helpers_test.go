@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -70,6 +71,11 @@ type fakePlanner struct {
 	calls []call
 	// endpoints, when set, replace the two planned endpoints.
 	endpoints []planner.Endpoint
+	// expires, when set, is when the plans' tickets expire.
+	expires time.Time
+	// block, when set, holds every Exec until it is closed or the
+	// statement's context ends.
+	block chan struct{}
 }
 
 func (f *fakePlanner) record(method string, s planner.Session, q string, args ...any) {
@@ -118,15 +124,16 @@ func (f *fakePlanner) Classify(q string) (planner.Kind, error) {
 func (f *fakePlanner) Plan(_ context.Context, s planner.Session, q string, args ...any) (*planner.Plan, error) {
 	f.record("Plan", s, q, args...)
 	f.mu.Lock()
-	eps := f.endpoints
+	eps, expires := f.endpoints, f.expires
 	f.mu.Unlock()
 	if eps != nil {
-		return &planner.Plan{QueryID: "q-1", Strategy: planner.Scatter, Schema: planSchema, Endpoints: eps}, nil
+		return &planner.Plan{QueryID: "q-1", Strategy: planner.Scatter, Schema: planSchema, Endpoints: eps, ExpiresAt: expires}, nil
 	}
 	return &planner.Plan{
-		QueryID:  "q-1",
-		Strategy: planner.Scatter,
-		Schema:   planSchema,
+		QueryID:   "q-1",
+		Strategy:  planner.Scatter,
+		Schema:    planSchema,
+		ExpiresAt: expires,
 		Endpoints: []planner.Endpoint{
 			{Ticket: []byte("ticket-1"), Locations: []string{"grpc://10.0.0.1:4001", "grpc://10.0.0.2:4001"}},
 			{Ticket: []byte("ticket-2"), Locations: []string{"grpc://10.0.0.2:4001"}},
@@ -149,8 +156,18 @@ func (f *fakePlanner) Bind(_ context.Context, s planner.Session, q string, _ ...
 	return planSchema, nil
 }
 
-func (f *fakePlanner) Exec(_ context.Context, s planner.Session, q string, args ...any) (int64, error) {
+func (f *fakePlanner) Exec(ctx context.Context, s planner.Session, q string, args ...any) (int64, error) {
 	f.record("Exec", s, q, args...)
+	f.mu.Lock()
+	block := f.block
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		}
+	}
 	return 7, nil
 }
 

@@ -1,0 +1,241 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+
+	"github.com/icefloe/icefloe/internal/admit"
+	"github.com/icefloe/icefloe/internal/cluster"
+)
+
+// progressWork is a table of progressFiles files whose rows each cost a
+// worker a hash over a long string: a statement over it runs a few
+// seconds in four groups (two workers, two slots each), read one group at
+// a time per worker (progressLimits).
+const (
+	progressFiles = 8
+	progressRows  = 300
+	progressCost  = "md5(repeat(CAST(k AS VARCHAR), 200000))"
+)
+
+// progressLimits run one fragment at a time on each worker, so a
+// statement's four groups are read in two rounds.
+var progressLimits = cluster.Limits{Fragments: admit.Options{MaxRunning: 1, MaxQueued: 64, QueueTimeout: 5 * time.Minute}}
+
+// seedProgressWork creates the table work of progressFiles files.
+func seedProgressWork(t *testing.T, cnxn adbc.Connection) {
+	t.Helper()
+	execUpdate(t, cnxn, "CREATE TABLE work (k BIGINT)")
+	for i := range progressFiles {
+		execUpdate(t, cnxn, fmt.Sprintf("INSERT INTO work SELECT range + %d FROM range(%d)", i*progressRows, progressRows))
+	}
+}
+
+// incremental is a statement of q with incremental execution on.
+func incremental(t *testing.T, cnxn adbc.Connection, q string) adbc.Statement {
+	t.Helper()
+	stmt := newStatement(t, cnxn, q)
+	if err := stmt.SetOption(adbc.OptionKeyIncremental, adbc.OptionValueEnabled); err != nil {
+		stmt.Close()
+		t.Fatal(err)
+	}
+	return stmt
+}
+
+// sampleProgress reads stmt's progress every 20 ms until stop is closed
+// and returns the values it saw change to.
+func sampleProgress(t *testing.T, stmt adbc.Statement, stop <-chan struct{}) <-chan []float64 {
+	t.Helper()
+	out := make(chan []float64, 1)
+	go func() {
+		var seen []float64
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			p, err := stmt.(adbc.GetSetOptions).GetOptionDouble(adbc.OptionKeyProgress)
+			if err == nil && (len(seen) == 0 || seen[len(seen)-1] != p) {
+				seen = append(seen, p)
+			}
+			select {
+			case <-stop:
+				out <- seen
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
+
+// increasing says whether vs never decrease and has a value strictly
+// between 0 and 1.
+func increasing(vs []float64) bool {
+	between := slices.ContainsFunc(vs, func(v float64) bool { return v > 0 && v < 1 })
+	return between && slices.IsSorted(vs)
+}
+
+// Incremental execution through the Go ADBC driver: a CREATE TABLE … AS
+// that takes a few seconds runs on the coordinator while
+// ExecutePartitions polls it, and the statement's progress option
+// (adbc.statement.exec.progress) climbs with the files its fragments
+// read to 1 with the update's count; a query read while the driver polls
+// reports the fraction of its files read the same way, and its rows are
+// all there.
+func TestIncrementalExecutionProgress(t *testing.T) {
+	s := StartCluster(t, Workers(2), WithLimits(progressLimits))
+	cnxn := adbcConn(t, s.Addr())
+	seedProgressWork(t, cnxn)
+	total := progressFiles * progressRows
+
+	// The write.
+	stmt := incremental(t, cnxn, "CREATE TABLE hashed AS SELECT k, "+progressCost+" AS h FROM work")
+	defer stmt.Close()
+	stop := make(chan struct{})
+	samples := sampleProgress(t, stmt, stop)
+	ctx := context.Background()
+	var affected int64 = -1
+	var polls int
+	final := -1.0
+	for {
+		_, parts, n, err := stmt.ExecutePartitions(ctx)
+		if err != nil {
+			t.Fatalf("ExecutePartitions #%d: %v", polls, err)
+		}
+		polls++
+		if parts.NumPartitions == 0 {
+			break
+		}
+		affected = n
+		if final, err = stmt.(adbc.GetSetOptions).GetOptionDouble(adbc.OptionKeyProgress); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	seen := <-samples
+	t.Logf("write: %d ExecutePartitions, progress seen %v, then %v with the count", polls, seen, final)
+	if affected != int64(total) {
+		t.Fatalf("CTAS count %d, want %d", affected, total)
+	}
+	if !increasing(seen) || final != 1 {
+		t.Fatalf("the write's progress went %v, then %v with its count: want it to climb through (0, 1) to 1", seen, final)
+	}
+	if got := mustQuery(t, cnxn, "SELECT count(*), count(DISTINCT h) FROM hashed").rows[0]; got != fmt.Sprintf("%d | %d", total, total) {
+		t.Fatalf("hashed holds %s", got)
+	}
+
+	// The query: its partitions are read while ExecutePartitions polls.
+	q := incremental(t, cnxn, "SELECT k, "+progressCost+" AS h FROM work")
+	defer q.Close()
+	stop = make(chan struct{})
+	samples = sampleProgress(t, q, stop)
+	_, parts, _, err := q.ExecutePartitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts.NumPartitions == 0 {
+		t.Fatal("the query's first poll answered no partition")
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		rows int64
+		errs []error
+	)
+	for _, p := range parts.PartitionIDs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rdr, err := cnxn.ReadPartition(ctx, p)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			defer rdr.Release()
+			for rdr.Next() {
+				mu.Lock()
+				rows += rdr.RecordBatch().NumRows()
+				mu.Unlock()
+			}
+			if err := rdr.Err(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	polls = 1
+	for {
+		_, more, _, err := q.ExecutePartitions(ctx)
+		if err != nil {
+			t.Fatalf("ExecutePartitions #%d of the query: %v", polls, err)
+		}
+		polls++
+		if more.NumPartitions == 0 {
+			break
+		}
+	}
+	wg.Wait()
+	close(stop)
+	seen = <-samples
+	t.Logf("query: %d partitions, %d ExecutePartitions, progress seen %v", parts.NumPartitions, polls, seen)
+	if len(errs) > 0 || rows != int64(total) {
+		t.Fatalf("read %d rows, want %d; errors %v", rows, total, errs)
+	}
+	// The driver sets the progress back to 0 once a query answered no new
+	// partition: what it saw before is what counts.
+	if seen = slices.DeleteFunc(seen, func(v float64) bool { return v == 0 }); !slices.IsSorted(seen) || !slices.ContainsFunc(seen, func(v float64) bool { return v > 0 }) {
+		t.Fatalf("the query's progress went %v: want it to climb above 0", seen)
+	}
+}
+
+// A client that polls a query to its end before it reads it is not kept
+// waiting on reads only it can start: the poll after the first ends the
+// polling at once, and the partitions it got read in full.
+func TestIncrementalQueryReadAfterPolling(t *testing.T) {
+	s := StartCluster(t, Workers(2))
+	cnxn := adbcConn(t, s.Addr())
+	stmt := incremental(t, cnxn, "SELECT * FROM range(1000)")
+	defer stmt.Close()
+	ctx := context.Background()
+	var all [][]byte
+	for i := 0; ; i++ {
+		start := time.Now()
+		_, parts, _, err := stmt.ExecutePartitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("poll %d: %d partitions after %s", i, parts.NumPartitions, time.Since(start))
+		if parts.NumPartitions == 0 {
+			break
+		}
+		all = append(all, parts.PartitionIDs...)
+		if i > 10 {
+			t.Fatal("the polls never end")
+		}
+	}
+	var rows int64
+	for _, p := range all {
+		rdr, err := cnxn.ReadPartition(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rdr.Next() {
+			rows += rdr.RecordBatch().NumRows()
+		}
+		if err := rdr.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rdr.Release()
+	}
+	if rows != 1000 {
+		t.Fatalf("read %d rows, want 1000", rows)
+	}
+}
