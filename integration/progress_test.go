@@ -1,9 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,4 +242,83 @@ func TestIncrementalQueryReadAfterPolling(t *testing.T) {
 	if rows != 1000 {
 		t.Fatalf("read %d rows, want 1000", rows)
 	}
+}
+
+// progressBar is the progress line with a fraction: the bar, a percent
+// strictly between 0 and 100, and the time so far.
+var progressBar = regexp.MustCompile(`\[=*> *\] +([1-9][0-9]?)% · (?:.* · )?[0-9.]+m?s elapsed \(Ctrl-C cancels\)`)
+
+// `icefloe sql` on a terminal draws a progress bar under a statement that
+// runs more than a second: a CREATE TABLE … AS and a query over the
+// progress work each show a percent the coordinator reported while they
+// ran, the query its rows, bytes and endpoints too; Ctrl-C cancels the
+// CREATE TABLE … AS on the coordinator; on a pipe the same script draws
+// nothing.
+func TestSQLProgressBar(t *testing.T) {
+	bin := icefloeBin(t)
+	s := StartCluster(t, Workers(2), WithLimits(progressLimits))
+	cnxn := adbcConn(t, s.Addr())
+	seedProgressWork(t, cnxn)
+	ctas := "CREATE TABLE bar AS SELECT k, " + progressCost + " AS h FROM work;"
+	// A filter every row fails: four endpoints, no rows.
+	filter := "SELECT k FROM work WHERE " + progressCost + " = '';"
+
+	term := startTerminal(t, bin, nil, "sql", "--addr", s.Addr())
+	term.expect(`local\.default> $`, 30*time.Second)
+	term.send(ctas + "\r")
+	line := term.expect(progressBar.String(), 2*time.Minute)
+	t.Logf("CTAS: %q", lastLine(line))
+	out := term.expect(`local\.default> $`, 2*time.Minute)
+	if !strings.Contains(out, fmt.Sprintf("%d rows affected", progressFiles*progressRows)) {
+		t.Fatalf("CTAS:\n%s", out)
+	}
+	term.send(filter + "\r")
+	line = term.expect(progressBar.String(), 2*time.Minute)
+	t.Logf("query: %q", lastLine(line))
+	if !regexp.MustCompile(`% · \d+ rows · \d+(\.\d)? k?B · endpoints \d+/\d+ · `).MatchString(line) {
+		t.Fatalf("the query's progress line names no rows, bytes and endpoints:\n%q", lastLine(line))
+	}
+	out = term.expect(`local\.default> $`, 2*time.Minute)
+	if !strings.Contains(out, "(0 rows)") {
+		t.Fatalf("the query's result:\n%s", out)
+	}
+
+	// Ctrl-C cancels a running CREATE TABLE … AS on the coordinator: the
+	// client stops polling it, and it must not commit.
+	term.send("CREATE TABLE dropped AS SELECT k, " + progressCost + " AS h FROM work;\r")
+	term.expect(progressBar.String(), 2*time.Minute)
+	term.send("\x03")
+	if out := term.expect(`local\.default> $`, 30*time.Second); !strings.Contains(out, "cancelled") {
+		t.Fatalf("after Ctrl-C:\n%s", out)
+	}
+	waitRow(t, cnxn, "SELECT state FROM system.runtime.queries WHERE sql LIKE 'CREATE TABLE dropped%'",
+		func(r string) bool { return r == "cancelled" })
+	if _, err := query(t, cnxn, "SELECT count(*) FROM dropped"); err == nil {
+		t.Fatal("the cancelled CREATE TABLE … AS made its table")
+	}
+	term.send(`\q` + "\r")
+	if code := term.exit(10 * time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+
+	// On a pipe: the results, no progress line.
+	cmd := exec.Command(bin, "sql", "--addr", s.Addr())
+	cmd.Stdin = strings.NewReader("CREATE TABLE piped AS SELECT k, " + progressCost + " AS h FROM work;\n" + filter + "\n")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "elapsed") || strings.Contains(stderr.String(), "\r") || !strings.Contains(stdout.String(), fmt.Sprint(progressFiles*progressRows)) ||
+		!strings.Contains(stdout.String(), "(0 rows)") {
+		t.Fatalf("on a pipe: stdout\n%s\nstderr %q", stdout.String(), stderr.String())
+	}
+}
+
+// lastLine is what a terminal shows last of out's progress redraws.
+func lastLine(out string) string {
+	if i := strings.LastIndex(out, "\r\x1b[K"); i >= 0 {
+		return out[i+4:]
+	}
+	return out
 }
