@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
 )
@@ -171,6 +172,7 @@ func (s *Server) updateWithParameters(ctx context.Context, cmd flightsql.Prepare
 // execBatch runs an update once, or for every row of the parameter
 // batches, and returns the total count.
 func (s *Server) execBatch(ctx context.Context, sess planner.Session, query string, recs []arrow.RecordBatch) (int64, error) {
+	queries.From(ctx).Run()
 	if len(recs) == 0 {
 		return s.execute(ctx, sess, query)
 	}

@@ -487,6 +487,7 @@ func (s *Server) exec(ctx context.Context, sess planner.Session, query string) (
 	if kind != planner.KindUpdate {
 		return 0, ErrNotQuery
 	}
+	queries.From(ctx).Run()
 	return s.execute(ctx, sess, query)
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -321,4 +323,69 @@ func lastLine(out string) string {
 		return out[i+4:]
 	}
 	return out
+}
+
+// statusRow is a statement's row on the status page: its progress
+// percent, the files it read and planned, and its state.
+var statusRow = regexp.MustCompile(`(?s)<tr class="(\w+)" data-query="\w+">.*?<progress max="100" value="(\d+)">.*?<td class="files">(?:(\d+)/(\d+) files)?.*?CREATE TABLE statused`)
+
+// The status page, read with net/http while a CREATE TABLE … AS runs,
+// shows its progress climbing with the files its fragments read of
+// those planned, and 100% once it finished.
+func TestStatusPageProgress(t *testing.T) {
+	s := StartCluster(t, Workers(2), WithLimits(progressLimits))
+	cnxn := adbcConn(t, s.Addr())
+	seedProgressWork(t, cnxn)
+	page := "http://" + statusListener(t, s.Coordinator) + "/"
+	done := make(chan error, 1)
+	go func() {
+		done <- runADBC(adbcConn(t, s.Addr()), "CREATE TABLE statused AS SELECT k, "+progressCost+" AS h FROM work", true, false)
+	}()
+	get := func() []string {
+		resp, err := http.Get(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("status page: %d %v", resp.StatusCode, err)
+		}
+		return statusRow.FindStringSubmatch(string(body))
+	}
+	var seen []string
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		m := get()
+		if m != nil {
+			seen = append(seen, fmt.Sprintf("%s %s%% %s/%s files", m[1], m[2], m[3], m[4]))
+		}
+		if m != nil && m[1] == "running" && m[2] != "0" && m[3] != "0" && m[3] != "" && m[4] == fmt.Sprint(progressFiles) {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the statement ended (%v) before the page showed it part done: %v", err, seen)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page never showed the statement part done: %v", seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The last fragments' reads arrive just after the statement ended.
+	for {
+		m := get()
+		if m != nil && m[1] == "finished" && m[2] == "100" && m[3] == fmt.Sprint(progressFiles) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished statement's row: %v (seen %v)", m, slices.Compact(seen))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("seen %v", slices.Compact(seen))
 }

@@ -356,6 +356,7 @@ func (q *Query) Done(err error, rows int64) {
 		return
 	}
 	var ended *Info
+	settle := false
 	q.update(func(i *Info) {
 		if i.State.Ended() {
 			return
@@ -370,6 +371,7 @@ func (q *Query) Done(err error, rows int64) {
 		if err == nil && rows > 0 {
 			i.Rows = rows
 		}
+		settle = q.followed() && q.r != nil && q.r.workers != nil
 		q.endLocked(i, err)
 		c := *i
 		ended = &c
@@ -377,6 +379,34 @@ func (q *Query) Done(err error, rows int64) {
 	if ended != nil {
 		q.cancel(nil)
 		q.r.report(*ended)
+	}
+	if settle {
+		go q.r.settle(ended.ID)
+	}
+}
+
+// settleTimeout bounds asking the workers what an ended statement read.
+const settleTimeout = 10 * time.Second
+
+// settle asks the workers what the ended statement id's tickets read
+// since the registry last asked (its last fragments), for the recent
+// statements it shows.
+func (r *Registry) settle(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	prog, _ := r.workers.Progress(ctx, []string{id})
+	p, ok := prog[id]
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.recent) - 1; i >= 0; i-- {
+		if e := &r.recent[i]; e.ID == id {
+			e.Served = true
+			e.ReadFiles, e.ReadBytes = min(p.ReadFiles, e.PlannedFiles), min(p.ReadBytes, e.PlannedBytes)
+			return
+		}
 	}
 }
 
