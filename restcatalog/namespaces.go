@@ -22,7 +22,7 @@ import (
 
 type namespaceBody struct {
 	Namespace  []string           `json:"namespace"`
-	Properties iceberg.Properties `json:"properties,omitempty"`
+	Properties iceberg.Properties `json:"properties"`
 }
 
 type listNamespacesResponse struct {
