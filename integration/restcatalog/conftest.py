@@ -2,12 +2,9 @@
 REST catalog on a free port, users and grants from its config, and
 helpers to reach it through pyiceberg and ADBC."""
 
-import json
+import importlib.util
 import os
-import signal
-import subprocess
 import tempfile
-import threading
 
 import pytest
 
@@ -39,20 +36,18 @@ ROLES = """  roles:
 """
 
 
-def binary():
-    b = os.environ.get("ICEFLOE_BIN")
-    if not b:
-        raise RuntimeError("ICEFLOE_BIN is not set: run this suite through ./run or make test")
-    return b
+def _python_suite():
+    """The Python client suite's conftest (integration/python), whose
+    server start and stop this suite shares."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "conftest.py")
+    spec = importlib.util.spec_from_file_location("icefloe_python_suite", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def _hash(password):
-    out = subprocess.run([binary(), "passwd"], input=password + "\n", capture_output=True, text=True, check=True)
-    return out.stdout.strip()
-
-
-class Server:
-    pass
+_py = _python_suite()
+binary = _py.binary
 
 
 @pytest.fixture(scope="session")
@@ -60,51 +55,22 @@ def server():
     with tempfile.TemporaryDirectory(prefix="icefloe-rest-") as d:
         cfg = os.path.join(d, "icefloe.yaml")
         users = "".join(
-            f"    - name: {name}\n      password_hash: \"{_hash(pw)}\"\n      roles: [{', '.join(roles)}]\n"
+            f"    - name: {name}\n      password_hash: \"{_py._hash(pw)}\"\n      roles: [{', '.join(roles)}]\n"
             for name, (pw, roles) in USERS.items())
         with open(cfg, "w") as f:
             f.write("ticket_key: rest-catalog-suite\nauth:\n  users:\n" + users + ROLES)
         data = os.path.join(d, "data")
-        proc = subprocess.Popen(
-            [binary(), "serve", "--demo", "--tls", "--config", cfg, "--listen", "127.0.0.1:0",
-             "--rest-addr", "127.0.0.1:0", "--data-dir", data, "--workers", "2"],
-            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-        lines, ready, got = [], {}, threading.Event()
-
-        def pump():
-            for line in proc.stderr:
-                lines.append(line.rstrip("\n"))
-                i = line.find("ready\t{")
-                if i >= 0 and not got.is_set():
-                    try:
-                        ready.update(json.loads(line[i + len("ready\t"):]))
-                        got.set()
-                    except ValueError:
-                        pass
-            got.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not got.wait(180) or not ready:
-            proc.kill()
-            raise RuntimeError("icefloe serve did not become ready:\n" + "\n".join(lines))
-        srv = Server()
-        srv.proc, srv.config, srv.data = proc, cfg, data
-        srv.coordinator, srv.rest = ready["coordinator"], ready["rest"]
+        srv = _py._start(data, extra=("--tls", "--config", cfg, "--rest-addr", "127.0.0.1:0"))
+        srv.config, srv.data, srv.rest = cfg, data, srv.fields["rest"]
         srv.ca_file = os.path.join(data, "tls", "ca.pem")
         # pyiceberg's HTTP client (requests) trusts the development CA.
         os.environ["REQUESTS_CA_BUNDLE"] = srv.ca_file
         with open(srv.ca_file) as f:
             srv.ca_pem = f.read()
-        srv.log = lines
         try:
             yield srv
         finally:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _py._stop(srv)
 
 
 def rest_catalog(srv, user=None, token=None, **extra):
