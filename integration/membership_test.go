@@ -333,8 +333,16 @@ func TestTwoCoordinatorsShareWorkers(t *testing.T) {
 // seeds t with n rows and waits until scans plan on both workers.
 func listedWorkers(t *testing.T, n int) (w1, w2, c *role, cnxn adbc.Connection) {
 	t.Helper()
+	_, w1, w2, c, cnxn = listedWorkersIn(t, n)
+	return w1, w2, c, cnxn
+}
+
+// listedWorkersIn is listedWorkers that also returns the processes' data
+// folder, for more processes to share.
+func listedWorkersIn(t *testing.T, n int) (dir string, w1, w2, c *role, cnxn adbc.Connection) {
+	t.Helper()
 	bin := icefloeBin(t)
-	dir := t.TempDir()
+	dir = t.TempDir()
 	env := []string{membershipKey}
 	w1 = startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
 	w2 = startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
@@ -343,7 +351,7 @@ func listedWorkers(t *testing.T, n int) (w1, w2, c *role, cnxn adbc.Connection) 
 	cnxn = adbcConn(t, c.addr())
 	seedTable(t, cnxn, "t", n)
 	waitPlanned(t, c.addr(), `SELECT * FROM t`, 10*time.Second, w1.field("worker"), w2.field("worker"))
-	return w1, w2, c, cnxn
+	return dir, w1, w2, c, cnxn
 }
 
 // TestDeadWorkerLeavesPlanning: a worker killed with SIGKILL is out of the

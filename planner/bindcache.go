@@ -33,7 +33,7 @@ func (p *Planner) serialize(ctx context.Context, conn *engine.Conn, query string
 	if err != nil {
 		return "", err
 	}
-	cache.Remember(key, text, int64(len(key)+len(text)))
+	cache.Remember(key, text)
 	return text, nil
 }
 
@@ -81,6 +81,5 @@ func (p *Planner) recallBind(key string, b *bound) bool {
 }
 
 func (p *Planner) rememberBind(key string, b *bound) {
-	size := int64(len(key) + len(b.sql) + 64*b.schema.NumFields() + 256)
-	p.opts.Mounts.Cache().Remember(key, &bindResult{sql: b.sql, schema: b.schema, duckTypes: b.duckTypes}, size)
+	p.opts.Mounts.Cache().Remember(key, &bindResult{sql: b.sql, schema: b.schema, duckTypes: b.duckTypes})
 }

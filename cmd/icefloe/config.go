@@ -55,8 +55,9 @@ type Config struct {
 	MemoryLimit string `yaml:"memory_limit"`
 	// Threads is each DuckDB's thread count; 0 means all CPUs.
 	Threads int `yaml:"threads"`
-	// MetadataCacheBytes bounds each worker's table metadata cache; 0
-	// means the default (256 MiB).
+	// MetadataCacheBytes bounds the coordinator's and each worker's
+	// metadata cache (parsed table metadata, manifests, memoised plans),
+	// in bytes of memory they hold; 0 means the default (256 MiB).
 	MetadataCacheBytes int64 `yaml:"metadata_cache_bytes"`
 	// DataCacheDir holds each worker's local copies of object-store data
 	// files; empty means <data_dir>/cache.

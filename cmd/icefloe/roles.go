@@ -291,27 +291,27 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	lim := r.cfg.Limits.limits()
 	applyMemory(mem, &lim, reg)
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
-		Listen:            *r.listen,
-		WorkerHost:        host,
-		AdvertiseHost:     *advertise,
-		Workers:           *workers,
-		DataDir:           *r.dataDir,
-		Demo:              *demo,
-		Key:               key,
-		WorkerEngine:      r.engineOptions(mem.Worker, mem.WorkerTemp),
-		CoordinatorEngine: r.engineOptions(mem.Planner, mem.PlannerTemp),
-		Logger:            log,
-		Catalogs:          r.cfg.Catalogs,
-		WorkerCache:       r.cfg.MetadataCacheBytes,
-		NoDirectScan:      !*direct,
-		NoDataCache:       cacheDir == "",
-		DataCacheDir:      cacheDir,
-		DataCacheBytes:    cacheBytes,
-		Security:          sec,
-		TicketTTL:         r.cfg.TicketTTL,
-		Limits:            lim,
-		Metrics:           reg,
-		REST:              r.rest(),
+		Listen:             *r.listen,
+		WorkerHost:         host,
+		AdvertiseHost:      *advertise,
+		Workers:            *workers,
+		DataDir:            *r.dataDir,
+		Demo:               *demo,
+		Key:                key,
+		WorkerEngine:       r.engineOptions(mem.Worker, mem.WorkerTemp),
+		CoordinatorEngine:  r.engineOptions(mem.Planner, mem.PlannerTemp),
+		Logger:             log,
+		Catalogs:           r.cfg.Catalogs,
+		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
+		NoDirectScan:       !*direct,
+		NoDataCache:        cacheDir == "",
+		DataCacheDir:       cacheDir,
+		DataCacheBytes:     cacheBytes,
+		Security:           sec,
+		TicketTTL:          r.cfg.TicketTTL,
+		Limits:             lim,
+		Metrics:            reg,
+		REST:               r.rest(),
 
 		BroadcastBytes:    r.cfg.BroadcastBytes,
 		ShuffleBytes:      r.cfg.ShuffleBytes,
@@ -382,6 +382,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		return err
 	}
 	mounts := catalog.NewMounts()
+	mounts.SetCache(catalog.NewMetadataCache(r.cfg.MetadataCacheBytes))
 	defer mounts.Close()
 	if err := mounts.Mount(catalog.LocalCatalogName, cat, props); err != nil {
 		return err
