@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/pqfile"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -136,7 +137,9 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, tgt *planner.Writ
 	if testHookBeforeRewriteCommit != nil {
 		testHookBeforeRewriteCommit()
 	}
-	err = e.commitWith(ctx, tgt, false, func(tx *table.Transaction, _ table.Metadata) error {
+	// The merged files were computed from this snapshot's delete files:
+	// built on it alone, a concurrent commit fails the rewrite.
+	err = e.commitTx(ctx, tgt, commit.Request{Pinned: true, Tx: func(tx *table.Transaction, _ table.Metadata) error {
 		rw := tx.NewRewrite(nil)
 		for _, g := range groups {
 			for _, df := range g.files {
@@ -147,7 +150,7 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, tgt *planner.Writ
 			rw.AddDeleteFileWithDataSequenceNumber(a.File, a.DataSequenceNumber)
 		}
 		return rw.Commit(ctx)
-	})
+	}})
 	if err := e.keepOrRemove(tgt, err, written); err != nil {
 		return posDeleteCounts{}, err
 	}

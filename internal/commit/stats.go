@@ -47,3 +47,11 @@ func (s *Stats) attempt(tries *atomic.Int32, err error) {
 		s.Conflicts.Add(1)
 	}
 }
+
+// conflict counts a commit that its scope check found in conflict with a
+// concurrent commit (nothing was sent).
+func (s *Stats) conflict() {
+	if s != nil {
+		s.Conflicts.Add(1)
+	}
+}
