@@ -34,11 +34,12 @@ type inserters struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	keys []int64
+	took []time.Duration // each INSERT's time, client-side
 	errs []error
 	stop chan struct{}
 }
 
-func startInserters(t *testing.T, s *cluster.Standalone, tbl string, n, min int, keyOf func(c, i int) int64) *inserters {
+func startInserters(t testing.TB, s *cluster.Standalone, tbl string, n, min int, keyOf func(c, i int) int64) *inserters {
 	t.Helper()
 	ins := &inserters{stop: make(chan struct{})}
 	for c := range n {
@@ -56,7 +57,9 @@ func startInserters(t *testing.T, s *cluster.Standalone, tbl string, n, min int,
 				}
 				k := keyOf(c, i)
 				q := fmt.Sprintf(`INSERT INTO %s VALUES (%d, -1, %d)`, tbl, k, i)
+				t0 := time.Now()
 				n, err := tryUpdate(t, cnxn, q)
+				took := time.Since(t0)
 				ins.mu.Lock()
 				if err == nil && n != 1 {
 					err = fmt.Errorf("counted %d", n)
@@ -67,6 +70,7 @@ func startInserters(t *testing.T, s *cluster.Standalone, tbl string, n, min int,
 					return
 				}
 				ins.keys = append(ins.keys, k)
+				ins.took = append(ins.took, took)
 				ins.mu.Unlock()
 			}
 		}()
@@ -75,7 +79,7 @@ func startInserters(t *testing.T, s *cluster.Standalone, tbl string, n, min int,
 }
 
 // waitFor waits until the inserters have inserted n rows (or failed).
-func (ins *inserters) waitFor(t *testing.T, n int) {
+func (ins *inserters) waitFor(t testing.TB, n int) {
 	t.Helper()
 	for {
 		ins.mu.Lock()
@@ -89,7 +93,7 @@ func (ins *inserters) waitFor(t *testing.T, n int) {
 }
 
 // wait stops the inserters and returns the keys they inserted.
-func (ins *inserters) wait(t *testing.T) []int64 {
+func (ins *inserters) wait(t testing.TB) []int64 {
 	t.Helper()
 	close(ins.stop)
 	ins.wg.Wait()
