@@ -76,10 +76,13 @@ func (e *Executor) compact(ctx context.Context, sess planner.Session, tgt *plann
 // tasks as planned from snapshot base. It returns how many delete files
 // it removed.
 //
-// The rewrite was planned from snapshot base: a concurrent commit other
-// than an append (which cannot touch the rewritten files nor make a
-// removed delete apply again) conflicts with it; after appends only, the
-// same rewrite is built again on the table as it then is.
+// The rewrite was planned from snapshot base. A concurrent commit that
+// removed a rewritten file, or added deletes that may apply to one,
+// conflicts with it (Iceberg's rewrite validation); one that removes
+// delete files conflicts with any concurrent commit but an append (which
+// cannot touch the rewritten files nor make a removed delete apply
+// again). Otherwise the same rewrite is built again on the table as it
+// then is.
 func (e *Executor) commitRewrite(ctx context.Context, tgt *planner.WriteTarget, base int64, old []iceberg.DataFile, tasks []table.FileScanTask, added []iceberg.DataFile) (int64, error) {
 	tbl := tgt.Pinned.Table
 	fsys, err := tbl.FS(ctx)
@@ -101,7 +104,8 @@ func (e *Executor) commitRewrite(ctx context.Context, tgt *planner.WriteTarget, 
 	}
 	gr := table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: added,
 		SafePosDeletes: deadPos, SafeDeletionVectors: table.CollectSafeDeletionVectors(tasks)}
-	scope := &commit.Scope{Op: commit.OpRewrite, Base: base, Rewritten: old, AppendsOnly: true}
+	removed := len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq)
+	scope := &commit.Scope{Op: commit.OpRewrite, Base: base, Rewritten: old, AppendsOnly: removed > 0}
 	err = e.commitTx(ctx, tgt, commit.Request{Scope: scope, Tx: func(tx *table.Transaction, _ table.Metadata) error {
 		rw := tx.NewRewrite(nil).ApplyResult(gr)
 		for _, df := range deadEq {
@@ -112,5 +116,5 @@ func (e *Executor) commitRewrite(ctx context.Context, tgt *planner.WriteTarget, 
 	if err != nil {
 		return 0, err
 	}
-	return int64(len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq)), nil
+	return int64(removed), nil
 }
