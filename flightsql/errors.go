@@ -62,6 +62,7 @@ var codeTable = []struct {
 	{planner.ErrSyntax, codes.InvalidArgument},
 	{planner.ErrInvalid, codes.InvalidArgument},
 	{commit.ErrStatementID, codes.InvalidArgument},
+	{commit.ErrIsolation, codes.InvalidArgument},
 	{ErrHandle, codes.InvalidArgument},
 	{ErrNotQuery, codes.InvalidArgument},
 	{wire.ErrMalformed, codes.InvalidArgument},

@@ -11,7 +11,8 @@ import (
 // Stats count commits to the catalogs.
 type Stats struct {
 	// Attempts are the commits sent to a catalog (each retry included);
-	// Conflicts those that lost to a concurrent commit; Retries the
+	// Conflicts those that lost a race to a concurrent commit, and the
+	// commits whose scope conflicted with one (nothing sent); Retries the
 	// attempts after the first of one statement's commit.
 	Attempts, Conflicts, Retries atomic.Int64
 	// Written are the bytes of the files the committed snapshots added
