@@ -103,9 +103,10 @@ func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, 
 	// The delete is made again on the table each attempt loads (which
 	// finds the matching rows anew); the scope makes a concurrently added
 	// file with a matching row conflict under serializable isolation.
-	err = e.commitChange(ctx, tgt, readScope(tgt, commit.OpDelete, expr, nil), func(tx *table.Transaction) error {
-		return tx.Delete(ctx, expr, nil, table.WithDeleteCaseInsensitive())
-	}, nil)
+	err = e.commitTx(ctx, tgt, commit.Request{Scope: readScope(tgt, commit.OpDelete, expr, nil), OwnFiles: true,
+		Tx: func(tx *table.Transaction, _ table.Metadata) error {
+			return tx.Delete(ctx, expr, nil, table.WithDeleteCaseInsensitive())
+		}})
 	if err != nil {
 		return 0, true, err
 	}

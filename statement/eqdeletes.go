@@ -81,20 +81,21 @@ func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt
 	// isolation one that may hold a matching row (Filter).
 	scope := readScope(tgt, commit.OpDelete, expr, nil)
 	scope.Keys = deleted
-	var files []iceberg.DataFile
-	err = e.commitTx(ctx, tgt, commit.Request{Scope: scope, Tx: func(tx *table.Transaction, _ table.Metadata) error {
-		seq := func(yield func(arrow.RecordBatch, error) bool) {
-			for _, r := range recs {
-				r.Retain()
-				if !yield(r, nil) {
-					return
-				}
+	// The delete files are written once, from the version read; each
+	// commit attempt adds them.
+	files, err := read.NewTransaction().WriteEqualityDeletes(ctx, keyIDs, func(yield func(arrow.RecordBatch, error) bool) {
+		for _, r := range recs {
+			r.Retain()
+			if !yield(r, nil) {
+				return
 			}
 		}
-		var werr error
-		if files, werr = tx.WriteEqualityDeletes(ctx, keyIDs, seq); werr != nil {
-			return werr
-		}
+	})
+	if err != nil {
+		e.removeOnly(tgt, files)
+		return 0, true, err
+	}
+	err = e.commitTx(ctx, tgt, commit.Request{Scope: scope, Tx: func(tx *table.Transaction, _ table.Metadata) error {
 		return tx.NewRowDelta(nil).AddDeletes(files...).Commit(ctx)
 	}})
 	if err := e.keepOrRemove(tgt, err, files); err != nil {

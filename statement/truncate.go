@@ -40,9 +40,10 @@ func (e *Executor) truncate(ctx context.Context, sess planner.Session, ps *plann
 	}
 	// It read every row: under serializable isolation a concurrent append
 	// conflicts with it.
-	err = e.commitChange(ctx, tgt, readScope(tgt, commit.OpDelete, nil, nil), func(tx *table.Transaction) error {
-		return tx.Delete(ctx, iceberg.AlwaysTrue{}, nil)
-	}, nil)
+	err = e.commitTx(ctx, tgt, commit.Request{Scope: readScope(tgt, commit.OpDelete, nil, nil), OwnFiles: true,
+		Tx: func(tx *table.Transaction, _ table.Metadata) error {
+			return tx.Delete(ctx, iceberg.AlwaysTrue{}, nil)
+		}})
 	if err != nil {
 		return 0, err
 	}

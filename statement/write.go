@@ -329,7 +329,7 @@ func (e *Executor) keepOrRemove(tgt *planner.WriteTarget, err error, files []ice
 	return err
 }
 
-// commitTx commits r's Tx (with its Scope, Append and Pinned) to the
+// commitTx commits r's Tx (with its Scope, Append, Pinned and OwnFiles) to the
 // target's table through commit.Run, the target following the table each
 // attempt loads; once committed, the audit log records the snapshot and
 // the table's partition statistics are written. Under EXPLAIN it stops
@@ -339,7 +339,7 @@ func (e *Executor) commitTx(ctx context.Context, tgt *planner.WriteTarget, r com
 		return err
 	}
 	base := e.commitRequest(tgt)
-	base.Tx, base.Scope, base.Append, base.Pinned = r.Tx, r.Scope, r.Append, r.Pinned
+	base.Tx, base.Scope, base.Append, base.Pinned, base.OwnFiles = r.Tx, r.Scope, r.Append, r.Pinned, r.OwnFiles
 	base.After = func(ctx context.Context, before table.Metadata, committed *table.Table) {
 		var snap int64
 		if s := committed.CurrentSnapshot(); s != nil {

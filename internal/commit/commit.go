@@ -21,9 +21,11 @@ import (
 const DefaultRetries = 4
 
 // prepare returns tbl set up for one attempt of a commit: the statement's
-// id is recorded, a lost race's metadata file is removed, the attempt is
-// counted in stats (tries counts the attempts of one commit) and the
-// partition summaries of new manifests are repaired (summaryCatalog).
+// id is recorded, a lost race's metadata file is removed and so are the
+// manifests it wrote (lostCatalog; with ownFiles also the files its
+// change wrote), the attempt is counted in stats (tries counts the
+// attempts of one commit) and the partition summaries of new manifests
+// are repaired (summaryCatalog).
 //
 // iceberg-go's own refresh-and-replay is off (commit.retry.num-retries
 // is 0 on an in-memory copy of the table's properties; the catalog's
@@ -38,7 +40,7 @@ const DefaultRetries = 4
 // errors wrapping table.ErrCommitFailed, but its SQL catalog reports a
 // requirement that no longer holds (another writer committed first) as a
 // plain error.
-func prepare(tbl *table.Table, cat table.CatalogIO, stats *Stats, tries *atomic.Int32, fresh bool) (*table.Table, error) {
+func prepare(tbl *table.Table, cat table.CatalogIO, stats *Stats, tries *atomic.Int32, fresh, ownFiles bool) (*table.Table, error) {
 	meta := tbl.Metadata()
 	b, err := table.MetadataBuilderFromBase(meta, tbl.MetadataLocation())
 	if err != nil {
@@ -55,7 +57,7 @@ func prepare(tbl *table.Table, cat table.CatalogIO, stats *Stats, tries *atomic.
 	if fresh {
 		cc.base = tbl
 	}
-	commits := summaryCatalog{CatalogIO: cc, fs: fsF, meta: meta}
+	commits := lostCatalog{CatalogIO: summaryCatalog{CatalogIO: cc, fs: fsF, meta: meta}, fs: fsF, own: ownFiles}
 	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), fsF, commits), nil
 }
 

@@ -75,6 +75,11 @@ type Request struct {
 	// Append says the change only adds data files: it cannot conflict,
 	// only lose races, so it is retried more patiently.
 	Append bool
+	// OwnFiles says the Tx writes data or delete files of its own on each
+	// attempt (iceberg-go's Delete does): those of an attempt that
+	// committed nothing are deleted. Without it the files a snapshot adds
+	// are the statement's, which every attempt adds again.
+	OwnFiles bool
 	// After, when set, runs once a Tx committed, under the commit's
 	// context, with the metadata the transaction started from and the
 	// table as committed.
@@ -227,7 +232,7 @@ func (r Request) attempt(ctx context.Context, n int, scope *scopeCheck, tries *a
 			return nil, nil, unsent("commit to %s: check concurrent commits: %w", r.Name, err)
 		}
 	}
-	tbl, err := prepare(base, r.Catalog, r.Stats, tries, fresh)
+	tbl, err := prepare(base, r.Catalog, r.Stats, tries, fresh, r.OwnFiles)
 	if err != nil {
 		return nil, nil, unsent("commit to %s: %w", r.Name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -383,4 +384,41 @@ func livePaths(t *testing.T, tbl *table.Table) string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, " ")
+}
+
+// An attempt that commits nothing leaves nothing behind: its manifest
+// list and manifests are deleted (and its metadata file), and with
+// OwnFiles the files its change wrote; without, the statement's files
+// stay for the next attempt (or for the statement to delete).
+func TestRunLostAttemptLeavesNoFiles(t *testing.T) {
+	ctx := context.Background()
+	cat, ident, _ := newTable(t)
+	w := writer{t, cat, ident}
+	stale := w.add(longFile(t, "f1", 1, 1, 1))
+	w.add(longFile(t, "f2", 2, 2, 1))
+	dir := strings.TrimPrefix(stale.Location(), "file://") + "/metadata"
+	list := func() map[string]bool {
+		out := map[string]bool{}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			out[e.Name()] = true
+		}
+		return out
+	}
+	before := list()
+	err := Run(ctx, Request{Name: "t", Ident: ident, Table: stale, Catalog: cat, Pinned: true,
+		Tx: func(tx *table.Transaction, _ table.Metadata) error {
+			return tx.AddDataFiles(ctx, []iceberg.DataFile{longFile(t, "f3", 3, 3, 1)}, nil, table.WithoutDuplicateCheck())
+		}})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("a pinned change past a concurrent commit: %v, want ErrConflict", err)
+	}
+	for name := range list() {
+		if !before[name] {
+			t.Errorf("the lost attempt left metadata/%s", name)
+		}
+	}
 }
