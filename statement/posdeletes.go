@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/internal/commit"
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/pqfile"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -179,7 +180,7 @@ func positionDeleteGroups(fsys iceio.IO, snap *table.Snapshot) ([]*posDeleteGrou
 			if df.ContentType() != iceberg.EntryContentPosDeletes || table.IsDeletionVector(df) {
 				continue
 			}
-			key := partitionKey(df)
+			key := icemeta.PartitionKey(df)
 			g := byKey[key]
 			if g == nil {
 				g = &posDeleteGroup{}
@@ -197,22 +198,6 @@ func positionDeleteGroups(fsys iceio.IO, snap *table.Snapshot) ([]*posDeleteGrou
 		out[i] = byKey[k]
 	}
 	return out, nil
-}
-
-// partitionKey names a file's spec and partition values.
-func partitionKey(df iceberg.DataFile) string {
-	part := df.Partition()
-	ids := make([]int, 0, len(part))
-	for id := range part {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d", df.SpecID())
-	for _, id := range ids {
-		fmt.Fprintf(&b, "/%d=%#v", id, part[id])
-	}
-	return b.String()
 }
 
 // liveDataPaths are the paths of the current snapshot's data files.

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/icemeta"
 )
 
 // Conflict detection scoped to what a statement read and replaced, with
@@ -138,7 +139,7 @@ func newScopeCheck(s *Scope, branch string) *scopeCheck {
 	c := &scopeCheck{scope: s, branch: branch, passed: s.Base, rewrites: map[string]bool{}, parts: map[string]bool{}}
 	for _, df := range s.Rewritten {
 		c.rewrites[df.FilePath()] = true
-		c.parts[partitionKey(df)] = true
+		c.parts[icemeta.PartitionKey(df)] = true
 	}
 	return c
 }
@@ -329,7 +330,7 @@ func (c *scopeCheck) checkDeleteFile(snap int64, df iceberg.DataFile) error {
 	default:
 		return nil
 	}
-	if len(df.Partition()) == 0 || c.parts[partitionKey(df)] {
+	if len(df.Partition()) == 0 || c.parts[icemeta.PartitionKey(df)] {
 		return conflictf("snapshot %d added deletes %s that may apply to files the statement rewrote", snap, df.FilePath())
 	}
 	return nil
@@ -350,22 +351,6 @@ func referencedFile(df iceberg.DataFile) string {
 		return ""
 	}
 	return string(lo)
-}
-
-// partitionKey names a file's partition spec and partition values.
-func partitionKey(df iceberg.DataFile) string {
-	part := df.Partition()
-	ids := make([]int, 0, len(part))
-	for id := range part {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d", df.SpecID())
-	for _, id := range ids {
-		fmt.Fprintf(&b, "/%d=%#v", id, part[id])
-	}
-	return b.String()
 }
 
 // operation is a snapshot's operation ("" when it has no summary).
