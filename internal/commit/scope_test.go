@@ -422,3 +422,46 @@ func TestRunLostAttemptLeavesNoFiles(t *testing.T) {
 		}
 	}
 }
+
+// A race lost to another writer (one that commits between this attempt's
+// load and its compare-and-swap, as another coordinator would) is built
+// again on the refreshed table, after checking the scope against what
+// that writer committed: a commit of other rows is survived, one of a
+// row the filter matches is a conflict.
+func TestRunRetriesARaceLostToAnotherWriter(t *testing.T) {
+	ctx := context.Background()
+	cat, ident, _ := newTable(t)
+	w := writer{t, cat, ident}
+	w.add(longFile(t, "f1", 1, 1, 1), longFile(t, "f2", 2, 2, 1))
+	for _, c := range []struct {
+		name     string
+		other    iceberg.DataFile
+		conflict bool
+	}{{"other rows", longFile(t, "g3", 3, 3, 1), false}, {"a matching row", longFile(t, "g1", 1, 1, 1), true}} {
+		t.Run(c.name, func(t *testing.T) {
+			read := w.load()
+			var stats Stats
+			builds := 0
+			err := Run(ctx, Request{Name: "t", Ident: ident, Table: read, Catalog: cat, Stats: &stats,
+				Scope: &Scope{Op: OpUpdate, Base: read.CurrentSnapshot().SnapshotID, Filter: iceberg.EqualTo(iceberg.Reference("id"), int64(1))},
+				Tx: func(tx *table.Transaction, _ table.Metadata) error {
+					if builds++; builds == 1 {
+						w.add(c.other) // lands between the load and the send
+					}
+					return tx.AddDataFiles(ctx, []iceberg.DataFile{longFile(t, "u"+c.name[:1], 1, 1, 1)}, nil, table.WithoutDuplicateCheck())
+				}})
+			if c.conflict {
+				if !conflictIn(err, "g1.parquet") || builds != 1 {
+					t.Fatalf("after a matching row: %v (built %d times), want a conflict naming g1", err, builds)
+				}
+				return
+			}
+			if err != nil || builds != 2 {
+				t.Fatalf("after other rows: %v, built %d times; want committed on the second build", err, builds)
+			}
+			if stats.Attempts.Load() != 2 || stats.Conflicts.Load() != 1 || stats.Retries.Load() != 1 {
+				t.Errorf("attempts %d conflicts %d retries %d; want 2, 1, 1", stats.Attempts.Load(), stats.Conflicts.Load(), stats.Retries.Load())
+			}
+		})
+	}
+}
