@@ -39,15 +39,16 @@ func (r Request) queueKey() string {
 	return r.Name + "\x00" + strings.Join(r.Ident, "\x00")
 }
 
-// inTurn runs f while r's table is this process's commit to make; it
-// returns ctx's error if ctx ends while waiting.
+// inTurn runs f while r's table is this process's commit to make; if
+// ctx ends while it waits, nothing was sent (an unsentError wrapping
+// ctx's error).
 func (r Request) inTurn(ctx context.Context, f func() error) error {
 	q := queues.join(r.queueKey())
 	defer queues.leave(r.queueKey(), q)
 	select {
 	case q.turn <- struct{}{}:
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return unsent("commit to %s: nothing was committed: waiting for its turn to commit: %w", r.Name, context.Cause(ctx))
 	}
 	defer func() { <-q.turn }()
 	return f()
