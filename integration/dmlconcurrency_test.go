@@ -224,22 +224,25 @@ func TestDeleteBesideMatchingInserts(t *testing.T) {
 	s := StartCluster(t, Workers(2))
 	setup := adbcConn(t, s.Addr())
 	execUpdate(t, setup, `CREATE TABLE hot (k BIGINT, owner INTEGER, n BIGINT)`)
-	// One insert in four matches the DELETE (k < 1000000).
+	// One insert in six matches the DELETE (k < 1000000).
 	ins := startInserters(t, s, "hot", 6, 15, func(c, i int) int64 {
 		k := int64(1_000_000 + 10_000*c + i)
-		if i%4 == 0 {
+		if i%6 == 0 {
 			k -= 1_000_000
 		}
 		return k
 	})
 	deleter := adbcConn(t, s.Addr())
-	const deletes = 10
+	// DELETEs run until several have committed and several have failed
+	// (at most maxDeletes): how they fall depends on the machine's speed.
+	const maxDeletes, enough = 40, 3
 	committed := map[string]bool{}
-	for d := range deletes {
-		if d == 0 {
+	deletes, failed := 0, 0
+	for ; deletes < maxDeletes && (len(committed) < enough || failed < enough); deletes++ {
+		if deletes == 0 {
 			ins.waitFor(t, 12) // the inserts have begun
 		}
-		id := fmt.Sprintf("purge-%d", d)
+		id := fmt.Sprintf("purge-%d", deletes)
 		stmt := newStatement(t, deleter, `DELETE FROM hot WHERE k < 1000000`)
 		if err := stmt.SetOption("adbc.flight.sql.rpc.call_header.x-icefloe-statement-id", id); err != nil {
 			t.Fatal(err)
@@ -250,6 +253,7 @@ func TestDeleteBesideMatchingInserts(t *testing.T) {
 		case err == nil:
 			committed[id] = true
 		case strings.Contains(err.Error(), "conflict") && strings.Contains(err.Error(), "Aborted"):
+			failed++
 			if !strings.Contains(err.Error(), "nothing was committed") {
 				t.Fatalf("%s: %v", id, err)
 			}
