@@ -51,7 +51,7 @@ func TestFullDisk(t *testing.T) {
 	execUpdate(t, cnxn, `INSERT INTO t SELECT id, md5(CAST(id AS VARCHAR)) FROM src`)
 	snaps := mustQuery(t, cnxn, `SELECT count(*) FROM "t$snapshots"`).rows[0]
 	strays := func() []string {
-		files, err := filepath.Glob(filepath.Join(dir, "warehouse", "default.db", "t", "data", "*"))
+		files, err := filepath.Glob(filepath.Join(tableFolder(t, dir, "t"), "data", "*"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,6 +79,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("files of the failed write left in the table's folder: %v", left)
 	}
 	// A CTAS that fills it leaves no table, no staging folder.
+	folders := schemaFolders(t, dir)
 	_, err = tryUpdate(t, cnxn, `CREATE TABLE big AS SELECT a.id * 1000 + b.id AS id, md5(random()::VARCHAR) || md5(random()::VARCHAR) AS s FROM src a, src b`)
 	if grpcCode(err) != codes.ResourceExhausted {
 		t.Fatalf("a CTAS that fills the warehouse: %v, want RESOURCE_EXHAUSTED", err)
@@ -87,7 +88,7 @@ func TestFullDisk(t *testing.T) {
 	if _, err := query(t, cnxn, `SELECT count(*) FROM big`); !errors.As(err, &ae) || ae.Code != adbc.StatusNotFound {
 		t.Fatalf("the failed CTAS's table: %v, want none", err)
 	}
-	if left := strayStagingFiles(t, dir); len(left) > 0 {
+	if left := strayStagingFiles(t, dir, folders); len(left) > 0 {
 		t.Fatalf("files of the failed CTAS left: %v", left)
 	}
 	// A sort of about 150 MB, past the workers' 64 MB memory limit: it
