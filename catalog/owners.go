@@ -89,53 +89,40 @@ func PlacesOf(loc string, props iceberg.Properties) []string {
 func (m *Mounts) Owners(ctx context.Context) (*Owners, error) {
 	o := &Owners{}
 	for _, name := range m.Names() {
-		mt, err := m.Get(name)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrIncomplete, err)
+		if mt, err := m.Get(name); err == nil {
+			if p, err := normalise(mt.Props.Get("warehouse", "")); err == nil {
+				o.roots = append(o.roots, p)
+			}
 		}
-		if p, err := normalise(mt.Props.Get("warehouse", "")); err == nil {
+	}
+	schema := func(mt *Mount, ns table.Identifier) error {
+		if p, err := normalise(mt.SchemaFolder(ctx, ns)); err == nil {
 			o.roots = append(o.roots, p)
 		}
-		nss, err := allNamespaces(ctx, mt.raw)
+		views, err := mt.viewLocations(ctx, ns)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: list schemas: %v", ErrIncomplete, mt.Name, err)
+			return fmt.Errorf("%w: %s.%s: list views: %v", ErrIncomplete, mt.Name, strings.Join(ns, "."), err)
 		}
-		for _, ns := range nss {
-			if folder := mt.SchemaFolder(ctx, ns); folder != "" {
-				if p, err := normalise(folder); err == nil {
-					o.roots = append(o.roots, p)
-				}
+		for _, v := range views {
+			ow := Owner{Mount: mt.Name, Ident: v.ident, View: true}
+			if ow.places, err = places([]string{v.loc}); err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrIncomplete, ow, err)
 			}
-			idents, err := collect(mt.raw.ListTables(ctx, ns))
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s.%s: list tables: %v", ErrIncomplete, mt.Name, strings.Join(ns, "."), err)
-			}
-			for _, ident := range idents {
-				tbl, err := mt.raw.LoadTable(ctx, ident)
-				if err != nil {
-					if gone(err) {
-						continue // dropped meanwhile
-					}
-					return nil, fmt.Errorf("%w: load %s.%s: %v", ErrIncomplete, mt.Name, strings.Join(ident, "."), err)
-				}
-				ow := Owner{Mount: mt.Name, Ident: ident, Staging: IsStaging(ident[len(ident)-1])}
-				if ow.places, err = places(PlacesOf(tbl.Location(), tbl.Properties())); err != nil {
-					return nil, fmt.Errorf("%w: %s: %v", ErrIncomplete, ow, err)
-				}
-				o.owners = append(o.owners, ow)
-			}
-			views, err := mt.viewLocations(ctx, ns)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s.%s: list views: %v", ErrIncomplete, mt.Name, strings.Join(ns, "."), err)
-			}
-			for _, v := range views {
-				ow := Owner{Mount: mt.Name, Ident: v.ident, View: true}
-				if ow.places, err = places([]string{v.loc}); err != nil {
-					return nil, fmt.Errorf("%w: %s: %v", ErrIncomplete, ow, err)
-				}
-				o.owners = append(o.owners, ow)
-			}
+			o.owners = append(o.owners, ow)
 		}
+		return nil
+	}
+	err := m.eachTable(ctx, false, schema, func(mt *Mount, ident table.Identifier, tbl *table.Table) error {
+		ow := Owner{Mount: mt.Name, Ident: ident, Staging: IsStaging(ident[len(ident)-1])}
+		var err error
+		if ow.places, err = places(PlacesOf(tbl.Location(), tbl.Properties())); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrIncomplete, ow, err)
+		}
+		o.owners = append(o.owners, ow)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -388,7 +375,7 @@ func (m *Mounts) Unreferenced(ctx context.Context, files []string, skip func(mou
 		return nil, nil
 	}
 	refs := newFileRefs(files)
-	err := m.eachTable(ctx, func(mt *Mount, ident table.Identifier, tbl *table.Table) error {
+	err := m.eachTable(ctx, true, nil, func(mt *Mount, ident table.Identifier, tbl *table.Table) error {
 		if skip != nil && skip(mt.Name, ident) {
 			return nil
 		}
@@ -406,10 +393,12 @@ func (m *Mounts) Unreferenced(ctx context.Context, files []string, skip func(mou
 	return out, nil
 }
 
-// eachTable calls fn with every table of every mounted catalog (staging
-// ones too), an encrypted one with its key; it stops at the first error,
-// a listing or load as ErrIncomplete.
-func (m *Mounts) eachTable(ctx context.Context, fn func(mt *Mount, ident table.Identifier, tbl *table.Table) error) error {
+// eachTable calls schema (when not nil) with every schema and fn with
+// every table of every mounted catalog (staging ones too), loaded from
+// the catalog itself and, with decrypt, with its key when it is
+// encrypted; it stops at the first error, a listing or load as
+// ErrIncomplete.
+func (m *Mounts) eachTable(ctx context.Context, decrypt bool, schema func(mt *Mount, ns table.Identifier) error, fn func(mt *Mount, ident table.Identifier, tbl *table.Table) error) error {
 	for _, name := range m.Names() {
 		mt, err := m.Get(name)
 		if err != nil {
@@ -420,15 +409,24 @@ func (m *Mounts) eachTable(ctx context.Context, fn func(mt *Mount, ident table.I
 			return fmt.Errorf("%w: %s: list schemas: %v", ErrIncomplete, mt.Name, err)
 		}
 		for _, ns := range nss {
+			if schema != nil {
+				if err := schema(mt, ns); err != nil {
+					return err
+				}
+			}
 			idents, err := collect(mt.raw.ListTables(ctx, ns))
 			if err != nil {
 				return fmt.Errorf("%w: %s.%s: list tables: %v", ErrIncomplete, mt.Name, strings.Join(ns, "."), err)
 			}
 			for _, ident := range idents {
-				tbl, err := mt.open(ctx, ident)
+				load := mt.raw.LoadTable
+				if decrypt {
+					load = mt.open
+				}
+				tbl, err := load(ctx, ident)
 				if err != nil {
 					if gone(err) {
-						continue
+						continue // dropped meanwhile
 					}
 					return fmt.Errorf("%w: load %s.%s: %v", ErrIncomplete, mt.Name, strings.Join(ident, "."), err)
 				}

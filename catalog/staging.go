@@ -7,6 +7,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -441,7 +442,7 @@ func (m *Mounts) SweepStagingFolders(ctx context.Context, grace time.Duration) (
 	}
 	var removed []string
 	for _, f := range found {
-		if !slicesEvery(f.files, func(p string) bool { return free[p] }) {
+		if slices.ContainsFunc(f.files, func(p string) bool { return !free[p] }) {
 			continue
 		}
 		n, err := removeFiles(ctx, nil, f.files)
@@ -453,15 +454,6 @@ func (m *Mounts) SweepStagingFolders(ctx context.Context, grace time.Duration) (
 		}
 	}
 	return removed, nil
-}
-
-func slicesEvery(s []string, ok func(string) bool) bool {
-	for _, v := range s {
-		if !ok(v) {
-			return false
-		}
-	}
-	return true
 }
 
 // metadataOnly lists the files under dir and tells whether they are all

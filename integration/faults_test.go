@@ -238,16 +238,7 @@ func TestWorkerKilledDuringInsertSelect(t *testing.T) {
 // (limits.staging_grace is set short) with every file of it, and the same
 // statement then succeeds. Outcomes are counted over several runs of each.
 func TestCoordinatorKilledDuringCreate(t *testing.T) {
-	bin := icefloeBin(t)
-	dir := t.TempDir()
-	env := []string{membershipKey}
-	cfg := filepath.Join(t.TempDir(), "icefloe.yaml")
-	if err := os.WriteFile(cfg, []byte("limits:\n  staging_grace: 1ms\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	cargs := []string{"coordinator", "--config", cfg, "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
-	c := startProc(t, bin, env, cargs...)
+	bin, dir, env, cargs, c := restartableCluster(t)
 	seedTable(t, adbcConn(t, c.addr()), "src", 4000)
 	// Each statement makes 200,000 rows: src 50 times over, or an ingest
 	// of 40 batches; sum(id) tells the whole.
@@ -335,17 +326,48 @@ func TestCoordinatorKilledDuringCreate(t *testing.T) {
 	t.Logf("statements %v; outcomes over %d killed runs of each: %v; wrong: 0", took, runsEach, outcome)
 }
 
+// localCatalog is the embedded catalog of a data directory, opened beside
+// the processes that use it; the caller closes it.
+type localCatalog interface {
+	icecat.Catalog
+	Close() error
+}
+
+// openLocal opens the embedded catalog of dataDir.
+func openLocal(t testing.TB, dataDir string) localCatalog {
+	t.Helper()
+	cat, _, err := catalog.OpenLocal(context.Background(), dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat.(localCatalog)
+}
+
+// restartableCluster starts a worker and a coordinator as processes of
+// the built binary over a fresh data dir, the coordinator with
+// limits.staging_grace 1ms so a restart cleans up at once; it returns
+// what starts the coordinator again (startProc(t, bin, env, cargs...)).
+func restartableCluster(t *testing.T) (bin, dir string, env, cargs []string, c *role) {
+	t.Helper()
+	bin = icefloeBin(t)
+	dir = t.TempDir()
+	env = []string{membershipKey}
+	cfg := filepath.Join(t.TempDir(), "icefloe.yaml")
+	if err := os.WriteFile(cfg, []byte("limits:\n  staging_grace: 1ms\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	cargs = []string{"coordinator", "--config", cfg, "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
+	return bin, dir, env, cargs, startProc(t, bin, env, cargs...)
+}
+
 // tableFolder is the local folder of the table name of the embedded
 // catalog of dataDir.
 func tableFolder(t testing.TB, dataDir, name string) string {
 	t.Helper()
-	ctx := context.Background()
-	cat, _, err := catalog.OpenLocal(ctx, dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.(interface{ Close() error }).Close()
-	tbl, err := cat.LoadTable(ctx, icecat.ToIdentifier(catalog.DefaultSchema, name))
+	cat := openLocal(t, dataDir)
+	defer cat.Close()
+	tbl, err := cat.LoadTable(context.Background(), icecat.ToIdentifier(catalog.DefaultSchema, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,11 +403,8 @@ func schemaFolders(t testing.TB, dataDir string) map[string]bool {
 func strayStagingFiles(t testing.TB, dataDir string, before map[string]bool) []string {
 	t.Helper()
 	ctx := context.Background()
-	cat, _, err := catalog.OpenLocal(ctx, dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.(interface{ Close() error }).Close()
+	cat := openLocal(t, dataDir)
+	defer cat.Close()
 	live := map[string]bool{}
 	for ident, err := range cat.ListTables(ctx, icecat.ToIdentifier(catalog.DefaultSchema)) {
 		if err != nil {

@@ -41,16 +41,7 @@ import (
 // of the staging table) is dropped at the next start without a file that
 // table reads.
 func TestRestartsKeepEveryTable(t *testing.T) {
-	bin := icefloeBin(t)
-	dir := t.TempDir()
-	env := []string{membershipKey}
-	cfg := filepath.Join(t.TempDir(), "icefloe.yaml")
-	if err := os.WriteFile(cfg, []byte("limits:\n  staging_grace: 1ms\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	cargs := []string{"coordinator", "--config", cfg, "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
-	c := startProc(t, bin, env, cargs...)
+	bin, dir, env, cargs, c := restartableCluster(t)
 	py := startPyScanner(t, dir)
 
 	// want holds each table's count(*) and sum(id).
@@ -270,11 +261,8 @@ func ageWarehouse(t testing.TB, dataDir string, age time.Duration) {
 func legacyState(t testing.TB, dataDir string) {
 	t.Helper()
 	ctx := context.Background()
-	cat, _, err := catalog.OpenLocal(ctx, dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.(interface{ Close() error }).Close()
+	cat := openLocal(t, dataDir)
+	defer cat.Close()
 	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
 	tbl, err := cat.CreateTable(ctx, icecat.ToIdentifier(catalog.DefaultSchema, "legacy"), sc)
 	if err != nil {
