@@ -66,6 +66,9 @@ type tableDef struct {
 	loc     string
 	chosen  bool
 	claimed []string
+	// replacing is the table a CREATE OR REPLACE replaces: its places are
+	// not taken from the new table's.
+	replacing *catalog.TableRef
 }
 
 // readTableDef reads CREATE TABLE [IF NOT EXISTS] name (columns) … or
@@ -253,11 +256,14 @@ func (e *Executor) placeTable(ctx context.Context, d *tableDef, replacing *plann
 	}
 	d.loc, d.chosen = loc, chosen
 	d.claimed = clientPlaces(loc, chosen, props)
+	if replacing != nil {
+		d.replacing = &replacing.Ref
+	}
 	if len(d.claimed) > 0 {
 		if err := e.Authorize(ctx, authz.TableObject(d.ref), authz.Create, authz.Location); err != nil {
 			return nil, err
 		}
-		if err := e.free(ctx, d.claimed, replacing); err != nil {
+		if err := e.free(ctx, d.claimed, d.replacing); err != nil {
 			return nil, err
 		}
 	}
@@ -279,7 +285,7 @@ func (e *Executor) placeProps(ctx context.Context, tgt *planner.WriteTarget, pro
 	if err := e.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Location); err != nil {
 		return err
 	}
-	return e.free(ctx, claimed, tgt)
+	return e.free(ctx, claimed, &tgt.Ref)
 }
 
 // clientPlaces are the places a client chose for a table at loc (chosen
@@ -299,16 +305,16 @@ func clientPlaces(loc string, chosen bool, props iceberg.Properties) []string {
 	return out
 }
 
-// free refuses locs unless they are free of every table but replacing
-// (catalog.Owners.Free): ErrRefused, or the reason every table could
-// not be seen.
-func (e *Executor) free(ctx context.Context, locs []string, replacing *planner.WriteTarget) error {
+// free refuses locs unless they are free of every table but except
+// (catalog.Owners.Free; nil: every table): ErrRefused, or the reason
+// every table could not be seen.
+func (e *Executor) free(ctx context.Context, locs []string, except *catalog.TableRef) error {
 	owners, err := e.opts.Mounts.Owners(ctx)
 	if err != nil {
 		return fmt.Errorf("whether the location is free cannot be told: %w", err)
 	}
 	skip := func(o catalog.Owner) bool {
-		return replacing != nil && o.Is(replacing.Ref.Catalog, replacing.Ref.Ident())
+		return except != nil && o.Is(except.Catalog, except.Ident())
 	}
 	if err := owners.Free(locs, skip); err != nil {
 		return fmt.Errorf("%w: %w", planner.ErrRefused, err)
@@ -325,7 +331,9 @@ func (e *Executor) stillFree(ctx context.Context, d *tableDef, ref catalog.Table
 	if len(d.claimed) == 0 {
 		return nil
 	}
-	self := func(o catalog.Owner) bool { return o.Is(ref.Catalog, ref.Ident()) }
+	self := func(o catalog.Owner) bool {
+		return o.Is(ref.Catalog, ref.Ident()) || d.replacing != nil && o.Is(d.replacing.Catalog, d.replacing.Ident())
+	}
 	owners, err := e.opts.Mounts.Owners(ctx)
 	if err == nil {
 		err = owners.Free(d.claimed, self)

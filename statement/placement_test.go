@@ -109,6 +109,10 @@ func TestLocationsAreOwned(t *testing.T) {
 	// A table's own folder is its own to use.
 	e.exec(t, "ALTER TABLE t SET TBLPROPERTIES ('write.data.path' = '"+tloc+"/data2')")
 	e.exec(t, "CREATE OR REPLACE TABLE y (a INT) WITH (location = '"+wh+"/y-here')")
+	e.exec(t, "CREATE OR REPLACE TABLE y (a BIGINT) WITH (location = '"+wh+"/y-here')")
+	if loc := strings.TrimPrefix(e.load(t, "default", "y").Location(), "file://"); loc != wh+"/y-here" {
+		t.Fatalf("y replaced at its own location is at %s", loc)
+	}
 	// The same definition replaces in place; another makes a new folder.
 	e.exec(t, "CREATE OR REPLACE TABLE t (a INT)")
 	if loc := strings.TrimPrefix(e.load(t, "default", "t").Location(), "file://"); loc != tloc {
