@@ -303,6 +303,9 @@ func (e *Executor) alterAction(ctx context.Context, tgt *planner.WriteTarget, ps
 		if _, ok := props[catalog.LocationKey]; ok {
 			return nil, fmt.Errorf("%w: a table's location cannot change; location is not a table property", planner.ErrUnsupported)
 		}
+		if err := e.placeProps(ctx, tgt, props); err != nil {
+			return nil, err
+		}
 		if err := fixedEncryption(props); err != nil {
 			return nil, err
 		}
