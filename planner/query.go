@@ -217,6 +217,10 @@ type planBuilder struct {
 	tickets []*wire.Ticket
 	places  []place
 	next    int
+	// exchanges number the hash exchanges lowered, producers are where
+	// each producer instance runs (lower.go).
+	exchanges map[*plan.Exchange]int
+	producers map[string]place
 }
 
 func (pb *planBuilder) note(key, format string, args ...any) {

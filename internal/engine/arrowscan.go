@@ -289,3 +289,7 @@ func (sc *streamScan) fill(out bindings.DataChunk) error {
 	bindings.DataChunkSetSize(out, bindings.IdxT(n))
 	return nil
 }
+
+// TempDir is the engine's private spill folder, claimed for as long as
+// the engine runs: other spills of the process (exchanges) go under it.
+func (e *Engine) TempDir() string { return e.tempDir }
