@@ -30,7 +30,7 @@ func (pb *planBuilder) lower(res *plan.Result) error {
 }
 
 // stream is which fragments an endpoint runs: its own and its children's,
-// in the ticket's order.
+// in the tickets' order, each child followed by its own children.
 type stream struct {
 	frag     *plan.Fragment
 	children []*plan.Fragment
@@ -94,7 +94,12 @@ func (pb *planBuilder) exchange(t *wire.Ticket, f *plan.Fragment, ex *plan.Excha
 				return fmt.Errorf("%w: %s under %s", ErrUnsupported, n.Head(), ex.Head())
 			}
 			for j := range cf.Instances() {
-				ct, err := pb.instance(cf, j, nil)
+				// kids lists the fragments as EXPLAIN ANALYZE meets
+				// their tickets: each child, then its own children.
+				if kids != nil {
+					*kids = append(*kids, cf)
+				}
+				ct, err := pb.instance(cf, j, kids)
 				if err != nil {
 					return err
 				}
@@ -115,9 +120,6 @@ func (pb *planBuilder) exchange(t *wire.Ticket, f *plan.Fragment, ex *plan.Excha
 				}
 				c.Rows, c.Once = rows, ex.Stream
 				t.Children = append(t.Children, c)
-				if kids != nil {
-					*kids = append(*kids, cf)
-				}
 			}
 		}
 		return nil
