@@ -249,8 +249,8 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 		env.configs = append(env.configs, &diffConfig{name: shuffleConfig, workers: 2, oneFile: true, coord: c, cnxn: adbcConn(t, c.Addr)})
 	}
 	// Three workers of their own that shuffle what they can, read the
-	// files in place with the planner's default groups, and hold one
-	// batch per exchange in memory: every shuffle spills.
+	// files in place with the planner's default groups, and hold a batch
+	// per exchange in memory: every shuffle spills.
 	if slices.Contains(workers, 4) {
 		warehouse := filepath.Join(dataDir, "warehouse")
 		var locs []string

@@ -46,10 +46,10 @@ import (
 
 // Defaults of the exchange buffers.
 const (
-	// DefaultExchangeMemory bounds what one producer run holds in memory
-	// for consumers that have not read it yet (at most a quarter of the
-	// query's Go-side share of the memory budget).
-	DefaultExchangeMemory = exchange.DefaultMemoryBytes
+	// DefaultExchangeMemory bounds what the worker's producer runs hold
+	// in memory together for consumers that have not read it yet (at
+	// most half a query's Go-side share of the memory budget).
+	DefaultExchangeMemory = 128 << 20
 	// DefaultExchangeSpill bounds what all the worker's runs spill when
 	// the engine has no spill limit of its own to take.
 	DefaultExchangeSpill = 8 << 30
@@ -99,9 +99,9 @@ type exchangeRuns struct {
 	released map[runKey][]releasedPartition
 	closed   bool
 	wg       sync.WaitGroup
-	spill    *exchange.Spill // nil: the runs do not spill
-	memory   int64
-	stats    ExchangeStats // of the runs that ended, and Runs
+	spill    *exchange.Spill  // nil: the runs do not spill
+	memory   *exchange.Memory // shared by the runs
+	stats    ExchangeStats    // of the runs that ended, and Runs
 }
 
 // partitionReader is a claimed partition as the record reader send takes.
@@ -214,11 +214,7 @@ func (s *Server) startRun(ctx context.Context, key runKey, t *wire.Ticket, schem
 		return nil, err
 	}
 	rctx, closeAccount := s.account(rctx, t.QueryID)
-	memory := e.memory
-	if b := s.opts.Budget; b != nil && b.QueryLimit() > 0 {
-		memory = min(memory, max(b.QueryLimit()/4, 1))
-	}
-	x, err := exchange.New(exchange.Options{Partitions: t.Partition.Count, Schema: schema, MemoryBytes: memory,
+	x, err := exchange.New(exchange.Options{Partitions: t.Partition.Count, Schema: schema, Memory: e.memory,
 		Spill: e.spill, Allocator: alloc(rctx)})
 	if err != nil {
 		closeAccount()

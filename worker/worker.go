@@ -107,9 +107,10 @@ type Options struct {
 	Admission admit.Options
 	// Metrics, when set, counts the tickets served (internal/metrics).
 	Metrics *metrics.Worker
-	// ExchangeMemory bounds what one hash exchange producer run holds in
-	// memory for its consumers (exchange.go); 0 means
-	// DefaultExchangeMemory.
+	// ExchangeMemory bounds what the worker's hash exchange producer runs
+	// hold in memory together for their consumers (exchange.go), past
+	// which they spill; 0 means DefaultExchangeMemory, at most half a
+	// query's share of Budget when it is set.
 	ExchangeMemory int64
 	// ExchangeSpill bounds what all the worker's producer runs spill,
 	// under the engine's spill folder, past their memory; 0 means
@@ -243,7 +244,13 @@ func New(o Options) (*Server, error) {
 	if s.fragments, err = admit.New(o.Admission); err != nil {
 		return nil, err
 	}
-	s.exchanges.memory = o.ExchangeMemory
+	mem := o.ExchangeMemory
+	if b := o.Budget; b != nil && b.QueryLimit() > 0 {
+		mem = max(min(mem, b.QueryLimit()/2), 1)
+	}
+	if s.exchanges.memory, err = exchange.NewMemory(mem); err != nil {
+		return nil, err
+	}
 	if o.ExchangeSpill > 0 {
 		if s.exchanges.spill, err = exchange.NewSpill(o.Engine.TempDir(), o.ExchangeSpill); err != nil {
 			return nil, err

@@ -73,9 +73,9 @@ type WorkerOptions struct {
 	// Metrics, when set, gets the worker's metrics (shared by the workers
 	// of one process).
 	Metrics *metrics.Worker
-	// ExchangeMemory bounds what each of the worker's hash exchange
-	// producer runs holds in memory before it spills
-	// (worker.Options.ExchangeMemory); 0 is the default.
+	// ExchangeMemory bounds what the worker's hash exchange producer runs
+	// hold in memory before they spill (worker.Options.ExchangeMemory); 0
+	// is the default.
 	ExchangeMemory int64
 }
 

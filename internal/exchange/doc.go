@@ -4,10 +4,10 @@
 // A producer reads its input once and cuts each batch of its result into
 // N partitions (Split); an Exchange queues each partition's batches until
 // the consumer of that partition pulls them, so consumers start while the
-// producer still reads. The queues hold at most Options.MemoryBytes in
-// memory; past it batches spill as Arrow IPC to a Spill folder shared by
-// a process's exchanges and bounded in bytes, and past both the producer
-// waits (back-pressure) until a consumer drains something.
+// producer still reads. The queues of a process's exchanges hold at most
+// a Memory's bytes; past it batches spill as Arrow IPC to a Spill folder
+// they share too, bounded in bytes, and past both a producer waits
+// (back-pressure) until a consumer drains something.
 //
 // A partition is claimed by exactly one consumer, which reads it to its
 // end or releases it; a partition nobody has claimed can be dropped (its

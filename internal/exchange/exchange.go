@@ -12,8 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/util"
 )
 
-// DefaultMemoryBytes bounds what one exchange holds in memory when
-// Options.MemoryBytes is 0.
+// DefaultMemoryBytes bounds what an exchange holds in memory when
+// Options.Memory is nil.
 const DefaultMemoryBytes = 64 << 20
 
 // ErrNoConsumers is what Put returns once every partition was released or
@@ -26,10 +26,12 @@ type Options struct {
 	Partitions int
 	// Schema is the schema of the partitions' batches.
 	Schema *arrow.Schema
-	// MemoryBytes bounds the Arrow buffers of the batches the exchange
-	// holds in memory, over all partitions; 0 means DefaultMemoryBytes.
-	// One batch is always accepted into an empty exchange, however large.
-	MemoryBytes int64
+	// Memory bounds the Arrow buffers of the batches the exchange holds
+	// in memory, over all its partitions, with the other exchanges that
+	// share it; nil means a bound of DefaultMemoryBytes of its own. An
+	// exchange that holds nothing in memory always takes one batch, so
+	// each makes progress whatever the others hold.
+	Memory *Memory
 	// Spill, when set, takes the batches past MemoryBytes; without it the
 	// producer waits for consumers once memory is full.
 	Spill *Spill
@@ -46,9 +48,6 @@ func (o Options) Validate() error {
 	}
 	if o.Schema == nil {
 		errs = append(errs, errors.New("exchange: schema is required"))
-	}
-	if o.MemoryBytes < 0 {
-		errs = append(errs, fmt.Errorf("exchange: memory bytes must be >= 0, got %d", o.MemoryBytes))
 	}
 	return errors.Join(errs...)
 }
@@ -111,8 +110,8 @@ func New(o Options) (*Exchange, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if o.MemoryBytes == 0 {
-		o.MemoryBytes = DefaultMemoryBytes
+	if o.Memory == nil {
+		o.Memory, _ = NewMemory(DefaultMemoryBytes)
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
@@ -167,7 +166,10 @@ func (x *Exchange) Put(ctx context.Context, j int, rec arrow.RecordBatch) error 
 			}
 			return nil
 		}
-		if x.mem == 0 || x.mem+size <= x.o.MemoryBytes {
+		if x.mem == 0 || x.o.Memory.reserve(size) {
+			if x.mem == 0 {
+				x.o.Memory.take(size)
+			}
 			p.items = append(p.items, item{rec: rec, bytes: size})
 			x.mem += size
 			x.stats.Rows, x.stats.Bytes = x.stats.Rows+rec.NumRows(), x.stats.Bytes+size
@@ -182,7 +184,7 @@ func (x *Exchange) Put(ctx context.Context, j int, rec arrow.RecordBatch) error 
 		if x.dropLargestWaitingLocked() {
 			continue
 		}
-		changed := x.changed
+		changed, memChanged := x.changed, x.o.Memory.wait()
 		var spillChanged <-chan struct{}
 		if x.o.Spill != nil {
 			spillChanged = x.o.Spill.wait()
@@ -190,6 +192,7 @@ func (x *Exchange) Put(ctx context.Context, j int, rec arrow.RecordBatch) error 
 		x.mu.Unlock()
 		select {
 		case <-changed:
+		case <-memChanged:
 		case <-spillChanged:
 		case <-ctx.Done():
 			rec.Release()
@@ -267,6 +270,7 @@ func (x *Exchange) endLocked(j int, s state) {
 func (x *Exchange) freeLocked(it item) {
 	if it.rec != nil {
 		x.mem -= it.bytes
+		x.o.Memory.free(it.bytes)
 		it.rec.Release()
 		return
 	}
@@ -375,6 +379,7 @@ func (r *Reader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			p.items = p.items[1:]
 			if it.rec != nil {
 				x.mem -= it.bytes
+				x.o.Memory.free(it.bytes)
 				x.broadcastLocked()
 				x.mu.Unlock()
 				return it.rec, nil

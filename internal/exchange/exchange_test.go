@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
 	"go.uber.org/goleak"
 )
 
@@ -99,6 +100,15 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+func memBound(t *testing.T, n int64) *Memory {
+	t.Helper()
+	m, err := NewMemory(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func newExchange(t *testing.T, o Options) *Exchange {
 	t.Helper()
 	if o.Schema == nil {
@@ -140,7 +150,7 @@ func TestExchangeStreams(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	x := newExchange(t, Options{Partitions: 3, MemoryBytes: 4 << 10})
+	x := newExchange(t, Options{Partitions: 3, Memory: memBound(t, 4<<10)})
 	var wg sync.WaitGroup
 	got := make([][]int64, 3)
 	for j := range 3 {
@@ -186,7 +196,7 @@ func TestExchangeSpills(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer spill.Close()
-	x := newExchange(t, Options{Partitions: 2, MemoryBytes: 1, Spill: spill, Allocator: mem})
+	x := newExchange(t, Options{Partitions: 2, Memory: memBound(t, 1), Spill: spill, Allocator: mem})
 	r0, _ := x.Claim(0)
 	r1, _ := x.Claim(1)
 	for i := 0; i < 200; i += 20 {
@@ -226,7 +236,7 @@ func TestExchangeBackPressure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer spill.Close()
-	x := newExchange(t, Options{Partitions: 1, MemoryBytes: 1, Spill: spill, Allocator: mem})
+	x := newExchange(t, Options{Partitions: 1, Memory: memBound(t, 1), Spill: spill, Allocator: mem})
 	r, _ := x.Claim(0)
 	if err := x.Put(ctx, 0, batch(mem, 0, 10)); err != nil {
 		t.Fatal(err)
@@ -260,7 +270,7 @@ func TestExchangeDropsUnclaimed(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	x := newExchange(t, Options{Partitions: 2, MemoryBytes: 1})
+	x := newExchange(t, Options{Partitions: 2, Memory: memBound(t, 1)})
 	r, _ := x.Claim(1)
 	if err := x.Put(ctx, 0, batch(mem, 0, 10)); err != nil { // partition 0 has no consumer yet
 		t.Fatal(err)
@@ -299,7 +309,7 @@ func TestExchangeConsumersGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer spill.Close()
-	x := newExchange(t, Options{Partitions: 3, MemoryBytes: 1, Spill: spill, Allocator: mem})
+	x := newExchange(t, Options{Partitions: 3, Memory: memBound(t, 1), Spill: spill, Allocator: mem})
 	r0, _ := x.Claim(0)
 	for i := range 6 {
 		if err := x.Put(ctx, i%3, batch(mem, i*10, 10)); err != nil {
@@ -338,4 +348,68 @@ func TestExchangeProducerFails(t *testing.T) {
 	}
 	r.Release()
 	<-x.Done()
+}
+
+// Exchanges sharing a Memory share its bound: what one holds makes the
+// other spill (past its first batch, which an empty exchange always
+// takes), and what is read is free for the other again.
+func TestExchangesShareMemory(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	sample := batch(mem, 0, 100)
+	size := util.TotalRecordSize(sample)
+	sample.Release()
+	shared := memBound(t, 3*size)
+	spill, err := NewSpill(t.TempDir(), 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spill.Close()
+	a := newExchange(t, Options{Partitions: 1, Memory: shared, Spill: spill, Allocator: mem})
+	b := newExchange(t, Options{Partitions: 1, Memory: shared, Spill: spill, Allocator: mem})
+	ra, _ := a.Claim(0)
+	rb, _ := b.Claim(0)
+	defer ra.Release()
+	defer rb.Release()
+	put := func(x *Exchange, from int) {
+		t.Helper()
+		if err := x.Put(ctx, 0, batch(mem, from, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spilled := func(x *Exchange, want int) {
+		t.Helper()
+		if got := x.Stats().SpilledBatches; got != want {
+			t.Fatalf("%d batches spilled, want %d (memory %d of %d)", got, want, shared.Used(), shared.Limit())
+		}
+	}
+	for i := range 4 {
+		put(a, i*100)
+	}
+	spilled(a, 1) // three fit
+	put(b, 0)     // b holds nothing: it takes one
+	spilled(b, 0)
+	put(b, 100)
+	spilled(b, 1)
+	for range 2 {
+		rec, err := ra.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	put(b, 200) // two of a's read: room again
+	spilled(b, 1)
+	a.Close(nil)
+	b.Close(nil)
+	for j, r := range []*Reader{ra, rb} {
+		got, err := drain(ctx, r)
+		if err != nil || len(got) != []int{200, 300}[j] {
+			t.Fatalf("exchange %d: %d rows left, %v", j, len(got), err)
+		}
+	}
+	if shared.Used() != 0 || spill.Used() != 0 {
+		t.Fatalf("left: memory %d, spill %d", shared.Used(), spill.Used())
+	}
 }

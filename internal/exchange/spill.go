@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -20,13 +19,9 @@ import (
 // may keep there at once. One Spill is shared by the exchanges of a
 // process; it is safe for concurrent use.
 type Spill struct {
-	dir   string
-	limit int64
-	used  atomic.Int64
-	seq   atomic.Uint64
-
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced when bytes are freed
+	space
+	dir string
+	seq atomic.Uint64
 }
 
 // NewSpill returns a spill holding at most limit bytes (> 0) in a new
@@ -41,7 +36,7 @@ func NewSpill(parent string, limit int64) (*Spill, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exchange: spill folder: %w", err)
 	}
-	return &Spill{dir: dir, limit: limit, changed: make(chan struct{})}, nil
+	return &Spill{space: newSpace(limit), dir: dir}, nil
 }
 
 // Close removes the spill's folder and what is left in it; the exchanges
@@ -138,8 +133,7 @@ func (s *Spill) read(path string, mem memory.Allocator) (arrow.RecordBatch, erro
 // remove deletes a spilled file and frees its bytes.
 func (s *Spill) remove(path string, n int64) {
 	os.Remove(path)
-	s.used.Add(-n)
-	s.wake()
+	s.free(n)
 }
 
 type countingWriter struct {
