@@ -265,7 +265,23 @@ func (s *Server) produceRun(ctx context.Context, r *run, t *wire.Ticket, schema 
 	expiry := time.AfterFunc(time.Until(t.ExpiresAt), func() { r.x.DropWaiting() })
 	defer expiry.Stop()
 	start := time.Now()
+	age, endAge := s.ages.start(t.QueryID)
 	err := s.produce(ctx, r.x, t, schema)
+	if yieldable(err) && r.x.Stats().Rows == 0 {
+		// Out of DuckDB's memory or spill before any row: as a fragment
+		// does (yield.go), wait for older queries and run once more.
+		if older := s.ages.older(age, t.QueryID); len(older) > 0 {
+			tracing.Logger(ctx, s.log).Info("worker: exchange producer out of DuckDB memory or spill while older queries run; waiting for them to run again",
+				zap.String("query", t.QueryID), zap.Int("older", len(older)), zap.Error(err))
+			endAge()
+			waitFor(ctx, older, yieldWait)
+			s.yielded.Add(1)
+			s.opts.Metrics.Yielded()
+			_, endAge = s.ages.start(t.QueryID)
+			err = s.produce(ctx, r.x, t, schema)
+		}
+	}
+	endAge()
 	if errors.Is(context.Cause(ctx), errNoConsumers) {
 		err = nil
 	}
@@ -294,8 +310,6 @@ func (s *Server) produceRun(ctx context.Context, r *run, t *wire.Ticket, schema 
 func (s *Server) produce(ctx context.Context, x *exchange.Exchange, t *wire.Ticket, schema *arrow.Schema) (err error) {
 	ctx, span := tracing.Continue(ctx, "exchange producer", t.Trace)
 	defer func() { tracing.End(span, err) }()
-	_, endAge := s.ages.start(t.QueryID)
-	defer endAge()
 	conn, err := s.opts.Engine.Conn(ctx)
 	if err != nil {
 		return err

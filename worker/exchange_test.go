@@ -231,3 +231,40 @@ func TestExchangeViewScannedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A producer that runs out of DuckDB's memory before putting a row, while
+// a fragment of an older query runs, waits for it and runs again, as a
+// fragment does.
+func TestExchangeProducerYields(t *testing.T) {
+	f := newFixture(t)
+	conn, err := f.eng.Conn(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = conn.Exec(f.ctx, "CREATE SEQUENCE s_producer")
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.producer("p", 0, 1)
+	p.SQL = "SELECT *, CASE WHEN nextval('s_producer') = 1 THEN error('Out of Memory Error: could not allocate block of size 256.0 KiB') " +
+		"ELSE hash(id) % 1 END AS __icefloe_partition FROM (SELECT * FROM t0)"
+	before := f.srv.YieldedFragments()
+	_, end := f.srv.ages.start("a big query")
+	got := make(chan result, 1)
+	tk := f.seal(f.consumer("SELECT count(*) AS n FROM v", p))
+	go func() { got <- f.doGet(f.ctx, tk) }()
+	select {
+	case res := <-got:
+		t.Fatalf("answered while the older query ran: %v %v", res.rows, res.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	end()
+	res := <-got
+	if res.err != nil || !slices.Equal(res.rows, []string{fmt.Sprint(totalRows)}) {
+		t.Fatalf("after the older query ended: %v %v", res.rows, res.err)
+	}
+	if n := f.srv.YieldedFragments() - before; n != 1 {
+		t.Fatalf("yielded %d, want the producer once", n)
+	}
+}
