@@ -54,6 +54,18 @@ func reader(t testing.TB, batches []arrow.RecordBatch) array.RecordReader {
 	return rdr
 }
 
+// readerOf is a reader of rows 0..n-1 in batches of size rows (as
+// streamBatches), which holds the only reference to them.
+func readerOf(t testing.TB, mem memory.Allocator, n, size int) array.RecordReader {
+	t.Helper()
+	batches := streamBatches(mem, n, size)
+	rdr := reader(t, batches)
+	for _, b := range batches {
+		b.Release()
+	}
+	return rdr
+}
+
 // answer runs q and returns its rows as text, one line per row, in order.
 func answer(t *testing.T, c *Conn, q string) (string, error) {
 	t.Helper()
@@ -139,16 +151,9 @@ func TestStreamAnswersAsATable(t *testing.T) {
 func TestStreamJoin(t *testing.T) {
 	ctx := context.Background()
 	c := openTest(t)
-	a := streamBatches(memory.DefaultAllocator, 30000, 8192)
-	b := streamBatches(memory.DefaultAllocator, 5000, 3000)
-	ra, rb := reader(t, a), reader(t, b)
+	ra, rb := readerOf(t, memory.DefaultAllocator, 30000, 8192), readerOf(t, memory.DefaultAllocator, 5000, 3000)
 	defer ra.Release()
 	defer rb.Release()
-	for _, s := range [][]arrow.RecordBatch{a, b} {
-		for _, r := range s {
-			r.Release()
-		}
-	}
 	if err := c.Stream(ctx, "a", ra, 30000); err != nil {
 		t.Fatal(err)
 	}
@@ -336,11 +341,7 @@ func TestStreamReleases(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	e := openTest(t).e
 	for _, q := range []string{"SELECT count(*), max(s) FROM v", "SELECT id FROM v LIMIT 5", ""} {
-		batches := streamBatches(mem, 20000, 4096)
-		rdr := reader(t, batches)
-		for _, b := range batches {
-			b.Release()
-		}
+		rdr := readerOf(t, mem, 20000, 4096)
 		c, err := e.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -406,16 +407,9 @@ func TestStreamsConcurrently(t *testing.T) {
 	errs := make(chan error, 8)
 	for range 8 {
 		wg.Go(func() {
-			a := streamBatches(memory.DefaultAllocator, 40000, 5000)
-			b := streamBatches(memory.DefaultAllocator, 40000, 7000)
-			ra, rb := reader(t, a), reader(t, b)
+			ra, rb := readerOf(t, memory.DefaultAllocator, 40000, 5000), readerOf(t, memory.DefaultAllocator, 40000, 7000)
 			defer ra.Release()
 			defer rb.Release()
-			for _, s := range [][]arrow.RecordBatch{a, b} {
-				for _, r := range s {
-					r.Release()
-				}
-			}
 			c, err := e.Conn(ctx)
 			if err != nil {
 				errs <- err

@@ -100,6 +100,18 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+// newSpill is a spill of limit bytes in the test's folder, closed at its
+// end.
+func newSpill(t *testing.T, limit int64) *Spill {
+	t.Helper()
+	s, err := NewSpill(t.TempDir(), limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func memBound(t *testing.T, n int64) *Memory {
 	t.Helper()
 	m, err := NewMemory(n)
@@ -191,11 +203,7 @@ func TestExchangeSpills(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	spill, err := NewSpill(t.TempDir(), 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer spill.Close()
+	spill := newSpill(t, 1<<30)
 	x := newExchange(t, Options{Partitions: 2, Memory: memBound(t, 1), Spill: spill, Allocator: mem})
 	r0, _ := x.Claim(0)
 	r1, _ := x.Claim(1)
@@ -231,11 +239,7 @@ func TestExchangeBackPressure(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	spill, err := NewSpill(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer spill.Close()
+	spill := newSpill(t, 1)
 	x := newExchange(t, Options{Partitions: 1, Memory: memBound(t, 1), Spill: spill, Allocator: mem})
 	r, _ := x.Claim(0)
 	if err := x.Put(ctx, 0, batch(mem, 0, 10)); err != nil {
@@ -304,11 +308,7 @@ func TestExchangeConsumersGone(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	spill, err := NewSpill(t.TempDir(), 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer spill.Close()
+	spill := newSpill(t, 1<<30)
 	x := newExchange(t, Options{Partitions: 3, Memory: memBound(t, 1), Spill: spill, Allocator: mem})
 	r0, _ := x.Claim(0)
 	for i := range 6 {
@@ -361,11 +361,7 @@ func TestExchangesShareMemory(t *testing.T) {
 	size := util.TotalRecordSize(sample)
 	sample.Release()
 	shared := memBound(t, 3*size)
-	spill, err := NewSpill(t.TempDir(), 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer spill.Close()
+	spill := newSpill(t, 1<<30)
 	a := newExchange(t, Options{Partitions: 1, Memory: shared, Spill: spill, Allocator: mem})
 	b := newExchange(t, Options{Partitions: 1, Memory: shared, Spill: spill, Allocator: mem})
 	ra, _ := a.Claim(0)

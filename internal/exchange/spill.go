@@ -43,49 +43,20 @@ func NewSpill(parent string, limit int64) (*Spill, error) {
 // using it must have ended.
 func (s *Spill) Close() error { return os.RemoveAll(s.dir) }
 
-// Dir is the spill's folder; Limit its bound; Used what it holds now.
-func (s *Spill) Dir() string  { return s.dir }
-func (s *Spill) Limit() int64 { return s.limit }
-func (s *Spill) Used() int64  { return s.used.Load() }
-func (s *Spill) String() string {
-	return fmt.Sprintf("exchange spill in %s, %d of %d bytes", s.dir, s.Used(), s.limit)
-}
+// Dir is the spill's folder.
+func (s *Spill) Dir() string { return s.dir }
 
-// reserve takes n bytes of the spill if they fit.
-func (s *Spill) reserve(n int64) bool {
-	for {
-		u := s.used.Load()
-		if u+n > s.limit {
-			return false
-		}
-		if s.used.CompareAndSwap(u, u+n) {
-			return true
-		}
-	}
+func (s *Spill) String() string {
+	return fmt.Sprintf("exchange spill in %s, %d of %d bytes", s.dir, s.Used(), s.Limit())
 }
 
 // adjust turns a reservation of reserved bytes into the written ones.
 func (s *Spill) adjust(reserved, written int64) {
-	if d := written - reserved; d != 0 {
-		s.used.Add(d)
+	if written > reserved {
+		s.take(written - reserved)
+	} else {
+		s.free(reserved - written)
 	}
-	if written < reserved {
-		s.wake()
-	}
-}
-
-// wait returns a channel closed the next time bytes are freed.
-func (s *Spill) wait() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
-}
-
-func (s *Spill) wake() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	close(s.changed)
-	s.changed = make(chan struct{})
 }
 
 // write writes rec to a new file and returns its path and size; on error
