@@ -481,3 +481,70 @@ func TestArrowViewBugs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkArrowIn compares the ways a stream gets into DuckDB: loaded
+// into a temp table first (LoadTable) or scanned in place (Stream), for a
+// GROUP BY over one stream and a join of two. Run with
+// `go test -tags duckdb_arrow -run - -bench ArrowIn ./internal/engine/`.
+func BenchmarkArrowIn(b *testing.B) {
+	ctx := context.Background()
+	e, err := Open(ctx, Options{Threads: 1, MemoryLimit: "2GB", TempDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	const probe, build = 2_000_000, 400_000
+	probeBatches := streamBatches(memory.DefaultAllocator, probe, 64*1024)
+	buildBatches := streamBatches(memory.DefaultAllocator, build, 64*1024)
+	defer func() {
+		for _, s := range [][]arrow.RecordBatch{probeBatches, buildBatches} {
+			for _, r := range s {
+				r.Release()
+			}
+		}
+	}()
+	queries := map[string]string{
+		"groupby": "SELECT k, count(*), sum(v), max(s) FROM a GROUP BY k",
+		"join":    "SELECT count(*), sum(a.v), max(b.s) FROM a JOIN b ON a.id = b.id * 5",
+	}
+	for _, q := range []string{"groupby", "join"} {
+		for _, how := range []string{"load", "stream"} {
+			b.Run(q+"/"+how, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					c, err := e.Conn(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ra, rb := reader(b, probeBatches), reader(b, buildBatches)
+					in := func(name string, rdr array.RecordReader, rows int64) error {
+						if how == "load" {
+							return c.LoadTable(ctx, name, rdr)
+						}
+						return c.Stream(ctx, name, rdr, rows)
+					}
+					err = in("a", ra, probe)
+					if q == "join" {
+						err = errors.Join(err, in("b", rb, build))
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					var n int64
+					rows, err := c.DB().QueryContext(ctx, queries[q])
+					if err != nil {
+						b.Fatal(err)
+					}
+					for rows.Next() {
+						n++
+					}
+					rows.Close()
+					c.Close()
+					ra.Release()
+					rb.Release()
+				}
+				b.ReportMetric(float64(probe)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+			})
+		}
+	}
+}
