@@ -75,8 +75,10 @@ func keyOf(t *wire.Ticket) runKey {
 			h.Write(task.Data)
 		}
 	}
+	// A child's sealed bytes differ between the partitions' copies (each
+	// seal has its own nonce): its view and locations name it.
 	for _, c := range t.Children {
-		h.Write(c.Ticket)
+		fmt.Fprintf(h, "%s\x00%q\x00", c.View, c.Locations)
 	}
 	k := runKey{query: t.QueryID, principal: t.Principal, producer: t.Partition.Producer}
 	h.Sum(k.digest[:0])
