@@ -46,17 +46,20 @@ func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx con
 		return fmt.Errorf("%w: query %s: the statement's text is %d bytes, more than %d (limit key %s)",
 			ErrStatementTooLarge, queries.IDFrom(ctx), len(sql), n, KeyMaxStatementBytes)
 	}
+	var late bool
 	if s.opts.Audit == nil {
 		e := &audit.Entry{Kind: kind}
-		rows, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })
+		rows, late, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, e) })
 		q.SetKind(e.Kind)
+		s.lateWrite(ctx, e.Kind, late, rows)
 		return err
 	}
 	start := time.Now()
 	ctx, rec := audit.WithRecord(ctx)
 	e := audit.Entry{Event: audit.EventStatement, Kind: kind, Statement: audit.Statement(sql), SQL: s.opts.Audit.SQL(sql), TraceID: tracing.TraceID(ctx)}
-	rows, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
+	rows, late, err = s.admitted(ctx, sql, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
 	q.SetKind(e.Kind)
+	s.lateWrite(ctx, e.Kind, late, rows)
 	if err == nil && e.Kind == kindPrepare {
 		return nil
 	}
@@ -65,6 +68,15 @@ func (s *Server) audited(ctx context.Context, kind, sql string, run func(ctx con
 	rec.Fill(&e)
 	s.opts.Audit.Write(e, ToStatus(err))
 	return err
+}
+
+// lateWrite logs an update or ingest that succeeded past its statement
+// timeout: its commit had begun, and a begun commit runs to its end.
+func (s *Server) lateWrite(ctx context.Context, kind string, late bool, rows int64) {
+	if late && (kind == kindUpdate || kind == kindIngest) {
+		tracing.Logger(ctx, s.log).Warn("statement finished past its statement_timeout: its commit had begun, and a begun commit runs to its end",
+			zap.String("query_id", queries.IDFrom(ctx)), zap.Duration("statement_timeout", s.statementTimeout(ctx)), zap.Int64("rows", rows))
+	}
 }
 
 // ended ends a statement's span and logs a failed statement with its

@@ -31,6 +31,10 @@ type DML struct {
 	// Insert is MERGE's INSERT query of the source rows no target row
 	// matches, for statement's INSERT … SELECT; "" without WHEN NOT MATCHED.
 	Insert string
+	// Keys, for a MERGE, are the queries of the source's join keys that
+	// bound the target rows it may change (nil when its ON clause gives
+	// none).
+	Keys *MergeKeys
 	// rewrite is the copy-on-write statements (out "" when the statement
 	// rewrites no file: a MERGE without WHEN MATCHED clauses).
 	rewrite rewriteSQL
@@ -395,6 +399,11 @@ type Rewrite struct {
 	// Files are the data files an endpoint may replace, by path: a
 	// fragment that reports another file replaced fails the statement.
 	Files map[string]iceberg.DataFile
+	// Filter selects every row of the target the statement may change
+	// (its WHERE clause as the pruning filter, which over-approximates
+	// it); nil is every row, and always for a MERGE, whose source decides
+	// (DML.Keys). It is the commit's conflict filter.
+	Filter iceberg.BooleanExpression
 }
 
 // PlanRewrite plans the copy-on-write rewrite of d: its out statement
@@ -450,7 +459,9 @@ func (p *Planner) PlanRewrite(ctx context.Context, sess Session, d *DML) (*Rewri
 	// Files the WHERE clause cannot match are pruned; the others are read
 	// whole (no residual filter) so their unmatched rows survive.
 	var candidates map[string]bool
+	var filter iceberg.BooleanExpression
 	if f := mb.inputs[0].filter; f != nil && !q.broadcast {
+		filter = f
 		// An error here is iceberg-go failing to read the metrics of files
 		// written before a type widening: then nothing is pruned.
 		if tasks, err := tbl.Scan(table.WithRowFilter(f)).PlanFiles(ctx); err == nil {
@@ -490,7 +501,7 @@ func (p *Planner) PlanRewrite(ctx context.Context, sess Session, d *DML) (*Rewri
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewrite{Endpoints: endpoints, MatchSQL: mb.sql, Lineage: lineage, Files: make(map[string]iceberg.DataFile, len(byPath))}
+	rw := &Rewrite{Endpoints: endpoints, MatchSQL: mb.sql, Lineage: lineage, Files: make(map[string]iceberg.DataFile, len(byPath)), Filter: filter}
 	for path, f := range byPath {
 		rw.Files[path] = f.file
 	}

@@ -79,7 +79,7 @@ func (e *Executor) alterTable(ctx context.Context, sess planner.Session, ps *pla
 	if change == nil {
 		return nil
 	}
-	err = e.commitChange(ctx, tgt, change, nil)
+	err = e.commitChange(ctx, tgt, nil, change, nil)
 	if err != nil && !errors.Is(err, planner.ErrConflict) && !errors.Is(err, planner.ErrCommitUnknown) && !errors.Is(err, planner.ErrInvalid) {
 		return fmt.Errorf("%w: alter table %s: %v", planner.ErrInvalid, tgt.Ref, err)
 	}
@@ -303,6 +303,9 @@ func (e *Executor) alterAction(ctx context.Context, tgt *planner.WriteTarget, ps
 		if _, ok := props[catalog.LocationKey]; ok {
 			return nil, fmt.Errorf("%w: a table's location cannot change; location is not a table property", planner.ErrUnsupported)
 		}
+		if err := e.placeProps(ctx, tgt, props); err != nil {
+			return nil, err
+		}
 		if err := fixedEncryption(props); err != nil {
 			return nil, err
 		}
@@ -410,7 +413,7 @@ func (e *Executor) alterIdentifierFields(ctx context.Context, tgt *planner.Write
 			}
 		}
 	}
-	err := e.commitChange(ctx, tgt, func(tx *table.Transaction) error {
+	err := e.commitChange(ctx, tgt, nil, func(tx *table.Transaction) error {
 		return tx.UpdateSchema(true, false).SetIdentifierField(keep).Commit()
 	}, nil)
 	if err != nil && !errors.Is(err, planner.ErrConflict) && !errors.Is(err, planner.ErrCommitUnknown) {

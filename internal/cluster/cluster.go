@@ -23,6 +23,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/flightsql"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
@@ -30,6 +31,7 @@ import (
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/restcatalog"
 	"github.com/icefloe/icefloe/statement"
 	"github.com/icefloe/icefloe/wire"
 	"github.com/icefloe/icefloe/worker"
@@ -73,6 +75,10 @@ type WorkerOptions struct {
 	// Metrics, when set, gets the worker's metrics (shared by the workers
 	// of one process).
 	Metrics *metrics.Worker
+	// ExchangeMemory bounds what the worker's hash exchange producer runs
+	// hold in memory before they spill (worker.Options.ExchangeMemory); 0
+	// is the default.
+	ExchangeMemory int64
 }
 
 // Worker is a running worker.
@@ -99,6 +105,10 @@ type Worker struct {
 // DirectScans is how many scans the worker read with DuckDB's Parquet
 // reader (see worker/direct.go).
 func (w *Worker) DirectScans() int64 { return w.srv.DirectScans() }
+
+// Exchanges is what the worker's hash exchange producers did (see
+// worker.Server.Exchanges).
+func (w *Worker) Exchanges() worker.ExchangeStats { return w.srv.Exchanges() }
 
 // TimedOutFragments is how many fragments the worker ended because their
 // statement timeout passed.
@@ -158,6 +168,9 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		Authenticated: o.Security.Auth != nil,
 		Admission:     o.Limits.Fragments,
 		Metrics:       o.Metrics,
+		// Exchanges spill under the engine's folder, as much as DuckDB may.
+		ExchangeSpill:  o.Engine.MaxTempDirSize,
+		ExchangeMemory: o.ExchangeMemory,
 	})
 	if err != nil {
 		lis.Close()
@@ -265,6 +278,19 @@ type CoordinatorOptions struct {
 	Limits Limits
 	// Metrics, when set, gets the coordinator's metrics.
 	Metrics prometheus.Registerer
+	// REST, when its Listen is set, serves the Iceberg REST catalog.
+	REST RESTOptions
+}
+
+// RESTOptions configure the coordinator's Iceberg REST catalog listener
+// (restcatalog): its own listener, with the Flight listener's TLS and
+// authentication.
+type RESTOptions struct {
+	// Listen is host:port; empty serves no REST catalog.
+	Listen string
+	// Credentials is what a table load hands out for its files
+	// (restcatalog.Options.Credentials).
+	Credentials restcatalog.Credentials
 }
 
 // Coordinator is a running coordinator.
@@ -289,6 +315,8 @@ type Coordinator struct {
 	Runtime     flightsql.Runtime
 	stopRefresh context.CancelFunc
 	security    Security
+	// REST is the Iceberg REST catalog's listener; nil without one.
+	REST *restcatalog.Listener
 }
 
 // StartCoordinator starts the Flight SQL coordinator.
@@ -367,8 +395,15 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	o.Security.guard(o.Mounts, ex, o.Logger)
 	dropStaging(ctx, o.Mounts, o.Limits.StagingGrace, o.Logger)
+	var rest *restcatalog.Listener
+	if o.REST.Listen != "" {
+		if rest, err = startREST(o, pl.Commits()); err != nil {
+			return fail(err)
+		}
+	}
 	lis, err := net.Listen("tcp", o.Listen)
 	if err != nil {
+		rest.Close(0)
 		return fail(fmt.Errorf("coordinator listen %s: %w", o.Listen, err))
 	}
 	g := grpc.NewServer(o.Security.serverOptions(append(srv.ServerOptions(), o.Limits.idleCut(o.Logger))...)...)
@@ -379,7 +414,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	healthpb.RegisterHealthServer(g, hs)
 	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, Executor: ex, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
-		Queries: reg, Runtime: flightsql.Runtime{Registry: reg, Reach: reach}, security: o.Security}
+		Queries: reg, Runtime: flightsql.Runtime{Registry: reg, Reach: reach}, security: o.Security, REST: rest}
 	refresh, stopRefresh := context.WithCancel(context.WithoutCancel(ctx))
 	c.stopRefresh = stopRefresh
 	go reg.Run(refresh, 0)
@@ -391,23 +426,33 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 // of creates that a coordinator which died left behind (catalog.Staging),
 // once older than grace (DefaultStagingGrace when 0), and the folders of
 // those it left without a catalog entry (catalog.SweepStagingFolders).
-// It logs at Warn, the start-up level, what a crash left. Bounded: a catalog
-// that does not answer in time is left for the next start.
+// Neither deletes a file any table of any mounted catalog references;
+// when not every table can be seen, both leave everything for the next
+// start. It logs at Warn, the start-up level, what a crash left. Bounded: a
+// catalog that does not answer in time is left for the next start.
 func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duration, log *zap.Logger) {
 	if grace == 0 {
 		grace = DefaultStagingGrace
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, st := range mounts.DropStaging(ctx, grace) {
+	dropped, err := mounts.DropStaging(ctx, grace)
+	for _, st := range dropped {
 		if st.Finished {
 			log.Warn("renamed the staging table of a create or replace that committed but did not finish its rename", zap.String("table", st.String()))
 			continue
 		}
 		log.Warn("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
 	}
-	for _, dir := range mounts.SweepStagingFolders(ctx, grace) {
+	if err != nil {
+		log.Warn("left the staging tables of creates that did not finish for the next start: whether another table holds their files cannot be told", zap.Error(err))
+	}
+	dirs, err := mounts.SweepStagingFolders(ctx, grace)
+	for _, dir := range dirs {
 		log.Warn("removed the folder of a create that did not finish and has no catalog entry", zap.String("folder", dir))
+	}
+	if err != nil {
+		log.Warn("left the folders of creates that did not finish for the next start: whether a table holds their files cannot be told", zap.Error(err))
 	}
 }
 
@@ -425,16 +470,45 @@ func (c *Coordinator) Drain(grace, quiet time.Duration) int {
 	return c.srv.Drain(grace, quiet)
 }
 
+// startREST starts the coordinator's Iceberg REST catalog over its
+// mounts, behind the same authentication, policy and TLS as its Flight
+// listener; its commits count with the planner's.
+func startREST(o CoordinatorOptions, commits *commit.Stats) (*restcatalog.Listener, error) {
+	srv, err := restcatalog.New(restcatalog.Options{
+		Mounts:         o.Mounts,
+		DefaultCatalog: o.DefaultCatalog,
+		Auth:           o.Security.Auth,
+		Policy:         o.Security.policy(),
+		Commits:        commits,
+		Credentials:    o.REST.Credentials,
+		Logger:         o.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return srv.Listen(o.REST.Listen, o.Security.TLS)
+}
+
+// RESTURL is the base URI of the coordinator's Iceberg REST catalog; ""
+// without one.
+func (c *Coordinator) RESTURL() string {
+	if c.REST == nil {
+		return ""
+	}
+	return c.REST.URL()
+}
+
 // Close stops the coordinator.
 func (c *Coordinator) Close() error {
 	c.stopRefresh()
+	restErr := c.REST.Close(DefaultShutdownGrace)
 	c.health.Shutdown()
 	stopGracefully(c.grpc, DefaultShutdownGrace)
 	err := <-c.done
 	if errors.Is(err, grpc.ErrServerStopped) {
 		err = nil
 	}
-	return errors.Join(err, c.flight.Close(), c.engine.Close())
+	return errors.Join(restErr, err, c.flight.Close(), c.engine.Close())
 }
 
 func stopGracefully(g *grpc.Server, grace time.Duration) {
@@ -497,6 +571,8 @@ type StandaloneOptions struct {
 	// Metrics, when set, gets the metrics of the coordinator and of the
 	// workers (added up: the process is one scrape target).
 	Metrics prometheus.Registerer
+	// REST configures the coordinator's Iceberg REST catalog.
+	REST RESTOptions
 }
 
 // Standalone is a running single-process cluster.
@@ -609,6 +685,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		TicketTTL:      o.TicketTTL,
 		Limits:         o.Limits,
 		Metrics:        o.Metrics,
+		REST:           o.REST,
 
 		TargetGroupBytes:  o.TargetGroupBytes,
 		BroadcastBytes:    o.BroadcastBytes,
