@@ -21,18 +21,23 @@ import (
 )
 
 // progressWork is a table of progressFiles files whose rows each cost a
-// worker a hash over a long string: a statement over it runs a few
-// seconds in four groups (two workers, two slots each), read one group at
-// a time per worker (progressLimits).
+// worker a hash over a string of some 20 kB: a statement over it runs
+// several seconds, one group per file (progressCluster), read one group
+// at a time per worker: eight rounds of two, so that the progress moves
+// between the polls of a client however fast the machine.
 const (
-	progressFiles = 8
-	progressRows  = 300
-	progressCost  = "md5(repeat(CAST(k AS VARCHAR), 200000))"
+	progressFiles = 16
+	progressRows  = 6000
+	progressCost  = "md5(repeat(CAST(k AS VARCHAR), 4000))"
 )
 
-// progressLimits run one fragment at a time on each worker, so a
-// statement's four groups are read in two rounds.
-var progressLimits = cluster.Limits{Fragments: admit.Options{MaxRunning: 1, MaxQueued: 64, QueueTimeout: 5 * time.Minute}}
+// progressCluster is two workers that run one fragment at a time, over
+// one group per file.
+func progressCluster(t *testing.T) *cluster.Standalone {
+	t.Helper()
+	return StartCluster(t, Workers(2), GroupBytes(1),
+		WithLimits(cluster.Limits{Fragments: admit.Options{MaxRunning: 1, MaxQueued: 64, QueueTimeout: 5 * time.Minute}}))
+}
 
 // seedProgressWork creates the table work of progressFiles files.
 func seedProgressWork(t *testing.T, cnxn adbc.Connection) {
@@ -94,7 +99,7 @@ func increasing(vs []float64) bool {
 // reports the fraction of its files read the same way, and its rows are
 // all there.
 func TestIncrementalExecutionProgress(t *testing.T) {
-	s := StartCluster(t, Workers(2), WithLimits(progressLimits))
+	s := progressCluster(t)
 	cnxn := adbcConn(t, s.Addr())
 	seedProgressWork(t, cnxn)
 	total := progressFiles * progressRows
@@ -258,7 +263,7 @@ var progressBar = regexp.MustCompile(`\[=*> *\] +([1-9][0-9]?)% · (?:.* · )?[0
 // nothing.
 func TestSQLProgressBar(t *testing.T) {
 	bin := icefloeBin(t)
-	s := StartCluster(t, Workers(2), WithLimits(progressLimits))
+	s := progressCluster(t)
 	cnxn := adbcConn(t, s.Addr())
 	seedProgressWork(t, cnxn)
 	ctas := "CREATE TABLE bar AS SELECT k, " + progressCost + " AS h FROM work;"
@@ -333,7 +338,7 @@ var statusRow = regexp.MustCompile(`(?s)<tr class="(\w+)" data-query="\w+">.*?<p
 // shows its progress climbing with the files its fragments read of
 // those planned, and 100% once it finished.
 func TestStatusPageProgress(t *testing.T) {
-	s := StartCluster(t, Workers(2), WithLimits(progressLimits))
+	s := progressCluster(t)
 	cnxn := adbcConn(t, s.Addr())
 	seedProgressWork(t, cnxn)
 	page := "http://" + statusListener(t, s.Coordinator) + "/"
