@@ -84,6 +84,28 @@ func sampleProgress(t *testing.T, stmt adbc.Statement, stop <-chan struct{}) <-c
 	return out
 }
 
+// pollToEnd calls stmt's ExecutePartitions until it answers no partition
+// and returns how many calls it made, and the count and progress after
+// the last call that answered partitions (-1 when none did).
+func pollToEnd(t *testing.T, stmt adbc.Statement) (calls int, count int64, progress float64) {
+	t.Helper()
+	count, progress = -1, -1
+	for {
+		_, parts, n, err := stmt.ExecutePartitions(context.Background())
+		if err != nil {
+			t.Fatalf("ExecutePartitions #%d: %v", calls, err)
+		}
+		calls++
+		if parts.NumPartitions == 0 {
+			return calls, count, progress
+		}
+		count = n
+		if progress, err = stmt.(adbc.GetSetOptions).GetOptionDouble(adbc.OptionKeyProgress); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // increasing says whether vs never decrease and has a value strictly
 // between 0 and 1.
 func increasing(vs []float64) bool {
@@ -110,23 +132,7 @@ func TestIncrementalExecutionProgress(t *testing.T) {
 	stop := make(chan struct{})
 	samples := sampleProgress(t, stmt, stop)
 	ctx := context.Background()
-	var affected int64 = -1
-	var polls int
-	final := -1.0
-	for {
-		_, parts, n, err := stmt.ExecutePartitions(ctx)
-		if err != nil {
-			t.Fatalf("ExecutePartitions #%d: %v", polls, err)
-		}
-		polls++
-		if parts.NumPartitions == 0 {
-			break
-		}
-		affected = n
-		if final, err = stmt.(adbc.GetSetOptions).GetOptionDouble(adbc.OptionKeyProgress); err != nil {
-			t.Fatal(err)
-		}
-	}
+	polls, affected, final := pollToEnd(t, stmt)
 	close(stop)
 	seen := <-samples
 	t.Logf("write: %d ExecutePartitions, progress seen %v, then %v with the count", polls, seen, final)
@@ -182,17 +188,7 @@ func TestIncrementalExecutionProgress(t *testing.T) {
 			}
 		}()
 	}
-	polls = 1
-	for {
-		_, more, _, err := q.ExecutePartitions(ctx)
-		if err != nil {
-			t.Fatalf("ExecutePartitions #%d of the query: %v", polls, err)
-		}
-		polls++
-		if more.NumPartitions == 0 {
-			break
-		}
-	}
+	polls, _, _ = pollToEnd(t, q)
 	wg.Wait()
 	close(stop)
 	seen = <-samples
@@ -232,19 +228,13 @@ func TestIncrementalQueryReadAfterPolling(t *testing.T) {
 			t.Fatal("the polls never end")
 		}
 	}
-	var rows int64
+	var rows int
 	for _, p := range all {
 		rdr, err := cnxn.ReadPartition(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for rdr.Next() {
-			rows += rdr.RecordBatch().NumRows()
-		}
-		if err := rdr.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rdr.Release()
+		rows += len(collect(t, rdr).rows)
 	}
 	if rows != 1000 {
 		t.Fatalf("read %d rows, want 1000", rows)
