@@ -73,8 +73,8 @@ type fakePlanner struct {
 	endpoints []planner.Endpoint
 	// expires, when set, is when the plans' tickets expire.
 	expires time.Time
-	// block, when set, holds every Exec until it is closed or the
-	// statement's context ends.
+	// block, when set, holds every Exec and Plan until it is closed or
+	// the statement's context ends.
 	block chan struct{}
 }
 
@@ -121,11 +121,18 @@ func (f *fakePlanner) Classify(q string) (planner.Kind, error) {
 	return planner.KindUpdate, nil
 }
 
-func (f *fakePlanner) Plan(_ context.Context, s planner.Session, q string, args ...any) (*planner.Plan, error) {
+func (f *fakePlanner) Plan(ctx context.Context, s planner.Session, q string, args ...any) (*planner.Plan, error) {
 	f.record("Plan", s, q, args...)
 	f.mu.Lock()
-	eps, expires := f.endpoints, f.expires
+	eps, expires, block := f.endpoints, f.expires, f.block
 	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
 	if eps != nil {
 		return &planner.Plan{QueryID: "q-1", Strategy: planner.Scatter, Schema: planSchema, Endpoints: eps, ExpiresAt: expires}, nil
 	}

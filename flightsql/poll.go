@@ -99,6 +99,8 @@ type polled struct {
 
 	mu       sync.Mutex
 	lastPoll time.Time
+	// delivered: an answer carried info (a query's endpoints).
+	delivered bool
 }
 
 func (p *polled) ended() bool {
@@ -215,7 +217,7 @@ func (s *Server) PollFlightInfo(ctx context.Context, desc *flight.FlightDescript
 	if p == nil {
 		return nil, ToStatus(fmt.Errorf("%w: %s: its polls must reach the coordinator that started it, within %s of the last one", queries.ErrNotFound, h.ID, pollAbandon))
 	}
-	pi, err := s.answerPoll(ctx, p, false)
+	pi, err := s.answerPoll(ctx, p)
 	return pi, ToStatus(err)
 }
 
@@ -256,7 +258,7 @@ func (s *Server) startPoll(ctx context.Context, desc *flight.FlightDescriptor, r
 		p.info, p.err = info, err
 		close(p.done)
 	}()
-	pi, err := s.answerPoll(ctx, p, true)
+	pi, err := s.answerPoll(ctx, p)
 	return pi, ToStatus(err)
 }
 
@@ -292,9 +294,8 @@ func isPollRetry(req any) bool {
 	return proto.Unmarshal(desc.GetCmd(), &a) == nil && a.GetTypeUrl() == pollTypeURL
 }
 
-// answerPoll waits up to pollWait for p to end and answers what it is:
-// first is whether this is the poll that started it.
-func (s *Server) answerPoll(ctx context.Context, p *polled, first bool) (*flight.PollInfo, error) {
+// answerPoll waits up to pollWait for p to end and answers what it is.
+func (s *Server) answerPoll(ctx context.Context, p *polled) (*flight.PollInfo, error) {
 	p.touch()
 	wait := time.NewTimer(pollWait)
 	defer wait.Stop()
@@ -311,6 +312,10 @@ func (s *Server) answerPoll(ctx context.Context, p *polled, first bool) (*flight
 	if p.err != nil {
 		return nil, p.err
 	}
+	p.mu.Lock()
+	first := !p.delivered // the client learns the endpoints now
+	p.delivered = true
+	p.mu.Unlock()
 	qi, ok := s.queries.Progress(ctx, p.id)
 	reading := ok && !qi.State.Ended() && qi.EndpointsTotal > 0 && p.infoBytes > 0
 	if reading && !first && !qi.Served {

@@ -119,3 +119,29 @@ func TestPollQueryNobodyReads(t *testing.T) {
 		t.Fatalf("second poll of a query nobody reads: %v", next)
 	}
 }
+
+// A query planned after its first poll answered gets its endpoints with
+// a descriptor on the poll that first carries them (the client has not
+// been able to read them yet), and the polling ends on the next when
+// nobody reads them.
+func TestPollQueryPlannedLate(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	block := make(chan struct{})
+	e.planner.mu.Lock()
+	e.planner.expires, e.planner.block = time.Now().Add(time.Hour), block
+	e.planner.mu.Unlock()
+	pi, err := e.client.ExecutePoll(ctx, "SELECT 1", nil)
+	if err != nil || pi.GetFlightDescriptor() == nil || len(pi.GetInfo().GetEndpoint()) != 0 {
+		t.Fatalf("first poll of a query still planning: %v %v", pi, err)
+	}
+	close(block)
+	planned, err := e.client.ExecutePoll(ctx, "", pi.GetFlightDescriptor())
+	if err != nil || planned.GetFlightDescriptor() == nil || len(planned.GetInfo().GetEndpoint()) != 2 {
+		t.Fatalf("the poll that carries the endpoints: %v %v", planned, err)
+	}
+	last, err := e.client.ExecutePoll(ctx, "", planned.GetFlightDescriptor())
+	if err != nil || last.GetFlightDescriptor() != nil || len(last.GetInfo().GetEndpoint()) != 2 {
+		t.Fatalf("the poll after, nobody reading: %v %v", last, err)
+	}
+}
