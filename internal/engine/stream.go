@@ -126,7 +126,7 @@ func errorData(ed bindings.ErrorData) error {
 	if !bindings.ErrorDataHasError(ed) {
 		return nil
 	}
-	return &duckdb.Error{Type: duckdb.ErrorType(bindings.ErrorDataErrorType(ed)), Msg: bindings.ErrorDataMessage(ed)}
+	return withoutHints(&duckdb.Error{Type: duckdb.ErrorType(bindings.ErrorDataErrorType(ed)), Msg: bindings.ErrorDataMessage(ed)})
 }
 
 // stream is the reader Query returns.
@@ -320,5 +320,5 @@ func resultError(res *bindings.Result) error {
 	if msg == "" {
 		return errors.New("engine: statement failed without a message")
 	}
-	return &duckdb.Error{Type: duckdb.ErrorType(bindings.ResultErrorType(res)), Msg: msg}
+	return withoutHints(&duckdb.Error{Type: duckdb.ErrorType(bindings.ResultErrorType(res)), Msg: msg})
 }
