@@ -42,7 +42,7 @@ func TestHeapLimit(t *testing.T) {
 		"SELECT count(*) FROM range(2) t(i) WHERE len(range(1500000000 + i)) > 0",
 	} {
 		refused := Heap().Refused
-		err := queryRows(ctx, conn(), q)
+		err := drain(conn().Query(ctx, q, QueryOptions{}))
 		if !IsResourceError(err) || ResourceKey(err) != MemoryKey {
 			t.Fatalf("%s: %v, want DuckDB's out-of-memory error", q, err)
 		}
@@ -70,7 +70,7 @@ func TestHeapLimit(t *testing.T) {
 		t.Fatal("preparing folded a 12 GB list without the heap refusing it")
 	}
 	peak := Heap().Peak
-	if err := queryRows(ctx, conn(), "SELECT len(range(10000000))"); err != nil {
+	if err := drain(conn().Query(ctx, "SELECT len(range(10000000))", QueryOptions{})); err != nil {
 		t.Fatalf("an 80 MB list within the bound: %v", err)
 	}
 	if Heap().Peak < min(peak, base+80<<20) {
@@ -79,18 +79,6 @@ func TestHeapLimit(t *testing.T) {
 	if h := Heap(); h.Limit != limit || h.Peak > limit+limit/16+16<<20 {
 		t.Fatalf("heap %+v: over the bound of %d", h, limit)
 	}
-}
-
-// queryRows runs q and reads its result to the end.
-func queryRows(ctx context.Context, c *Conn, q string) error {
-	r, err := c.Query(ctx, q, QueryOptions{})
-	if err != nil {
-		return err
-	}
-	defer r.Release()
-	for r.Next() {
-	}
-	return r.Err()
 }
 
 // BenchmarkHeapCounting runs statements that allocate much and often
@@ -133,7 +121,7 @@ func benchmarkHeapQueries(b *testing.B) {
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			for b.Loop() {
-				if err := queryRows(ctx, c, q.sql); err != nil {
+				if err := drain(c.Query(ctx, q.sql, QueryOptions{})); err != nil {
 					b.Fatal(err)
 				}
 			}
