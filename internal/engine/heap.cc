@@ -67,17 +67,29 @@ bool admit(size_t n) {
 }
 
 // operator new and delete count per thread, into heap_used once a
-// thread's count moves by kFlush: they are DuckDB's most frequent calls,
-// and one counter for all threads would be a point of contention. The
-// heap_used the limit reads is off by at most kFlush per thread.
+// thread's count moves by kFlush or the thread ends: they are DuckDB's
+// most frequent calls, and one counter for all threads would be a point
+// of contention. The heap_used the limit reads is off by at most kFlush
+// per running thread.
 constexpr int64_t kFlush = 1 << 20;
-thread_local int64_t pending = 0;
+
+// pendingCount is a thread's count not yet in heap_used; a thread that
+// ends flushes it, so what it allocated and another thread freed does not
+// leave the total off for good.
+struct pendingCount {
+	int64_t n = 0;
+	~pendingCount() {
+		add(n);
+		n = 0;
+	}
+};
+thread_local pendingCount pending;
 
 inline void count(int64_t n) {
-	pending += n;
-	if (pending >= kFlush || pending <= -kFlush) {
-		add(pending);
-		pending = 0;
+	pending.n += n;
+	if (pending.n >= kFlush || pending.n <= -kFlush) {
+		add(pending.n);
+		pending.n = 0;
 	}
 }
 
