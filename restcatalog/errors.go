@@ -50,7 +50,7 @@ var errorKinds = []struct {
 	typ  string
 }{
 	{[]error{auth.ErrNoCredentials, auth.ErrBadPassword, auth.ErrBadToken, auth.ErrExpired}, http.StatusUnauthorized, "NotAuthorizedException"},
-	{[]error{authz.ErrDenied, catalog.ErrLocation}, http.StatusForbidden, "ForbiddenException"},
+	{[]error{authz.ErrDenied, catalog.ErrLocation, catalog.ErrTaken}, http.StatusForbidden, "ForbiddenException"},
 	{[]error{ErrCatalogNotFound}, http.StatusNotFound, "NoSuchWarehouseException"},
 	{[]error{icecat.ErrNoSuchView}, http.StatusNotFound, "NoSuchViewException"},
 	{[]error{icecat.ErrNoSuchTable, catalog.ErrTableNotFound}, http.StatusNotFound, "NoSuchTableException"},
@@ -61,7 +61,7 @@ var errorKinds = []struct {
 	{[]error{commit.ErrUnknown}, http.StatusInternalServerError, "CommitStateUnknownException"},
 	{[]error{ErrUnsupported, catalog.ErrViewsUnsupported, catalog.ErrEncrypted}, http.StatusNotAcceptable, "UnsupportedOperationException"},
 	{[]error{ErrBadRequest, icecat.ErrInvalidIdentifier, view.ErrInvalidViewMetadata}, http.StatusBadRequest, "BadRequestException"},
-	{[]error{ErrBusy, catalog.ErrUnavailable}, http.StatusServiceUnavailable, "ServiceUnavailableException"},
+	{[]error{ErrBusy, catalog.ErrUnavailable, catalog.ErrIncomplete}, http.StatusServiceUnavailable, "ServiceUnavailableException"},
 }
 
 // errorResponse is the status and body answering err. Messages are

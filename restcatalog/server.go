@@ -110,6 +110,8 @@ type Server struct {
 	mux   *http.ServeMux
 	slots chan struct{}
 	log   *zap.Logger
+	// proposed are the locations staged creates proposed.
+	proposed *proposals
 }
 
 // New returns a server for o.
@@ -135,7 +137,7 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	s := &Server{opts: o, mux: http.NewServeMux(), slots: make(chan struct{}, o.MaxInFlight), log: o.Logger}
+	s := &Server{opts: o, mux: http.NewServeMux(), slots: make(chan struct{}, o.MaxInFlight), log: o.Logger, proposed: newProposals()}
 	s.routes()
 	return s, nil
 }

@@ -1,10 +1,8 @@
 package restcatalog
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -196,8 +194,7 @@ func (s *Server) createTable(r *http.Request) (any, error) {
 	if err := s.opts.Policy.Check(ctx, authz.Create, obj); err != nil {
 		return nil, err
 	}
-	placed := withKey(body.Properties, catalog.LocationKey, body.Location)
-	if err := errors.Join(s.placement(mt, obj, placed), reserved(body.Properties)); err != nil {
+	if err := reserved(body.Properties); err != nil {
 		return nil, err
 	}
 	spec := iceberg.UnpartitionedSpec
@@ -208,14 +205,27 @@ func (s *Server) createTable(r *http.Request) (any, error) {
 	if body.WriteOrder != nil {
 		order = *body.WriteOrder
 	}
+	loc, chosen := strings.TrimSuffix(body.Location, "/"), body.Location != ""
+	if !chosen {
+		if loc, err = newLocation(ctx, mt, ref, body.StageCreate); err != nil {
+			return nil, err
+		}
+	}
+	pl, err := s.placeTable(ctx, mt, ref, loc, chosen, body.Properties)
+	if err != nil {
+		return nil, err
+	}
 	if body.StageCreate {
-		return s.stageCreate(r, mt, ref, body, spec, order)
+		return s.stageCreate(r, mt, ref, body, spec, order, loc)
 	}
 	opts := []icecat.CreateTableOpt{icecat.WithPartitionSpec(spec), icecat.WithSortOrder(order), icecat.WithProperties(body.Properties)}
-	if body.Location != "" {
-		opts = append(opts, icecat.WithLocation(body.Location))
+	if loc != "" {
+		opts = append(opts, icecat.WithLocation(loc))
 	}
 	if _, err := mt.Catalog.CreateTable(ctx, ref.Ident(), body.Schema, opts...); err != nil {
+		return nil, err
+	}
+	if err := s.settle(ctx, mt, ref, pl); err != nil {
 		return nil, err
 	}
 	p, err := s.opts.Mounts.LoadTable(ctx, ref)
@@ -227,10 +237,10 @@ func (s *Server) createTable(r *http.Request) (any, error) {
 
 // stageCreate answers a staged create (stage-create: true, what Spark's
 // CREATE TABLE … AS and pyiceberg's create-table transactions send): the
-// new table's metadata, committed later by an update with assert-create.
-// Nothing is written. Only catalogs whose warehouse is a location can
-// say where the table goes before it is made.
-func (s *Server) stageCreate(r *http.Request, mt *catalog.Mount, ref catalog.TableRef, body createTableBody, spec *iceberg.PartitionSpec, order table.SortOrder) (any, error) {
+// new table's metadata at loc, committed later by an update with
+// assert-create. Nothing is written; a location icefloe chose is
+// remembered, so that the commit tells it from one the client chose.
+func (s *Server) stageCreate(r *http.Request, mt *catalog.Mount, ref catalog.TableRef, body createTableBody, spec *iceberg.PartitionSpec, order table.SortOrder, loc string) (any, error) {
 	ctx := r.Context()
 	exists, err := mt.Catalog.CheckTableExists(ctx, ref.Ident())
 	if err != nil {
@@ -239,37 +249,14 @@ func (s *Server) stageCreate(r *http.Request, mt *catalog.Mount, ref catalog.Tab
 	if exists {
 		return nil, fmt.Errorf("%w: %s", icecat.ErrTableAlreadyExists, ref)
 	}
-	loc := strings.TrimSuffix(body.Location, "/")
-	if loc == "" {
-		if loc, err = defaultLocation(r, mt, ref); err != nil {
-			return nil, err
-		}
-	}
 	meta, err := table.NewMetadata(body.Schema, spec, order, loc, body.Properties)
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
+	if body.Location == "" {
+		s.proposed.Add(proposalKey(ref, loc), struct{}{})
+	}
 	return loadTableResult{Metadata: meta, Config: map[string]string{}}, nil
-}
-
-// defaultLocation is where the catalog puts a table made without a
-// location: under its schema's location, or <warehouse>/<schema>.db/,
-// as iceberg-go's SQL catalog does.
-func defaultLocation(r *http.Request, mt *catalog.Mount, ref catalog.TableRef) (string, error) {
-	if mt.Catalog.CatalogType() == icecat.REST {
-		return "", fmt.Errorf("%w: a staged create in catalog %s (a REST catalog) needs a location", ErrUnsupported, mt.Name)
-	}
-	props, err := mt.Catalog.LoadNamespaceProperties(r.Context(), table.Identifier{ref.Schema})
-	if err != nil {
-		return "", err
-	}
-	if loc := props[catalog.LocationKey]; loc != "" {
-		return url.JoinPath(loc, ref.Table)
-	}
-	if wh := mt.Props["warehouse"]; wh != "" {
-		return url.JoinPath(wh, ref.Schema+".db", ref.Table)
-	}
-	return "", badRequest("catalog %s has no warehouse location: give the table a location", mt.Name)
 }
 
 // withKey is props with key set to v when v is not empty, as a new map.
@@ -306,7 +293,7 @@ func (s *Server) dropTable(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if purge := r.URL.Query().Get("purgeRequested"); strings.EqualFold(purge, "true") {
-		return nil, fmt.Errorf("%w: a purge through the REST catalog: drop the table and its files with SQL's DROP TABLE %s PURGE", ErrUnsupported, ref)
+		return nil, s.opts.Mounts.DropPurge(r.Context(), mt, ref.Ident())
 	}
 	return nil, mt.Catalog.DropTable(r.Context(), ref.Ident())
 }
