@@ -100,20 +100,7 @@ func (s *Server) commit(ctx context.Context, c change) (table.Metadata, string, 
 		return nil, "", err
 	}
 	rec := &recorder{CatalogIO: c.mt.Catalog}
-	err = commit.Run(ctx, commit.Request{
-		Name: c.ref.String(), Ident: c.ref.Ident(), Table: p.Table, Catalog: rec, Stats: s.opts.Commits,
-		Meta: func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
-			return s.authorize(ctx, c, tbl)
-		},
-		Reload: func(ctx context.Context) (*table.Table, error) {
-			fresh, err := s.opts.Mounts.LoadTable(ctx, c.ref)
-			if err != nil {
-				return nil, err
-			}
-			return fresh.Table, nil
-		},
-	})
-	if err != nil {
+	if err := commit.Run(ctx, s.request(ctx, c, p.Table, rec)); err != nil {
 		return nil, "", err
 	}
 	if meta, loc, ok := rec.last(); ok {
@@ -126,6 +113,24 @@ func (s *Server) commit(ctx context.Context, c change) (table.Metadata, string, 
 		return nil, "", err
 	}
 	return fresh.Table.Metadata(), fresh.MetadataLocation, nil
+}
+
+// request is the commit of c to tbl through cat: each attempt authorizes
+// c against the table as it then is (authorize).
+func (s *Server) request(ctx context.Context, c change, tbl *table.Table, cat table.CatalogIO) commit.Request {
+	return commit.Request{
+		Name: c.ref.String(), Ident: c.ref.Ident(), Table: tbl, Catalog: cat, Stats: s.opts.Commits,
+		Meta: func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+			return s.authorize(ctx, c, tbl)
+		},
+		Reload: func(ctx context.Context) (*table.Table, error) {
+			fresh, err := s.opts.Mounts.LoadTable(ctx, c.ref)
+			if err != nil {
+				return nil, err
+			}
+			return fresh.Table, nil
+		},
+	}
 }
 
 // recorder keeps the metadata of the last commit that its catalog

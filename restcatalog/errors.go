@@ -60,7 +60,7 @@ var errorKinds = []struct {
 	{[]error{ErrCommitFailed, commit.ErrConflict, table.ErrCommitFailed, table.ErrCommitDiverged, commit.ErrAlreadyCommitted}, http.StatusConflict, "CommitFailedException"},
 	{[]error{commit.ErrUnknown}, http.StatusInternalServerError, "CommitStateUnknownException"},
 	{[]error{ErrUnsupported, catalog.ErrViewsUnsupported, catalog.ErrEncrypted}, http.StatusNotAcceptable, "UnsupportedOperationException"},
-	{[]error{ErrBadRequest, icecat.ErrInvalidIdentifier, view.ErrInvalidViewMetadata}, http.StatusBadRequest, "BadRequestException"},
+	{[]error{ErrBadRequest, icecat.ErrInvalidIdentifier, view.ErrInvalidViewMetadata, catalog.ErrNotApplied}, http.StatusBadRequest, "BadRequestException"},
 	{[]error{ErrBusy, catalog.ErrUnavailable, catalog.ErrIncomplete}, http.StatusServiceUnavailable, "ServiceUnavailableException"},
 }
 

@@ -3,7 +3,6 @@ package restcatalog
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
@@ -19,13 +18,13 @@ type transactionBody struct {
 
 // commitTransaction answers POST /v1/{prefix}/transactions/commit: every
 // change is authorized and its requirements checked against its table's
-// current metadata before any is committed; then each is committed
-// through the one commit path, in order.
-//
-// The catalogs icefloe mounts commit one table at a time, so the changes
-// do not land atomically: a change that fails after others landed is
-// reported with the tables already committed (CommitStateUnknown, 500),
-// one that fails first commits nothing (409).
+// current metadata, then all are committed at once through the catalog's
+// atomic multi-table commit (commit.Tables over
+// catalog.Mount.Transactional: one database transaction for the SQL
+// catalogs, an upstream REST catalog's own transactions/commit), all or
+// none. A catalog that commits one table at a time (Glue) takes a
+// transaction of one table only: more is refused before anything is
+// committed.
 func (s *Server) commitTransaction(r *http.Request) (any, error) {
 	mt, err := s.mount(r)
 	if err != nil {
@@ -59,7 +58,16 @@ func (s *Server) commitTransaction(r *http.Request) (any, error) {
 			return nil, fmt.Errorf("%w: a create (assert-create) in a transaction: commit it on its own", ErrUnsupported)
 		}
 	}
-	for _, c := range changes {
+	if len(changes) == 1 {
+		_, _, err := s.commit(ctx, changes[0])
+		return nil, err
+	}
+	tc, err := mt.Transactional()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w: commit each table on its own", ErrUnsupported, err)
+	}
+	reqs := make([]commit.Request, len(changes))
+	for i, c := range changes {
 		if err := s.anyWrite(ctx, authz.TableObject(c.ref)); err != nil {
 			return nil, err
 		}
@@ -67,19 +75,7 @@ func (s *Server) commitTransaction(r *http.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, _, err := s.authorize(ctx, c, p.Table); err != nil {
-			return nil, err
-		}
+		reqs[i] = s.request(ctx, c, p.Table, c.mt.Catalog)
 	}
-	var done []string
-	for _, c := range changes {
-		if _, _, err := s.commit(ctx, c); err != nil {
-			if len(done) == 0 {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w: %s committed, then %s failed: %v", commit.ErrUnknown, strings.Join(done, ", "), c.ref, err)
-		}
-		done = append(done, c.ref.String())
-	}
-	return nil, nil
+	return nil, commit.Tables(ctx, reqs, tc)
 }
