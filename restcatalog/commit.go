@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/commit"
 )
@@ -66,6 +67,7 @@ func (s *Server) updateTable(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	audit.From(ctx).Wrote(ref.String(), snapshotOf(meta))
 	return commitTableResponse{MetadataLocation: loc, Metadata: meta}, nil
 }
 
@@ -630,5 +632,6 @@ func (s *Server) commitCreate(ctx context.Context, c change) (any, error) {
 	if err := s.settle(ctx, c.mt, c.ref, pl); err != nil {
 		return nil, err
 	}
+	audit.From(ctx).Wrote(c.ref.String(), snapshotOf(meta))
 	return commitTableResponse{MetadataLocation: mloc, Metadata: meta}, nil
 }

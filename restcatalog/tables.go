@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
@@ -108,6 +109,7 @@ func (s *Server) load(r *http.Request) (*catalog.Mount, *catalog.Pinned, error) 
 	if _, ok := p.StorageProps[tablecrypt.TableKeyProp]; ok {
 		return nil, nil, fmt.Errorf("%w: %s is encrypted by icefloe (encryption.key-id): read it through SQL", ErrUnsupported, ref)
 	}
+	audit.From(r.Context()).Read(ref.String(), snapshotOf(p.Table.Metadata()))
 	return mt, p, nil
 }
 
@@ -228,6 +230,7 @@ func (s *Server) createTable(r *http.Request) (any, error) {
 	if err := s.settle(ctx, mt, ref, pl); err != nil {
 		return nil, err
 	}
+	audit.From(ctx).Wrote(ref.String(), 0)
 	p, err := s.opts.Mounts.LoadTable(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -257,6 +260,15 @@ func (s *Server) stageCreate(r *http.Request, mt *catalog.Mount, ref catalog.Tab
 		s.proposed.Add(proposalKey(ref, loc), struct{}{})
 	}
 	return loadTableResult{Metadata: meta, Config: map[string]string{}}, nil
+}
+
+// snapshotOf is meta's current snapshot id, 0 when it has none (as the
+// audit log records a table use).
+func snapshotOf(meta table.Metadata) int64 {
+	if snap := meta.CurrentSnapshot(); snap != nil {
+		return snap.SnapshotID
+	}
+	return 0
 }
 
 // withKey is props with key set to v when v is not empty, as a new map.
@@ -292,6 +304,7 @@ func (s *Server) dropTable(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	audit.From(r.Context()).Wrote(ref.String(), 0)
 	if purge := r.URL.Query().Get("purgeRequested"); strings.EqualFold(purge, "true") {
 		return nil, s.opts.Mounts.DropPurge(r.Context(), mt, ref.Ident())
 	}
@@ -320,6 +333,9 @@ func (s *Server) renameTable(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec := audit.From(r.Context())
+	rec.Wrote(catalog.TableRef{Catalog: mt.Name, Schema: from[0], Table: from[1]}.String(), 0)
+	rec.Wrote(catalog.TableRef{Catalog: mt.Name, Schema: to[0], Table: to[1]}.String(), 0)
 	_, err = mt.Catalog.RenameTable(r.Context(), from, to)
 	return nil, err
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/commit"
 )
@@ -59,7 +60,10 @@ func (s *Server) commitTransaction(r *http.Request) (any, error) {
 		}
 	}
 	if len(changes) == 1 {
-		_, _, err := s.commit(ctx, changes[0])
+		meta, _, err := s.commit(ctx, changes[0])
+		if err == nil {
+			audit.From(ctx).Wrote(changes[0].ref.String(), snapshotOf(meta))
+		}
 		return nil, err
 	}
 	tc, err := mt.Transactional()
@@ -77,5 +81,15 @@ func (s *Server) commitTransaction(r *http.Request) (any, error) {
 		}
 		reqs[i] = s.request(ctx, c, p.Table, c.mt.Catalog)
 	}
-	return nil, commit.Tables(ctx, reqs, tc)
+	if err := commit.Tables(ctx, reqs, tc); err != nil {
+		return nil, err
+	}
+	for _, c := range changes {
+		var snap int64
+		if p, err := s.opts.Mounts.LoadTable(ctx, c.ref); err == nil {
+			snap = snapshotOf(p.Table.Metadata())
+		}
+		audit.From(ctx).Wrote(c.ref.String(), snap)
+	}
+	return nil, nil
 }
