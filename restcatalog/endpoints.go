@@ -42,6 +42,7 @@ var endpoints = []endpoint{
 	{"GET", "/v1/{prefix}/namespaces/{namespace}/views", "listViews", func(s *Server) handler { return s.listViews }},
 	{"POST", "/v1/{prefix}/namespaces/{namespace}/views", "createView", func(s *Server) handler { return s.createView }},
 	{"GET", "/v1/{prefix}/namespaces/{namespace}/views/{view}", "loadView", func(s *Server) handler { return s.loadView }},
+	{"POST", "/v1/{prefix}/namespaces/{namespace}/views/{view}", "replaceView", func(s *Server) handler { return s.replaceView }},
 	{"HEAD", "/v1/{prefix}/namespaces/{namespace}/views/{view}", "viewExists", func(s *Server) handler { return s.viewExists }},
 	{"DELETE", "/v1/{prefix}/namespaces/{namespace}/views/{view}", "dropView", func(s *Server) handler { return s.dropView }},
 }

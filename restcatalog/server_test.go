@@ -34,10 +34,12 @@ type fixture struct {
 }
 
 // testRoles are the roles of the fixture's users: creator may make and
-// change tables of schema s but choose no location; placer may.
+// change tables of schema s but choose no location; placer may; viewer
+// may read them.
 var testRoles = []authz.Role{
 	{Name: "creator", Grants: []authz.Grant{{Privileges: []authz.Privilege{authz.All}, On: "local.s"}}},
 	{Name: "placer", Grants: []authz.Grant{{Privileges: []authz.Privilege{authz.All, authz.Location}, On: "local.s"}}},
+	{Name: "viewer", Grants: []authz.Grant{{Privileges: []authz.Privilege{authz.Select}, On: "local.s"}}},
 }
 
 func newFixture(t *testing.T, with ...func(*Options)) *fixture {
@@ -62,7 +64,7 @@ func newFixture(t *testing.T, with ...func(*Options)) *fixture {
 		t.Fatal(err)
 	}
 	var users []auth.User
-	for _, u := range []struct{ name, role string }{{"root", authz.AdminRole}, {"creator", "creator"}, {"placer", "placer"}} {
+	for _, u := range []struct{ name, role string }{{"root", authz.AdminRole}, {"creator", "creator"}, {"placer", "placer"}, {"viewer", "viewer"}} {
 		h, err := bcrypt.GenerateFromPassword([]byte(u.name), bcrypt.MinCost)
 		if err != nil {
 			t.Fatal(err)
