@@ -174,17 +174,24 @@ type createTableBody struct {
 	Properties    iceberg.Properties            `json:"properties,omitempty"`
 }
 
-func (s *Server) createTable(r *http.Request) (any, error) {
+// createIn is the catalog and schema a create request's path names,
+// with its body decoded into body.
+func (s *Server) createIn(r *http.Request, body any) (*catalog.Mount, string, error) {
 	mt, err := s.mount(r)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	schema, err := oneLevel(r.PathValue("namespace"))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	return mt, schema, decode(r, body)
+}
+
+func (s *Server) createTable(r *http.Request) (any, error) {
 	var body createTableBody
-	if err := decode(r, &body); err != nil {
+	mt, schema, err := s.createIn(r, &body)
+	if err != nil {
 		return nil, err
 	}
 	if body.Name == "" || body.Schema == nil {

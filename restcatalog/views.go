@@ -131,16 +131,9 @@ type createViewBody struct {
 }
 
 func (s *Server) createView(r *http.Request) (any, error) {
-	mt, err := s.mount(r)
-	if err != nil {
-		return nil, err
-	}
-	schema, err := oneLevel(r.PathValue("namespace"))
-	if err != nil {
-		return nil, err
-	}
 	var body createViewBody
-	if err := decode(r, &body); err != nil {
+	mt, schema, err := s.createIn(r, &body)
+	if err != nil {
 		return nil, err
 	}
 	if body.Name == "" || body.Schema == nil || body.Version == nil || len(body.Version.Representations) == 0 {
