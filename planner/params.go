@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -95,15 +96,15 @@ func toParam(arg any) (paramValue, error) {
 	case uint:
 		return typedParam(duckType("UBIGINT"), uint64(v), uint64(v)), nil
 	case float32:
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		if textFloat(float64(v)) {
 			return textParam(duckType("FLOAT"), strconv.FormatFloat(float64(v), 'g', -1, 32)), nil
 		}
-		return typedParam(duckType("FLOAT"), v, v), nil
+		return typedParam(duckType("FLOAT"), floatJSON{float64(v), 32}, v), nil
 	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if textFloat(v) {
 			return textParam(duckType("DOUBLE"), strconv.FormatFloat(v, 'g', -1, 64)), nil
 		}
-		return typedParam(duckType("DOUBLE"), v, v), nil
+		return typedParam(duckType("DOUBLE"), floatJSON{v, 64}, v), nil
 	case string:
 		return typedParam(duckType("VARCHAR"), v, v), nil
 	case []byte:
@@ -112,6 +113,33 @@ func toParam(arg any) (paramValue, error) {
 		return typedParam(duckType("TIMESTAMP WITH TIME ZONE"), v.UnixMicro(), v), nil
 	}
 	return paramValue{}, fmt.Errorf("%w: parameter of Go type %T", ErrUnsupported, arg)
+}
+
+// textFloat tells the floats a constant cannot carry, which go as text
+// that DuckDB casts ('NaN', 'Infinity', '-0'): JSON has no number for NaN
+// and the infinities, and DuckDB prints a -0.0 constant as -0.0, which
+// it reads back as the decimal 0.0 negated, 0.
+func textFloat(v float64) bool {
+	return math.IsNaN(v) || math.IsInf(v, 0) || v == 0 && math.Signbit(v)
+}
+
+// floatJSON is the value of a FLOAT (bits 32) or DOUBLE (bits 64)
+// constant as DuckDB's JSON deserializer takes it: a JSON number with a
+// fraction or an exponent, which it reads as a double. Go's encoder
+// writes a whole number without either (7.0 as 7, -0.0 as -0), which
+// DuckDB reads as an integer and refuses for a DOUBLE value (and would
+// lose the sign of -0.0, which goes as text: textFloat).
+type floatJSON struct {
+	v    float64
+	bits int
+}
+
+func (f floatJSON) MarshalJSON() ([]byte, error) {
+	b := strconv.AppendFloat(nil, f.v, 'g', -1, f.bits)
+	if !bytes.ContainsAny(b, ".e") {
+		b = append(b, ".0"...)
+	}
+	return b, nil
 }
 
 // blobParam sends bytes as DuckDB's escaped blob text ('\xAB…'::BLOB),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,49 @@ func TestSubstituteParamsKeepsTypesAndValues(t *testing.T) {
 	// Positional $n may repeat.
 	if got := substituted(t, conn, "SELECT $2 AS a, $1 AS b, $2 + 1 AS c", int64(1), int64(10)); strings.Join(got, ",") != "int64:10,int64:1,int64:11" {
 		t.Fatalf("$n: %v", got)
+	}
+}
+
+// TestSubstituteWholeNumberFloats: a float or double parameter is a
+// float or double constant whatever its value: Go's JSON encoder writes
+// 7.0 as 7, which DuckDB's deserializer reads as an unsigned integer and
+// refuses for a DOUBLE value; -0.0 keeps its sign, NaN and the infinities
+// are DuckDB's.
+func TestSubstituteWholeNumberFloats(t *testing.T) {
+	conn := testConn(t)
+	cases := []struct {
+		arg  any
+		want string
+	}{
+		{7.0, "float64:7"},
+		{2.0, "float64:2"},
+		{100.0, "float64:100"},
+		{0.0, "float64:0"},
+		{math.Copysign(0, -1), "float64:-0"},
+		{1e15, "float64:1e+15"},
+		{-1e15, "float64:-1e+15"},
+		{1e300, "float64:1e+300"},
+		{math.MaxFloat64, "float64:1.7976931348623157e+308"},
+		{-12345678.0, "float64:-1.2345678e+07"},
+		{math.Inf(1), "float64:+Inf"},
+		{math.Inf(-1), "float64:-Inf"},
+		{math.NaN(), "float64:NaN"},
+		{float32(7), "float32:7"},
+		{float32(math.Copysign(0, -1)), "float32:-0"},
+		{float32(1e15), "float32:1e+15"},
+		{float32(math.MaxFloat32), "float32:3.4028235e+38"},
+		{scalar.NewFloat64Scalar(2), "float64:2"},
+		{scalar.NewFloat32Scalar(100), "float32:100"},
+	}
+	for _, c := range cases {
+		got := substituted(t, conn, "SELECT ? AS v", c.arg)
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("%T %v: got %v, want %s", c.arg, c.arg, got, c.want)
+		}
+	}
+	// The sign of -0.0 survives into what DuckDB computes with it.
+	if got := substituted(t, conn, "SELECT 1 / ? AS v", math.Copysign(0, -1)); len(got) != 1 || got[0] != "float64:-Inf" {
+		t.Errorf("1 / -0.0: %v", got)
 	}
 }
 
