@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -349,6 +350,97 @@ func paramNodes(root node) (map[int][]node, int, error) {
 	return out, n, err
 }
 
+// replaceParam turns the PARAMETER node x into y in place, keeping x's
+// alias (SELECT ? AS x names its column x).
+func replaceParam(x, y node) {
+	alias := str(x, "alias")
+	replaceNode(x, y)
+	if alias != "" {
+		x["alias"] = alias
+	}
+}
+
+// nameParamColumns gives every select-list expression of the AST (at
+// any depth: subqueries, UNION branches, CTEs) that holds a parameter
+// and has no alias the name DuckDB gives it, so that the name survives
+// the parameters' substitution: DuckDB names such a column by the
+// expression's text, with its parameters as $1, $2, … (SELECT ? + 1 is
+// "($1 + 1)"), and with the values in place it would name it by their
+// text instead (CAST(1 AS BIGINT)). The names are DuckDB's own
+// printing of each expression (json_deserialize_sql), all in one query.
+func nameParamColumns(ctx context.Context, conn *engine.Conn, ast *parsed) error {
+	var unnamed []node
+	walk(ast.root, func(x node) bool {
+		if str(x, "type") != "SELECT_NODE" {
+			return true
+		}
+		for _, it := range anyList(x["select_list"]) {
+			e, _ := it.(node)
+			if e == nil || str(e, "alias") != "" || str(e, "class") == "STAR" {
+				continue
+			}
+			if _, n, _ := paramNodes(e); n > 0 {
+				unnamed = append(unnamed, e)
+			}
+		}
+		return true
+	})
+	if len(unnamed) == 0 {
+		return nil
+	}
+	skeleton, err := conn.SerializeSQL(ctx, "SELECT NULL")
+	if err != nil {
+		return err
+	}
+	docs := make([]json.RawMessage, len(unnamed))
+	for i, e := range unnamed {
+		one, err := parseAST(skeleton)
+		if err != nil {
+			return err
+		}
+		sel, _ := one.root["node"].(node)
+		if sel == nil {
+			return fmt.Errorf("planner: no select node in %s", skeleton)
+		}
+		sel["select_list"] = []any{clone(e)}
+		doc, err := one.document()
+		if err != nil {
+			return err
+		}
+		docs[i] = json.RawMessage(doc)
+	}
+	list, err := json.Marshal(docs)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.DB().QueryContext(ctx, `SELECT json_deserialize_sql(d) FROM (
+		SELECT unnest(l) AS d, generate_subscripts(l, 1) AS i FROM (SELECT from_json(?::VARCHAR, '["JSON"]') AS l)) ORDER BY i`, string(list))
+	if err != nil {
+		return fmt.Errorf("%w: name parameter columns: %v", ErrInvalid, err)
+	}
+	defer rows.Close()
+	k := 0
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			return err
+		}
+		name, ok := strings.CutPrefix(text, "SELECT ")
+		if !ok || k >= len(unnamed) {
+			return fmt.Errorf("planner: unexpected printing of a select item: %q", text)
+		}
+		unnamed[k]["alias"] = name
+		k++
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: name parameter columns: %v", ErrInvalid, err)
+	}
+	if k != len(unnamed) {
+		return fmt.Errorf("planner: named %d of %d parameter columns", k, len(unnamed))
+	}
+	return nil
+}
+
 // replaceNode turns x into y in place.
 func replaceNode(x, y node) {
 	for k := range x {
@@ -375,7 +467,7 @@ func substituteParams(ast *parsed, args []any) error {
 			return fmt.Errorf("parameter %d: %w", i, err)
 		}
 		for _, x := range nodes[i] {
-			replaceNode(x, p.constantNode())
+			replaceParam(x, p.constantNode())
 		}
 	}
 	return nil
@@ -515,7 +607,7 @@ func (b *bound) bindTypedNulls(ctx context.Context, conn *engine.Conn) ([]engine
 			p.duck = nt
 		}
 		for _, x := range nodes[i+1] {
-			replaceNode(x, p.constantNode())
+			replaceParam(x, p.constantNode())
 		}
 	}
 	doc, err := b.ast.document()
