@@ -193,3 +193,159 @@ func paramBatch(t testing.TB, args []any) arrow.RecordBatch {
 	}
 	return rec
 }
+
+// TestNullAndNullStringPartitions: NULL and a value whose partition path
+// is also "null" (the string 'null', a truncate(4) of 'nullx', the bytes
+// whose base64 is "null") are different partitions for every write path
+// (INSERT … VALUES, INSERT … SELECT, bulk ingest): IS NULL finds the NULL
+// rows through icefloe and through pyiceberg's scan of the metadata, and
+// UPDATE and DELETE … WHERE … IS NULL reach them.
+func TestNullAndNullStringPartitions(t *testing.T) {
+	dir := t.TempDir()
+	s := StartCluster(t, Workers(2), DataDir(dir))
+	cnxn := adbcConn(t, s.Addr())
+	py := startPyScanner(t, dir)
+	execUpdate(t, cnxn, "CREATE TABLE nsrc (id BIGINT NOT NULL, s VARCHAR, b BLOB, v INTEGER)")
+	execUpdate(t, cnxn, `INSERT INTO nsrc VALUES (1, 'null', '\x9E\xE9\x65'::BLOB, 0), (2, NULL, NULL, 0),
+		(3, 'nullx', '\x9E\xE9\x65\x00'::BLOB, 0), (4, NULL, NULL, 0), (5, 'nul', 'x'::BLOB, 0)`)
+	specs := []struct {
+		by          string
+		col         string
+		eq          string // the value whose path is "null", in SQL
+		pyEq        any    // and in pyiceberg's filter
+		nulls, eqID string
+	}{
+		{"s", "s", "'null'", "null", "2,4", "1"},
+		{"truncate(4, s)", "s", "'nullx'", "nullx", "2,4", "3"},
+		{"b", "b", `'\x9E\xE9\x65'::BLOB`, "9ee965", "2,4", "1"},
+		{"truncate(3, b)", "b", `'\x9E\xE9\x65\x00'::BLOB`, "9ee96500", "2,4", "3"},
+		{"s, b", "s", "'null'", "null", "2,4", "1"},
+	}
+	for i, sp := range specs {
+		for _, path := range []string{"values", "select", "ingest"} {
+			name := fmt.Sprintf("np%d_%s", i, path)
+			t.Run(name, func(t *testing.T) {
+				execUpdate(t, cnxn, "CREATE TABLE "+name+" (id BIGINT NOT NULL, s VARCHAR, b BLOB, v INTEGER) PARTITIONED BY ("+sp.by+")")
+				switch path {
+				case "values":
+					execUpdate(t, cnxn, `INSERT INTO `+name+` VALUES (1, 'null', '\x9E\xE9\x65'::BLOB, 0), (2, NULL, NULL, 0),
+						(3, 'nullx', '\x9E\xE9\x65\x00'::BLOB, 0), (4, NULL, NULL, 0), (5, 'nul', 'x'::BLOB, 0)`)
+				case "select":
+					execUpdate(t, cnxn, "INSERT INTO "+name+" SELECT * FROM nsrc")
+				case "ingest":
+					rdr := queryReader(t, cnxn, "SELECT * FROM nsrc ORDER BY id")
+					_, err := ingest(t, cnxn, name, adbc.OptionValueIngestModeAppend, rdr)
+					rdr.Release()
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				ids := func(where string) string {
+					t.Helper()
+					res := mustQuery(t, cnxn, "SELECT string_agg(id::VARCHAR, ',' ORDER BY id) FROM "+name+" WHERE "+where)
+					return res.rows[0]
+				}
+				if got := ids(sp.col + " IS NULL"); got != sp.nulls {
+					t.Errorf("%s IS NULL: %s, want %s", sp.col, got, sp.nulls)
+				}
+				if got := ids(sp.col + " = " + sp.eq); got != sp.eqID {
+					t.Errorf("%s = %s: %s, want %s", sp.col, sp.eq, got, sp.eqID)
+				}
+				for _, c := range []struct {
+					filter map[string]any
+					want   string
+				}{
+					{map[string]any{"op": "is_null", "col": sp.col}, sp.nulls},
+					{map[string]any{"op": "eq", "col": sp.col, "v": sp.pyEq}, sp.eqID},
+				} {
+					got, why, err := py.scan(name, c.filter)
+					if err != nil || why != "" {
+						t.Fatalf("pyiceberg %v: %v %s", c.filter, err, why)
+					}
+					if s := joinIDs(got); s != c.want {
+						t.Errorf("pyiceberg %v: ids %s, want %s", c.filter, s, c.want)
+					}
+				}
+				if n := execUpdate(t, cnxn, "UPDATE "+name+" SET v = 1 WHERE "+sp.col+" IS NULL"); n != 2 {
+					t.Errorf("UPDATE … WHERE %s IS NULL: %d rows, want 2", sp.col, n)
+				}
+				if got := ids("v = 1"); got != sp.nulls {
+					t.Errorf("updated rows %s, want %s", got, sp.nulls)
+				}
+				if n := execUpdate(t, cnxn, "DELETE FROM "+name+" WHERE "+sp.col+" IS NULL"); n != 2 {
+					t.Errorf("DELETE … WHERE %s IS NULL: %d rows, want 2", sp.col, n)
+				}
+				if got := ids("true"); got != "1,3,5" {
+					t.Errorf("after the DELETE: %s, want 1,3,5", got)
+				}
+			})
+		}
+	}
+}
+
+// queryReader runs q through ADBC and returns its stream; the caller
+// releases it.
+func queryReader(t testing.TB, cnxn adbc.Connection, q string) array.RecordReader {
+	t.Helper()
+	stmt := newStatement(t, cnxn, q)
+	t.Cleanup(func() { stmt.Close() })
+	rdr, _, err := stmt.ExecuteQuery(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return rdr
+}
+
+func joinIDs(ids []int64) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = fmt.Sprint(id)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestNullAndNullStringPartitionDeletes: a merge-on-read DELETE whose
+// rows are in the NULL partition and in the 'null' one (whose paths are
+// the same) deletes both, with positional deletes and with equality
+// deletes, and pyiceberg reads the rows that are left.
+func TestNullAndNullStringPartitionDeletes(t *testing.T) {
+	dir := t.TempDir()
+	s := StartCluster(t, Workers(2), DataDir(dir))
+	cnxn := adbcConn(t, s.Addr())
+	py := startPyScanner(t, dir)
+	for _, kind := range []string{"positional", "equality"} {
+		for _, by := range []string{"s", "truncate(4, s)"} {
+			name := fmt.Sprintf("nd_%s_%d", kind, len(by))
+			t.Run(name, func(t *testing.T) {
+				props := "'format-version' = '2', 'write.delete.mode' = 'merge-on-read'"
+				if kind == "equality" {
+					props += ", 'icefloe.delete-kind' = 'equality'"
+				}
+				execUpdate(t, cnxn, "CREATE TABLE "+name+" (id BIGINT NOT NULL, s VARCHAR) PARTITIONED BY ("+by+") WITH ("+props+")")
+				if kind == "equality" {
+					execUpdate(t, cnxn, "ALTER TABLE "+name+" SET IDENTIFIER FIELDS id")
+				}
+				execUpdate(t, cnxn, "INSERT INTO "+name+" VALUES (1, 'null'), (2, 'null'), (3, NULL), (4, NULL), (5, 'x')")
+				if n := execUpdate(t, cnxn, "DELETE FROM "+name+" WHERE id IN (1, 3)"); n != 2 {
+					t.Fatalf("DELETE counted %d rows, want 2", n)
+				}
+				wantRows(t, cnxn, "SELECT id FROM "+name, "2", "4", "5")
+				for _, c := range []struct {
+					filter map[string]any
+					want   string
+				}{
+					{map[string]any{"op": "is_null", "col": "s"}, "4"},
+					{map[string]any{"op": "not_null", "col": "s"}, "2,5"},
+				} {
+					got, why, err := py.scan(name, c.filter)
+					if err != nil || why != "" {
+						t.Fatalf("pyiceberg %v: %v %s", c.filter, err, why)
+					}
+					if s := joinIDs(got); s != c.want {
+						t.Errorf("pyiceberg %v: ids %s, want %s", c.filter, s, c.want)
+					}
+				}
+			})
+		}
+	}
+}

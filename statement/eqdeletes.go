@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -67,6 +68,11 @@ func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt
 		return 0, err == nil, nil
 	}
 	if unique, err := keysSelectOnly(ctx, read, recs, keys, n); err != nil || !unique {
+		return 0, false, nil
+	}
+	// iceberg-go's writer would put the deletes of the NULL partition and
+	// of one whose path is also "null" in one file (icemeta.RowsNeedLanes).
+	if mixed, err := icemeta.RowsNeedLanes(tbl, recs); err != nil || mixed {
 		return 0, false, nil
 	}
 	if d := planner.DryRunOf(ctx); d != nil {

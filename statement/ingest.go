@@ -326,7 +326,7 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 // used when no worker is live.
 func ingestLocal(ctx context.Context, tgt *planner.WriteTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*writeResults, error) {
 	res := &writeResults{}
-	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, id, table.WithMaxWriteWorkers(1)) {
 		if err != nil {
 			return res, err
 		}

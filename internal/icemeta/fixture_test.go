@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/conform"
@@ -167,12 +168,15 @@ func (f *fixture) write(tbl *table.Table, corrected bool, opts []table.WriteReco
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	seq := table.WriteRecords
+	// WriteRecords starts reading rows when called: call one of them.
+	var seq iter.Seq2[iceberg.DataFile, error]
 	if corrected {
-		seq = Write
+		seq = Write(f.ctx, tbl, target, f.rows(tbl, queries...), uuid.New(), opts...)
+	} else {
+		seq = table.WriteRecords(f.ctx, tbl, target, f.rows(tbl, queries...), opts...)
 	}
 	var out []iceberg.DataFile
-	for df, err := range seq(f.ctx, tbl, target, f.rows(tbl, queries...), opts...) {
+	for df, err := range seq {
 		if err != nil {
 			f.t.Fatalf("write: %v", err)
 		}

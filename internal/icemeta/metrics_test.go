@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 )
 
 // bound decodes df's lower or upper bound of column name ("" = none).
@@ -315,7 +316,7 @@ func TestWriteLosesNoRows(t *testing.T) {
 	for range 10 {
 		var rows int64
 		var werr error
-		for df, err := range Write(f.ctx, tbl, target, f.rows(tbl, q)) {
+		for df, err := range Write(f.ctx, tbl, target, f.rows(tbl, q), uuid.New()) {
 			if err != nil {
 				werr = err
 				break
