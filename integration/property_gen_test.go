@@ -174,7 +174,9 @@ func (v propValue) literal(typ string) string {
 		return "NULL::" + typ
 	}
 	if v.nested {
-		return "CAST(" + v.text + " AS " + typ + ")"
+		// Postfix, so that the literal's commas are the only ones a SET
+		// list or VALUES sees: none inside parentheses.
+		return v.text + "::" + typ
 	}
 	return "CAST(" + sqlString(v.text) + " AS " + typ + ")"
 }

@@ -74,9 +74,13 @@ func TestProperty(t *testing.T) {
 		}
 		pe.check(r, tbl)
 	}
-	t.Logf("seed %d: %d tables, %d SQL filters x %d configurations (%d queries), %d pyiceberg row filters, %d mismatches, in %s",
-		seed, pe.stats.tables, pe.stats.sql, len(pe.env.configs), pe.stats.sql*len(pe.env.configs), pe.stats.py, pe.stats.mismatches,
+	t.Logf("seed %d: %d tables, %d SQL filters and %d queries with parameters x %d configurations (%d queries), %d pyiceberg row filters, %d mismatches, in %s",
+		seed, pe.stats.tables, pe.stats.sql, pe.stats.params, len(pe.env.configs), (pe.stats.sql+pe.stats.params)*len(pe.env.configs), pe.stats.py, pe.stats.mismatches,
 		time.Since(start).Round(time.Second))
+	if pe.stats.params > 0 && pe.stats.paramsAnswered == 0 {
+		t.Errorf("the reference answered none of the %d queries with parameters", pe.stats.params)
+	}
+	t.Logf("queries with parameters the reference answered: %d of %d runs", pe.stats.paramsAnswered, pe.stats.params*len(pe.env.configs))
 	for _, why := range slices.Sorted(maps.Keys(pe.stats.pySkipped)) {
 		t.Logf("pyiceberg cases not run: %d: %s", pe.stats.pySkipped[why], why)
 	}
@@ -104,8 +108,9 @@ type propEnv struct {
 	py    *pyScanner
 	seq   int
 	stats struct {
-		tables, sql, py, mismatches int
-		pySkipped                   map[string]int // pyiceberg cases not run, by reason
+		tables, sql, params, py, mismatches int
+		paramsAnswered                      int            // runs of a query with parameters the reference answered
+		pySkipped                           map[string]int // pyiceberg cases not run, by reason
 	}
 }
 
@@ -257,6 +262,7 @@ func (pe *propEnv) check(r *rand.Rand, tbl *propTable) {
 			}
 		}
 	}
+	pe.checkParams(r, tbl)
 	if why := pe.pyUnreadable(tbl); why != "" {
 		pe.stats.pySkipped[why] += 4
 		return
@@ -268,6 +274,27 @@ func (pe *propEnv) check(r *rand.Rand, tbl *propTable) {
 			js, _ := json.Marshal(pf.tree)
 			pe.report(tbl, "pyiceberg row filter "+string(js), d, "SELECT id FROM %s WHERE "+pf.sql,
 				func(c *propTable, name string) string { return pe.pyMismatch(name, pf) })
+		}
+	}
+}
+
+// checkParams runs generated queries with parameters (genParamQuery)
+// over tbl on every configuration.
+func (pe *propEnv) checkParams(r *rand.Rand, tbl *propTable) {
+	for range 4 {
+		q, params := genParamQuery(r, tbl)
+		if q == "" {
+			return
+		}
+		pe.stats.params++
+		// The query over another table name, for the shrunk tables.
+		tmpl := strings.ReplaceAll(strings.ReplaceAll(q, "%", "%%"), tbl.name, "%[1]s")
+		for _, cfg := range pe.env.configs {
+			if d := pe.paramMismatch(cfg, q, params); d != "" {
+				pe.report(tbl, fmt.Sprintf("configuration %s, parameters %s", cfg.name, strings.Join(literals(params), ", ")), d, tmpl,
+					func(c *propTable, name string) string { return pe.paramMismatch(cfg, fmt.Sprintf(tmpl, name), params) })
+				break
+			}
 		}
 	}
 }
