@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/icefloe/icefloe/internal/engine"
 )
@@ -71,6 +73,9 @@ func TestProperty(t *testing.T) {
 		pe.stats.tables++
 		if testing.Verbose() {
 			t.Logf("table %d: %s; %s, %d rows in %d commits", i, tbl.ddl(), tbl.path, len(tbl.rows), min(tbl.commits, len(tbl.rows)))
+			if used := pe.layouts[tbl.name]; len(used) > 0 {
+				t.Logf("  sent as %s", strings.Join(slices.Compact(slices.Sorted(slices.Values(used))), ", "))
+			}
 		}
 		pe.check(r, tbl)
 	}
@@ -107,7 +112,10 @@ type propEnv struct {
 	ref   *engine.Conn
 	py    *pyScanner
 	seq   int
-	stats struct {
+	// layouts are the Arrow layouts the last bulk ingest into each table
+	// sent its columns in ("c1 as string_view").
+	layouts map[string][]string
+	stats   struct {
 		tables, sql, params, py, mismatches int
 		paramsAnswered                      int            // runs of a query with parameters the reference answered
 		pySkipped                           map[string]int // pyiceberg cases not run, by reason
@@ -119,6 +127,7 @@ func startPropEnv(t *testing.T) *propEnv {
 	ref := referenceConn(t, env.s.Mounts, nil) // filled by create, not from the catalog
 	pe := &propEnv{t: t, env: env, write: adbcConn(t, env.s.Addr()), ref: ref, py: startPyScanner(t, env.dataDir)}
 	pe.stats.pySkipped = map[string]int{}
+	pe.layouts = map[string][]string{}
 	return pe
 }
 
@@ -190,21 +199,43 @@ func (pe *propEnv) statements(tbl *propTable, name string) []string {
 	return out
 }
 
-// ingest bulk-ingests the rows of tbl into name, one DoPut per commit,
-// as the reference's Arrow batches of them (what a client holding the
-// same rows sends).
+// ingest bulk-ingests the rows of tbl into name, one DoPut per commit
+// (and reference batch), as the reference's Arrow batches of them with
+// columns in other layouts of their types (relayout): what a client
+// holding the same rows sends.
 func (pe *propEnv) ingest(tbl *propTable, name string) error {
 	ctx := context.Background()
+	pe.layouts[name] = nil
 	for _, chunk := range splitRows(tbl.rows, tbl.commits) {
 		q := fmt.Sprintf("SELECT * FROM %s WHERE id BETWEEN %s AND %s ORDER BY id", name, chunk[0][0].text, chunk[len(chunk)-1][0].text)
 		rdr, err := pe.ref.Query(ctx, q, engine.QueryOptions{})
 		if err != nil {
 			return fmt.Errorf("reference: %s: %v", q, err)
 		}
-		_, err = ingest(pe.t, pe.write, name, adbc.OptionValueIngestModeAppend, rdr)
+		for rdr.Next() {
+			rec, used, err := relayout(ctx, func(col int) *rand.Rand { return layoutRand(tbl.name, col) }, rdr.RecordBatch())
+			if err != nil {
+				rdr.Release()
+				return fmt.Errorf("relayout: %v", err)
+			}
+			pe.layouts[name] = append(pe.layouts[name], used...)
+			one, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+			rec.Release()
+			if err != nil {
+				rdr.Release()
+				return err
+			}
+			_, err = ingest(pe.t, pe.write, name, adbc.OptionValueIngestModeAppend, one)
+			one.Release()
+			if err != nil {
+				rdr.Release()
+				return fmt.Errorf("bulk ingest into %s (%s): %v", name, strings.Join(pe.layouts[name], ", "), err)
+			}
+		}
+		err = rdr.Err()
 		rdr.Release()
 		if err != nil {
-			return fmt.Errorf("bulk ingest into %s: %v", name, err)
+			return fmt.Errorf("reference: %s: %v", q, err)
 		}
 	}
 	return nil
@@ -218,6 +249,9 @@ func (pe *propEnv) script(tbl *propTable, name string) string {
 	for _, q := range pe.statements(tbl, name) {
 		if q == ingestMarker {
 			fmt.Fprintf(&b, "-- the rows of the bulk ingest (ADBC adbc_ingest, mode append, %d DoPut):\n", min(tbl.commits, len(tbl.rows)))
+			if used := slices.Compact(slices.Sorted(slices.Values(pe.layouts[name]))); len(used) > 0 {
+				fmt.Fprintf(&b, "-- sent with columns in other Arrow layouts: %s\n", strings.Join(used, ", "))
+			}
 			for _, ins := range tbl.inserts(name, tbl.commits) {
 				fmt.Fprintf(&b, "--   %s;\n", ins)
 			}
