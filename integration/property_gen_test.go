@@ -246,10 +246,15 @@ func (u propUpdate) sql(name string) string {
 	return fmt.Sprintf("UPDATE %s SET %s = %s WHERE id %% %d = %d", name, u.col, u.lit, u.mod, u.rem)
 }
 
-// merge is the same change as a MERGE of table name with itself.
-func (u propUpdate) merge(name string) string {
-	return fmt.Sprintf("MERGE INTO %[1]s USING (SELECT id FROM %[1]s) AS s ON %[1]s.id = s.id WHEN MATCHED AND s.id %% %[2]d = %[3]d THEN UPDATE SET %[4]s = %[5]s",
-		name, u.mod, u.rem, u.col, u.lit)
+// merge is the same change as a MERGE into table name from the VALUES of
+// its rows' ids.
+func (u propUpdate) merge(name string, ids []string) string {
+	vals := make([]string, len(ids))
+	for i, id := range ids {
+		vals[i] = "(" + id + "::BIGINT)"
+	}
+	return fmt.Sprintf("MERGE INTO %[1]s USING (VALUES %[6]s) AS s(id) ON %[1]s.id = s.id WHEN MATCHED AND s.id %% %[2]d = %[3]d THEN UPDATE SET %[4]s = %[5]s",
+		name, u.mod, u.rem, u.col, u.lit, strings.Join(vals, ", "))
 }
 
 // genTable makes table number n of seed-stream r.

@@ -187,8 +187,12 @@ func (pe *propEnv) statements(tbl *propTable, name string) []string {
 		}
 		out = append(out, fmt.Sprintf("MERGE INTO %[1]s USING (SELECT %[2]s::BIGINT AS id) AS s ON %[1]s.id = s.id WHEN NOT MATCHED THEN INSERT VALUES (%[3]s)",
 			name, last[0].text, strings.Join(vals, ", ")))
+		ids := make([]string, len(tbl.rows))
+		for i, row := range tbl.rows {
+			ids[i] = row[0].text
+		}
 		for _, u := range tbl.updates {
-			out = append(out, u.merge(name))
+			out = append(out, u.merge(name, ids))
 		}
 		return out
 	}
