@@ -125,29 +125,13 @@ func toLayout(ctx context.Context, mem memory.Allocator, r *rand.Rand, a arrow.A
 	case "string_view":
 		// Built, not cast: arrow-go v18.8's cast to a view makes an array
 		// its IPC writer fails on (a nil pointer).
-		b := array.NewStringViewBuilder(mem)
-		defer b.Release()
 		s := a.(*array.String)
-		for i := range s.Len() {
-			if s.IsNull(i) {
-				b.AppendNull()
-			} else {
-				b.Append(s.Value(i))
-			}
-		}
-		return b.NewArray(), name, nil
+		b := array.NewStringViewBuilder(mem)
+		return buildView(a, b, func(i int) { b.Append(s.Value(i)) }), name, nil
 	case "binary_view":
-		b := array.NewBinaryViewBuilder(mem)
-		defer b.Release()
 		s := a.(*array.Binary)
-		for i := range s.Len() {
-			if s.IsNull(i) {
-				b.AppendNull()
-			} else {
-				b.Append(s.Value(i))
-			}
-		}
-		return b.NewArray(), name, nil
+		b := array.NewBinaryViewBuilder(mem)
+		return buildView(a, b, func(i int) { b.Append(s.Value(i)) }), name, nil
 	case "large_string":
 		return cast(arrow.BinaryTypes.LargeString)
 	case "large_binary":
@@ -239,6 +223,20 @@ func toLayout(ctx context.Context, mem memory.Allocator, r *rand.Rand, a arrow.A
 		return array.MakeFromData(data), name, nil
 	}
 	return nil, "", fmt.Errorf("no layout %s", name)
+}
+
+// buildView is a's values appended to b (appendAt appends row i), which
+// it releases.
+func buildView(a arrow.Array, b array.Builder, appendAt func(i int)) arrow.Array {
+	defer b.Release()
+	for i := range a.Len() {
+		if a.IsNull(i) {
+			b.AppendNull()
+		} else {
+			appendAt(i)
+		}
+	}
+	return b.NewArray()
 }
 
 // narrowDecimal is a as decimal32 or decimal64 of the same precision and

@@ -96,15 +96,7 @@ func (pe *propEnv) paramMismatch(cfg *diffConfig, q string, params []propParam) 
 		pe.stats.paramsAnswered++
 	}
 	got, err := pe.clusterParams(cfg, q, params)
-	switch {
-	case wantErr != nil && err != nil:
-		return ""
-	case wantErr != nil:
-		return fmt.Sprintf("reference failed (%v) but the cluster answered %d rows", wantErr, len(got.rows))
-	case err != nil:
-		return fmt.Sprintf("cluster error: %v", err)
-	}
-	return diffResults(got, want, false)
+	return diffOutcomes(got, err, want, wantErr, false)
 }
 
 // literals are the params as SQL.

@@ -59,6 +59,14 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{t: t, ctx: ctx, cat: cat, conn: conn}
 }
 
+// identitySpec partitions by the identity of column name.
+func identitySpec(name string) func(*iceberg.Schema) iceberg.PartitionSpec {
+	return func(s *iceberg.Schema) iceberg.PartitionSpec {
+		fld, _ := s.FindFieldByName(name)
+		return iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{fld.ID}, FieldID: 1000, Name: name, Transform: iceberg.IdentityTransform{}})
+	}
+}
+
 // table creates a table of columns "name TYPE; …" (Iceberg types by their
 // DuckDB names) partitioned by spec, with properties props.
 func (f *fixture) table(cols string, spec func(*iceberg.Schema) iceberg.PartitionSpec, props iceberg.Properties) *table.Table {

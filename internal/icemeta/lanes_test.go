@@ -432,11 +432,7 @@ func TestLaneUUID(t *testing.T) {
 // midway, ends every goroutine it started and reports the rows' error.
 func TestWriteLanesEnd(t *testing.T) {
 	f := newFixture(t)
-	spec := func(s *iceberg.Schema) iceberg.PartitionSpec {
-		fld, _ := s.FindFieldByName("s")
-		return iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{fld.ID}, FieldID: 1000, Name: "s", Transform: iceberg.IdentityTransform{}})
-	}
-	tbl := f.table("id BIGINT; s VARCHAR", spec, nil)
+	tbl := f.table("id BIGINT; s VARCHAR", identitySpec("s"), nil)
 	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		t.Fatal(err)
