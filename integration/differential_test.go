@@ -573,6 +573,12 @@ func diffResults(got, want typedResult, ordered bool) string {
 // per query by the caller) and returns a description of any mismatch.
 func (cfg *diffConfig) check(q string, ordered bool, want typedResult, wantErr error) string {
 	got, err := runCluster(cfg.cnxn, q)
+	return diffOutcomes(got, err, want, wantErr, ordered)
+}
+
+// diffOutcomes compares the cluster's answer (or error) with the
+// reference's: both failing is agreement.
+func diffOutcomes(got typedResult, err error, want typedResult, wantErr error, ordered bool) string {
 	switch {
 	case wantErr != nil && err != nil:
 		return ""

@@ -18,9 +18,15 @@ import (
 type propType struct {
 	sql        string   // the DuckDB type
 	kind       fuzzKind // for the filter generator
-	edges      []string // edge values, as text DuckDB casts to the type
+	edges      []string // edge values, as text DuckDB casts to the type (nested: literals)
 	ordinary   func(r *rand.Rand) string
 	transforms []string // partition transforms that take it
+	// nested types' values are SQL literals (lists, structs, maps), not
+	// text to cast: every statement that takes values gets them as written.
+	nested bool
+	// collide are values whose partition path is also NULL's ("null"),
+	// for strings and binaries (see internal/icemeta/lanes.go).
+	collide []string
 }
 
 var a15 = strings.Repeat("a", 15)
@@ -37,10 +43,10 @@ var propTypes = []propType{
 	{sql: "BIGINT", kind: kInt, edges: []string{"-9223372036854775808", "9223372036854775807", "0", "-1"},
 		ordinary:   func(r *rand.Rand) string { return strconv.Itoa(r.IntN(2001) - 1000) },
 		transforms: []string{"identity", "bucket", "truncate"}},
-	{sql: "FLOAT", kind: kFloat, edges: []string{"NaN", "NaN", "NaN", "-0.0", "0.0", "Infinity", "-Infinity", "3.4028234663852886e38", "-3.4028234663852886e38", "1.401298464324817e-45"},
+	{sql: "FLOAT", kind: kFloat, edges: []string{"NaN", "NaN", "NaN", "-0.0", "0.0", "Infinity", "-Infinity", "3.4028234663852886e38", "-3.4028234663852886e38", "1.401298464324817e-45", "7.0", "1e15"},
 		ordinary:   func(r *rand.Rand) string { return strconv.FormatFloat(float64(r.IntN(81)-40)/4, 'g', -1, 64) },
 		transforms: []string{"identity"}},
-	{sql: "DOUBLE", kind: kFloat, edges: []string{"NaN", "NaN", "NaN", "-0.0", "0.0", "Infinity", "-Infinity", "1.7976931348623157e308", "-1.7976931348623157e308", "5e-324"},
+	{sql: "DOUBLE", kind: kFloat, edges: []string{"NaN", "NaN", "NaN", "-0.0", "0.0", "Infinity", "-Infinity", "1.7976931348623157e308", "-1.7976931348623157e308", "5e-324", "7.0", "100.0", "1e15"},
 		ordinary:   func(r *rand.Rand) string { return strconv.FormatFloat(float64(r.IntN(81)-40)/4, 'g', -1, 64) },
 		transforms: []string{"identity"}},
 	decimalType(9, 2), decimalType(18, 0), decimalType(38, 10),
@@ -60,7 +66,8 @@ var propTypes = []propType{
 	{sql: "TIMESTAMPTZ", kind: kTs, edges: []string{"0001-01-01 00:00:00+00", "9999-12-31 23:59:59.999999+00", "1970-01-01 00:00:00+00", "1969-12-31 23:59:59.999999+00"},
 		ordinary:   func(r *rand.Rand) string { return ordinaryTS(r).Format("2006-01-02 15:04:05.999999") + "+00" },
 		transforms: append(slices.Clone(temporalTransforms), "hour")},
-	{sql: "VARCHAR", kind: kStr, edges: []string{"", "", "a", a15 + "éxyz", a15 + "𝄞z", a15 + "\U0010FFFFz", strings.Repeat("\U0010FFFF", 17), a15 + "\uD7FFz", "a%b", "a_b", "it's", "ü", strings.Repeat("z", 4100)},
+	{sql: "VARCHAR", kind: kStr, edges: []string{"", "", "a", a15 + "éxyz", a15 + "𝄞z", a15 + "\U0010FFFFz", strings.Repeat("\U0010FFFF", 17), a15 + "\uD7FFz", "a%b", "a_b", "it's", "ü", strings.Repeat("z", 4100),
+		"null", "nullx", "NULL", "a b", "a+b", "a%20b", "a%2Bb", "a/b", "a=b"},
 		ordinary: func(r *rand.Rand) string {
 			parts := []string{"a", "b", "ab", "é", "日本", "z", "%", "_", " "}
 			var b strings.Builder
@@ -69,13 +76,14 @@ var propTypes = []propType{
 			}
 			return b.String()
 		},
-		transforms: []string{"identity", "bucket", "truncate"}},
+		transforms: []string{"identity", "bucket", "truncate"},
+		collide:    []string{"null", "nullx", "null"}},
 	{sql: "UUID", kind: kOther, edges: []string{"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff", "80000000-0000-0000-0000-000000000000", "7fffffff-ffff-ffff-ffff-ffffffffffff"},
 		ordinary: func(r *rand.Rand) string {
 			return fmt.Sprintf("%08x-0000-4000-8000-%012x", r.Uint32()>>uint(r.IntN(32)), r.IntN(4))
 		},
 		transforms: []string{"identity", "bucket"}},
-	{sql: "BLOB", kind: kOther, edges: []string{"", `\x00`, strings.Repeat(`\xFF`, 17), `\x00\xFF`, `\x7F\x80`},
+	{sql: "BLOB", kind: kOther, edges: []string{"", `\x00`, strings.Repeat(`\xFF`, 17), `\x00\xFF`, `\x7F\x80`, `\x9E\xE9\x65`, `\x9E\xE9\x65\x00`},
 		ordinary: func(r *rand.Rand) string {
 			var b strings.Builder
 			for n := r.IntN(4); n > 0; n-- {
@@ -83,7 +91,36 @@ var propTypes = []propType{
 			}
 			return b.String()
 		},
-		transforms: []string{"identity", "bucket", "truncate"}},
+		transforms: []string{"identity", "bucket", "truncate"},
+		collide:    []string{`\x9E\xE9\x65`, `\x9E\xE9\x65\x00`, `\x9E\xE9\x65\x9E`}},
+	// Nested types: written as literals in INSERT … VALUES, UPDATE SET and
+	// MERGE, with strings that hold brackets, commas, quotes and keywords.
+	{sql: "INTEGER[]", kind: kOther, nested: true, edges: []string{"[]", "[NULL]", "[1, 2]", "[-2147483648, 2147483647]", "[[1, 2][1]]"},
+		ordinary: func(r *rand.Rand) string { return intList(r) }},
+	{sql: "VARCHAR[]", kind: kOther, nested: true, edges: []string{"[]", "['a, b', ']', '[', 'it''s']", "['{', '}', 'WHERE x = 1', NULL]", "[x FOR x IN ['p', 'q']]"},
+		ordinary: func(r *rand.Rand) string {
+			return "['" + string(rune('a'+r.IntN(3))) + "', '" + []string{",", "]", "[", " "}[r.IntN(4)] + "']"
+		}},
+	{sql: "STRUCT(a INTEGER, b VARCHAR)", kind: kOther, nested: true, edges: []string{"{'a': 1, 'b': 'x, y'}", "{'a': NULL, 'b': ']'}", "{a: 7, b: 'when, then'}", "{'a': -1, 'b': '{''}'}", "row(3, 'r')"},
+		ordinary: func(r *rand.Rand) string {
+			return fmt.Sprintf("{'a': %d, 'b': '%s'}", r.IntN(9), []string{"x", ",", "[", "} {"}[r.IntN(4)])
+		}},
+	{sql: "MAP(VARCHAR, INTEGER)", kind: kOther, nested: true, edges: []string{"MAP {}", "MAP {'a': 1, 'b, c': 2}", "MAP {'[': NULL}", "map_from_entries([('k', 3)])"},
+		ordinary: func(r *rand.Rand) string { return fmt.Sprintf("MAP {'%c': %d}", 'a'+r.IntN(3), r.IntN(9)) }},
+	{sql: "STRUCT(l INTEGER[], m MAP(VARCHAR, VARCHAR[]))", kind: kOther, nested: true,
+		edges: []string{"{'l': [1, 2], 'm': MAP {'x': ['a, b']}}", "{'l': NULL, 'm': MAP {}}", "{'l': [], 'm': NULL}"},
+		ordinary: func(r *rand.Rand) string {
+			return fmt.Sprintf("{'l': %s, 'm': MAP {'k': ['%d']}}", intList(r), r.IntN(9))
+		}},
+}
+
+// intList is a list literal of a few small integers.
+func intList(r *rand.Rand) string {
+	vals := make([]string, r.IntN(4))
+	for i := range vals {
+		vals[i] = strconv.Itoa(r.IntN(21) - 10)
+	}
+	return "[" + strings.Join(vals, ", ") + "]"
 }
 
 var fragileTypes = []string{"VARCHAR", "BLOB", "DOUBLE", "FLOAT", "VARCHAR"}
@@ -126,14 +163,20 @@ func ordinaryTS(r *rand.Rand) time.Time {
 
 // propValue is one cell: its text, or NULL.
 type propValue struct {
-	text string
-	null bool
+	text   string
+	null   bool
+	nested bool // text is a SQL literal (a list, struct or map)
 }
 
 // literal is the SQL of a value of type typ.
 func (v propValue) literal(typ string) string {
 	if v.null {
 		return "NULL::" + typ
+	}
+	if v.nested {
+		// Postfix, so that the literal's commas are the only ones a SET
+		// list or VALUES sees: none inside parentheses.
+		return v.text + "::" + typ
 	}
 	return "CAST(" + sqlString(v.text) + " AS " + typ + ")"
 }
@@ -172,9 +215,10 @@ const (
 	viaCTAS         writePath = "CREATE TABLE … AS SELECT"
 	viaIngest       writePath = "bulk ingest"
 	viaUpdate       writePath = "INSERT … VALUES, then UPDATE"
+	viaMerge        writePath = "INSERT … VALUES and MERGE … INSERT VALUES, then MERGE … UPDATE SET"
 )
 
-var writePaths = []writePath{viaValues, viaInsertSelect, viaCTAS, viaIngest, viaUpdate}
+var writePaths = []writePath{viaValues, viaInsertSelect, viaCTAS, viaIngest, viaUpdate, viaMerge}
 
 // propTable is a generated table: columns (after id BIGINT NOT NULL),
 // partition fields, format version, write path, rows (each starting with
@@ -187,7 +231,30 @@ type propTable struct {
 	path    writePath
 	rows    [][]propValue // rows[i][0] is the id
 	commits int
-	updates []string // SET … WHERE …, without "UPDATE name"
+	updates []propUpdate // of viaUpdate and viaMerge
+}
+
+// propUpdate is one UPDATE of a generated table: SET col = lit where the
+// id is rem modulo mod.
+type propUpdate struct {
+	col, lit string
+	mod, rem int
+}
+
+// sql is the UPDATE of table name.
+func (u propUpdate) sql(name string) string {
+	return fmt.Sprintf("UPDATE %s SET %s = %s WHERE id %% %d = %d", name, u.col, u.lit, u.mod, u.rem)
+}
+
+// merge is the same change as a MERGE into table name from the VALUES of
+// its rows' ids.
+func (u propUpdate) merge(name string, ids []string) string {
+	vals := make([]string, len(ids))
+	for i, id := range ids {
+		vals[i] = "(" + id + "::BIGINT)"
+	}
+	return fmt.Sprintf("MERGE INTO %[1]s USING (VALUES %[6]s) AS s(id) ON %[1]s.id = s.id WHEN MATCHED AND s.id %% %[2]d = %[3]d THEN UPDATE SET %[4]s = %[5]s",
+		name, u.mod, u.rem, u.col, u.lit, strings.Join(vals, ", "))
 }
 
 // genTable makes table number n of seed-stream r.
@@ -212,6 +279,9 @@ func genTable(r *rand.Rand, name string, path writePath) *propTable {
 		if k == 1 && r.IntN(2) == 0 {
 			c = t.cols[0]
 		}
+		if len(c.typ.transforms) == 0 {
+			continue // a nested type is no partition source
+		}
 		tr := c.typ.transforms[r.IntN(len(c.typ.transforms))]
 		if used[c.name] || c.typ.kind == kDec && tr != "bucket" && decimals > 0 {
 			continue
@@ -226,7 +296,7 @@ func genTable(r *rand.Rand, name string, path writePath) *propTable {
 		case "bucket":
 			t.parts = append(t.parts, fmt.Sprintf("bucket(%d, %s)", []int{1, 3, 16}[r.IntN(3)], c.name))
 		case "truncate":
-			t.parts = append(t.parts, fmt.Sprintf("truncate(%d, %s)", []int{1, 2, 4, 16}[r.IntN(4)], c.name))
+			t.parts = append(t.parts, fmt.Sprintf("truncate(%d, %s)", []int{1, 2, 3, 4, 16}[r.IntN(5)], c.name))
 		default:
 			t.parts = append(t.parts, fmt.Sprintf("%s(%s)", tr, c.name))
 		}
@@ -235,28 +305,39 @@ func genTable(r *rand.Rand, name string, path writePath) *propTable {
 	for i := range nrows {
 		row := []propValue{{text: strconv.Itoa(i + 1)}}
 		for _, c := range t.cols {
-			v := genValue(r, c.typ)
-			// An identity partition value is a directory name: one over
-			// the file system's 255 bytes cannot be written (the write
-			// fails), so such columns keep their values short.
-			for slices.Contains(t.parts, c.name) && len(v.text) > 64 {
-				v = genValue(r, c.typ)
-			}
-			row = append(row, v)
+			row = append(row, genPartValue(r, c, t.parts))
 		}
 		t.rows = append(t.rows, row)
 	}
-	if path == viaUpdate {
+	if path == viaUpdate || path == viaMerge {
 		for k := 1 + r.IntN(2); k > 0; k-- {
 			c := t.cols[r.IntN(len(t.cols))]
-			v := genValue(r, c.typ)
-			for slices.Contains(t.parts, c.name) && len(v.text) > 64 {
-				v = genValue(r, c.typ)
-			}
-			t.updates = append(t.updates, fmt.Sprintf("SET %s = %s WHERE id %% %d = %d", c.name, v.literal(c.typ.sql), 2+r.IntN(2), r.IntN(2)))
+			v := genPartValue(r, c, t.parts)
+			t.updates = append(t.updates, propUpdate{col: c.name, lit: v.literal(c.typ.sql), mod: 2 + r.IntN(2), rem: r.IntN(2)})
 		}
 	}
 	return t
+}
+
+// genPartValue is a value of column c (genValue); when c is a partition
+// source, a third of the time NULL or a value whose partition path is
+// NULL's too, and never one too long to name a directory.
+func genPartValue(r *rand.Rand, c propCol, parts []string) propValue {
+	source := slices.ContainsFunc(parts, func(p string) bool { return propColumn.FindString(p) == c.name })
+	if source && len(c.typ.collide) > 0 && r.IntN(3) == 0 {
+		if r.IntN(3) == 0 {
+			return propValue{null: true}
+		}
+		return propValue{text: c.typ.collide[r.IntN(len(c.typ.collide))]}
+	}
+	v := genValue(r, c.typ)
+	// An identity partition value is a directory name: one over the file
+	// system's 255 bytes cannot be written (the write fails), so such
+	// columns keep their values short.
+	for slices.Contains(parts, c.name) && len(v.text) > 64 {
+		v = genValue(r, c.typ)
+	}
+	return v
 }
 
 // genValue is NULL, an edge value or an ordinary one.
@@ -265,9 +346,9 @@ func genValue(r *rand.Rand, typ *propType) propValue {
 	case x < 15:
 		return propValue{null: true}
 	case x < 55:
-		return propValue{text: typ.edges[r.IntN(len(typ.edges))]}
+		return propValue{text: typ.edges[r.IntN(len(typ.edges))], nested: typ.nested}
 	}
-	return propValue{text: typ.ordinary(r)}
+	return propValue{text: typ.ordinary(r), nested: typ.nested}
 }
 
 // columnsSQL is the column list of the table's CREATE TABLE.
@@ -295,8 +376,14 @@ func (t *propTable) ddl() string {
 // inserts are INSERT … VALUES statements of the rows into name, one per
 // commit.
 func (t *propTable) inserts(name string, commits int) []string {
+	return t.insertsOf(name, t.rows, commits)
+}
+
+// insertsOf are INSERT … VALUES statements of rows (of t) into name, one
+// per commit.
+func (t *propTable) insertsOf(name string, rows [][]propValue, commits int) []string {
 	var out []string
-	for _, chunk := range splitRows(t.rows, commits) {
+	for _, chunk := range splitRows(rows, commits) {
 		rows := make([]string, len(chunk))
 		for i, row := range chunk {
 			vals := make([]string, len(row))
@@ -344,10 +431,10 @@ func (t *propTable) fuzzTable(r *rand.Rand) fuzzTable {
 		}
 		for _, e := range c.typ.edges {
 			if len(e) < 100 {
-				add(propValue{text: e})
+				add(propValue{text: e, nested: c.typ.nested})
 			}
 		}
-		add(propValue{text: c.typ.ordinary(r)})
+		add(propValue{text: c.typ.ordinary(r), nested: c.typ.nested})
 		if c.typ.kind == kStr {
 			likes = []string{"'%'", "'_%'", "''", "'a%'", "'a\\%%' ESCAPE '\\'", "'%b'"}
 			for k := 0; k < 4; k++ {
@@ -408,11 +495,11 @@ func genPyFilter(r *rand.Rand, t *propTable, depth int) pyFilter {
 
 // pyColumns are the columns pyiceberg can filter on: not UUIDs (pyarrow
 // has no comparison kernels for its uuid extension type, and pyiceberg
-// 0.10 compares UUID bounds with bytes).
+// 0.10 compares UUID bounds with bytes), nor nested ones (no filters).
 func (t *propTable) pyColumns() []int {
 	var out []int
 	for i, c := range t.cols {
-		if c.typ.sql != "UUID" {
+		if c.typ.sql != "UUID" && !c.typ.nested {
 			out = append(out, i)
 		}
 	}
@@ -443,6 +530,9 @@ func genPyAtom(r *rand.Rand, t *propTable) pyFilter {
 			// `< Infinity` true for Infinity: compare such columns with
 			// finite values only.
 			inf := c.typ.sql == "FLOAT" && strings.HasSuffix(v.text, "Infinity")
+			// It takes the largest double for its above-max sentinel too:
+			// `= 1.7976931348623157e308` matches no row.
+			inf = inf || c.typ.sql == "DOUBLE" && strings.HasSuffix(v.text, "1.7976931348623157e308")
 			if !v.null && v.text != "NaN" && !inf {
 				return v
 			}

@@ -52,16 +52,11 @@ func ParseUpdate(query string) (*Parser, error) {
 
 // ---- statements ----
 
-// CheckPlacement refuses properties that would place files outside the
-// catalog's warehouse and allowed locations (catalog.PlacesFiles).
+// CheckPlacement is catalog.Mount.CheckPlacement, refused as the
+// planner refuses (ErrRefused).
 func CheckPlacement(mt *catalog.Mount, props iceberg.Properties) error {
-	for _, k := range catalog.SortedKeys(props) {
-		if !catalog.PlacesFiles(k) && !strings.EqualFold(k, catalog.LocationProviderImplKey) {
-			continue
-		}
-		if err := mt.Locations.Check(k, props[k]); err != nil {
-			return fmt.Errorf("%w: %w", ErrRefused, err)
-		}
+	if err := mt.CheckPlacement(props); err != nil {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return nil
 }

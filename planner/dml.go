@@ -234,29 +234,19 @@ func (ps *Parser) updateParts() (updateText, error) {
 		if !ps.AcceptPunct("=") {
 			return u, ps.Unexpected()
 		}
-		from, depth := ps.Pos, 0
-		for ps.Pos < len(ps.toks) {
-			t := ps.toks[ps.Pos]
-			if depth == 0 && (t.IsOp(",") || t.Is("WHERE") || t.Is("FROM") || t.Is("RETURNING")) {
-				break
-			}
-			switch {
-			case t.IsOp("("):
-				depth++
-			case t.IsOp(")"):
-				depth--
-			}
-			ps.Pos++
-		}
-		if ps.Pos == from {
-			return u, ps.Unexpected()
+		// An expression has no comma, WHERE or FROM of its own outside
+		// brackets; dmlParts then has DuckDB confirm that the expressions
+		// read as exactly as many.
+		e, err := ps.exprUntil(",", "WHERE", "FROM", "RETURNING")
+		if err != nil {
+			return u, err
 		}
 		key := strings.ToLower(col)
 		if _, dup := u.set[key]; dup {
 			return u, fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
 		}
 		u.set[key] = len(u.exprs)
-		u.exprs = append(u.exprs, ps.Text(from, ps.Pos-1))
+		u.exprs = append(u.exprs, e)
 		u.order = append(u.order, col)
 		if !ps.AcceptPunct(",") {
 			break
@@ -321,12 +311,8 @@ func (p *Parser) Where(stmt string) (string, error) {
 	depth := 0
 	for j := p.Pos; j < len(p.toks); j++ {
 		t := p.toks[j]
-		switch {
-		case t.IsOp("("):
-			depth++
-		case t.IsOp(")"):
-			depth--
-		case depth == 0 && t.Is("RETURNING"):
+		depth += nesting(t)
+		if depth == 0 && t.Is("RETURNING") {
 			return "", fmt.Errorf("%w: %s … RETURNING", ErrUnsupported, stmt)
 		}
 	}

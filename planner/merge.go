@@ -9,6 +9,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // MERGE INTO target [[AS] t] USING source [[AS] s] ON cond
@@ -282,8 +283,10 @@ func (m *mergeText) expr(ps *Parser, stops ...string) (int, error) {
 }
 
 // exprUntil returns the text from here up to (not including) the first
-// token outside parentheses and CASE … END that is one of stops (keywords
-// or punctuation), or the end; empty text is an error.
+// token outside brackets and CASE … END that is one of stops (keywords or
+// punctuation), or the end, or a closing bracket of an enclosing group;
+// empty text is an error. The tokens are sqltok's, so a bracket, comma or
+// keyword inside a string, quoted name or comment is none.
 func (ps *Parser) exprUntil(stops ...string) (string, error) {
 	from, depth := ps.Pos, 0
 scan:
@@ -297,10 +300,12 @@ scan:
 			}
 		}
 		switch {
-		case t.IsOp("(") || t.Is("CASE"):
+		case t.Is("CASE"):
 			depth++
-		case t.IsOp(")") || t.Is("END"):
+		case t.Is("END"):
 			depth--
+		default:
+			depth += nesting(t)
 		}
 		if depth < 0 {
 			break
@@ -310,6 +315,20 @@ scan:
 		return "", ps.Unexpected()
 	}
 	return ps.Text(from, ps.Pos-1), nil
+}
+
+// nesting is +1 for a token that opens a bracket of DuckDB's grammar
+// (parentheses, a list's [ ], a struct's or map's { }), -1 for one that
+// closes it, 0 for any other: an expression's commas and keywords inside
+// brackets are its own.
+func nesting(t sqltok.Token) int {
+	switch {
+	case t.IsOp("("), t.IsOp("["), t.IsOp("{"):
+		return 1
+	case t.IsOp(")"), t.IsOp("]"), t.IsOp("}"):
+		return -1
+	}
+	return 0
 }
 
 // mergeStatements are the SQL icefloe runs for a MERGE: the copy-on-write

@@ -2,6 +2,8 @@ package planner
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -64,4 +66,72 @@ func TestMergeParts(t *testing.T) {
 			t.Errorf("%s: got %v, want %v mentioning %q", bad.q, err, bad.want, bad.text)
 		}
 	}
+}
+
+// TestSetListNestedLiterals: the expressions of an UPDATE's and a MERGE's
+// SET list, and of a MERGE's VALUES, end at a comma outside every bracket
+// DuckDB's grammar has (parentheses, lists, structs and maps), never at
+// one inside a literal, a string or a quoted name.
+func TestSetListNestedLiterals(t *testing.T) {
+	exprs := []string{
+		"[1, 2]",
+		"{'a': 7, 'b': 'x'}",
+		"MAP {'a': 1, 'b': 2}",
+		"[{'a': [1, 2], 'b': MAP {'k': [3, 4]}}, NULL]",
+		"{a: 1, b: 'when, then'}",
+		"'], {, '' [' || \"odd, name\"",
+		"[x + 1 FOR x IN [1, 2] IF x > 0]",
+		"CASE WHEN l = [1, 2] THEN {'a': 1} ELSE {'a': 2} END",
+		"ARRAY[1, 2][1:1]",
+		"list_value(1, 2) -- a comment, with a comma\n",
+	}
+	var set, vals []string
+	for i, e := range exprs {
+		set = append(set, fmt.Sprintf("c%d = %s", i, e))
+		vals = append(vals, e)
+	}
+	ps, err := ParseUpdate("UPDATE t SET " + strings.Join(set, ", ") + " WHERE l = [1, 2]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := ps.updateParts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(u.exprs, trimmed(exprs)) || u.pred != "l = [1, 2]" {
+		t.Fatalf("UPDATE SET %q WHERE %q", u.exprs, u.pred)
+	}
+	ps, err = ParseUpdate("MERGE INTO t USING s ON t.l = [1, 2] WHEN MATCHED AND s.m = MAP {'a': 1, 'b': 2} THEN UPDATE SET " +
+		strings.Join(set, ", ") + " WHEN NOT MATCHED THEN INSERT VALUES (" + strings.Join(vals, ", ") + ")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ps.mergeParts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.clauses) != 2 {
+		t.Fatalf("%d clauses", len(m.clauses))
+	}
+	if got := m.exprs[m.clauses[0].cond]; got != "s.m = MAP {'a': 1, 'b': 2}" {
+		t.Fatalf("condition %q", got)
+	}
+	for k, c := range m.clauses {
+		var got []string
+		for _, i := range c.exprs {
+			got = append(got, m.exprs[i])
+		}
+		if !slices.Equal(got, trimmed(exprs)) {
+			t.Fatalf("clause %d: %q", k+1, got)
+		}
+	}
+}
+
+// trimmed is exprs as the parser cuts them: up to their last token.
+func trimmed(exprs []string) []string {
+	out := make([]string, len(exprs))
+	for i, e := range exprs {
+		out[i] = strings.TrimSuffix(e, " -- a comment, with a comma\n")
+	}
+	return out
 }

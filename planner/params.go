@@ -1,8 +1,10 @@
 package planner
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -95,15 +97,15 @@ func toParam(arg any) (paramValue, error) {
 	case uint:
 		return typedParam(duckType("UBIGINT"), uint64(v), uint64(v)), nil
 	case float32:
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		if textFloat(float64(v)) {
 			return textParam(duckType("FLOAT"), strconv.FormatFloat(float64(v), 'g', -1, 32)), nil
 		}
-		return typedParam(duckType("FLOAT"), v, v), nil
+		return typedParam(duckType("FLOAT"), floatJSON{float64(v), 32}, v), nil
 	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if textFloat(v) {
 			return textParam(duckType("DOUBLE"), strconv.FormatFloat(v, 'g', -1, 64)), nil
 		}
-		return typedParam(duckType("DOUBLE"), v, v), nil
+		return typedParam(duckType("DOUBLE"), floatJSON{v, 64}, v), nil
 	case string:
 		return typedParam(duckType("VARCHAR"), v, v), nil
 	case []byte:
@@ -112,6 +114,33 @@ func toParam(arg any) (paramValue, error) {
 		return typedParam(duckType("TIMESTAMP WITH TIME ZONE"), v.UnixMicro(), v), nil
 	}
 	return paramValue{}, fmt.Errorf("%w: parameter of Go type %T", ErrUnsupported, arg)
+}
+
+// textFloat tells the floats a constant cannot carry, which go as text
+// that DuckDB casts ('NaN', 'Infinity', '-0'): JSON has no number for NaN
+// and the infinities, and DuckDB prints a -0.0 constant as -0.0, which
+// it reads back as the decimal 0.0 negated, 0.
+func textFloat(v float64) bool {
+	return math.IsNaN(v) || math.IsInf(v, 0) || v == 0 && math.Signbit(v)
+}
+
+// floatJSON is the value of a FLOAT (bits 32) or DOUBLE (bits 64)
+// constant as DuckDB's JSON deserializer takes it: a JSON number with a
+// fraction or an exponent, which it reads as a double. Go's encoder
+// writes a whole number without either (7.0 as 7, -0.0 as -0), which
+// DuckDB reads as an integer and refuses for a DOUBLE value (and would
+// lose the sign of -0.0, which goes as text: textFloat).
+type floatJSON struct {
+	v    float64
+	bits int
+}
+
+func (f floatJSON) MarshalJSON() ([]byte, error) {
+	b := strconv.AppendFloat(nil, f.v, 'g', -1, f.bits)
+	if !bytes.ContainsAny(b, ".e") {
+		b = append(b, ".0"...)
+	}
+	return b, nil
 }
 
 // blobParam sends bytes as DuckDB's escaped blob text ('\xAB…'::BLOB),
@@ -321,6 +350,97 @@ func paramNodes(root node) (map[int][]node, int, error) {
 	return out, n, err
 }
 
+// replaceParam turns the PARAMETER node x into y in place, keeping x's
+// alias (SELECT ? AS x names its column x).
+func replaceParam(x, y node) {
+	alias := str(x, "alias")
+	replaceNode(x, y)
+	if alias != "" {
+		x["alias"] = alias
+	}
+}
+
+// nameParamColumns gives every select-list expression of the AST (at
+// any depth: subqueries, UNION branches, CTEs) that holds a parameter
+// and has no alias the name DuckDB gives it, so that the name survives
+// the parameters' substitution: DuckDB names such a column by the
+// expression's text, with its parameters as $1, $2, … (SELECT ? + 1 is
+// "($1 + 1)"), and with the values in place it would name it by their
+// text instead (CAST(1 AS BIGINT)). The names are DuckDB's own
+// printing of each expression (json_deserialize_sql), all in one query.
+func nameParamColumns(ctx context.Context, conn *engine.Conn, ast *parsed) error {
+	var unnamed []node
+	walk(ast.root, func(x node) bool {
+		if str(x, "type") != "SELECT_NODE" {
+			return true
+		}
+		for _, it := range anyList(x["select_list"]) {
+			e, _ := it.(node)
+			if e == nil || str(e, "alias") != "" || str(e, "class") == "STAR" {
+				continue
+			}
+			if _, n, _ := paramNodes(e); n > 0 {
+				unnamed = append(unnamed, e)
+			}
+		}
+		return true
+	})
+	if len(unnamed) == 0 {
+		return nil
+	}
+	skeleton, err := conn.SerializeSQL(ctx, "SELECT NULL")
+	if err != nil {
+		return err
+	}
+	docs := make([]json.RawMessage, len(unnamed))
+	for i, e := range unnamed {
+		one, err := parseAST(skeleton)
+		if err != nil {
+			return err
+		}
+		sel, _ := one.root["node"].(node)
+		if sel == nil {
+			return fmt.Errorf("planner: no select node in %s", skeleton)
+		}
+		sel["select_list"] = []any{clone(e)}
+		doc, err := one.document()
+		if err != nil {
+			return err
+		}
+		docs[i] = json.RawMessage(doc)
+	}
+	list, err := json.Marshal(docs)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.DB().QueryContext(ctx, `SELECT json_deserialize_sql(d) FROM (
+		SELECT unnest(l) AS d, generate_subscripts(l, 1) AS i FROM (SELECT from_json(?::VARCHAR, '["JSON"]') AS l)) ORDER BY i`, string(list))
+	if err != nil {
+		return fmt.Errorf("%w: name parameter columns: %v", ErrInvalid, err)
+	}
+	defer rows.Close()
+	k := 0
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			return err
+		}
+		name, ok := strings.CutPrefix(text, "SELECT ")
+		if !ok || k >= len(unnamed) {
+			return fmt.Errorf("planner: unexpected printing of a select item: %q", text)
+		}
+		unnamed[k]["alias"] = name
+		k++
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: name parameter columns: %v", ErrInvalid, err)
+	}
+	if k != len(unnamed) {
+		return fmt.Errorf("planner: named %d of %d parameter columns", k, len(unnamed))
+	}
+	return nil
+}
+
 // replaceNode turns x into y in place.
 func replaceNode(x, y node) {
 	for k := range x {
@@ -347,7 +467,7 @@ func substituteParams(ast *parsed, args []any) error {
 			return fmt.Errorf("parameter %d: %w", i, err)
 		}
 		for _, x := range nodes[i] {
-			replaceNode(x, p.constantNode())
+			replaceParam(x, p.constantNode())
 		}
 	}
 	return nil
@@ -487,7 +607,7 @@ func (b *bound) bindTypedNulls(ctx context.Context, conn *engine.Conn) ([]engine
 			p.duck = nt
 		}
 		for _, x := range nodes[i+1] {
-			replaceNode(x, p.constantNode())
+			replaceParam(x, p.constantNode())
 		}
 	}
 	doc, err := b.ast.document()

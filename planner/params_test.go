@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +95,49 @@ func TestSubstituteParamsKeepsTypesAndValues(t *testing.T) {
 	}
 }
 
+// TestSubstituteWholeNumberFloats: a float or double parameter is a
+// float or double constant whatever its value: Go's JSON encoder writes
+// 7.0 as 7, which DuckDB's deserializer reads as an unsigned integer and
+// refuses for a DOUBLE value; -0.0 keeps its sign, NaN and the infinities
+// are DuckDB's.
+func TestSubstituteWholeNumberFloats(t *testing.T) {
+	conn := testConn(t)
+	cases := []struct {
+		arg  any
+		want string
+	}{
+		{7.0, "float64:7"},
+		{2.0, "float64:2"},
+		{100.0, "float64:100"},
+		{0.0, "float64:0"},
+		{math.Copysign(0, -1), "float64:-0"},
+		{1e15, "float64:1e+15"},
+		{-1e15, "float64:-1e+15"},
+		{1e300, "float64:1e+300"},
+		{math.MaxFloat64, "float64:1.7976931348623157e+308"},
+		{-12345678.0, "float64:-1.2345678e+07"},
+		{math.Inf(1), "float64:+Inf"},
+		{math.Inf(-1), "float64:-Inf"},
+		{math.NaN(), "float64:NaN"},
+		{float32(7), "float32:7"},
+		{float32(math.Copysign(0, -1)), "float32:-0"},
+		{float32(1e15), "float32:1e+15"},
+		{float32(math.MaxFloat32), "float32:3.4028235e+38"},
+		{scalar.NewFloat64Scalar(2), "float64:2"},
+		{scalar.NewFloat32Scalar(100), "float32:100"},
+	}
+	for _, c := range cases {
+		got := substituted(t, conn, "SELECT ? AS v", c.arg)
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("%T %v: got %v, want %s", c.arg, c.arg, got, c.want)
+		}
+	}
+	// The sign of -0.0 survives into what DuckDB computes with it.
+	if got := substituted(t, conn, "SELECT 1 / ? AS v", math.Copysign(0, -1)); len(got) != 1 || got[0] != "float64:-Inf" {
+		t.Errorf("1 / -0.0: %v", got)
+	}
+}
+
 func TestSubstituteParamsCounts(t *testing.T) {
 	ctx := context.Background()
 	conn := testConn(t)
@@ -165,5 +210,78 @@ func TestPlanBindExecWithParameters(t *testing.T) {
 	}
 	if _, err := execSQL(p, ctx, s, "CREATE SCHEMA x", int64(1)); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("DDL with parameters: %v", err)
+	}
+}
+
+// TestParameterColumnNames: a select-list expression with a parameter is
+// named as DuckDB names it with the parameter unbound, with an alias or
+// without, at any depth and for every parameter type, both in the schema
+// of the statement prepared without values and with them.
+func TestParameterColumnNames(t *testing.T) {
+	p, _ := testPlanner(t, twoWorkers, 1)
+	ctx := context.Background()
+	s := Session{Catalog: "local", Schema: "default"}
+	ref := testConn(t)
+	if err := ref.Exec(ctx, "CREATE TABLE t (id BIGINT, s VARCHAR)"); err != nil {
+		t.Fatal(err)
+	}
+	queries := []string{
+		`SELECT ? AS x, ? AS "Mixed Alias", 7 AS y`,
+		`SELECT ?, ? + 1 AS e, ?`,
+		`SELECT ?, ?::VARCHAR, (SELECT ?), coalesce(?, ?), [?], id FROM t`,
+		`SELECT * FROM (SELECT ? AS z, ?, id FROM t)`,
+		`SELECT ? AS u UNION ALL SELECT ?`,
+		`SELECT ? UNION ALL SELECT ? AS v`,
+		`WITH c AS (SELECT ? AS w, ?) SELECT * FROM c`,
+		`SELECT $2 AS a, $1, $2 IS NULL, $1 AS "$2"`,
+		`SELECT s, ? AS "s" FROM t`,
+	}
+	ts := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
+	values := []any{
+		int64(1), 7.0, float32(2), "it's", true, []byte("b"), nil, ts,
+		scalar.NewDate32Scalar(arrow.Date32FromTime(ts)),
+		scalar.NewDecimal128Scalar(decimal128.FromI64(12345), &arrow.Decimal128Type{Precision: 9, Scale: 2}),
+	}
+	checked := 0
+	for _, q := range queries {
+		n := strings.Count(q, "?")
+		if n == 0 {
+			n = 2 // $1 and $2
+		}
+		unbound, err := p.Bind(ctx, s, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		for _, v := range values {
+			args := make([]any, n)
+			for i := range args {
+				args[i] = v
+			}
+			drv, err := DriverArgs(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := ref.DB().QueryContext(ctx, q, drv...)
+			if err != nil {
+				continue // a type the expression does not take
+			}
+			checked++
+			want, _ := rows.Columns()
+			rows.Close()
+			plan, err := p.Plan(ctx, s, q, args...)
+			if err != nil {
+				t.Fatalf("%s with %T: %v", q, v, err)
+			}
+			got := fieldNames(plan.Schema)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s with %T %v: columns %q, DuckDB %q", q, v, v, got, want)
+			}
+			if names := fieldNames(unbound); !slices.Equal(names, want) {
+				t.Errorf("%s prepared: columns %q, DuckDB %q", q, names, want)
+			}
+		}
+	}
+	if checked < len(queries)*len(values)/2 {
+		t.Fatalf("only %d of %d cases ran", checked, len(queries)*len(values))
 	}
 }

@@ -633,6 +633,12 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	}
 	ctx, span := tracing.Span(ctx, "bind")
 	defer func() { tracing.End(span, err) }()
+	if hasParams(ast) {
+		// Before anything changes the select lists' expressions.
+		if err := nameParamColumns(ctx, conn, ast); err != nil {
+			return nil, err
+		}
+	}
 	substituteSession(ast, s)
 	if err := refuseEscapes(ast); err != nil {
 		return nil, err

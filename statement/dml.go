@@ -11,6 +11,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -96,6 +97,9 @@ func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, 
 	if n == 0 {
 		return 0, true, nil
 	}
+	if mixed, err := mixesPartitions(ctx, tbl, expr); err != nil || mixed {
+		return 0, false, nil
+	}
 	if d := planner.DryRunOf(ctx); d != nil {
 		d.Note("rows", "%d rows of %s match", n, tgt.Ref)
 		return 0, true, d.Commit("delete (merge-on-read): positional deletes (v2) or deletion vectors (v3) for files that match in part, removal of files that match whole, in one snapshot")
@@ -111,6 +115,25 @@ func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, 
 		return 0, true, err
 	}
 	return n, true, nil
+}
+
+// mixesPartitions reports whether iceberg-go's delete of the rows expr
+// matches would write the position deletes of two partitions into one
+// file (icemeta.PartitionPathsCollide): the DELETE then rewrites the
+// files instead.
+func mixesPartitions(ctx context.Context, tbl *table.Table, expr iceberg.BooleanExpression) (bool, error) {
+	if !icemeta.MayCollide(tbl.Metadata()) {
+		return false, nil
+	}
+	tasks, err := tbl.Scan(table.WithRowFilter(expr)).PlanFiles(ctx)
+	if err != nil {
+		return false, err
+	}
+	files := make([]iceberg.DataFile, len(tasks))
+	for i, task := range tasks {
+		files[i] = task.File
+	}
+	return icemeta.PartitionPathsCollide(tbl.Metadata(), files), nil
 }
 
 // rewrite runs a copy-on-write rewrite (rewriteFiles) and commits its

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/internal/commit"
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -69,6 +70,11 @@ func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt
 	}
 	unique, deleted, err := keysSelectOnly(ctx, read, recs, keys, n)
 	if err != nil || !unique {
+		return 0, false, nil
+	}
+	// iceberg-go's writer would put the deletes of the NULL partition and
+	// of one whose path is also "null" in one file (icemeta.RowsNeedLanes).
+	if mixed, err := icemeta.RowsNeedLanes(tbl, recs); err != nil || mixed {
 		return 0, false, nil
 	}
 	if d := planner.DryRunOf(ctx); d != nil {

@@ -177,6 +177,9 @@ func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, ro
 	if err != nil {
 		return nil, fmt.Errorf("arrow schema of %s: %w", ref, err)
 	}
+	if err := conform.UnknownExtensions(rowsIn.Schema()); err != nil {
+		return nil, fmt.Errorf("%w: %w", planner.ErrInvalid, err)
+	}
 	mapping, err := ingestMapping(rowsIn.Schema(), target)
 	if err != nil {
 		return nil, err
@@ -252,9 +255,16 @@ func createIngestTable(ctx context.Context, cat icecat.Catalog, ref catalog.Tabl
 	return nil
 }
 
-// ingestSchema is the Iceberg schema of a new table made from a stream.
+// ingestSchema is the Iceberg schema of a new table made from a stream:
+// each column's Arrow type in the layout icefloe stores it as
+// (conform.StorableType: a string_view column is a string one, a
+// fixed_size_list one a list, …).
 func ingestSchema(sc *arrow.Schema) (*iceberg.Schema, error) {
-	s, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, true)
+	storable, err := conform.StorableSchema(sc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", planner.ErrInvalid, err)
+	}
+	s, err := table.ArrowSchemaToIcebergWithFreshIDs(storable, true)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the stream's schema has no Iceberg form: %v", planner.ErrInvalid, err)
 	}
@@ -289,7 +299,14 @@ func ingestMapping(src, target *arrow.Schema) ([]int, error) {
 // ingestConform turns a client batch into a batch of target, refusing
 // values Iceberg cannot store (conform.Validate; the batch's rows count
 // from firstRow + 1). The caller owns rec; the result is new.
-func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Schema, mapping []int, firstRow int64) (arrow.RecordBatch, error) {
+func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Schema, mapping []int, firstRow int64) (_ arrow.RecordBatch, err error) {
+	// The batch is the client's: arrow-go panics on some arrays it cannot
+	// read as they claim to be, which must fail the ingest, not the server.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: the stream's batch cannot be read as its schema says: %v", planner.ErrInvalid, r)
+		}
+	}()
 	mem := memory.DefaultAllocator
 	cols := make([]arrow.Array, target.NumFields())
 	defer func() {
@@ -304,7 +321,14 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 			cols[i] = array.MakeArrayOfNull(mem, f.Type, int(rec.NumRows()))
 			continue
 		}
-		src := rec.Column(mapping[i])
+		// First the layout icefloe stores (views, large and fixed-size
+		// lists, dictionaries, run-end encoding, …: conform.Storable),
+		// then the table's type.
+		src, err := conform.Storable(ctx, mem, rec.Column(mapping[i]), f.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", planner.ErrInvalid, err)
+		}
+		defer src.Release()
 		var arr arrow.Array
 		if arrow.TypeEqual(src.DataType(), f.Type, arrow.CheckMetadata()) || arrow.TypeEqual(src.DataType(), f.Type) {
 			arr = array.MakeFromData(array.NewData(f.Type, src.Len(), src.Data().Buffers(), src.Data().Children(), src.NullN(), src.Data().Offset()))
@@ -336,7 +360,7 @@ func ingestConform(ctx context.Context, rec arrow.RecordBatch, target *arrow.Sch
 // used when no worker is live.
 func ingestLocal(ctx context.Context, tgt *planner.WriteTarget, id uuid.UUID, target *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) (*writeResults, error) {
 	res := &writeResults{}
-	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, id, table.WithMaxWriteWorkers(1)) {
 		if err != nil {
 			return res, err
 		}

@@ -348,7 +348,7 @@ func (e *Executor) commitValues(ctx context.Context, tgt *planner.WriteTarget, t
 		}
 	}
 	res := &writeResults{Rows: rows}
-	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+	for df, err := range icemeta.Write(ctx, tgt.Pinned.Table, target, seq, id, table.WithMaxWriteWorkers(1)) {
 		if err != nil {
 			e.removeFiles(ctx, tgt, w.WriteUUID, res.Added)
 			return 0, fmt.Errorf("insert into %s: write: %w", tgt.Ref, err)

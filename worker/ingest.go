@@ -134,7 +134,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		}
 	}
 	var written []iceberg.DataFile
-	for df, werr := range icemeta.Write(ctx, tbl, target, records, table.WithWriteUUID(id), table.WithMaxWriteWorkers(1)) {
+	for df, werr := range icemeta.Write(ctx, tbl, target, records, id, table.WithMaxWriteWorkers(1)) {
 		if werr != nil {
 			if readErr != nil {
 				werr = readErr

@@ -180,7 +180,7 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 			fail(err)
 		}
 	}
-	opts := []table.WriteRecordOption{table.WithWriteUUID(id)}
+	var opts []table.WriteRecordOption
 	if w.Lineage {
 		opts = append(opts, table.WithPreserveRowLineage(fileSchema(tbl, w)))
 	}
@@ -192,7 +192,7 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 	// fills before the next one starts.
 	opts = append(opts, table.WithMaxWriteWorkers(1))
 	var files []iceberg.DataFile
-	for df, err := range icemeta.Write(ctx, tbl, target, records, opts...) {
+	for df, err := range icemeta.Write(ctx, tbl, target, records, id, opts...) {
 		if err != nil {
 			if convErr != nil {
 				err = convErr

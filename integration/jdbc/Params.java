@@ -71,8 +71,8 @@ public class Params {
     new Type("c_time", "TIME", Types.TIME, (p, i) -> p.setTime(i, TIME), "13:14:15.123",
         r -> LocalTime.ofNanoOfDay(r.getTime(1).getTime() * 1_000_000L), LocalTime.of(13, 14, 15, 123_000_000)),
     // TIMESTAMP is a wall-clock time: the JVM's zone does not move it.
-    // (Driver 18.3's getTimestamp shifts it by the JVM's offset; a
-    // LocalDateTime or a UTC calendar reads it as it is.)
+    // (Driver 18.3's getTimestamp shifts it by the JVM's offset, with a
+    // UTC calendar too; a LocalDateTime reads it as it is: see Recipes.)
     new Type("c_ts", "TIMESTAMP", Types.TIMESTAMP, (p, i) -> p.setTimestamp(i, WALL), "2024-02-29 23:59:58.5",
         r -> r.getObject(1, LocalDateTime.class), WALL.toLocalDateTime()),
     // TIMESTAMPTZ bound with a UTC calendar is the exact instant in any
@@ -114,6 +114,9 @@ public class Params {
     Checks.check("parameters in CAST, IN, BETWEEN, LIKE and WHERE on the demo orders (" + zone + ")", () -> positions(conn));
     Checks.check("ResultSetMetaData precision and scale (" + zone + ")", () -> metadata(conn));
     Checks.check("executeBatch of 10000 rows commits once (" + zone + ")", () -> batch(conn, schema));
+    Checks.check("whole-number doubles and floats bind as such: setDouble, setFloat, setObject (" + zone + ")", () -> wholeFloats(conn, schema));
+    Checks.check("a parameter's column keeps its alias (" + zone + ")", () -> aliases(conn));
+    Checks.check("UPDATE SET and MERGE take list, struct and map literals (" + zone + ")", () -> nestedSet(conn, schema));
     try (Statement st = conn.createStatement()) {
       st.executeUpdate("DROP SCHEMA " + schema + " CASCADE");
     }
@@ -268,6 +271,97 @@ public class Params {
       rs.next();
       Checks.eq(rs.getBigDecimal(1).scale(), 2, "value scale");
     }
+  }
+
+  // Doubles with no fraction (7.0, 1e15), -0.0, NaN and the infinities,
+  // which the driver sends in float64 and float32 vectors: every place a
+  // parameter stands, and the sign of -0.0 kept.
+  static void wholeFloats(Connection c, String schema) throws Exception {
+    String tbl = schema + ".floats";
+    try (Statement st = c.createStatement()) {
+      st.executeUpdate("CREATE TABLE " + tbl + " (id BIGINT NOT NULL, d DOUBLE, f FLOAT)");
+    }
+    double[] ds = {7.0, 2.0, 100.0, -0.0, 0.0, 1e15, -1e15, Double.NaN, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY, 7.5};
+    String[] texts = {"7.0", "2.0", "100.0", "-0.0", "0.0", "1000000000000000.0", "-1000000000000000.0", "nan", "inf", "-inf", "7.5"};
+    for (int k = 0; k < ds.length; k++) {
+      double d = ds[k];
+      long id = k;
+      String what = "value " + d;
+      Setter dbl = (p, i) -> p.setDouble(i, d);
+      Setter flt = (p, i) -> p.setFloat(i, (float) d);
+      Setter obj = (p, i) -> p.setObject(i, Double.valueOf(d));
+      Checks.eq(update(c, "INSERT INTO " + tbl + " VALUES (?, ?, ?)", (p, i) -> p.setLong(i, id), dbl, flt), 1L, what + ": insert");
+      Checks.eq(read(c, "SELECT CAST(d AS VARCHAR) || ' ' || CAST(f AS VARCHAR) FROM " + tbl + " WHERE id = " + id, r -> r.getString(1)),
+          texts[k] + " " + texts[k], what + ": stored");
+      for (Setter s : new Setter[] {dbl, obj}) {
+        try (PreparedStatement ps = c.prepareStatement("SELECT v, CAST(v AS VARCHAR) AS t FROM (SELECT CAST(? AS DOUBLE) AS v)")) {
+          s.set(ps, 1);
+          try (ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            Checks.eq(Double.doubleToLongBits(rs.getDouble(1)), Double.doubleToLongBits(d), what + ": CAST(? AS DOUBLE)");
+            Checks.eq(rs.getString(2), texts[k], what + ": its text");
+          }
+        }
+      }
+      Checks.eq(count(c, "SELECT count(*) FROM " + tbl + " WHERE id = " + id + " AND d = ? AND f = ?", dbl, flt), 1L, what + ": WHERE d = ? AND f = ?");
+      Checks.eq(update(c, "UPDATE " + tbl + " SET d = ?, f = ? WHERE id = ?", obj, flt, (p, i) -> p.setLong(i, id)), 1L, what + ": UPDATE SET");
+      Checks.eq(read(c, "SELECT CAST(d AS VARCHAR) || ' ' || CAST(f AS VARCHAR) FROM " + tbl + " WHERE id = " + id, r -> r.getString(1)),
+          texts[k] + " " + texts[k], what + ": after UPDATE");
+    }
+    Checks.eq(update(c, "DELETE FROM " + tbl + " WHERE d = ?", (p, i) -> p.setDouble(i, 100.0)), 1L, "DELETE WHERE d = 100.0");
+  }
+
+  // A parameter in the select list is named by its alias (and, without
+  // one, as DuckDB names it: $1), in the prepared statement's metadata and
+  // in the result's. (The driver binds a bare ? only as text, the type
+  // DuckDB gives a parameter it cannot type; and DuckDB types no parameter
+  // of a statement that has such a one.)
+  static void aliases(Connection c) throws Exception {
+    try (PreparedStatement ps = c.prepareStatement("SELECT ? AS x, ? AS \"Mixed Alias\", 7 AS y, ?, ? || 'z' AS z")) {
+      for (int i = 1; i <= 4; i++) {
+        ps.setString(i, "v" + i);
+      }
+      String want = "[x, Mixed Alias, y, $3, z]";
+      Checks.eq(labels(ps.getMetaData()), want, "prepared metadata");
+      try (ResultSet rs = ps.executeQuery()) {
+        Checks.eq(labels(rs.getMetaData()), want, "result metadata");
+        rs.next();
+        Checks.eq(rs.getString("x") + "," + rs.getString("Mixed Alias") + "," + rs.getInt("y") + "," + rs.getString("z"), "v1,v2,7,v4z", "values by name");
+      }
+    }
+    try (PreparedStatement ps = c.prepareStatement("SELECT CAST(? AS DOUBLE) AS \"Mixed Alias\", CAST(? AS BIGINT) + 1 AS z, CAST(? AS BIGINT) + 1")) {
+      ps.setDouble(1, 7.0);
+      ps.setLong(2, 2);
+      ps.setLong(3, 3);
+      String want = "[Mixed Alias, z, (CAST($3 AS BIGINT) + 1)]";
+      Checks.eq(labels(ps.getMetaData()), want, "typed: prepared metadata");
+      try (ResultSet rs = ps.executeQuery()) {
+        Checks.eq(labels(rs.getMetaData()), want, "typed: result metadata");
+        rs.next();
+        Checks.eq(rs.getDouble("Mixed Alias") + "," + rs.getLong("z") + "," + rs.getLong(3), "7.0,3,4", "typed: values by name");
+      }
+    }
+  }
+
+  static String labels(ResultSetMetaData md) throws Exception {
+    String[] out = new String[md.getColumnCount()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = md.getColumnLabel(i + 1);
+    }
+    return Arrays.toString(out);
+  }
+
+  static void nestedSet(Connection c, String schema) throws Exception {
+    String tbl = schema + ".nested";
+    try (Statement st = c.createStatement()) {
+      st.executeUpdate("CREATE TABLE " + tbl + " (id BIGINT NOT NULL, l INTEGER[], s STRUCT(a INTEGER, b VARCHAR), m MAP(VARCHAR, INTEGER))");
+      st.executeUpdate("INSERT INTO " + tbl + " VALUES (1, [0], {'a': 0, 'b': ''}, MAP {'z': 0})");
+      Checks.eq(st.executeUpdate("UPDATE " + tbl + " SET l = [1, 2], s = {'a': 7, 'b': 'x, y'}, m = MAP {'a': 1, 'b': 2} WHERE id = 1"), 1, "UPDATE SET");
+      Checks.eq(st.executeUpdate("MERGE INTO " + tbl + " USING (SELECT 1 AS id) AS src ON " + tbl.substring(tbl.indexOf('.') + 1) + ".id = src.id"
+          + " WHEN MATCHED THEN UPDATE SET l = [3, 4], s = {'a': 8, 'b': '[]'}"), 1, "MERGE UPDATE SET");
+    }
+    Checks.eq(read(c, "SELECT CAST(l AS VARCHAR) || ' ' || CAST(s AS VARCHAR) || ' ' || CAST(m AS VARCHAR) FROM " + tbl, r -> r.getString(1)),
+        "[3, 4] {'a': 8, 'b': '[]'} {a=1, b=2}", "stored");
   }
 
   static void batch(Connection c, String schema) throws Exception {

@@ -26,6 +26,9 @@ const (
 	EventWrite = "write"
 	// EventLogin is a failed authentication (or a password login).
 	EventLogin = "login"
+	// EventREST is a request the Iceberg REST catalog answered; its Code
+	// is the HTTP status.
+	EventREST = "rest"
 )
 
 // Outcomes.
@@ -143,7 +146,8 @@ func (l *Log) SQL(sql string) string {
 	return Redact(sql)
 }
 
-// Write writes one line; err, when set, gives the outcome and code.
+// Write writes one line; err, when set, gives the outcome and, unless e
+// has a Code already (an HTTP status), the code.
 func (l *Log) Write(e Entry, err error) {
 	if l == nil {
 		return
@@ -152,6 +156,7 @@ func (l *Log) Write(e Entry, err error) {
 		e.Time = time.Now().UTC()
 	}
 	e.Node = l.opts.Node
+	preset := e.Code
 	e.Outcome, e.Code = OutcomeOK, "OK"
 	if err != nil {
 		e.Outcome, e.Error = OutcomeError, err.Error()
@@ -159,6 +164,9 @@ func (l *Log) Write(e Entry, err error) {
 		if st, ok := status.FromError(err); ok {
 			e.Error = st.Message()
 		}
+	}
+	if preset != "" {
+		e.Code = preset
 	}
 	line, jerr := json.Marshal(e)
 	if jerr != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/conform"
@@ -56,6 +57,14 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &fixture{t: t, ctx: ctx, cat: cat, conn: conn}
+}
+
+// identitySpec partitions by the identity of column name.
+func identitySpec(name string) func(*iceberg.Schema) iceberg.PartitionSpec {
+	return func(s *iceberg.Schema) iceberg.PartitionSpec {
+		fld, _ := s.FindFieldByName(name)
+		return iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{fld.ID}, FieldID: 1000, Name: name, Transform: iceberg.IdentityTransform{}})
+	}
 }
 
 // table creates a table of columns "name TYPE; …" (Iceberg types by their
@@ -167,12 +176,15 @@ func (f *fixture) write(tbl *table.Table, corrected bool, opts []table.WriteReco
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	seq := table.WriteRecords
+	// WriteRecords starts reading rows when called: call one of them.
+	var seq iter.Seq2[iceberg.DataFile, error]
 	if corrected {
-		seq = Write
+		seq = Write(f.ctx, tbl, target, f.rows(tbl, queries...), uuid.New(), opts...)
+	} else {
+		seq = table.WriteRecords(f.ctx, tbl, target, f.rows(tbl, queries...), opts...)
 	}
 	var out []iceberg.DataFile
-	for df, err := range seq(f.ctx, tbl, target, f.rows(tbl, queries...), opts...) {
+	for df, err := range seq {
 		if err != nil {
 			f.t.Fatalf("write: %v", err)
 		}

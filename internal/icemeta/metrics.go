@@ -19,20 +19,25 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 )
 
 // Write writes records as data files of tbl with iceberg-go's
-// table.WriteRecords (same schema and options) and yields each file with
-// its column metrics corrected (Correct). It also checks that the files
-// hold every row it was given: iceberg-go's partitioned writer loses the
-// error of a file writer that fails after its last batch was queued
-// (table/rolling_data_writer.go: RollingDataWriter.stream removes itself
-// from the writer factory when it exits, so closeAll never reads its
-// error), which would drop that partition's rows silently. A file that
-// cannot be corrected, or missing rows, end the sequence with an error;
-// the files carry the write's UUID, so the caller's cleanup of a failed
-// write removes them.
-func Write(ctx context.Context, tbl *table.Table, schema *arrow.Schema, records iter.Seq2[arrow.RecordBatch, error], opts ...table.WriteRecordOption) iter.Seq2[iceberg.DataFile, error] {
+// table.WriteRecords (same schema and options; id is the write UUID, so
+// opts hold no table.WithWriteUUID) and yields each file with its column
+// metrics corrected (Correct). Rows whose partition values would share a
+// file with another partition's go to writers of their own (lanes.go),
+// so every file holds one partition tuple and records it. Write also
+// checks that the files hold every row it was given: iceberg-go's
+// partitioned writer loses the error of a file writer that fails after
+// its last batch was queued (table/rolling_data_writer.go:
+// RollingDataWriter.stream removes itself from the writer factory when it
+// exits, so closeAll never reads its error), which would drop that
+// partition's rows silently. A file that cannot be corrected, or missing
+// rows, end the sequence with an error; the files carry the write's UUID
+// (its first ten bytes, in every lane), so the caller's cleanup of a
+// failed write removes them.
+func Write(ctx context.Context, tbl *table.Table, schema *arrow.Schema, records iter.Seq2[arrow.RecordBatch, error], id uuid.UUID, opts ...table.WriteRecordOption) iter.Seq2[iceberg.DataFile, error] {
 	return func(yield func(iceberg.DataFile, error) bool) {
 		var fed atomic.Int64
 		counted := func(yield func(arrow.RecordBatch, error) bool) {
@@ -45,12 +50,24 @@ func Write(ctx context.Context, tbl *table.Table, schema *arrow.Schema, records 
 				}
 			}
 		}
+		split, err := newLaneSplitter(tbl, schema)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		first := &firstError{}
+		wt := first.table(tbl)
+		var files iter.Seq2[iceberg.DataFile, error]
+		if split == nil {
+			files = table.WriteRecords(ctx, wt, schema, counted, append(opts, table.WithWriteUUID(id))...)
+		} else {
+			files = writeLanes(ctx, wt, schema, counted, id, split, opts)
+		}
 		var fsys iceio.IO
 		var written int64
-		files := &firstError{}
-		for df, err := range table.WriteRecords(ctx, files.table(tbl), schema, counted, opts...) {
+		for df, err := range files {
 			if err != nil {
-				err = files.cause(ctx, err)
+				err = first.cause(ctx, err)
 			}
 			if err == nil && fsys == nil {
 				fsys, err = tbl.FS(ctx)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 )
 
 // bound decodes df's lower or upper bound of column name ("" = none).
@@ -301,11 +302,7 @@ func litString(l iceberg.Literal) string {
 // rows.
 func TestWriteLosesNoRows(t *testing.T) {
 	f := newFixture(t)
-	spec := func(s *iceberg.Schema) iceberg.PartitionSpec {
-		fld, _ := s.FindFieldByName("v")
-		return iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{fld.ID}, FieldID: 1000, Name: "v", Transform: iceberg.IdentityTransform{}})
-	}
-	tbl := f.table("id BIGINT; v VARCHAR", spec, nil)
+	tbl := f.table("id BIGINT; v VARCHAR", identitySpec("v"), nil)
 	q := `SELECT * FROM (VALUES (1::BIGINT, NULL), (2, repeat('z', 300)), (3, 'a')) t(id, v)`
 	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
@@ -315,7 +312,7 @@ func TestWriteLosesNoRows(t *testing.T) {
 	for range 10 {
 		var rows int64
 		var werr error
-		for df, err := range Write(f.ctx, tbl, target, f.rows(tbl, q)) {
+		for df, err := range Write(f.ctx, tbl, target, f.rows(tbl, q), uuid.New()) {
 			if err != nil {
 				werr = err
 				break

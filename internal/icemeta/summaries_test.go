@@ -65,12 +65,7 @@ func describe(t *testing.T, typ iceberg.Type, s iceberg.FieldSummary) string {
 // are left alone.
 func TestRepairSummaries(t *testing.T) {
 	f := newFixture(t)
-	identity := func(name string) func(*iceberg.Schema) iceberg.PartitionSpec {
-		return func(s *iceberg.Schema) iceberg.PartitionSpec {
-			fld, _ := s.FindFieldByName(name)
-			return iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{fld.ID}, FieldID: 1000, Name: name, Transform: iceberg.IdentityTransform{}})
-		}
-	}
+	identity := identitySpec
 	truncate2 := func(s *iceberg.Schema) iceberg.PartitionSpec {
 		fld, _ := s.FindFieldByName("v")
 		return iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{fld.ID}, FieldID: 1000, Name: "v_trunc", Transform: iceberg.TruncateTransform{Width: 2}})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"io/fs"
 	"syscall"
 	"testing"
@@ -79,7 +80,7 @@ func TestWriteKeepsTheFirstError(t *testing.T) {
 			}
 			for range 5 {
 				var got error
-				for _, err := range Write(f.ctx, full, sc, records, table.WithMaxWriteWorkers(1)) {
+				for _, err := range Write(f.ctx, full, sc, records, uuid.New(), table.WithMaxWriteWorkers(1)) {
 					if err != nil {
 						got = err
 						break
