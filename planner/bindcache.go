@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/parse"
 )
 
 // Binding memo. Every query is bound at least twice (a prepared statement
@@ -30,6 +31,28 @@ func (p *Planner) serialize(ctx context.Context, conn *engine.Conn, query string
 		return v.(string), nil
 	}
 	text, err := conn.SerializeSQL(ctx, query)
+	if err != nil {
+		return "", err
+	}
+	cache.Remember(key, text, int64(len(key)+len(text)))
+	return text, nil
+}
+
+// serializeView is DuckDB's JSON AST of a view's query, memoised by the
+// view's text: the view's query is parsed (internal/parse, for the
+// Iceberg rewrites) once per text, not once per query that reads it. A
+// view whose text is no query goes to DuckDB as it is, which refuses it.
+func (p *Planner) serializeView(ctx context.Context, conn *engine.Conn, sql string) (string, error) {
+	key := "view\x00" + sql
+	cache := p.opts.Mounts.Cache()
+	if v, ok := cache.Recall(key); ok {
+		return v.(string), nil
+	}
+	duck := sql
+	if st, err := parse.Parse(sql); err == nil && st.Query() != nil {
+		duck = st.Query().Duck
+	}
+	text, err := conn.SerializeSQL(ctx, duck)
 	if err != nil {
 		return "", err
 	}

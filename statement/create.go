@@ -12,6 +12,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -22,38 +23,26 @@ import (
 // catalog, and for AS made and filled under a staging name first
 // (staged).
 
+func init() {
+	runs(parse.KindCreateTable, (*Executor).createTable)
+	runs(parse.KindReplaceTable, (*Executor).createOrReplace)
+}
+
 // createTable runs a CREATE TABLE statement (with a column list or AS).
-func (e *Executor) createTable(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
-	if n, ok, err := e.ctas(ctx, sess, ps); ok {
-		return n, err
+func (e *Executor) createTable(ctx context.Context, sess planner.Session, t *parse.CreateTable) (int64, error) {
+	if t.As != nil {
+		return e.ctas(ctx, sess, t)
 	}
 	if planner.DryRunOf(ctx) != nil {
 		return 0, fmt.Errorf("%w: EXPLAIN of CREATE TABLE without AS (EXPLAIN shows INSERT, UPDATE, DELETE and CREATE TABLE … AS)", planner.ErrUnsupported)
 	}
-	return 0, e.createWithColumns(ctx, sess, ps)
+	return 0, e.createWithColumns(ctx, sess, t)
 }
 
 // createWithColumns runs CREATE TABLE [IF NOT EXISTS] name (columns) ….
-func (e *Executor) createWithColumns(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
-	ps.Pos = 2
-	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return err
-	}
-	if ps.At("AS") {
-		return fmt.Errorf("%w: CREATE TABLE … AS SELECT", planner.ErrUnsupported)
-	}
-	open, closing, err := ps.Group()
-	if err != nil {
-		return err
-	}
-	columns := ps.Text(open, closing)
-	c, err := readTableClauses(ps, false)
-	if err != nil {
-		return err
-	}
-	ref, err := planner.TableName(sess, parts)
+func (e *Executor) createWithColumns(ctx context.Context, sess planner.Session, t *parse.CreateTable) error {
+	ifNotExists := t.IfNotExists
+	ref, err := planner.TableName(sess, t.Name)
 	if err != nil {
 		return err
 	}
@@ -62,11 +51,11 @@ func (e *Executor) createWithColumns(ctx context.Context, sess planner.Session, 
 	if err != nil {
 		return err
 	}
-	schema, err := e.ParseColumns(ctx, ref.Table, columns)
+	schema, err := e.ParseColumns(ctx, ref.Table, t.Columns)
 	if err != nil {
 		return err
 	}
-	opts, exists, err := tableOpts(ctx, mt, ref, schema, c)
+	opts, exists, err := tableOpts(ctx, mt, ref, schema, t)
 	switch {
 	case err != nil:
 		return err
@@ -94,57 +83,40 @@ func (e *Executor) createWithColumns(ctx context.Context, sess planner.Session, 
 }
 
 // ctas runs CREATE TABLE [IF NOT EXISTS] name [PARTITIONED BY (…)]
-// [WITH (…)] AS query. ok is false when the statement is a plain CREATE
-// TABLE with a column list, which createWithColumns runs.
-func (e *Executor) ctas(ctx context.Context, sess planner.Session, ps *planner.Parser) (n int64, ok bool, err error) {
-	ps.Pos = 2
-	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
-	parts, err := ps.Name(3)
+// [WITH (…)] AS query.
+func (e *Executor) ctas(ctx context.Context, sess planner.Session, t *parse.CreateTable) (n int64, err error) {
+	ifNotExists, query := t.IfNotExists, t.As
+	ref, err := planner.TableName(sess, t.Name)
 	if err != nil {
-		return 0, false, nil
-	}
-	if ps.AtPunct("(") {
-		return 0, false, nil
-	}
-	c, err := readTableClauses(ps, true)
-	if err != nil {
-		return 0, true, err
-	}
-	query := c.query
-	if query == "" {
-		return 0, true, syntaxf("CREATE TABLE needs a column list or AS query")
-	}
-	ref, err := planner.TableName(sess, parts)
-	if err != nil {
-		return 0, true, err
+		return 0, err
 	}
 	ref = e.ExistingSchema(ctx, ref)
 	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
-		return 0, true, err
+		return 0, err
 	}
 	mt, err := e.Mount(ref.Catalog)
 	if err != nil {
-		return 0, true, err
+		return 0, err
 	}
 	columns, err := e.QueryColumns(ctx, sess, query)
 	if err != nil {
-		return 0, true, err
+		return 0, err
 	}
 	schema, err := e.ParseColumns(ctx, ref.Table, columns)
 	if err != nil {
-		return 0, true, err
+		return 0, err
 	}
-	opts, exists, err := tableOpts(ctx, mt, ref, schema, c)
+	opts, exists, err := tableOpts(ctx, mt, ref, schema, t)
 	switch {
 	case err != nil:
-		return 0, true, err
+		return 0, err
 	case exists && ifNotExists:
-		return 0, true, nil
+		return 0, nil
 	case exists:
-		return 0, true, fmt.Errorf("%w: table %s", planner.ErrExists, ref)
+		return 0, fmt.Errorf("%w: table %s", planner.ErrExists, ref)
 	}
 	if d := planner.DryRunOf(ctx); d != nil {
-		return 0, true, e.explainCTAS(ctx, sess, d, ref, columns, query)
+		return 0, e.explainCTAS(ctx, sess, d, ref, columns, query)
 	}
 	create := func(staging catalog.TableRef) error {
 		if _, err := mt.Internal().CreateTable(ctx, staging.Ident(), schema, opts...); err != nil {
@@ -158,62 +130,26 @@ func (e *Executor) ctas(ctx context.Context, sess planner.Session, ps *planner.P
 	fill := func(tgt *planner.WriteTarget) (int64, error) { return e.insertSelect(ctx, sess, tgt, nil, query) }
 	n, err = e.staged(ctx, mt.Internal(), ref, false, create, fill)
 	if ifNotExists && errors.Is(err, planner.ErrExists) {
-		return 0, true, nil
+		return 0, nil
 	}
-	return n, true, err
+	return n, err
 }
 
-// tableClauses are the clauses of CREATE TABLE after its name (and
-// column list): PARTITIONED BY, ORDERED BY, WITH and, for CREATE TABLE …
-// AS, the query.
-type tableClauses struct {
-	partItems []planner.PartitionItem
-	sortItems []planner.SortItem
-	props     iceberg.Properties // WITH, over the commit retries icefloe sets
-	query     string
-}
-
-// readTableClauses reads the clauses of CREATE TABLE to the end of the
-// statement, or with asQuery to the end of AS query (without asQuery, AS
-// is unsupported there).
-func readTableClauses(ps *planner.Parser, asQuery bool) (tableClauses, error) {
-	c := tableClauses{props: iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}}
-	var seenPart, seenWith, seenOrder bool
-	var err error
-	n := len(ps.Tokens())
-	for ps.Pos < n && c.query == "" {
-		switch {
-		case !seenPart && ps.Accept("PARTITIONED", "BY"):
-			seenPart = true
-			if c.partItems, err = ps.PartitionItems(); err != nil {
-				return c, err
-			}
-		case !seenOrder && ps.Accept("ORDERED", "BY"):
-			seenOrder = true
-			if c.sortItems, err = ps.SortItems(); err != nil {
-				return c, err
-			}
-		case !seenWith && ps.Accept("WITH"):
-			seenWith = true
-			if err := ps.Properties(c.props); err != nil {
-				return c, err
-			}
-		case !asQuery && ps.At("AS"):
-			return c, fmt.Errorf("%w: CREATE TABLE … AS SELECT", planner.ErrUnsupported)
-		case asQuery && ps.At("AS") && ps.Pos+1 < n:
-			c.query = ps.Text(ps.Pos+1, n-1)
-		default:
-			return c, ps.Unexpected()
-		}
+// tableProps are the properties of a new table: WITH's, over the commit
+// retries icefloe sets.
+func tableProps(t *parse.CreateTable) iceberg.Properties {
+	props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}
+	for k, v := range t.With {
+		props[k] = v
 	}
-	return c, nil
+	return props
 }
 
 // tableOpts checks the definition of a new table ref of schema with the
 // clauses c and returns the catalog's options that make it; exists says
 // ref exists already (nothing else was checked then).
-func tableOpts(ctx context.Context, mt *catalog.Mount, ref catalog.TableRef, schema *iceberg.Schema, c tableClauses) (opts []icecat.CreateTableOpt, exists bool, err error) {
-	spec, err := planner.PartitionSpec(schema, c.partItems)
+func tableOpts(ctx context.Context, mt *catalog.Mount, ref catalog.TableRef, schema *iceberg.Schema, t *parse.CreateTable) (opts []icecat.CreateTableOpt, exists bool, err error) {
+	spec, err := planner.PartitionSpec(schema, t.Partition)
 	if err != nil {
 		return nil, false, err
 	}
@@ -224,17 +160,18 @@ func tableOpts(ctx context.Context, mt *catalog.Mount, ref catalog.TableRef, sch
 	if exists {
 		return nil, true, nil
 	}
-	order, err := planner.SortOrderOf(schema, c.sortItems)
+	order, err := planner.SortOrderOf(schema, t.Order)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := encryptionProps(ctx, mt, c.props); err != nil {
+	props := tableProps(t)
+	if err := encryptionProps(ctx, mt, props); err != nil {
 		return nil, false, err
 	}
-	if opts, err = placeTable(mt, c.props); err != nil {
+	if opts, err = placeTable(mt, props); err != nil {
 		return nil, false, err
 	}
-	return append(opts, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(c.props)), false, nil
+	return append(opts, icecat.WithPartitionSpec(&spec), icecat.WithSortOrder(order), icecat.WithProperties(props)), false, nil
 }
 
 // placeTable checks the properties of a new table that place its files
@@ -254,7 +191,7 @@ func placeTable(mt *catalog.Mount, props iceberg.Properties) ([]icecat.CreateTab
 
 // explainCTAS notes the table a CREATE TABLE … AS would create and the
 // plan of its query, and stops the dry run.
-func (e *Executor) explainCTAS(ctx context.Context, sess planner.Session, d *planner.DryRun, ref fmt.Stringer, columns, query string) error {
+func (e *Executor) explainCTAS(ctx context.Context, sess planner.Session, d *planner.DryRun, ref fmt.Stringer, columns string, query *parse.Statement) error {
 	d.Note("create", "table %s %s", ref, columns)
 	plan, err := e.Plan(ctx, sess, query)
 	if err != nil {
@@ -263,9 +200,4 @@ func (e *Executor) explainCTAS(ctx context.Context, sess planner.Session, d *pla
 	d.NotePlan(plan.Explain)
 	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(plan.Endpoints), ref)
 	return d.Commit("create the table, then append the written files in one snapshot")
-}
-
-// syntaxf is an error wrapping planner.ErrSyntax.
-func syntaxf(f string, a ...any) error {
-	return fmt.Errorf("%w: "+f, append([]any{planner.ErrSyntax}, a...)...)
 }

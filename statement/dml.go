@@ -7,6 +7,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -17,18 +18,23 @@ import (
 // rewrite's fragments run on the workers and their files are committed in
 // one snapshot that replaces the rewritten files.
 
+func init() {
+	runsPerRow(parse.KindUpdate, (*Executor).dml)
+	runsPerRow(parse.KindDelete, (*Executor).dml)
+	runsPerRow(parse.KindMerge, (*Executor).dml)
+}
+
 // dml runs an UPDATE, DELETE or MERGE with one set of parameter values
 // (args; MERGE takes none).
-func (e *Executor) dml(ctx context.Context, sess planner.Session, ps *planner.Parser, args []any) (int64, error) {
-	del, merge := ps.At("DELETE"), ps.At("MERGE")
-	d, err := e.PlanDML(ctx, sess, ps, args)
+func (e *Executor) dml(ctx context.Context, sess planner.Session, st *parse.Statement, args []any) (int64, error) {
+	d, err := e.PlanDML(ctx, sess, st, args)
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case del:
+	switch st.Kind {
+	case parse.KindDelete:
 		return e.delete(ctx, sess, d, args)
-	case merge:
+	case parse.KindMerge:
 		return e.merge(ctx, sess, d)
 	}
 	return e.rewrite(ctx, sess, d)
@@ -63,7 +69,7 @@ func (e *Executor) delete(ctx context.Context, sess planner.Session, d *planner.
 // converts exactly to an Iceberg filter; ok is false otherwise and the
 // caller rewrites the files instead. The matching rows are counted on the
 // coordinator with the same filter.
-func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, match string, args []any) (n int64, ok bool, err error) {
+func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, match *parse.Statement, args []any) (n int64, ok bool, err error) {
 	pinned, expr, exact, err := e.ExactFilter(ctx, sess, tgt, match, args)
 	if err != nil || !exact {
 		return 0, false, err
@@ -169,7 +175,7 @@ func (e *Executor) merge(ctx context.Context, sess planner.Session, d *planner.D
 		}
 	}
 	added, n := rw.added, rw.affected
-	if d.Insert != "" {
+	if d.Insert != nil {
 		res, err := e.writeSelect(ctx, sess, tgt, nil, d.Insert)
 		if err != nil {
 			e.removeOnly(tgt, rw.added)

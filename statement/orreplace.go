@@ -12,7 +12,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
-	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -39,22 +39,10 @@ import (
 //     finds no table.
 
 // createOrReplace runs CREATE OR REPLACE TABLE.
-func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
-	// The statement as CREATE TABLE: the same tokens without OR REPLACE.
-	all := ps.Tokens()
-	plain := ps.WithTokens(append([]sqltok.Token{all[0]}, all[3:]...))
-	plain.Pos = 2
-	if plain.At("IF", "NOT", "EXISTS") {
-		return 0, syntaxf("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together")
-	}
-	parts, err := plain.Name(3)
-	if err != nil {
-		return 0, err
-	}
-	nameEnd := plain.Pos
-	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Drop, authz.Create)
+func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, t *parse.CreateTable) (int64, error) {
+	tgt, err := e.LoadTarget(ctx, sess, t.Name, authz.Drop, authz.Create)
 	if errors.Is(err, planner.ErrNotFound) {
-		return e.createTable(ctx, sess, plain)
+		return e.createTable(ctx, sess, t)
 	}
 	if err != nil {
 		return 0, err
@@ -66,15 +54,9 @@ func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, ps
 	staging := ref
 	staging.Table = catalog.StagingName(ref.Table)
 	// CREATE TABLE "catalog"."schema"."staging" and the rest as written.
-	toks := append([]sqltok.Token{}, plain.Tokens()[:2]...)
-	for i, part := range []string{staging.Catalog, staging.Schema, staging.Table} {
-		if i > 0 {
-			toks = append(toks, sqltok.Token{Kind: sqltok.Op, Value: ".", Text: "."})
-		}
-		toks = append(toks, sqltok.Token{Kind: sqltok.QuotedIdent, Value: part})
-	}
-	made := ps.WithTokens(append(toks, plain.Tokens()[nameEnd:]...))
-	n, err := e.createTable(ctx, sess, made)
+	made := *t
+	made.Name = []string{staging.Catalog, staging.Schema, staging.Table}
+	n, err := e.createTable(ctx, sess, &made)
 	if err != nil {
 		return 0, err
 	}

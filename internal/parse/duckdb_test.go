@@ -193,60 +193,73 @@ func duckSQL(t *testing.T, st *Statement) string {
 	case *Truncate:
 		return "TRUNCATE " + name(b.Name)
 	case *Merge:
-		out := "MERGE INTO " + name(b.Target) + ifx(b.Alias != "", " AS "+name([]string{b.Alias})) + " USING " + b.Source + " ON (" + b.Exprs[b.On] + ")"
-		for _, c := range b.Clauses {
-			out += [...]string{" WHEN MATCHED", " WHEN NOT MATCHED", " WHEN NOT MATCHED BY SOURCE"}[c.When]
-			if c.Cond >= 0 {
-				out += " AND (" + b.Exprs[c.Cond] + ")"
-			}
-			out += " THEN "
-			switch {
-			case c.Action == "NOTHING":
-				out += "DO NOTHING"
-			case c.Action == "DELETE":
-				out += "DELETE"
-			case c.Star:
-				out += c.Action + " *"
-			case c.Action == "UPDATE":
-				var set []string
-				for i, col := range c.Cols {
-					set = append(set, name([]string{col})+" = ("+b.Exprs[c.Exprs[i]]+")")
-				}
-				out += "UPDATE SET " + strings.Join(set, ", ")
-			default:
-				var vals []string
-				for _, e := range c.Exprs {
-					vals = append(vals, "("+b.Exprs[e]+")")
-				}
-				cols := ""
-				if len(c.Cols) > 0 {
-					var q []string
-					for _, col := range c.Cols {
-						q = append(q, name([]string{col}))
-					}
-					cols = "(" + strings.Join(q, ", ") + ") "
-				}
-				out += "INSERT " + cols + "VALUES (" + strings.Join(vals, ", ") + ")"
-			}
-		}
-		return out
+		return duckMerge(b, name, ifx)
 	case *AlterTable:
-		head := "ALTER TABLE " + ifx(b.IfExists, "IF EXISTS ") + name(b.Name) + " "
-		switch a := b.Action.(type) {
-		case *AddColumn:
-			return head + "ADD COLUMN " + ifx(a.IfNotExists, "IF NOT EXISTS ") + a.Def
-		case *DropColumn:
-			return head + "DROP COLUMN " + ifx(a.IfExists, "IF EXISTS ") + name([]string{a.Column})
-		case *RenameColumn:
-			return head + "RENAME COLUMN " + name([]string{a.From}) + " TO " + name([]string{a.To})
-		case *SetColumnType:
-			return head + "ALTER COLUMN " + name([]string{a.Column}) + " TYPE " + a.Type
-		case *DropNotNull:
-			return head + "ALTER COLUMN " + name([]string{a.Column}) + " DROP NOT NULL"
-		case *RenameTable:
-			return head + "RENAME TO " + name(a.To[len(a.To)-1:])
+		if out := duckAlter(b, name, ifx); out != "" {
+			return out
 		}
 	}
 	t.Fatalf("%s: no DuckDB form for %T", st.Text, st.Body)
+	return ""
+}
+
+// duckMerge prints a MERGE from its typed value.
+func duckMerge(b *Merge, name func([]string) string, ifx func(bool, string) string) string {
+	out := "MERGE INTO " + name(b.Target) + ifx(b.Alias != "", " AS "+name([]string{b.Alias})) + " USING " + b.Source + " ON (" + b.Exprs[b.On] + ")"
+	for _, c := range b.Clauses {
+		out += [...]string{" WHEN MATCHED", " WHEN NOT MATCHED", " WHEN NOT MATCHED BY SOURCE"}[c.When]
+		if c.Cond >= 0 {
+			out += " AND (" + b.Exprs[c.Cond] + ")"
+		}
+		out += " THEN "
+		switch {
+		case c.Action == "NOTHING":
+			out += "DO NOTHING"
+		case c.Action == "DELETE":
+			out += "DELETE"
+		case c.Star:
+			out += c.Action + " *"
+		case c.Action == "UPDATE":
+			var set []string
+			for i, col := range c.Cols {
+				set = append(set, name([]string{col})+" = ("+b.Exprs[c.Exprs[i]]+")")
+			}
+			out += "UPDATE SET " + strings.Join(set, ", ")
+		default:
+			var vals []string
+			for _, e := range c.Exprs {
+				vals = append(vals, "("+b.Exprs[e]+")")
+			}
+			cols := ""
+			if len(c.Cols) > 0 {
+				var q []string
+				for _, col := range c.Cols {
+					q = append(q, name([]string{col}))
+				}
+				cols = "(" + strings.Join(q, ", ") + ") "
+			}
+			out += "INSERT " + cols + "VALUES (" + strings.Join(vals, ", ") + ")"
+		}
+	}
+	return out
+}
+
+// duckAlter prints the ALTER TABLE actions DuckDB also has ("" for others).
+func duckAlter(b *AlterTable, name func([]string) string, ifx func(bool, string) string) string {
+	head := "ALTER TABLE " + ifx(b.IfExists, "IF EXISTS ") + name(b.Name) + " "
+	switch a := b.Action.(type) {
+	case *AddColumn:
+		return head + "ADD COLUMN " + ifx(a.IfNotExists, "IF NOT EXISTS ") + a.Def
+	case *DropColumn:
+		return head + "DROP COLUMN " + ifx(a.IfExists, "IF EXISTS ") + name([]string{a.Column})
+	case *RenameColumn:
+		return head + "RENAME COLUMN " + name([]string{a.From}) + " TO " + name([]string{a.To})
+	case *SetColumnType:
+		return head + "ALTER COLUMN " + name([]string{a.Column}) + " TYPE " + a.Type
+	case *DropNotNull:
+		return head + "ALTER COLUMN " + name([]string{a.Column}) + " DROP NOT NULL"
+	case *RenameTable:
+		return head + "RENAME TO " + name(a.To[len(a.To)-1:])
+	}
 	return ""
 }

@@ -102,11 +102,25 @@ func TestKeywordAndRedacted(t *testing.T) {
 	}
 }
 
+func TestHasParams(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SELECT ?": true, "SELECT $1": true, "INSERT INTO t VALUES (?1, ?2)": true,
+		"SELECT '?', $$a$1$$ AS x -- ?": false, `SELECT "$1"`: false, "SELECT 1": false,
+	} {
+		if got := Must(q).HasParams(); got != want {
+			t.Errorf("%q: HasParams %v, want %v", q, got, want)
+		}
+	}
+}
+
 func TestCheap(t *testing.T) {
 	for q, want := range map[string]bool{
 		"SELECT 1": true, "values (1, 'a')": true, "SELECT 1;": true, "SELECT now()": true,
 		"SELECT * FROM t": false, "TABLE t": false, "SELECT 1 INTO x": false, "WITH a AS (SELECT 1) SELECT * FROM a": false,
 		"SELECT 1; SELECT 2": false, "EXPLAIN SELECT 1": false, "SELECT '" + strings.Repeat("x", CheapTextBytes) + "'": false,
+		"  select 1 + 2 AS x -- FROM orders": true, "VALUES (1), (2)": true, "SELECT 'FROM' AS s": true,
+		"SELECT count(*) FROM orders": false, "SELECT (SELECT max(id) FROM t)": false, "INSERT INTO t VALUES (1)": false,
+		"SELECT * INTO t": false, "SELECT 1 AS \"x\" " + strings.Repeat(" ", CheapTextBytes): false,
 	} {
 		st, _ := Parse(q)
 		if st.Cheap() != want {
@@ -319,5 +333,62 @@ func TestTextArguments(t *testing.T) {
 	no := false
 	if err != nil || !reflect.DeepEqual(items, []SortItem{{Column: "a", Desc: true}, {Column: "b", NullsFirst: &no}}) {
 		t.Errorf("sort order %+v %v", items, err)
+	}
+}
+
+func TestLexicalErrors(t *testing.T) {
+	for _, bad := range []string{`'open`, `"open`, `/* open`, `$q$ open`, "CREATE TABLE t (a INT)\x00; DROP TABLE t"} {
+		if _, err := Parse(bad); !errors.Is(err, ErrSyntax) {
+			t.Errorf("%q: got %v, want a syntax error", bad, err)
+		}
+	}
+}
+
+func TestMergeParts(t *testing.T) {
+	m := body[*Merge](t, `MERGE INTO db.t AS x USING (SELECT a, b FROM s WHERE c ON d) AS y ON x.a = y.a AND CASE WHEN y.b THEN true END
+		WHEN MATCHED AND y.b > (1) THEN UPDATE SET b = CASE WHEN y.b THEN 1 ELSE 2 END, c = 3
+		WHEN NOT MATCHED BY SOURCE THEN DELETE
+		WHEN NOT MATCHED AND y.a IS NOT NULL THEN INSERT (a, b) VALUES (y.a, (y.b, 1))
+		WHEN NOT MATCHED BY TARGET THEN DO NOTHING`)
+	if strings.Join(m.Target, ".") != "db.t" || m.Alias != "x" || m.Source != "(SELECT a, b FROM s WHERE c ON d) AS y" {
+		t.Fatalf("target %v alias %q source %q", m.Target, m.Alias, m.Source)
+	}
+	if got := m.Exprs[m.On]; got != "x.a = y.a AND CASE WHEN y.b THEN true END" {
+		t.Fatalf("ON %q", got)
+	}
+	if len(m.Clauses) != 4 {
+		t.Fatalf("%d clauses", len(m.Clauses))
+	}
+	c := m.Clauses[0]
+	if c.When != WhenMatched || c.Action != "UPDATE" || m.Exprs[c.Cond] != "y.b > (1)" ||
+		strings.Join(c.Cols, ",") != "b,c" || m.Exprs[c.Exprs[0]] != "CASE WHEN y.b THEN 1 ELSE 2 END" || m.Exprs[c.Exprs[1]] != "3" {
+		t.Fatalf("clause 1: %+v", c)
+	}
+	if c := m.Clauses[1]; c.When != WhenNotMatchedBySource || c.Action != "DELETE" || c.Cond != -1 {
+		t.Fatalf("clause 2: %+v", c)
+	}
+	if c := m.Clauses[2]; c.When != WhenNotMatched || c.Action != "INSERT" || len(c.Exprs) != 2 || m.Exprs[c.Exprs[1]] != "(y.b, 1)" {
+		t.Fatalf("clause 3: %+v", c)
+	}
+	if c := m.Clauses[3]; c.When != WhenNotMatched || c.Action != "NOTHING" {
+		t.Fatalf("clause 4: %+v", c)
+	}
+	for _, bad := range []struct {
+		q    string
+		want error
+		text string
+	}{
+		{`MERGE t USING s ON t.a = s.a WHEN MATCHED THEN DELETE`, ErrSyntax, "unexpected"},
+		{`MERGE INTO t USING s WHEN MATCHED THEN DELETE`, ErrSyntax, "ON"},
+		{`MERGE INTO t USING s ON t.a = s.a`, ErrSyntax, "WHEN"},
+		{`MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN INSERT VALUES (1)`, ErrInvalid, "WHEN NOT MATCHED"},
+		{`MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN DELETE`, ErrInvalid, "INSERT"},
+		{`MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET a = 1, a = 2`, ErrInvalid, "twice"},
+		{`MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN INSERT (a, b) VALUES (1)`, ErrInvalid, "2 columns"},
+		{`MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN DELETE RETURNING *`, ErrSyntax, "unexpected"},
+	} {
+		if _, err := Parse(bad.q); !errors.Is(err, bad.want) || !strings.Contains(err.Error(), bad.text) {
+			t.Errorf("%s: got %v, want %v mentioning %q", bad.q, err, bad.want, bad.text)
+		}
 	}
 }

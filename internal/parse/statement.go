@@ -93,6 +93,16 @@ func (s *Statement) Quoted(name string) bool { return s.quoted[name] }
 // the caller must not change the map.
 func (s *Statement) QuotedNames() map[string]bool { return s.quoted }
 
+// HasParams reports whether the statement has a placeholder (?, ?1, $1).
+func (s *Statement) HasParams() bool {
+	for _, t := range s.toks {
+		if t.Kind == sqltok.Param {
+			return true
+		}
+	}
+	return false
+}
+
 // Keyword is the statement's first keyword, upper-cased (SELECT, CREATE,
 // …), "(" for a parenthesised query, "" for none: the audit line's
 // statement field.
