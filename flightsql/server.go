@@ -378,7 +378,8 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, st *parse.
 			eps[i].ExpirationTime = timestamppb.New(plan.ExpiresAt)
 		}
 	}
-	queries.From(ctx).Planned(string(plan.Strategy), redactPlan(plan.Explain), len(eps), plan.ExpiresAt)
+	explain := plan.Explain
+	queries.From(ctx).Planned(string(plan.Strategy), func() string { return redactPlan(explain) }, len(eps), plan.ExpiresAt)
 	tracing.Logger(ctx, s.log).Debug("planned query", zap.String("query_id", plan.QueryID),
 		zap.String("strategy", string(plan.Strategy)), zap.Int("endpoints", len(eps)))
 	info := &flight.FlightInfo{

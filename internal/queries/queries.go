@@ -53,8 +53,11 @@ type Info struct {
 	Start    time.Time
 	End      time.Time // zero while it runs
 	Strategy string
-	// Plan is the distributed plan (EXPLAIN's text).
-	Plan           string
+	// Plan is the distributed plan (EXPLAIN's text), as Planned's plan
+	// gives it when the statement is first read (List, Get, Cancel).
+	Plan string
+	// plan gives Plan; nil once it has.
+	plan           func() string
 	Rows, Bytes    int64
 	EndpointsDone  int
 	EndpointsTotal int
@@ -216,10 +219,12 @@ func (q *Query) Run() {
 }
 
 // Planned records a query's plan: its endpoints are read from the workers
-// from now on, until expires.
-func (q *Query) Planned(strategy, plan string, endpoints int, expires time.Time) {
+// from now on, until expires. plan gives the plan's text as the registry
+// shows it (its literals redacted); it is called when the statement is
+// first read, off the statement's path, not by Planned.
+func (q *Query) Planned(strategy string, plan func() string, endpoints int, expires time.Time) {
 	q.update(func(i *Info) {
-		i.Strategy, i.Plan, i.EndpointsTotal = strategy, plan, endpoints
+		i.Strategy, i.plan, i.EndpointsTotal = strategy, plan, endpoints
 		i.PlanTime = time.Since(i.Start) - i.QueueWait
 		q.expires = expires
 	})
@@ -295,6 +300,14 @@ func (q *Query) endLocked(i *Info, err error) {
 	}
 }
 
+// planned resolves i's plan text, once; r.mu is held.
+func (i *Info) planned() Info {
+	if i.plan != nil {
+		i.Plan, i.plan = i.plan(), nil
+	}
+	return *i
+}
+
 func (r *Registry) report(i Info) {
 	if r != nil && r.ended != nil {
 		r.ended(i)
@@ -321,9 +334,11 @@ func (r *Registry) List(ctx context.Context) []Info {
 	r.mu.Lock()
 	out := make([]Info, 0, len(r.running)+len(r.recent))
 	for _, q := range r.running {
-		out = append(out, q.info)
+		out = append(out, q.info.planned())
 	}
-	out = append(out, r.recent...)
+	for k := range r.recent {
+		out = append(out, r.recent[k].planned())
+	}
 	r.mu.Unlock()
 	slices.SortFunc(out, func(a, b Info) int { return b.Start.Compare(a.Start) })
 	return out
@@ -403,7 +418,7 @@ func (r *Registry) Cancel(ctx context.Context, id string, may func(principal str
 	}
 	q.info.State = Cancelled
 	q.endLocked(&q.info, fmt.Errorf("%w: %s", ErrCancelled, id))
-	info, expires := q.info, q.expires
+	info, expires := q.info.planned(), q.expires
 	r.mu.Unlock()
 	q.cancel(fmt.Errorf("%w: %s", ErrCancelled, id))
 	var err error
