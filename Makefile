@@ -13,6 +13,7 @@
 #   make bench-tpcds       TPC-DS SF0.1's 99 queries through Python ADBC: median cost above DuckDB
 #   make bench-sidebyside  TPC-H SF1+10 and TPC-DS SF1 vs DuckDB, 1 and 2 pinned workers (scaling)
 #   make bench-load        coordinator + 2 workers under 16 clients for 60 s, then with a cross join; rewrites docs/benchmarks.md's load section
+#   make bench-soak        coordinator + 2 workers under 8 writing clients for 10 min: every process's live-heap slope (MB/min); rewrites docs/benchmarks.md's soak section
 #   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
 #   make image             the same image without a daemon or registry: buildah, FROM scratch
 #   make clean             remove build output; distclean also removes installed test tools
@@ -44,7 +45,7 @@ SHELL := /bin/bash
 go_packages = $$($(GO) list -tags $(GO_TAGS) ./... | grep -Ev '/integration(/|$$)')
 
 .PHONY: build serve deps vet test test-go test-integration test-integration-go \
-	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency bench-tpcds bench-sidebyside bench-load docker image clean distclean
+	test-integration-suites fuzz bench bench-tpch bench-tpch-s3 bench-latency bench-tpcds bench-sidebyside bench-load bench-soak tpch-sf0.1 docker image clean distclean
 
 # VERSION is what icefloe --version prints (the commit when no tag).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
@@ -184,13 +185,31 @@ bench-sidebyside: build
 LOAD_CLIENTS  ?= 16
 LOAD_WORKERS  ?= 2
 LOAD_DURATION ?= 60s
-bench-load: build
-	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
-	integration/.venv-tpch/bin/python -c 'import sys; sys.path.insert(0, "bench/tpch"); import tpch; \
-	  tpch.generate("integration/.venv-tpch/bin/tpchgen-cli", 0.1, "integration/.tpch-data/sf0.1")'
+bench-load: build tpch-sf0.1
 	$(GO) run ./bench/load -bin $(abspath $(BIN)) -data integration/.tpch-data/sf0.1 \
 	  -clients $(LOAD_CLIENTS) -workers $(LOAD_WORKERS) -duration $(LOAD_DURATION) \
 	  -out bench/load/out/results.json -doc docs/benchmarks.md
+
+# The soak: SOAK_CLIENTS clients of scans, aggregates, point queries,
+# INSERTs, DELETEs and abandoned streams with expire_snapshots every
+# minute, for SOAK_DURATION, sampling every process's live heap (after a
+# GC) every SOAK_SAMPLE; its figure is each process's live-heap slope in
+# MB/min. Writes bench/load/out/soak.json and rewrites docs/benchmarks.md's
+# soak section. Reported, never asserted, except that a wrong answer fails
+# it. Not part of make test.
+SOAK_CLIENTS  ?= 8
+SOAK_DURATION ?= 10m
+SOAK_SAMPLE   ?= 10s
+bench-soak: build tpch-sf0.1
+	$(GO) run ./bench/load -bin $(abspath $(BIN)) -data integration/.tpch-data/sf0.1 \
+	  -soak $(SOAK_DURATION) -soak-clients $(SOAK_CLIENTS) -soak-sample $(SOAK_SAMPLE) -workers $(LOAD_WORKERS) \
+	  -soak-out bench/load/out/soak.json -logs bench/load/out/soak-logs -doc docs/benchmarks.md
+
+# TPC-H SF0.1 as tpchgen-cli's Parquet files, for bench-load and bench-soak.
+tpch-sf0.1:
+	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
+	integration/.venv-tpch/bin/python -c 'import sys; sys.path.insert(0, "bench/tpch"); import tpch; \
+	  tpch.generate("integration/.venv-tpch/bin/tpchgen-cli", 0.1, "integration/.tpch-data/sf0.1")'
 
 # ---- packaging ----------------------------------------------------------------
 

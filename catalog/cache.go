@@ -3,16 +3,17 @@ package catalog
 import (
 	"container/list"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/icefloe/icefloe/internal/memsize"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
 
@@ -31,11 +32,12 @@ const DefaultMetadataCacheBytes = 256 << 20
 // Storage properties are not part of any key; each Open returns a table
 // that reads files with the caller's own properties.
 //
-// Metadata is counted by the length of its JSON, a proxy for the parsed
-// size that grows with the same things (snapshots, schemas, specs); files
-// by their length; memos by the size their loader states. An entry larger
-// than the whole bound is served but not kept. It is safe for concurrent
-// use.
+// Every entry is counted by the heap it keeps alive, measured when it is
+// added (internal/memsize): parsed metadata with its snapshots decoded and
+// its current schema's indexes built (what a parsed version grows to once
+// planned on: some ten times its JSON), a file's buffer, a memo's value,
+// each with its key and the cache's own bookkeeping. An entry larger than
+// the whole bound is served but not kept. It is safe for concurrent use.
 type MetadataCache struct {
 	max    int64
 	flight singleflight.Group
@@ -125,11 +127,18 @@ func (c *MetadataCache) Load(ctx context.Context, ident table.Identifier, locati
 // Memo returns the value cached under key, or loads, caches and returns
 // it. key must name everything the value derives from, by immutable
 // locations and values only (e.g. a metadata location and the options of
-// a scan, or a query's text). load states
-// the value's size in bytes; its errors are not cached. Concurrent Memos
-// of one key load once, as Open does.
-func (c *MetadataCache) Memo(ctx context.Context, key string, load func(ctx context.Context) (value any, size int64, err error)) (any, error) {
-	return c.get(ctx, kindMemo, key, load)
+// a scan, or a query's text). The value is counted by the memory it
+// holds (memsize.Of), so it must not share memory with anything the
+// caller changes later; load's errors are not cached. Concurrent Memos of
+// one key load once, as Open does.
+func (c *MetadataCache) Memo(ctx context.Context, key string, load func(ctx context.Context) (value any, err error)) (any, error) {
+	return c.get(ctx, kindMemo, key, func(ctx context.Context) (any, int64, error) {
+		v, err := load(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		return v, memsize.Of(v), nil
+	})
 }
 
 // Recall returns the value Remember put under key, counting a memo hit or
@@ -145,9 +154,23 @@ func (c *MetadataCache) Recall(key string) (any, bool) {
 	return v, ok
 }
 
-// Remember caches value of size bytes under key, as Memo would.
-func (c *MetadataCache) Remember(key string, value any, size int64) {
-	c.add(kindPrefix[kindMemo]+key, value, size)
+// Remember caches value under key, counted as Memo counts it.
+func (c *MetadataCache) Remember(key string, value any) {
+	c.add(kindPrefix[kindMemo]+key, value, memsize.Of(value))
+}
+
+// Forget drops what Remember or Memo put under key, for a value found
+// wrong (the file it was derived from has gone).
+func (c *MetadataCache) Forget(key string) {
+	key = kindPrefix[kindMemo] + key
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		e := el.Value.(*cacheEntry)
+		c.order.Remove(el)
+		delete(c.entries, key)
+		c.bytes -= e.size
+	}
 }
 
 // get returns the entry of key of kind k, loading it on a miss.
@@ -193,16 +216,42 @@ func (c *MetadataCache) lookup(key string) (any, bool) {
 	return el.Value.(*cacheEntry).value, true
 }
 
-// metadataSize is the JSON length of meta.
+// metadataSize is the memory parsed metadata holds once it is used:
+// iceberg-go decodes the snapshots of a parsed file lazily and builds a
+// schema's indexes on first use, so both are done here first, before it
+// is shared, and then measured. What reflection cannot reach (the
+// indexes a schema keeps in closures: parents, name mapping) is counted
+// as the current schema's size once more.
 func metadataSize(meta table.Metadata) int64 {
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return 1 << 20 // unknown: count it as large
+	meta.Snapshots()
+	sc := meta.CurrentSchema()
+	if sc == nil {
+		return memsize.Of(meta)
 	}
-	return int64(len(b))
+	warmSchema(sc)
+	return memsize.Of(meta) + memsize.Of(sc)
 }
 
+// warmSchema builds the lazy indexes of sc that planning and reading use.
+func warmSchema(sc *iceberg.Schema) {
+	fields := sc.Fields()
+	if len(fields) == 0 {
+		return
+	}
+	f := fields[0]
+	sc.FindFieldByID(f.ID)
+	sc.FindColumnName(f.ID)
+	sc.FindFieldByNameCaseInsensitive(f.Name)
+	// Binding a predicate builds the field accessors.
+	_, _ = iceberg.BindExpr(sc, iceberg.IsNull(iceberg.Reference(f.Name)), true)
+}
+
+// entryOverhead is what the cache itself spends per entry: the list
+// element, the entry and its map slot.
+const entryOverhead = 160
+
 func (c *MetadataCache) add(key string, value any, size int64) {
+	size += memsize.Of(key) + entryOverhead
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if size > c.max {

@@ -80,11 +80,11 @@ func TestMetadataCacheEviction(t *testing.T) {
 	// Room for the larger version alone: the two never fit together.
 	sizes := map[string]int64{}
 	for _, loc := range []string{first, second} {
-		tbl, err := NewMetadataCache(0).Open(ctx, ident, loc, nil)
-		if err != nil {
+		one := NewMetadataCache(0)
+		if _, err := one.Open(ctx, ident, loc, nil); err != nil {
 			t.Fatal(err)
 		}
-		sizes[loc] = metadataSize(tbl.Metadata())
+		sizes[loc] = one.Bytes()
 	}
 	c := NewMetadataCache(max(sizes[first], sizes[second]))
 	for _, loc := range []string{first, second, first, first} {
@@ -233,14 +233,14 @@ func TestMemo(t *testing.T) {
 	c := NewMetadataCache(1 << 20)
 	ctx := context.Background()
 	calls := 0
-	load := func(context.Context) (any, int64, error) { calls++; return calls, 10, nil }
+	load := func(context.Context) (any, error) { calls++; return calls, nil }
 	for i := 0; i < 3; i++ {
 		if v, err := c.Memo(ctx, "k", load); err != nil || v.(int) != 1 {
 			t.Fatalf("memo: %v %v", v, err)
 		}
 	}
 	boom := errors.New("boom")
-	if _, err := c.Memo(ctx, "e", func(context.Context) (any, int64, error) { return nil, 0, boom }); !errors.Is(err, boom) {
+	if _, err := c.Memo(ctx, "e", func(context.Context) (any, error) { return nil, boom }); !errors.Is(err, boom) {
 		t.Fatal(err)
 	}
 	if v, err := c.Memo(ctx, "e", load); err != nil || v.(int) != 2 {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/memsize"
 )
 
 // FS wraps a table's file system for reading: its manifest lists and
@@ -38,7 +40,7 @@ func (f *cachedFS) Open(name string) (io.File, error) {
 	}
 	v, err := f.c.get(f.ctx, kindFile, name, func(context.Context) (any, int64, error) {
 		data, err := readAll(f.IO, name)
-		return data, int64(len(data)), err
+		return data, memsize.Of(data), err
 	})
 	if err != nil {
 		return nil, err
@@ -57,8 +59,11 @@ func readAll(fsys io.IO, name string) ([]byte, error) {
 	}
 	defer f.Close()
 	var b bytes.Buffer
-	_, err = b.ReadFrom(f)
-	return b.Bytes(), err
+	if _, err = b.ReadFrom(f); err != nil {
+		return nil, err
+	}
+	// The buffer grew by doubling: keep only what the file holds.
+	return bytes.Clone(b.Bytes()), nil
 }
 
 // memFile is a cached file's bytes as an io.File; the bytes are shared and

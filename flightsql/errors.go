@@ -44,6 +44,9 @@ var (
 	// errNoRenew: RenewFlightEndpoint on a server whose planner cannot
 	// renew tickets (Unimplemented).
 	errNoRenew = errors.New("flightsql: RenewFlightEndpoint: the planner cannot renew tickets")
+	// ErrSessionOption: a session option's value is over its size
+	// (InvalidArgument).
+	ErrSessionOption = errors.New("flightsql: session option too large")
 	// ErrNoSession: the session middleware is not installed (FailedPrecondition).
 	ErrNoSession = errors.New("flightsql: no session: install Server.ServerOptions on the gRPC server")
 )
@@ -64,6 +67,7 @@ var codeTable = []struct {
 	{commit.ErrStatementID, codes.InvalidArgument},
 	{ErrHandle, codes.InvalidArgument},
 	{ErrNotQuery, codes.InvalidArgument},
+	{ErrSessionOption, codes.InvalidArgument},
 	{wire.ErrMalformed, codes.InvalidArgument},
 	{wire.ErrVersion, codes.InvalidArgument},
 	{wire.ErrUnsealed, codes.InvalidArgument},

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
@@ -106,25 +104,6 @@ func (w QueryWorkers) Cancel(ctx context.Context, id string, until time.Time) er
 		return err
 	}
 	return w.each(ctx, wire.ActionCancelQuery, body, func(string, [][]byte) {})
-}
-
-// redactPlan redacts the literals of the SQL and filters a plan's
-// explain lines quote, as the registry keeps them.
-func redactPlan(explain string) string {
-	lines := strings.Split(explain, "\n")
-	for i, l := range lines {
-		key, val, ok := strings.Cut(l, "\t")
-		switch {
-		case ok && (key == "fragment" || key == "filter"):
-			lines[i] = key + "\t" + audit.Redact(val)
-		case ok && key == "plan":
-			// A plan tree's line: its indentation, then a node's SQL or
-			// filter among figures.
-			body := strings.TrimLeft(val, " ")
-			lines[i] = key + "\t" + val[:len(val)-len(body)] + audit.Redact(body)
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Stats asks every worker for its counters, by location.

@@ -378,8 +378,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, st *parse.
 			eps[i].ExpirationTime = timestamppb.New(plan.ExpiresAt)
 		}
 	}
-	explain := plan.Explain
-	queries.From(ctx).Planned(string(plan.Strategy), func() string { return redactPlan(explain) }, len(eps), plan.ExpiresAt)
+	queries.From(ctx).Planned(string(plan.Strategy), plan.Redacted, len(eps), plan.ExpiresAt)
 	tracing.Logger(ctx, s.log).Debug("planned query", zap.String("query_id", plan.QueryID),
 		zap.String("strategy", string(plan.Strategy)), zap.Int("endpoints", len(eps)))
 	info := &flight.FlightInfo{

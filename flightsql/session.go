@@ -3,6 +3,7 @@ package flightsql
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/parse"
@@ -26,6 +28,37 @@ const (
 	// spark.wap.branch); see planner.Session.WAPBranch.
 	OptionWAPBranch = "icefloe.wap_branch"
 )
+
+// maxSessionOptionBytes bounds the encoded value of one session option:
+// catalog and schema names, a branch name, a duration. A coordinator
+// keeps the sessions changed on it (sessionrepair.go), so a value a
+// client chooses must not be what sizes its memory.
+const maxSessionOptionBytes = 1024
+
+// clientOptions are the session options a client may set.
+var clientOptions = map[string]bool{OptionCatalog: true, OptionSchema: true, OptionSingleEndpoint: true,
+	OptionWAPBranch: true, OptionStatementTimeout: true}
+
+// checkOptionSize refuses a value over maxSessionOptionBytes, naming
+// the option and the limit.
+func checkOptionSize(name string, v *flight.SessionOptionValue) error {
+	if n := proto.Size(v); n > maxSessionOptionBytes {
+		return fmt.Errorf("%w: %s is %d bytes, at most %d bytes are allowed", ErrSessionOption, name, n, maxSessionOptionBytes)
+	}
+	return nil
+}
+
+// cookieOptionsValid tells whether a session decoded from a client's
+// cookie holds only options icefloe sets, each within its size: a cookie
+// is the client's to write, and anything else starts a fresh session.
+func cookieOptionsValid(opts map[string]*flight.SessionOptionValue) bool {
+	for name, v := range opts {
+		if !clientOptions[name] && name != optSessionID && name != optSessionGen || checkOptionSize(name, v) != nil {
+			return false
+		}
+	}
+	return true
+}
 
 // flightMethodPrefix selects the calls the session middleware applies to.
 const flightMethodPrefix = "/arrow.flight.protocol.FlightService/"
@@ -89,10 +122,10 @@ func (m sessionManager) GetSession(ctx context.Context) (session.ServerSession, 
 		return s, nil // the call's own, as it ends
 	}
 	s, err := m.stateless.GetSession(ctx)
-	if err != nil {
+	if err != nil || !cookieOptionsValid(s.GetSessionOptions()) {
 		return nil, session.ErrNoSession
 	}
-	s, closed := m.recent.repair(s)
+	s, closed := m.recent.repair(ctx, s)
 	if closed {
 		return nil, session.ErrNoSession
 	}
@@ -135,11 +168,17 @@ func stringOption(v *flight.SessionOptionValue) (string, bool) {
 // option in the result, as the protocol asks, not as a failed call: an
 // unknown name is INVALID_NAME, a value that is not a string or names a
 // catalog that is not mounted is INVALID_VALUE. Valid options are set even
-// when others fail.
+// when others fail. A value over maxSessionOptionBytes fails the call
+// (InvalidArgument, naming the option and the limit) and sets nothing.
 func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOptionsRequest) (*flight.SetSessionOptionsResult, error) {
 	ss, err := session.GetSessionFromContext(ctx)
 	if err != nil {
 		return nil, ToStatus(ErrNoSession)
+	}
+	for name, v := range req.GetSessionOptions() {
+		if err := checkOptionSize(name, v); err != nil {
+			return nil, ToStatus(err)
+		}
 	}
 	res := &flight.SetSessionOptionsResult{}
 	fail := func(name string, v pb.SetSessionOptionsResult_ErrorValue) {
@@ -155,7 +194,7 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 	slices.Sort(names)
 	for _, name := range names {
 		v := req.GetSessionOptions()[name]
-		if name != OptionCatalog && name != OptionSchema && name != OptionSingleEndpoint && name != OptionWAPBranch && name != OptionStatementTimeout {
+		if !clientOptions[name] {
 			fail(name, flight.SetSessionOptionsResultErrorInvalidName)
 			continue
 		}
@@ -247,6 +286,11 @@ func (s *Server) execute(ctx context.Context, sess planner.Session, st *parse.St
 	opts, err := flight.NewSessionOptionValues(map[string]any{OptionCatalog: next.Catalog, OptionSchema: next.Schema})
 	if err != nil {
 		return 0, err
+	}
+	for name, v := range opts {
+		if err := checkOptionSize(name, v); err != nil {
+			return 0, err
+		}
 	}
 	for name, v := range opts {
 		ss.SetSessionOption(name, v)

@@ -2,14 +2,21 @@ package flightsql
 
 import (
 	"context"
+	"encoding/base64"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -278,3 +285,105 @@ func TestSessionInternalOptions(t *testing.T) {
 		t.Fatalf("GetSessionOptions shows %v", got)
 	}
 }
+
+// cookieOf is the arrow_flight_session cookie of options, as a client
+// could write it.
+func cookieOf(t *testing.T, opts map[string]any) string {
+	t.Helper()
+	vals, err := flight.NewSessionOptionValues(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(&flight.GetSessionOptionsResult{SessionOptions: vals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return session.StatelessSessionCookieName + "=" + base64.StdEncoding.EncodeToString(b)
+}
+
+// TestSessionOptionSize: a session option's value is bounded: setting a
+// larger one fails with InvalidArgument naming the option and the limit
+// and sets nothing, and a cookie carrying one (or a name icefloe never
+// sets) starts a fresh session.
+func TestSessionOptionSize(t *testing.T) {
+	e := start(t)
+	big := strings.Repeat("s", 1<<20)
+	vals, err := flight.NewSessionOptionValues(map[string]any{"schema": big, "catalog": "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.client.SetSessionOptions(context.Background(), &flight.SetSessionOptionsRequest{SessionOptions: vals})
+	if st, _ := status.FromError(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "session option too large: schema") || !strings.Contains(st.Message(), "1024 bytes") {
+		t.Fatalf("a 1 MiB schema: %v, want InvalidArgument naming the option and the limit", err)
+	}
+	if got := getOptions(t, e); got["catalog"] != "local" || got["schema"] != "default" {
+		t.Fatalf("a refused call set options: %v", got)
+	}
+	cl := e.dial(t, false)
+	for what, opts := range map[string]map[string]any{
+		"a 1 MiB schema":  {"schema": big, optSessionID: "0123"},
+		"an unknown name": {"catalog": "other", "x-big": "v"},
+	} {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "cookie", cookieOf(t, opts))
+		if _, err := cl.Execute(ctx, "SELECT 1"); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := e.planner.last(t, "Plan").session; got != (planner.Session{Catalog: "local", Schema: "default"}) {
+			t.Errorf("a cookie with %s ran under %+v, want a fresh session", what, got.Catalog)
+		}
+	}
+}
+
+// TestRecentSessionsBoundedByBytes: the sessions a coordinator remembers
+// for repair are bounded by the bytes of their options, not only by
+// their count.
+func TestRecentSessionsBoundedByBytes(t *testing.T) {
+	r := newRecentSessions()
+	val := strings.Repeat("v", 1000)
+	for i := range 16384 {
+		opts, _ := flight.NewSessionOptionValues(map[string]any{"catalog": val, "schema": val, "icefloe.wap_branch": val,
+			optSessionID: strconv.Itoa(i)})
+		r.add(strconv.Itoa(i), sessionState{gen: 1, options: opts})
+	}
+	var total int
+	for _, st := range r.lru.Values() {
+		for k, v := range st.options {
+			total += len(k) + proto.Size(v)
+		}
+	}
+	if total > 16<<20 {
+		t.Fatalf("%d sessions hold %d bytes of options, want at most 16 MiB", r.lru.Len(), total)
+	}
+	if _, ok := r.lru.Peek("16383"); !ok {
+		t.Fatal("the newest session was forgotten")
+	}
+	if _, ok := r.lru.Peek("0"); ok {
+		t.Fatal("the oldest session is still remembered")
+	}
+}
+
+// TestSessionRepairIsThePrincipals: a cookie carrying the id of another
+// principal's session neither reads that session's newer options nor,
+// with its generation raised, replaces them.
+func TestSessionRepairIsThePrincipals(t *testing.T) {
+	r := newRecentSessions()
+	alice := auth.NewContext(context.Background(), &auth.Principal{Name: "alice"})
+	mallory := auth.NewContext(context.Background(), &auth.Principal{Name: "mallory"})
+	opts, _ := flight.NewSessionOptionValues(map[string]any{"schema": "alice_private", optSessionID: "s1", optSessionGen: int64(3)})
+	r.add(repairKey(alice, "s1"), sessionState{gen: 3, options: opts})
+	forged := session.NewStatelessServerSession(map[string]*flight.SessionOptionValue{optSessionID: stringValue("s1")})
+	if got, _ := r.repair(mallory, forged); got.GetSessionOption(OptionSchema) != nil {
+		t.Fatalf("mallory's cookie with alice's session id was served alice's options: %v", got.GetSessionOptions())
+	}
+	if got, _ := r.repair(alice, forged); stringValueOf(got.GetSessionOption(OptionSchema)) != "alice_private" {
+		t.Fatalf("alice's own stale cookie was not repaired: %v", got.GetSessionOptions())
+	}
+	// mallory's change under alice's id, generation raised, is mallory's.
+	mine, _ := flight.NewSessionOptionValues(map[string]any{"schema": "mallory_schema", optSessionID: "s1", optSessionGen: int64(9)})
+	r.add(repairKey(mallory, "s1"), sessionState{gen: 9, options: mine})
+	if got, _ := r.repair(alice, forged); stringValueOf(got.GetSessionOption(OptionSchema)) != "alice_private" {
+		t.Fatalf("mallory's change replaced alice's session: %v", got.GetSessionOptions())
+	}
+}
+
+func stringValueOf(v *flight.SessionOptionValue) string { s, _ := stringOption(v); return s }

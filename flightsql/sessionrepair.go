@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -11,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/icefloe/icefloe/internal/auth"
 )
 
 // Session repair. A session's options travel in its cookie, and a client
@@ -26,12 +29,17 @@ import (
 //
 // So every session carries an id, given on its first call, and a
 // generation, raised by every call that changes it. A coordinator keeps
-// the newest options of the sessions changed on it (bounded, expiring)
-// and serves a call whose cookie is older with those, which also sends
-// the client the newer cookie again. A client's calls travel on one
-// connection, hence to one coordinator, so that is the one that knows.
-// The id is random and unguessable; the options hold nothing secret
-// (sessionMiddleware), and no client can set either name.
+// the newest options of the sessions changed on it (bounded by count and
+// bytes, expiring) and serves a call whose cookie is older with those,
+// which also sends the client the newer cookie again. A client's calls
+// travel on one connection, hence to one coordinator, so that is the one
+// that knows. The id is random and unguessable, but the cookie is the
+// client's to write: the state is kept under the principal that changed
+// the session as well as its id, so a cookie carrying another
+// principal's session id neither reads nor changes that session's state
+// (without authentication every caller is the same nobody). The options
+// hold nothing secret (sessionMiddleware), and no client can set either
+// name.
 
 // Internal session option names; SetSessionOptions refuses them.
 const (
@@ -40,11 +48,17 @@ const (
 )
 
 // Bounds of the repair memo: sessions changed on this coordinator are
-// remembered for a day, at most recentSessionsMax of them (a few hundred
-// bytes each).
+// remembered for a day, at most recentSessionsMax of them and
+// recentSessionsMaxBytes of their options (each under
+// maxSessionOptionBytes a value), the least recently used forgotten
+// first.
 const (
-	recentSessionsMax = 16384
-	recentSessionsTTL = 24 * time.Hour
+	recentSessionsMax      = 16384
+	recentSessionsMaxBytes = 16 << 20
+	recentSessionsTTL      = 24 * time.Hour
+	// sessionStateOverhead is what one remembered state costs besides its
+	// key and options: the LRU's entry, the map, the times.
+	sessionStateOverhead = 256
 )
 
 // sessionState is the newest state of a session this coordinator changed.
@@ -53,21 +67,55 @@ type sessionState struct {
 	options map[string]*flight.SessionOptionValue
 	closed  bool
 	at      time.Time
+	size    int64 // bytes counted against recentSessionsMaxBytes
 }
 
-// recentSessions remembers the newest state of the sessions changed here.
+// recentSessions remembers the newest state of the sessions changed here,
+// keyed by principal and session id (repairKey).
 type recentSessions struct {
-	lru *lru.Cache[string, sessionState]
+	mu    sync.Mutex // keeps bytes in step with lru
+	lru   *lru.Cache[string, sessionState]
+	bytes int64
 }
 
 func newRecentSessions() *recentSessions {
-	c, _ := lru.New[string, sessionState](recentSessionsMax) // errs only on a size <= 0
-	return &recentSessions{lru: c}
+	r := &recentSessions{}
+	// The callback runs inside Add and RemoveOldest, under r.mu.
+	r.lru, _ = lru.NewWithEvict(recentSessionsMax, func(_ string, st sessionState) { r.bytes -= st.size }) // errs only on a size <= 0
+	return r
 }
 
-func (r *recentSessions) add(id string, st sessionState) {
+// repairKey is where the state of ctx's principal's session id is kept.
+func repairKey(ctx context.Context, id string) string { return auth.Name(ctx) + "\x00" + id }
+
+func (r *recentSessions) add(key string, st sessionState) {
 	st.at = time.Now()
-	r.lru.Add(id, st)
+	st.size = int64(len(key)) + sessionStateOverhead + optionsSize(st.options)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.lru.Peek(key); ok { // replaced, not evicted: no callback
+		r.bytes -= old.size
+	}
+	r.lru.Add(key, st)
+	r.bytes += st.size
+	for r.bytes > recentSessionsMaxBytes && r.lru.Len() > 1 {
+		r.lru.RemoveOldest()
+	}
+}
+
+func (r *recentSessions) get(key string) (sessionState, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lru.Get(key)
+}
+
+// optionsSize is the bytes options take, names and encoded values.
+func optionsSize(opts map[string]*flight.SessionOptionValue) int64 {
+	var n int64
+	for k, v := range opts {
+		n += int64(len(k) + proto.Size(v))
+	}
+	return n
 }
 
 // newSession is a fresh session with its id.
@@ -94,15 +142,16 @@ func genOf(opts map[string]*flight.SessionOptionValue) int64 {
 	return 0
 }
 
-// repair returns the session to serve a call whose cookie decoded to s:
-// the newer state remembered for its id, if any. closed reports that the
-// session was closed here since (the call starts a fresh one).
-func (r *recentSessions) repair(s session.ServerSession) (out session.ServerSession, closed bool) {
+// repair returns the session to serve a call of ctx whose cookie decoded
+// to s: the newer state its principal left for its id, if any. closed
+// reports that the session was closed here since (the call starts a
+// fresh one).
+func (r *recentSessions) repair(ctx context.Context, s session.ServerSession) (out session.ServerSession, closed bool) {
 	id, ok := stringOption(s.GetSessionOption(optSessionID))
 	if !ok {
 		return s, false
 	}
-	st, ok := r.lru.Get(id)
+	st, ok := r.get(repairKey(ctx, id))
 	if !ok || st.gen <= genOf(s.GetSessionOptions()) || time.Since(st.at) > recentSessionsTTL {
 		return s, false
 	}
@@ -123,7 +172,7 @@ func (r *recentSessions) record(ctx context.Context, before map[string]*flight.S
 	gen := genOf(before) + 1
 	if s.Closed() {
 		if id, ok := stringOption(before[optSessionID]); ok {
-			r.add(id, sessionState{gen: gen, closed: true})
+			r.add(repairKey(ctx, id), sessionState{gen: gen, closed: true})
 		}
 		return
 	}
@@ -136,7 +185,7 @@ func (r *recentSessions) record(ctx context.Context, before map[string]*flight.S
 		s.SetSessionOption(optSessionID, stringValue(id))
 	}
 	s.SetSessionOption(optSessionGen, &flight.SessionOptionValue{OptionValue: &pb.SessionOptionValue_Int64Value{Int64Value: gen}})
-	r.add(id, sessionState{gen: gen, options: s.GetSessionOptions()})
+	r.add(repairKey(ctx, id), sessionState{gen: gen, options: s.GetSessionOptions()})
 }
 
 // optionsOf is the options of the call's session, nil without one.

@@ -86,26 +86,3 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
-
-// TestRedactPlan: the registry's copy of a plan keeps no literal of the
-// SQL and filters its fragment, filter and plan-tree lines quote; the
-// tree keeps its indentation.
-func TestRedactPlan(t *testing.T) {
-	in := "filter\tlocal.default.t: GreaterThan(term=Reference(name='id'), literal=12345)\n" +
-		"fragment\tSELECT id FROM t WHERE id > 12345 AND s = 'secret'\n" +
-		"plan\tResult scatter (est ? rows, ? bytes)\n" +
-		"plan\t  Fragment scan [×4, per group]: SELECT id FROM t WHERE s = 'secret' (est ? rows, ? bytes)\n" +
-		"plan\t    Scan local.default.t as __icefloe_t0 [*] filter GreaterThan(term=Reference(name='id'), literal=12345): 8 of 8 files (est 80 rows, 7215 bytes)\n" +
-		"strategy\tscatter"
-	got := redactPlan(in)
-	for _, leak := range []string{"12345", "secret"} {
-		if strings.Contains(got, leak) {
-			t.Errorf("redacted plan keeps %q:\n%s", leak, got)
-		}
-	}
-	for _, keep := range []string{"plan\t  Fragment scan", "plan\t    Scan local.default.t", "strategy\tscatter"} {
-		if !strings.Contains(got, keep) {
-			t.Errorf("redacted plan lost %q:\n%s", keep, got)
-		}
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/internal/flightclient"
@@ -99,7 +100,10 @@ type member struct {
 	// misses counts health checks in a row that timed out while the
 	// worker was serving: it leaves planning at DefaultHealthMisses.
 	misses int
-	keyOK  bool
+	// keyOK says the worker passed the key check since it last went
+	// away; instance is the process id its answer carried.
+	keyOK    bool
+	instance string
 	// live is what Live last said about it, to log changes; refused
 	// says a key mismatch was logged.
 	live, refused bool
@@ -112,10 +116,14 @@ func (m *member) known(now time.Time) bool {
 // WorkerPool is the set of workers a coordinator plans over: listed ones,
 // the addresses a DNS name resolves to, and workers that announce
 // themselves. Each is checked with the standard gRPC health protocol
-// (grpc.health.v1 Check of service "") every interval, and once, when it
-// joins, with a key check: a challenge sealed with the ticket key that
-// only a worker holding the same key can answer. Live returns the workers
-// that answered both and are not draining. It is safe for concurrent use.
+// (grpc.health.v1 Check of service "") every interval, and with a key
+// check whenever it joins: a challenge sealed with the ticket key that
+// only a worker holding the same key can answer. Joining is the first
+// time, and every time it comes back after it went away (a failed or
+// refused health check, a call that found it unreachable, an expired
+// announcement) or after its process restarted (the instance id its
+// health checks answer with changed). Live returns the workers that
+// answered both and are not draining. It is safe for concurrent use.
 type WorkerPool struct {
 	key       *wire.Key
 	static    []string
@@ -300,13 +308,13 @@ func (p *WorkerPool) Announce(ctx context.Context, body []byte, from string) ([]
 }
 
 // Unreachable tells the pool a call to the worker at loc failed as
-// unreachable: it leaves planning until a health check answers again,
-// and is checked at once.
+// unreachable: it leaves planning until a health check answers again and
+// it passed the key check again, and is checked at once.
 func (p *WorkerPool) Unreachable(loc string) {
 	p.mu.Lock()
 	m, ok := p.members[loc]
 	if ok {
-		m.serving = false
+		m.serving, m.keyOK = false, false
 		p.updateLiveLocked(loc, m, "a call to it failed")
 	}
 	p.mu.Unlock()
@@ -372,8 +380,9 @@ func (p *WorkerPool) checkAll(ctx context.Context) {
 	wg.Wait()
 }
 
-// checkOne runs the health check of one worker, and its key check until
-// one succeeded, and records the outcome.
+// checkOne runs the health check of one worker, and its key check when
+// the worker has not passed one since it last went away or restarted,
+// and records the outcome.
 func (p *WorkerPool) checkOne(ctx context.Context, loc string) {
 	p.mu.Lock()
 	m, ok := p.members[loc]
@@ -390,13 +399,17 @@ func (p *WorkerPool) checkOne(ctx context.Context, loc string) {
 		}
 		m.conn = conn
 	}
-	conn, keyOK := m.conn, m.keyOK
+	conn, keyOK, checked := m.conn, m.keyOK, m.instance
 	p.mu.Unlock()
 
-	serving, timedOut := p.health(ctx, conn, loc)
+	serving, timedOut, instance := p.health(ctx, conn, loc)
+	// Another process answers at the location than the one whose key was
+	// checked (it restarted between two checks): check again.
+	restarted := keyOK && instance != "" && checked != "" && instance != checked
 	var keyErr error
-	if serving && !keyOK {
-		keyErr = p.keyCheck(ctx, conn)
+	var answered string
+	if serving && (!keyOK || restarted) {
+		answered, keyErr = p.keyCheck(ctx, conn)
 	}
 	if ctx.Err() != nil {
 		return
@@ -417,6 +430,15 @@ func (p *WorkerPool) checkOne(ctx context.Context, loc string) {
 		m.misses++
 		p.log.Debug("worker health check timed out; it stays in planning until it misses more", zap.String("worker", loc), zap.Int("misses", m.misses))
 	}
+	if restarted {
+		m.keyOK = false
+		p.log.Info("worker restarted at its location; checking its key again", zap.String("worker", loc))
+	}
+	if !m.serving {
+		// Gone (dead, hung, draining or refusing): whatever comes back at
+		// the location passes the key check again before it is planned on.
+		m.keyOK = false
+	}
 	switch {
 	case errors.Is(keyErr, membership.ErrKeyMismatch):
 		if !m.refused {
@@ -434,39 +456,46 @@ func (p *WorkerPool) checkOne(ctx context.Context, loc string) {
 		m.keyOK = false
 	case keyErr != nil:
 		p.log.Debug("worker key check failed", zap.String("worker", loc), zap.Error(keyErr))
-	case serving:
-		m.keyOK, m.refused = true, false
+		m.keyOK = false
+	case serving && (!keyOK || restarted):
+		m.keyOK, m.refused, m.instance = true, false, answered
 	}
 	p.updateLiveLocked(loc, m, "health check")
 }
 
-// health runs one health check: serving, or whether it failed only by
-// timing out (the worker may be slow rather than gone).
-func (p *WorkerPool) health(ctx context.Context, conn *grpc.ClientConn, loc string) (serving, timedOut bool) {
+// health runs one health check: serving, whether it failed only by
+// timing out (the worker may be slow rather than gone), and the instance
+// id the worker answered with ("" if none).
+func (p *WorkerPool) health(ctx context.Context, conn *grpc.ClientConn, loc string) (serving, timedOut bool, instance string) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ""})
+	var md metadata.MD
+	res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ""}, grpc.Header(&md))
 	if err != nil {
 		p.log.Debug("worker health check failed", zap.String("worker", loc), zap.Error(err))
-		return false, status.Code(err) == codes.DeadlineExceeded
+		return false, status.Code(err) == codes.DeadlineExceeded, ""
 	}
-	return res.GetStatus() == healthpb.HealthCheckResponse_SERVING, false
+	if v := md.Get(membership.InstanceHeader); len(v) > 0 {
+		instance = v[0]
+	}
+	return res.GetStatus() == healthpb.HealthCheckResponse_SERVING, false, instance
 }
 
-// keyCheck sends the worker a sealed challenge and checks its answer.
-func (p *WorkerPool) keyCheck(ctx context.Context, conn *grpc.ClientConn) error {
+// keyCheck sends the worker a sealed challenge, checks its answer and
+// returns the instance id the answer carries.
+func (p *WorkerPool) keyCheck(ctx context.Context, conn *grpc.ClientConn) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	challenge, nonce, err := membership.NewChallenge(p.key)
 	if err != nil {
-		return err
+		return "", err
 	}
 	answer, err := flightclient.DoActionOne(ctx, flight.NewFlightServiceClient(conn), membership.KeyCheckAction, challenge)
 	if err != nil {
 		if status.Code(err) == codes.PermissionDenied {
-			return membership.ErrKeyMismatch
+			return "", membership.ErrKeyMismatch
 		}
-		return err
+		return "", err
 	}
 	return membership.CheckAnswer(p.key, answer, nonce)
 }

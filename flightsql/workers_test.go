@@ -34,11 +34,12 @@ type healthServer struct {
 // keyChecker answers the pool's key checks as a worker does.
 type keyChecker struct {
 	flight.BaseFlightServer
-	key *wire.Key
+	key      *wire.Key
+	instance string
 }
 
 func (k *keyChecker) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
-	answer, err := membership.Answer(k.key, a.GetBody())
+	answer, err := membership.Answer(k.key, a.GetBody(), k.instance)
 	if errors.Is(err, membership.ErrKeyMismatch) {
 		return status.Error(codes.PermissionDenied, err.Error())
 	}

@@ -36,7 +36,23 @@ type role struct {
 // line; the test's end kills it if it still runs.
 func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 	t.Helper()
-	r := &role{t: t, cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
+	r, ready := spawn(t, bin, env, args...)
+	select {
+	case r.fields = <-ready:
+	case err := <-r.exited:
+		t.Fatalf("%v exited before it was ready (%v):\n%s", args, err, r.log())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%v not ready after 2 minutes:\n%s", args, r.log())
+	}
+	return r
+}
+
+// spawn starts `icefloe args…` with env added; its ready line's fields
+// arrive on ready, its end on r.exited. The test's end kills it if it
+// still runs.
+func spawn(t testing.TB, bin string, env []string, args ...string) (r *role, ready <-chan map[string]any) {
+	t.Helper()
+	r = &role{t: t, cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
 	r.cmd.Env = append(os.Environ(), env...)
 	stderr, err := r.cmd.StderrPipe()
 	if err != nil {
@@ -45,7 +61,7 @@ func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan map[string]any, 1)
+	readyc := make(chan map[string]any, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -55,7 +71,7 @@ func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 			r.logs.WriteString(line + "\n")
 			r.mu.Unlock()
 			if f := readyline.Fields(line); f != nil {
-				ready <- f
+				readyc <- f
 			}
 		}
 		r.exited <- r.cmd.Wait()
@@ -65,14 +81,7 @@ func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 			r.cmd.Process.Kill()
 		}
 	})
-	select {
-	case r.fields = <-ready:
-	case err := <-r.exited:
-		t.Fatalf("%v exited before it was ready (%v):\n%s", args, err, r.log())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("%v not ready after 2 minutes:\n%s", args, r.log())
-	}
-	return r
+	return r, readyc
 }
 
 func (r *role) log() string {
@@ -324,8 +333,16 @@ func TestTwoCoordinatorsShareWorkers(t *testing.T) {
 // seeds t with n rows and waits until scans plan on both workers.
 func listedWorkers(t *testing.T, n int) (w1, w2, c *role, cnxn adbc.Connection) {
 	t.Helper()
+	_, w1, w2, c, cnxn = listedWorkersIn(t, n)
+	return w1, w2, c, cnxn
+}
+
+// listedWorkersIn is listedWorkers that also returns the processes' data
+// folder, for more processes to share.
+func listedWorkersIn(t *testing.T, n int) (dir string, w1, w2, c *role, cnxn adbc.Connection) {
+	t.Helper()
 	bin := icefloeBin(t)
-	dir := t.TempDir()
+	dir = t.TempDir()
 	env := []string{membershipKey}
 	w1 = startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
 	w2 = startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
@@ -334,7 +351,7 @@ func listedWorkers(t *testing.T, n int) (w1, w2, c *role, cnxn adbc.Connection) 
 	cnxn = adbcConn(t, c.addr())
 	seedTable(t, cnxn, "t", n)
 	waitPlanned(t, c.addr(), `SELECT * FROM t`, 10*time.Second, w1.field("worker"), w2.field("worker"))
-	return w1, w2, c, cnxn
+	return dir, w1, w2, c, cnxn
 }
 
 // TestDeadWorkerLeavesPlanning: a worker killed with SIGKILL is out of the

@@ -28,6 +28,18 @@ func waitRow(t testing.TB, cnxn adbc.Connection, q string, ok func(string) bool)
 	}
 }
 
+// runSlow starts slowQuery on cnxn and waits until watch sees it running
+// in system.runtime.queries; it returns the query's id and where the
+// client's answer arrives.
+func runSlow(t testing.TB, cnxn, watch adbc.Connection) (string, <-chan error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- runADBC(cnxn, slowQuery, false, false) }()
+	row := waitRow(t, watch, "SELECT query_id, state FROM system.runtime.queries WHERE sql LIKE '%orders a, orders b%'",
+		func(r string) bool { return strings.HasSuffix(r, "| running") })
+	return strings.TrimSuffix(row, " | running"), done
+}
+
 // The system.runtime tables list what the coordinator ran, its workers
 // and their caches, and filter, sort and join like any table;
 // CALL system.cancel_query ends a running query on its workers and the
@@ -57,12 +69,7 @@ func TestSystemRuntimeTables(t *testing.T) {
 		t.Fatalf("workers joined with caches: %s", got)
 	}
 
-	slow := adbcConn(t, s.Addr())
-	done := make(chan error, 1)
-	go func() { done <- runADBC(slow, slowQuery, false, false) }()
-	running := waitRow(t, cnxn, "SELECT query_id, state FROM system.runtime.queries WHERE sql LIKE '%orders a, orders b%'",
-		func(r string) bool { return strings.HasSuffix(r, "| running") })
-	id := strings.TrimSuffix(running, " | running")
+	id, done := runSlow(t, adbcConn(t, s.Addr()), cnxn)
 	cancelled := mustQuery(t, cnxn, fmt.Sprintf("CALL system.cancel_query('%s')", id))
 	if got := strings.Join(cancelled.rows, "; "); got != id+" |  | cancelled" {
 		t.Fatalf("cancel_query: %s", got)

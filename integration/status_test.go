@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 
+	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/metrics"
 )
 
@@ -43,6 +44,22 @@ func ensureChromium(t *testing.T) string {
 	return p
 }
 
+// statusListener serves c's status page on an HTTP listener of
+// 127.0.0.1, closed when t ends, and returns its address.
+func statusListener(t testing.TB, c *cluster.Coordinator) string {
+	t.Helper()
+	page, err := c.StatusPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, err := metrics.Listen(metrics.ServerOptions{Addr: "127.0.0.1:0", Gatherer: prometheus.NewRegistry(), Status: page})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	return web.Addr()
+}
+
 // The status page in headless Chromium: it shows a running query of
 // another principal to an admin, lists it in the DOM, and its cancel
 // button ends it (the client's read fails with Cancelled). It is behind
@@ -51,23 +68,11 @@ func ensureChromium(t *testing.T) string {
 func TestStatusPageInChromium(t *testing.T) {
 	browser := ensureChromium(t)
 	e := startSecure(t)
-	page, err := e.s.Coordinator.StatusPage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	web, err := metrics.Listen(metrics.ServerOptions{Addr: "127.0.0.1:0", Gatherer: prometheus.NewRegistry(), Status: page})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-	base := "http://" + web.Addr() + "/"
+	addr := statusListener(t, e.s.Coordinator)
+	base := "http://" + addr + "/"
 
 	bob, root := e.login(t, "bob"), e.login(t, "root")
-	done := make(chan error, 1)
-	go func() { done <- runADBC(bob, slowQuery, false, false) }()
-	row := waitRow(t, root, "SELECT query_id, state FROM system.runtime.queries WHERE principal = 'bob' AND sql LIKE '%orders a, orders b%'",
-		func(r string) bool { return strings.HasSuffix(r, "| running") })
-	id := strings.TrimSuffix(row, " | running")
+	id, done := runSlow(t, bob, root)
 
 	get := func(user string) (int, string) {
 		req, _ := http.NewRequest("GET", base, nil)
@@ -92,7 +97,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	form := url.Values{"query_id": {id}, "token": {"forged"}}
 	req, _ := http.NewRequest("POST", base+"cancel", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "http://"+web.Addr())
+	req.Header.Set("Origin", "http://"+addr)
 	req.SetBasicAuth("root", securePasswords["root"])
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("cancel without the page's token: %v %v, want 403", resp.Status, err)

@@ -175,6 +175,10 @@ type Plan struct {
 	// Explain is the printable distributed plan, one "key<TAB>value" line
 	// per item.
 	Explain string
+	// Redacted is Explain without the client's values (literals in
+	// fragment SQL and pushed filters are ?), for others to see
+	// (redact.go).
+	Redacted *RedactedPlan
 	// Ordered says the result order is meaningful (ORDER BY).
 	Ordered bool
 	// ExpiresAt is when the plan's tickets expire.

@@ -25,17 +25,7 @@ import (
 
 // serialize is DuckDB's JSON AST of query, memoised by its text.
 func (p *Planner) serialize(ctx context.Context, conn *engine.Conn, query string) (string, error) {
-	key := "ast\x00" + query
-	cache := p.opts.Mounts.Cache()
-	if v, ok := cache.Recall(key); ok {
-		return v.(string), nil
-	}
-	text, err := conn.SerializeSQL(ctx, query)
-	if err != nil {
-		return "", err
-	}
-	cache.Remember(key, text, int64(len(key)+len(text)))
-	return text, nil
+	return p.memoAST(ctx, conn, "ast\x00"+query, func() string { return query })
 }
 
 // serializeView is DuckDB's JSON AST of a view's query, memoised by the
@@ -43,20 +33,26 @@ func (p *Planner) serialize(ctx context.Context, conn *engine.Conn, query string
 // Iceberg rewrites) once per text, not once per query that reads it. A
 // view whose text is no query goes to DuckDB as it is, which refuses it.
 func (p *Planner) serializeView(ctx context.Context, conn *engine.Conn, sql string) (string, error) {
-	key := "view\x00" + sql
+	return p.memoAST(ctx, conn, "view\x00"+sql, func() string {
+		if st, err := parse.Parse(sql); err == nil && st.Query() != nil {
+			return st.Query().Duck
+		}
+		return sql
+	})
+}
+
+// memoAST is json_serialize_sql of the text duck gives, memoised under
+// key (which holds everything the text depends on).
+func (p *Planner) memoAST(ctx context.Context, conn *engine.Conn, key string, duck func() string) (string, error) {
 	cache := p.opts.Mounts.Cache()
 	if v, ok := cache.Recall(key); ok {
 		return v.(string), nil
 	}
-	duck := sql
-	if st, err := parse.Parse(sql); err == nil && st.Query() != nil {
-		duck = st.Query().Duck
-	}
-	text, err := conn.SerializeSQL(ctx, duck)
+	text, err := conn.SerializeSQL(ctx, duck())
 	if err != nil {
 		return "", err
 	}
-	cache.Remember(key, text, int64(len(key)+len(text)))
+	cache.Remember(key, text)
 	return text, nil
 }
 
@@ -104,6 +100,5 @@ func (p *Planner) recallBind(key string, b *bound) bool {
 }
 
 func (p *Planner) rememberBind(key string, b *bound) {
-	size := int64(len(key) + len(b.sql) + 64*b.schema.NumFields() + 256)
-	p.opts.Mounts.Cache().Remember(key, &bindResult{sql: b.sql, schema: b.schema, duckTypes: b.duckTypes}, size)
+	p.opts.Mounts.Cache().Remember(key, &bindResult{sql: b.sql, schema: b.schema, duckTypes: b.duckTypes})
 }

@@ -56,7 +56,7 @@ func (p *Planner) planFiles(ctx context.Context, in *input) error {
 		in.bytesBefore, _ = strconv.ParseInt(snap.Summary.Properties["total-files-size"], 10, 64)
 	}
 	cache := p.opts.Mounts.Cache()
-	v, err := cache.Memo(ctx, planKey(in), func(ctx context.Context) (any, int64, error) {
+	v, err := cache.Memo(ctx, planKey(in), func(ctx context.Context) (any, error) {
 		return planScan(ctx, cache.PlanningTable(tbl), in, p.readableInPlace(in))
 	})
 	if err != nil {
@@ -109,11 +109,10 @@ func (p *Planner) readableInPlace(in *input) func(path string) bool {
 	}
 }
 
-// planScan plans the scan with iceberg-go and encodes its tasks; the size
-// it states is the encoded bytes, four times over for the decoded tasks.
-// The files inPlace says workers read in place are planned whole
+// planScan plans the scan with iceberg-go and encodes its tasks. The
+// files inPlace says workers read in place are planned whole
 // (directscan.Coalesce); nil keeps iceberg-go's splits.
-func planScan(ctx context.Context, tbl *table.Table, in *input, inPlace func(path string) bool) (any, int64, error) {
+func planScan(ctx context.Context, tbl *table.Table, in *input, inPlace func(path string) bool) (any, error) {
 	opts := catalog.ScanOptions(0, in.cols)
 	if in.filter != nil {
 		opts = append(opts, table.WithRowFilter(in.filter))
@@ -128,7 +127,7 @@ func planScan(ctx context.Context, tbl *table.Table, in *input, inPlace func(pat
 		tasks, err = tbl.Scan(catalog.ScanOptions(0, in.cols)...).PlanFiles(ctx)
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if inPlace != nil {
 		tasks = directscan.Coalesce(tasks, inPlace)
@@ -136,13 +135,11 @@ func planScan(ctx context.Context, tbl *table.Table, in *input, inPlace func(pat
 	fp.tasks = tasks
 	scan, err := encodeScan(in, tasks)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	fp.encoded = make(map[taskID]wire.Task, len(tasks))
-	var size int64 = 256
 	for i, t := range tasks {
 		fp.encoded[taskKey(t)] = scan.Tasks[i]
-		size += 4*int64(len(scan.Tasks[i].Data)) + 128
 	}
-	return fp, size, nil
+	return fp, nil
 }

@@ -206,6 +206,7 @@ func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement,
 		return nil, err
 	}
 	pb.explain = append(pb.explain, explainLines(res, pb.scans)...)
+	pb.redacted = append(pb.redacted, redactedLines(res, pb.scans, &pb.rplan)...)
 	return pb.finish()
 }
 
@@ -231,6 +232,11 @@ type planBuilder struct {
 	plan    *Plan
 	expires time.Time
 	explain []string // lines "key\tvalue"
+	// redacted are the lines of Plan.Redacted: notes as they are (they
+	// hold names and figures), the plan without the client's values.
+	redacted []string
+	// rplan holds the fragments' SQL of Plan.Redacted.
+	rplan RedactedPlan
 	// scans describe the inputs for the plan (rules.go).
 	scans   []*plan.Scan
 	tickets []*wire.Ticket
@@ -238,8 +244,11 @@ type planBuilder struct {
 	next    int
 }
 
+// note adds a line of icefloe's own text — names, figures, SQL it built
+// of names — to the plan's Explain and Redacted alike.
 func (pb *planBuilder) note(key, format string, args ...any) {
-	pb.explain = append(pb.explain, key+"\t"+fmt.Sprintf(format, args...))
+	l := key + "\t" + fmt.Sprintf(format, args...)
+	pb.explain, pb.redacted = append(pb.explain, l), append(pb.redacted, l)
 }
 
 // rotate returns the next worker, round robin, with the one after it as
@@ -297,6 +306,7 @@ func (pb *planBuilder) finish() (*Plan, error) {
 		pb.note("endpoint "+strconv.Itoa(i), "%s (fallback %s), %d scans, %d children", locs[0], strings.Join(locs[1:], ","), len(t.Scans), len(t.Children))
 	}
 	pb.plan.Explain = strings.Join(pb.explain, "\n") + "\n"
+	pb.plan.Redacted = &RedactedPlan{lines: pb.redacted, sql: pb.rplan.sql}
 	return pb.plan, nil
 }
 

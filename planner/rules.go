@@ -268,7 +268,7 @@ func (pb *planBuilder) scanOf(ctx context.Context, i int, in *input) *plan.Scan 
 		Files: len(in.tasks), FilesBefore: int(in.filesBefore), Bytes: in.bytes, BytesBefore: in.bytesBefore,
 		Snapshot: snapshotID(in), Metadata: in.pinned.MetadataLocation}
 	if in.filter != nil {
-		s.Filter = in.filter.String()
+		s.Filter, s.FilterRedacted = in.filter.String(), redactedFilter(in.filter)
 	}
 	s.EstRows, s.RowsNote = pb.p.estimateRows(ctx, in)
 	s.EstBytes = in.bytes

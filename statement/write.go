@@ -52,8 +52,14 @@ func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *p
 		return nil, err
 	}
 	var res *writeResults
+	var gone error // the failure of the attempt before, a worker gone
 	for attempt := 0; ; attempt++ {
 		plan, err := e.Plan(ctx, sess, query)
+		if err != nil && gone != nil {
+			// The first failure says what happened (which worker went
+			// away, how); the re-run's only that it could not run.
+			return nil, fmt.Errorf("%w; running it again failed: %v", gone, err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -73,6 +79,7 @@ func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *p
 			return nil, err
 		}
 		tracing.Logger(ctx, e.log).Info("planner: a worker went away during a write; running it again on the others", zap.String("table", tgt.Ref.String()), zap.Error(err))
+		gone = err
 	}
 	return res, nil
 }

@@ -87,15 +87,16 @@ func (s *Server) directFiles(schema *iceberg.Schema, meta table.Metadata, tasks 
 
 // fileFieldIDs maps each local Parquet file to the field ids in its
 // footer, each with its converted type ("UTF8" for strings); a file that
-// cannot be read, or has none, maps to nothing. Data
-// files never change, so the answers are cached; the files not in the
-// cache are read in one query.
+// cannot be read, or has none, maps to nothing. Data files never change,
+// so the answers are memoised in the worker's metadata cache (bounded by
+// the memory they hold with everything else it keeps); the files not in
+// the cache are read in one query.
 func (s *Server) fileFieldIDs(paths []string) map[string]map[int]string {
 	out := make(map[string]map[int]string, len(paths))
 	var missing []string
 	for _, p := range paths {
-		if ids, ok := s.footers.Get(p); ok {
-			out[p] = ids
+		if ids, ok := s.opts.Cache.Recall(footerKey(p)); ok {
+			out[p] = ids.(map[int]string)
 		} else {
 			missing = append(missing, engine.QuoteString(p))
 		}
@@ -133,12 +134,15 @@ func (s *Server) fileFieldIDs(paths []string) map[string]map[int]string {
 	for _, p := range paths {
 		if _, cached := out[p]; !cached {
 			// A file without field ids is remembered too (as none).
-			s.footers.Add(p, read[p])
+			s.opts.Cache.Remember(footerKey(p), read[p])
 			out[p] = read[p]
 		}
 	}
 	return out
 }
+
+// footerKey is the memo key of a local Parquet file's field ids.
+func footerKey(path string) string { return "footer\x00" + path }
 
 // directView is the statement that makes view a view over read_parquet of
 // paths (the tasks' files), reading fields by field id.
@@ -185,7 +189,7 @@ func (s *Server) loadDirect(ctx context.Context, conn *engine.Conn, tbl *table.T
 		// gone since its footer was cached. iceberg-go's read then says
 		// precisely what is wrong (or reads what DuckDB could not).
 		for _, p := range paths {
-			s.footers.Remove(p)
+			s.opts.Cache.Forget(footerKey(p))
 		}
 		return false, nil
 	}

@@ -53,10 +53,10 @@ func TestDirectFilesFooters(t *testing.T) {
 		}
 		return table.FileScanTask{File: b.Build(), Length: 100}
 	}
-	s.footers.Add("/wh/ok.parquet", map[int]string{1: "", 2: "UTF8", 3: "UTF8"})
-	s.footers.Add("/wh/plain-bytes.parquet", map[int]string{1: "", 2: "", 3: "UTF8"})
-	s.footers.Add("/wh/no-region.parquet", map[int]string{1: "", 2: "UTF8"})
-	s.footers.Add("/wh/no-ids.parquet", nil)
+	s.opts.Cache.Remember(footerKey("/wh/ok.parquet"), map[int]string{1: "", 2: "UTF8", 3: "UTF8"})
+	s.opts.Cache.Remember(footerKey("/wh/plain-bytes.parquet"), map[int]string{1: "", 2: "", 3: "UTF8"})
+	s.opts.Cache.Remember(footerKey("/wh/no-region.parquet"), map[int]string{1: "", 2: "UTF8"})
+	s.opts.Cache.Remember(footerKey("/wh/no-ids.parquet"), map[int]string(nil))
 	for _, c := range []struct {
 		file string
 		cols []string

@@ -66,7 +66,7 @@ func (s *Server) keyCheck(challenge []byte, stream flight.FlightService_DoAction
 	if s.opts.Authenticated && !auth.FromContext(stream.Context()).Cluster() {
 		return toStatus(stream.Context(), errClusterOnly)
 	}
-	answer, err := membership.Answer(s.opts.Key, challenge)
+	answer, err := membership.Answer(s.opts.Key, challenge, s.instance)
 	if errors.Is(err, membership.ErrKeyMismatch) {
 		from := "unknown"
 		if p, ok := peer.FromContext(stream.Context()); ok {

@@ -14,12 +14,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
@@ -30,6 +30,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/inflight"
+	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/tracing"
@@ -152,9 +153,7 @@ type Server struct {
 	// from; Close closes them.
 	peers *flightclient.Pool
 
-	// footers caches the field ids of local Parquet files (direct.go);
-	// directScans counts scans that took the direct path.
-	footers     *lru.Cache[string, map[int]string]
+	// directScans counts scans that took the direct path (direct.go).
 	directScans atomic.Int64
 
 	// fragments admits the fragments that need a slot; timedOut counts
@@ -166,10 +165,12 @@ type Server struct {
 	ages    fragmentAges
 	yielded atomic.Int64
 
-	// started is when the server was made; revoked are the dropped tables
-	// (admit.go).
-	started time.Time
-	revoked revocations
+	// started is when the server was made; instance names this process
+	// to coordinators (membership.InstanceHeader); revoked are the
+	// dropped tables (admit.go).
+	started  time.Time
+	instance string
+	revoked  revocations
 	// queries follows the queries whose endpoints the worker serves.
 	queries queryTracker
 
@@ -184,9 +185,6 @@ var _ flight.FlightServer = (*Server)(nil)
 var errShuttingDown = errors.New("worker shutting down")
 
 // New returns a worker server. Register it on a gRPC server to serve.
-// footerCacheEntries bounds the cache of local Parquet files' field ids.
-const footerCacheEntries = 100_000
-
 // DirectScans is how many scans this worker read with DuckDB's Parquet
 // reader (direct.go) instead of iceberg-go's.
 func (s *Server) DirectScans() int64 { return s.directScans.Load() }
@@ -217,13 +215,13 @@ func New(o Options) (*Server, error) {
 		calls:  inflight.New(),
 		peers:  flightclient.NewPool(o.Peers, DefaultPeerClients),
 
-		started: time.Now(),
+		started:  time.Now(),
+		instance: membership.NewInstance(),
 	}
 	var err error
 	if s.fragments, err = admit.New(o.Admission); err != nil {
 		return nil, err
 	}
-	s.footers, _ = lru.New[string, map[int]string](footerCacheEntries)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(FlightServiceName, healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(LivenessService, healthpb.HealthCheckResponse_SERVING)
@@ -234,7 +232,21 @@ func New(o Options) (*Server, error) {
 // service on g.
 func (s *Server) Register(g *grpc.Server) {
 	flight.RegisterFlightServiceServer(g, s)
-	healthpb.RegisterHealthServer(g, s.health)
+	healthpb.RegisterHealthServer(g, instanceHealth{s.health, s.instance})
+}
+
+// instanceHealth is the health service answering each check with the
+// process's instance id in a header, so a coordinator notices a worker
+// that restarted at the same location between two checks and checks its
+// key again.
+type instanceHealth struct {
+	*health.Server
+	instance string
+}
+
+func (h instanceHealth) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	_ = grpc.SetHeader(ctx, metadata.Pairs(membership.InstanceHeader, h.instance))
+	return h.Server.Check(ctx, req)
 }
 
 // Drain reports NOT_SERVING on the health service but for LivenessService,

@@ -35,4 +35,11 @@
 //
 // Reported, never asserted; a wrong answer or a lost or doubled INSERT
 // makes it exit non-zero.
+//
+// With -soak DURATION it runs the soak instead (soak.go): -soak-clients
+// clients of reads, INSERTs, DELETEs and abandoned streams with
+// expire_snapshots every minute, every process's live heap sampled, and
+// each one's live-heap slope in MB/min as the figure:
+//
+//	make bench-soak
 package main

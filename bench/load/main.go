@@ -62,6 +62,11 @@ func mainErr() int {
 	report := flag.String("report", "", "only rewrite -doc's section from this results file")
 	notes := flag.String("notes", "bench/load/notes.md", "hand-written reading of the run, copied into the section after its summary")
 	logs := flag.String("logs", "bench/load/out/logs", "folder of the processes' logs (emptied first)")
+	soakFor := flag.Duration("soak", 0, "run the soak (soak.go) for this long instead of the load phases")
+	soakClients := flag.Int("soak-clients", 8, "the soak's clients")
+	soakEvery := flag.Duration("soak-sample", 10*time.Second, "how often the soak samples every process's live heap")
+	soakCache := flag.Int64("soak-cache-bytes", 64<<20, "metadata_cache_bytes of the soak's processes")
+	soakOut := flag.String("soak-out", "bench/load/out/soak.json", "the soak's results file")
 	flag.Parse()
 	if *report != "" {
 		if err := writeReport(*report, *doc, *notes); err != nil {
@@ -76,6 +81,9 @@ func mainErr() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *soakFor > 0 {
+		return mainSoak(ctx, *bin, *data, *logs, *soakClients, *workers, *soakFor, *soakEvery, *soakCache, *soakOut, *doc)
+	}
 	res, err := benchmark(ctx, *bin, *data, *logs, *clients, *workers, *duration)
 	if res != nil {
 		if werr := writeJSON(*out, res); werr != nil {
@@ -102,6 +110,40 @@ func mainErr() int {
 	return 0
 }
 
+// mainSoak runs the soak, writes its results and rewrites doc's soak
+// section; it fails when an answer was wrong.
+func mainSoak(ctx context.Context, bin, data, logs string, clients, workers int, d, every time.Duration, cacheBytes int64, out, doc string) int {
+	res, err := soak(ctx, bin, data, logs, clients, workers, d, every, cacheBytes)
+	if res != nil {
+		if werr := writeJSON(out, res); werr != nil {
+			logf("%v", werr)
+			return 1
+		}
+		logf("wrote %s", out)
+		for _, p := range res.Processes {
+			logf("%-12s live heap %.0f → %.0f MB (peak %.0f, %.0f at rest after); slope %+.2f MB/min, %+.2f MB/min over the second half; RSS %.0f → %.0f MB",
+				p.Name, p.StartHeapMB, p.EndHeapMB, p.PeakHeapMB, p.RestHeapMB, p.SlopeMBPerMin, p.LateSlopeMBPerMin, p.StartRSSMB, p.EndRSSMB)
+		}
+		logf("load average %.2f at the start, %.2f at the end, %.2f on average", res.LoadavgStart[0], res.Loadavg[0], res.LoadavgMean)
+	}
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	if doc != "" {
+		if err := writeSoakReport(out, doc); err != nil {
+			logf("report: %v", err)
+			return 1
+		}
+		logf("rewrote the soak section of %s", doc)
+	}
+	if len(res.Wrong) > 0 {
+		logf("FAILED: wrong answers: %v", res.Wrong)
+		return 1
+	}
+	return 0
+}
+
 func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -113,59 +155,93 @@ func writeJSON(path string, v any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// benchmark runs the whole test; the results are filled as far as it got.
-func benchmark(ctx context.Context, bin, data, logs string, clients, workers int, duration time.Duration) (*results, error) {
-	dir, err := os.MkdirTemp("", "icefloe-load-")
-	if err != nil {
-		return nil, err
+// rig is a running cluster with the TPC-H tables loaded, and a
+// connection to its coordinator.
+type rig struct {
+	dir  string
+	c    *cluster
+	db   adbc.Database
+	cnxn adbc.Connection
+	exp  *expected
+	took map[string]float64 // load seconds per table
+}
+
+// startRig starts the cluster with the given configs (a temporary
+// folder holds its data; logs is emptied first), waits for its workers
+// and loads the tables. Close stops and removes everything.
+func startRig(ctx context.Context, bin, data, logs string, workers int, coordYAML, workerYAML string) (r *rig, err error) {
+	r = &rig{}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	if r.dir, err = os.MkdirTemp("", "icefloe-load-"); err != nil {
+		return r, err
 	}
-	defer os.RemoveAll(dir)
 	if err := os.RemoveAll(logs); err != nil {
-		return nil, err
+		return r, err
 	}
 	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return nil, err
+		return r, err
 	}
-	coordCfg, workerCfg := filepath.Join(dir, "coordinator.yaml"), filepath.Join(dir, "worker.yaml")
-	if err := os.WriteFile(coordCfg, []byte(limitsConfig), 0o644); err != nil {
-		return nil, err
+	coordCfg, workerCfg := filepath.Join(r.dir, "coordinator.yaml"), filepath.Join(r.dir, "worker.yaml")
+	if err := os.WriteFile(coordCfg, []byte(coordYAML), 0o644); err != nil {
+		return r, err
 	}
-	if err := os.WriteFile(workerCfg, []byte(workerMemoryConfig+limitsConfig), 0o644); err != nil {
-		return nil, err
+	if err := os.WriteFile(workerCfg, []byte(workerYAML), 0o644); err != nil {
+		return r, err
 	}
-	res := newResults(bin, data, clients, workers, duration)
 	logf("starting %d workers and a coordinator (logs in %s)", workers, logs)
-	c, err := startCluster(bin, dir, logs, workers, coordCfg, workerCfg)
-	if err != nil {
-		return nil, err
+	if r.c, err = startCluster(bin, r.dir, logs, workers, coordCfg, workerCfg); err != nil {
+		return r, err
 	}
-	defer func() {
-		if err := c.stop(); err != nil {
+	if r.db, err = adbcflight.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: r.c.uri()}); err != nil {
+		return r, err
+	}
+	if r.cnxn, err = r.db.Open(ctx); err != nil {
+		return r, err
+	}
+	if err := waitWorkers(ctx, r.cnxn); err != nil {
+		return r, err
+	}
+	r.exp, r.took, err = loadTables(ctx, r.cnxn, data, logf)
+	return r, err
+}
+
+func (r *rig) close() {
+	if r.cnxn != nil {
+		r.cnxn.Close()
+	}
+	if r.db != nil {
+		r.db.Close()
+	}
+	if r.c != nil {
+		if err := r.c.stop(); err != nil {
 			logf("stop: %v", err)
 		}
 		logf("stopped every process")
-	}()
-	for _, p := range c.procs() {
-		res.Processes = append(res.Processes, p.name)
 	}
-	db, err := adbcflight.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: c.uri()})
+	if r.dir != "" {
+		os.RemoveAll(r.dir)
+	}
+}
+
+// benchmark runs the whole test; the results are filled as far as it got.
+func benchmark(ctx context.Context, bin, data, logs string, clients, workers int, duration time.Duration) (*results, error) {
+	res := newResults(bin, data, clients, workers, duration)
+	r, err := startRig(ctx, bin, data, logs, workers, limitsConfig, workerMemoryConfig+limitsConfig)
+	if r.c != nil {
+		for _, p := range r.c.procs() {
+			res.Processes = append(res.Processes, p.name)
+		}
+	}
 	if err != nil {
 		return res, err
 	}
-	defer db.Close()
-	cnxn, err := db.Open(ctx)
-	if err != nil {
-		return res, err
-	}
-	defer cnxn.Close()
-	if err := waitWorkers(ctx, cnxn); err != nil {
-		return res, err
-	}
-	exp, took, err := loadTables(ctx, cnxn, data, logf)
-	if err != nil {
-		return res, err
-	}
-	res.Dataset.Orders, res.Dataset.Lineitem, res.Dataset.LoadSeconds = exp.orders, exp.lineitem, took
+	defer r.close()
+	c, db, cnxn, exp, dir := r.c, r.db, r.cnxn, r.exp, r.dir
+	res.Dataset.Orders, res.Dataset.Lineitem, res.Dataset.LoadSeconds = exp.orders, exp.lineitem, r.took
 	w := newWorkload(exp)
 	if err := warmUp(ctx, cnxn, w); err != nil {
 		res.Failed = err.Error()

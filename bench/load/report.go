@@ -35,15 +35,19 @@ func writeReport(path, doc, notes string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	body := reportBegin + "\n" + section(&r, string(reading)) + reportEnd
-	s := string(text)
-	i, j := strings.Index(s, reportBegin), strings.Index(s, reportEnd)
+	return os.WriteFile(doc, []byte(replaceSection(string(text), reportBegin, reportEnd, section(&r, string(reading)))), 0o644)
+}
+
+// replaceSection puts body between the markers begin and end of text,
+// replacing what was there; a text without them gets the section
+// appended.
+func replaceSection(text, begin, end, body string) string {
+	body = begin + "\n" + body + end
+	i, j := strings.Index(text, begin), strings.Index(text, end)
 	if i >= 0 && j > i {
-		s = s[:i] + body + s[j+len(reportEnd):]
-	} else {
-		s = strings.TrimRight(s, "\n") + "\n\n" + body + "\n"
+		return text[:i] + body + text[j+len(end):]
 	}
-	return os.WriteFile(doc, []byte(s), 0o644)
+	return strings.TrimRight(text, "\n") + "\n\n" + body + "\n"
 }
 
 func section(r *results, notes string) string {

@@ -23,6 +23,10 @@ type Config struct {
 	// HTTPListen is the host:port of the HTTP listener (/metrics,
 	// /healthz, the coordinator's status page); empty means none.
 	HTTPListen string `yaml:"http_listen,omitempty"`
+	// HTTPHosts are the host names the status page and the profiles
+	// answer to besides IP addresses, localhost and http_listen's host
+	// (the Host header; names a reverse proxy or DNS gives the listener).
+	HTTPHosts []string `yaml:"http_hosts,omitempty"`
 	// DataDir holds the embedded catalog, warehouse and spill folders.
 	DataDir string `yaml:"data_dir"`
 	// Workers is how many in-process workers `serve` starts.
@@ -50,8 +54,9 @@ type Config struct {
 	MemoryLimit string `yaml:"memory_limit"`
 	// Threads is each DuckDB's thread count; 0 means all CPUs.
 	Threads int `yaml:"threads"`
-	// MetadataCacheBytes bounds each worker's table metadata cache; 0
-	// means the default (256 MiB).
+	// MetadataCacheBytes bounds the coordinator's and each worker's
+	// metadata cache (parsed table metadata, manifests, memoised plans),
+	// in bytes of memory they hold; 0 means the default (256 MiB).
 	MetadataCacheBytes int64 `yaml:"metadata_cache_bytes"`
 	// DataCacheDir holds each worker's local copies of object-store data
 	// files; empty means <data_dir>/cache.

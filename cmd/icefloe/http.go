@@ -51,13 +51,14 @@ func (r *roleFlags) httpListen() (addr string, profile bool, err error) {
 }
 
 // startHTTP starts the role's HTTP listener, if it has one; status, when
-// set, serves the status page.
-func (r *roleFlags) startHTTP(reg prometheus.Gatherer, status http.Handler) (*metrics.Server, error) {
+// set, serves the status page. Profiles are served to sec's admins.
+func (r *roleFlags) startHTTP(reg prometheus.Gatherer, sec cluster.Security, status http.Handler) (*metrics.Server, error) {
 	addr, profile, err := r.httpListen()
 	if err != nil || addr == "" {
 		return nil, err
 	}
-	srv, err := metrics.Listen(metrics.ServerOptions{Addr: addr, Gatherer: reg, Status: status, Profile: profile})
+	srv, err := metrics.Listen(metrics.ServerOptions{Addr: addr, Gatherer: reg, Status: status, Profile: profile,
+		Hosts: r.cfg.HTTPHosts, Auth: sec.Auth, Policy: sec.Policy})
 	if err != nil {
 		return nil, fmt.Errorf("--http-addr: %w", err)
 	}
@@ -66,10 +67,10 @@ func (r *roleFlags) startHTTP(reg prometheus.Gatherer, status http.Handler) (*me
 
 // startCoordinatorHTTP starts the HTTP listener of a process that runs
 // coordinator c: its metrics, pprof when asked, and c's status page.
-func (r *roleFlags) startCoordinatorHTTP(reg prometheus.Gatherer, c *cluster.Coordinator) (*metrics.Server, error) {
+func (r *roleFlags) startCoordinatorHTTP(reg prometheus.Gatherer, sec cluster.Security, c *cluster.Coordinator) (*metrics.Server, error) {
 	page, err := c.StatusPage()
 	if err != nil {
 		return nil, err
 	}
-	return r.startHTTP(reg, page)
+	return r.startHTTP(reg, sec, page)
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/icefloe/icefloe/internal/cluster"
 )
 
 func freeAddr(t *testing.T) string {
@@ -31,7 +33,7 @@ func TestHTTPListenerServesMetricsAndProfiles(t *testing.T) {
 	addr := freeAddr(t)
 	t.Setenv(PprofEnv, addr)
 	r := newRoleFlags("worker", io.Discard)
-	srv, err := r.startHTTP(newMetricsRegistry(), nil)
+	srv, err := r.startHTTP(newMetricsRegistry(), cluster.Security{}, nil)
 	if err != nil || srv == nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -48,7 +50,7 @@ func TestHTTPListenerWithoutProfiles(t *testing.T) {
 	t.Setenv(PprofEnv, "")
 	r := newRoleFlags("worker", io.Discard)
 	*r.httpAddr = freeAddr(t)
-	srv, err := r.startHTTP(newMetricsRegistry(), nil)
+	srv, err := r.startHTTP(newMetricsRegistry(), cluster.Security{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,14 +67,14 @@ func TestPprofRefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:6060", ":6060", "10.1.2.3:6060", "example.com:6060", "nonsense"} {
 		t.Setenv(PprofEnv, addr)
 		r := newRoleFlags("worker", io.Discard)
-		if _, err := r.startHTTP(newMetricsRegistry(), nil); err == nil {
+		if _, err := r.startHTTP(newMetricsRegistry(), cluster.Security{}, nil); err == nil {
 			t.Errorf("%s=%q: no error", PprofEnv, addr)
 		}
 	}
 	t.Setenv(PprofEnv, "127.0.0.1:0")
 	r := newRoleFlags("worker", io.Discard)
 	*r.httpAddr = "0.0.0.0:0"
-	if _, err := r.startHTTP(newMetricsRegistry(), nil); err == nil {
+	if _, err := r.startHTTP(newMetricsRegistry(), cluster.Security{}, nil); err == nil {
 		t.Error("profiles on a non-loopback --http-addr: no error")
 	}
 }

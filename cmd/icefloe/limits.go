@@ -34,7 +34,8 @@ type LimitsConfig struct {
 	MaxQueuedFragments int `yaml:"max_queued_fragments,omitempty"`
 	// QueueTimeout is how long a statement or fragment waits for a slot.
 	QueueTimeout time.Duration `yaml:"queue_timeout,omitempty"`
-	// StatementTimeout ends statements that run longer; 0 means none.
+	// StatementTimeout ends statements that run longer; 0 means the
+	// default (1h), a negative duration none.
 	StatementTimeout time.Duration `yaml:"statement_timeout,omitempty"`
 	// StagingGrace is the age past which a starting coordinator drops a
 	// staging table a create that did not finish left; 0 means the
@@ -82,9 +83,6 @@ func (l *LimitsConfig) validate() error {
 	if l.QueueTimeout < 0 {
 		errs = append(errs, fmt.Errorf("config: limits.queue_timeout: must be >= 0, got %s", l.QueueTimeout))
 	}
-	if l.StatementTimeout < 0 {
-		errs = append(errs, fmt.Errorf("config: limits.statement_timeout: must be >= 0, got %s", l.StatementTimeout))
-	}
 	if l.StagingGrace < 0 {
 		errs = append(errs, fmt.Errorf("config: limits.staging_grace: must be >= 0, got %s", l.StagingGrace))
 	}
@@ -121,12 +119,19 @@ func (l *LimitsConfig) limits() cluster.Limits {
 	if qt == 0 {
 		qt = cluster.DefaultQueueTimeout
 	}
+	st := l.StatementTimeout
+	switch {
+	case st == 0:
+		st = cluster.DefaultStatementTimeout
+	case st < 0:
+		st = 0
+	}
 	lim := cluster.NewLimits(
 		count(l.MaxRunningStatements, cluster.DefaultMaxRunningStatements), count(l.MaxRunningStatementsPerPrincipal, 0),
 		count(l.MaxQueuedStatements, cluster.DefaultMaxQueuedStatements),
 		count(l.MaxRunningFragments, cluster.DefaultMaxRunningFragments), count(l.MaxRunningFragmentsPerPrincipal, 0),
 		count(l.MaxQueuedFragments, cluster.DefaultMaxQueuedFragments),
-		qt, l.StatementTimeout)
+		qt, st)
 	lim.StagingGrace = l.StagingGrace
 	lim.MaxStatementBytes = l.MaxStatementBytes
 	if l.MaxValueBytes != "" {

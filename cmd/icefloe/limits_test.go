@@ -28,8 +28,14 @@ func TestLimitsConfig(t *testing.T) {
 	if l := (&LimitsConfig{StreamIdleTimeout: time.Second}).limits(); l.StreamIdleTimeout != time.Second {
 		t.Fatalf("stream_idle_timeout 1s gave %s", l.StreamIdleTimeout)
 	}
-	if err := (&LimitsConfig{MaxQueuedStatements: -2, StatementTimeout: -time.Second}).validate(); err == nil ||
-		err.Error() != "config: limits.max_queued_statements: must be >= -1, got -2\nconfig: limits.statement_timeout: must be >= 0, got -1s" {
+	if l := (&LimitsConfig{StatementTimeout: -time.Second}).limits(); l.StatementTimeout != 0 {
+		t.Fatalf("a negative statement_timeout gave %s, want none", l.StatementTimeout)
+	}
+	if l := (&LimitsConfig{}).limits(); l.StatementTimeout != cluster.DefaultStatementTimeout || l.StatementTimeout == 0 {
+		t.Fatalf("no statement_timeout gave %s, want the default", l.StatementTimeout)
+	}
+	if err := (&LimitsConfig{MaxQueuedStatements: -2, QueueTimeout: -time.Second}).validate(); err == nil ||
+		err.Error() != "config: limits.max_queued_statements: must be >= -1, got -2\nconfig: limits.queue_timeout: must be >= 0, got -1s" {
 		t.Fatalf("validate: %v", err)
 	}
 }

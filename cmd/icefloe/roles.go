@@ -268,26 +268,26 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	lim := r.cfg.Limits.limits()
 	applyMemory(mem, &lim, reg)
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
-		Listen:            *r.listen,
-		WorkerHost:        host,
-		AdvertiseHost:     *advertise,
-		Workers:           *workers,
-		DataDir:           *r.dataDir,
-		Demo:              *demo,
-		Key:               key,
-		WorkerEngine:      r.engineOptions(mem.Worker, mem.WorkerTemp),
-		CoordinatorEngine: r.engineOptions(mem.Planner, mem.PlannerTemp),
-		Logger:            log,
-		Catalogs:          r.cfg.Catalogs,
-		WorkerCache:       r.cfg.MetadataCacheBytes,
-		NoDirectScan:      !*direct,
-		NoDataCache:       cacheDir == "",
-		DataCacheDir:      cacheDir,
-		DataCacheBytes:    cacheBytes,
-		Security:          sec,
-		TicketTTL:         r.cfg.TicketTTL,
-		Limits:            lim,
-		Metrics:           reg,
+		Listen:             *r.listen,
+		WorkerHost:         host,
+		AdvertiseHost:      *advertise,
+		Workers:            *workers,
+		DataDir:            *r.dataDir,
+		Demo:               *demo,
+		Key:                key,
+		WorkerEngine:       r.engineOptions(mem.Worker, mem.WorkerTemp),
+		CoordinatorEngine:  r.engineOptions(mem.Planner, mem.PlannerTemp),
+		Logger:             log,
+		Catalogs:           r.cfg.Catalogs,
+		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
+		NoDirectScan:       !*direct,
+		NoDataCache:        cacheDir == "",
+		DataCacheDir:       cacheDir,
+		DataCacheBytes:     cacheBytes,
+		Security:           sec,
+		TicketTTL:          r.cfg.TicketTTL,
+		Limits:             lim,
+		Metrics:            reg,
 
 		BroadcastBytes:    r.cfg.BroadcastBytes,
 		ShuffleBytes:      r.cfg.ShuffleBytes,
@@ -296,7 +296,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	web, err := r.startCoordinatorHTTP(reg, s.Coordinator)
+	web, err := r.startCoordinatorHTTP(reg, sec, s.Coordinator)
 	if err != nil {
 		s.Close()
 		return err
@@ -357,6 +357,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		return err
 	}
 	mounts := catalog.NewMounts()
+	mounts.SetCache(catalog.NewMetadataCache(r.cfg.MetadataCacheBytes))
 	defer mounts.Close()
 	if err := mounts.Mount(catalog.LocalCatalogName, cat, props); err != nil {
 		return err
@@ -403,7 +404,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	web, err := r.startCoordinatorHTTP(reg, c)
+	web, err := r.startCoordinatorHTTP(reg, sec, c)
 	if err != nil {
 		c.Close()
 		return err
@@ -523,7 +524,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	web, err := r.startHTTP(reg, nil)
+	web, err := r.startHTTP(reg, sec, nil)
 	if err != nil {
 		w.Close()
 		return err

@@ -143,6 +143,34 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// openListeners checks the listeners of a role without authentication:
+// the Flight listener and the HTTP listener (whose status page lists
+// and cancels every statement) each need a loopback address, or
+// --insecure-no-auth, which logs a warning for each that has none.
+func (r *roleFlags) openListeners(log *zap.Logger) error {
+	httpAddr, _, err := r.httpListen()
+	if err != nil {
+		return err
+	}
+	for _, l := range []struct{ flag, addr string }{{"--listen", *r.listen}, {"--http-addr", httpAddr}} {
+		if l.addr == "" {
+			continue
+		}
+		host, _, err := splitHost(l.addr)
+		if err != nil {
+			return err
+		}
+		if isLoopback(host) {
+			continue
+		}
+		if !*r.insecure {
+			return fmt.Errorf("%s %s is not a loopback address and authentication is off: configure auth: in the config file (see docs/security.md), or pass --insecure-no-auth to let anyone who can reach it in", l.flag, l.addr)
+		}
+		log.Warn("authentication is off on a non-loopback address: anyone who can reach it may read, write and drop every table", zap.String(l.flag[2:], l.addr))
+	}
+	return nil
+}
+
 // security builds what secures a role from the config and flags: the
 // authenticator and policy of auth:, and TLS from tls: or devTLS (serve
 // --tls), whose files go to the data dir for hosts. Without auth, a
@@ -169,11 +197,8 @@ func (r *roleFlags) security(key *wire.Key, log *zap.Logger, devTLS bool, hosts 
 		if sec.Auth, err = auth.New(opts); err != nil {
 			return sec, err
 		}
-	} else if !isLoopback(host) {
-		if !*r.insecure {
-			return sec, fmt.Errorf("--listen %s is not a loopback address and authentication is off: configure auth: in the config file (see docs/security.md), or pass --insecure-no-auth to let anyone who can reach it in", *r.listen)
-		}
-		log.Warn("authentication is off on a non-loopback address: anyone who can reach it may read, write and drop every table", zap.String("listen", *r.listen))
+	} else if err := r.openListeners(log); err != nil {
+		return sec, err
 	}
 	t := r.cfg.TLS
 	if t == nil && !devTLS {

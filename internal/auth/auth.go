@@ -2,8 +2,13 @@ package auth
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -129,6 +134,7 @@ type Authenticator struct {
 	users      map[string]User
 	userKey    []byte
 	clusterKey []byte
+	entryKey   []byte // keys the user entry versions tokens carry
 	jwks       *jwks
 	log        *zap.Logger
 
@@ -166,6 +172,9 @@ func New(o Options) (*Authenticator, error) {
 	if a.clusterKey, err = o.Key.Derive("cluster token signing", 32); err != nil {
 		return nil, err
 	}
+	if a.entryKey, err = o.Key.Derive("user entry version", 32); err != nil {
+		return nil, err
+	}
 	if o.JWKS != nil {
 		if a.jwks, err = newJWKS(*o.JWKS, o.Logger); err != nil {
 			return nil, err
@@ -199,6 +208,37 @@ type tokenClaims struct {
 	// AuthTime is when the session's password login was (OpenID's
 	// auth_time).
 	AuthTime *jwt.NumericDate `json:"auth_time,omitempty"`
+	// Entry is the version of the user's config entry the token was
+	// issued for (entryVersion): a token is good only while the entry
+	// of the process verifying it has the same version.
+	Entry string `json:"entry,omitempty"`
+	// External marks a token issued on behalf of the principal of an
+	// external JWT (Forward): it has no config entry, its roles are the
+	// JWT's, and it never outlives the JWT.
+	External bool `json:"ext,omitempty"`
+}
+
+// entryVersion is the version of a user's config entry that the user's
+// tokens carry: a MAC, under a key derived from the cluster key, of its
+// name, its roles (as a set) and its password hash. Any change to the
+// entry — its removal, a role added or taken, a new password — changes
+// it, and every process that has the changed config refuses the tokens
+// issued before, with no state shared between them. The MAC keeps the
+// password hash out of the token, which its holder can read.
+func (a *Authenticator) entryVersion(u User) string {
+	roles := slices.Clone(u.Roles)
+	slices.Sort(roles)
+	roles = slices.Compact(roles)
+	// Each part length-prefixed, the roles counted: no two entries
+	// write the same bytes.
+	b := binary.AppendUvarint(nil, uint64(len(roles)))
+	for _, part := range append([]string{u.Name, u.PasswordHash}, roles...) {
+		b = binary.AppendUvarint(b, uint64(len(part)))
+		b = append(b, part...)
+	}
+	m := hmac.New(sha256.New, a.entryKey)
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
 func (a *Authenticator) sign(key []byte, kid string, c tokenClaims) (string, error) {
@@ -215,7 +255,10 @@ func (a *Authenticator) sign(key []byte, kid string, c tokenClaims) (string, err
 }
 
 // Issue returns a bearer token for p valid for ttl (0 means the
-// configured TokenTTL) and its expiry.
+// configured TokenTTL) and its expiry. A user's token carries the roles
+// and the version of the user's entry in this Authenticator's config; a
+// token for the principal of an external JWT carries the JWT's roles and
+// expires with it at the latest.
 func (a *Authenticator) Issue(p *Principal, ttl time.Duration) (string, time.Time, error) {
 	if p == nil || p.Name == "" || p.Cluster() {
 		return "", time.Time{}, errors.New("auth: no principal to issue a token for")
@@ -229,12 +272,25 @@ func (a *Authenticator) Issue(p *Principal, ttl time.Duration) (string, time.Tim
 	if loggedIn.IsZero() {
 		loggedIn = now
 	}
-	tok, err := a.sign(a.userKey, kidUser, tokenClaims{
+	c := tokenClaims{
 		Claims: jwt.Claims{Issuer: Issuer, Audience: jwt.Audience{Issuer}, Subject: p.Name,
-			IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(exp)},
-		Roles:    p.Roles,
+			IssuedAt: jwt.NewNumericDate(now)},
 		AuthTime: jwt.NewNumericDate(loggedIn),
-	})
+	}
+	if p.Method == MethodJWT {
+		if !p.Expires.IsZero() && p.Expires.Before(exp) {
+			exp = p.Expires
+		}
+		c.Roles, c.External = p.Roles, true
+	} else {
+		u, ok := a.users[p.Name]
+		if !ok {
+			return "", time.Time{}, fmt.Errorf("auth: no user %q in the config to issue a token for", p.Name)
+		}
+		c.Roles, c.Entry = u.Roles, a.entryVersion(u)
+	}
+	c.Expiry = jwt.NewNumericDate(exp)
+	tok, err := a.sign(a.userKey, kidUser, c)
 	return tok, exp, err
 }
 
@@ -329,6 +385,20 @@ func (a *Authenticator) verifyOwn(tok *jwt.JSONWebToken, h jose.Header) (*Princi
 	p := &Principal{Name: c.Subject, Roles: c.Roles, Method: method, Expires: c.Expiry.Time()}
 	if c.AuthTime != nil {
 		p.LoggedIn = c.AuthTime.Time()
+	}
+	switch {
+	case method == MethodCluster:
+	case c.External:
+		p.Method = MethodJWT
+	default:
+		u, ok := a.users[c.Subject]
+		if !ok {
+			return nil, fmt.Errorf("%w: user %s is no longer configured; log in again", ErrBadToken, c.Subject)
+		}
+		if !hmac.Equal([]byte(c.Entry), []byte(a.entryVersion(u))) {
+			return nil, fmt.Errorf("%w: the roles or password of user %s changed since it was issued; log in again", ErrBadToken, c.Subject)
+		}
+		p.Roles = slices.Clone(u.Roles)
 	}
 	return p, nil
 }

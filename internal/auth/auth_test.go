@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,13 +42,99 @@ func hash(t testing.TB, pw string) string {
 	return string(h)
 }
 
+// aliceHash is alice's password hash in every config of a test: the
+// processes of a cluster share one config.
+var aliceHash = sync.OnceValue(func() string {
+	h, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	return string(h)
+})
+
 func newAuth(t testing.TB, key *wire.Key, jwks *JWKSOptions) *Authenticator {
 	t.Helper()
-	a, err := New(Options{Key: key, JWKS: jwks, Users: []User{{Name: "alice", PasswordHash: hash(t, "s3cret"), Roles: []string{"analyst"}}}})
+	return newAuthUsers(t, key, jwks, User{Name: "alice", PasswordHash: aliceHash(), Roles: []string{"analyst"}})
+}
+
+func newAuthUsers(t testing.TB, key *wire.Key, jwks *JWKSOptions, users ...User) *Authenticator {
+	t.Helper()
+	a, err := New(Options{Key: key, JWKS: jwks, Users: users})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// TestTokensFollowTheUserEntry: a token is good only while the config
+// of the process verifying it has the user's entry as it was at issue,
+// so a coordinator restarted with a changed config, and each worker
+// given it, refuse the tokens of a removed user, of a user whose roles
+// changed (a demoted admin) and of a user whose password changed.
+func TestTokensFollowTheUserEntry(t *testing.T) {
+	ctx := context.Background()
+	key, _ := wire.RandomKey()
+	entry := User{Name: "alice", PasswordHash: aliceHash(), Roles: []string{"admin", "analyst"}}
+	a := newAuthUsers(t, key, nil, entry)
+	p, err := a.Password("alice", "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := issue(a, p, time.Hour)
+	bob := User{Name: "bob", PasswordHash: aliceHash(), Roles: []string{"analyst"}}
+	for what, c := range map[string]struct {
+		users []User
+		ok    bool
+	}{
+		"unchanged":             {[]User{entry, bob}, true},
+		"roles listed in order": {[]User{{Name: "alice", PasswordHash: aliceHash(), Roles: []string{"analyst", "admin", "analyst"}}}, true},
+		"removed":               {[]User{bob}, false},
+		"demoted":               {[]User{{Name: "alice", PasswordHash: aliceHash(), Roles: []string{"analyst"}}}, false},
+		"role added":            {[]User{{Name: "alice", PasswordHash: aliceHash(), Roles: []string{"admin", "analyst", "ops"}}}, false},
+		"new password":          {[]User{{Name: "alice", PasswordHash: hash(t, "n3w"), Roles: entry.Roles}}, false},
+	} {
+		got, err := newAuthUsers(t, key, nil, c.users...).Verify(ctx, tok)
+		switch {
+		case c.ok && (err != nil || got.Name != "alice" || !got.HasRole("admin")):
+			t.Errorf("%s: %v %v, want accepted with admin", what, got, err)
+		case !c.ok && (!errors.Is(err, ErrBadToken) || !strings.Contains(err.Error(), "log in again")):
+			t.Errorf("%s: %v %v, want refused (log in again)", what, got, err)
+		}
+	}
+	// A refresh needs a token that verifies: the demoted admin's old
+	// token is refused, not renewed.
+	demoted := newAuthUsers(t, key, nil, User{Name: "alice", PasswordHash: aliceHash(), Roles: []string{"analyst"}})
+	half := issue(a, p, time.Minute)
+	if q, err := demoted.Verify(ctx, half); err == nil {
+		t.Fatalf("the demoted admin's token verifies: %v (refresh %q)", q, demoted.Refresh(q))
+	}
+	// The version is a MAC: the token shows no part of the password hash.
+	claims, _ := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
+	if strings.Contains(string(claims), aliceHash()[7:20]) {
+		t.Fatalf("the token shows the password hash: %s", claims)
+	}
+	if _, _, err := a.Issue(&Principal{Name: "mallory", Method: MethodToken}, 0); err == nil {
+		t.Fatal("issued a token for a user the config does not have")
+	}
+}
+
+// TestForwardedExternalPrincipal: the token the coordinator forwards for
+// the principal of an external JWT carries the JWT's roles, expires with
+// the JWT at the latest, is verified without a config entry and is never
+// renewed.
+func TestForwardedExternalPrincipal(t *testing.T) {
+	key, _ := wire.RandomKey()
+	a := newAuth(t, key, nil)
+	exp := time.Now().Add(2 * time.Minute).Truncate(time.Second)
+	carol := &Principal{Name: "carol", Roles: []string{"reader"}, Method: MethodJWT, Expires: exp}
+	v, err := a.Forward(NewContext(context.Background(), carol), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := newAuth(t, key, nil).Verify(context.Background(), strings.TrimPrefix(v, "Bearer "))
+	if err != nil || got.Name != "carol" || got.Method != MethodJWT || !got.HasRole("reader") || got.Expires.After(exp) {
+		t.Fatalf("forwarded JWT principal: %v (expires %s) %v", got, got.Expires, err)
+	}
+	if r := a.Refresh(got); r != "" {
+		t.Fatal("a forwarded external principal's token was renewed")
+	}
 }
 
 func TestPasswordAndTokens(t *testing.T) {

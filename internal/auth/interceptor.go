@@ -96,6 +96,25 @@ func (a *Authenticator) HTTP(r *http.Request) (*Principal, string, error) {
 	return a.check(r.Context(), LoginEvent{Client: r.RemoteAddr, RPC: "HTTP " + r.Method + " " + r.URL.Path}, scheme, strings.TrimLeft(cred, " "))
 }
 
+// Handler returns h behind a's authentication, as the Flight service's
+// calls are: a request that does not authenticate is answered 401,
+// asking for Basic credentials; the principal rides in the request's
+// context. A nil a serves everyone (authentication is off).
+func (a *Authenticator) Handler(h http.Handler) http.Handler {
+	if a == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _, err := a.HTTP(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Basic realm="icefloe", charset="UTF-8"`)
+			http.Error(w, "unauthenticated: "+err.Error(), http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(NewContext(r.Context(), p)))
+	})
+}
+
 // check verifies a scheme's credentials and reports the login.
 func (a *Authenticator) check(ctx context.Context, ev LoginEvent, scheme, cred string) (p *Principal, reply string, err error) {
 	method := ev.RPC

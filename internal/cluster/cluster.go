@@ -477,9 +477,10 @@ type StandaloneOptions struct {
 	// warehouses too (by default they read local Parquet files with
 	// DuckDB's; see worker/direct.go).
 	NoDirectScan bool
-	// WorkerCache bounds each worker's metadata cache in bytes; 0 is the
-	// default.
-	WorkerCache int64
+	// MetadataCacheBytes bounds the coordinator's metadata cache and each
+	// worker's, in bytes of memory held; 0 is the default
+	// (catalog.DefaultMetadataCacheBytes).
+	MetadataCacheBytes int64
 	// NoDataCache turns the workers' data caches off; DataCacheBytes
 	// bounds each one (0: datacache.DefaultMaxBytes). Worker i keeps its
 	// copies in DataCacheDir/worker-i, DataDir/cache/worker-i when
@@ -533,6 +534,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		return nil, err
 	}
 	s = &Standalone{Mounts: catalog.NewMounts()}
+	s.Mounts.SetCache(catalog.NewMetadataCache(o.MetadataCacheBytes))
 	if err := s.Mounts.Mount(catalog.LocalCatalogName, cat, props); err != nil {
 		return nil, err
 	}
@@ -580,7 +582,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 			Limits:        o.Limits,
 			Metrics:       wm,
 
-			MetadataCacheBytes: o.WorkerCache,
+			MetadataCacheBytes: o.MetadataCacheBytes,
 			DataCache:          o.dataCache(i),
 		})
 		if err != nil {

@@ -54,6 +54,11 @@ const (
 	DefaultMaxRunningFragments  = 8
 	DefaultMaxQueuedFragments   = 64
 	DefaultQueueTimeout         = time.Minute
+	// DefaultStatementTimeout ends a statement that runs longer: the
+	// bound on a statement stuck on a worker that answers keepalive
+	// pings but never its call (a hung fragment); a stopped or cut-off
+	// worker fails its calls within flightclient.StoppedAnsweringAfter.
+	DefaultStatementTimeout = time.Hour
 	// DefaultStagingGrace outlasts any create whose staging table's
 	// metadata was written that long ago on another live coordinator.
 	DefaultStagingGrace = time.Hour
@@ -62,7 +67,7 @@ const (
 // DefaultLimits are the binary's limits when its config sets none.
 func DefaultLimits() Limits {
 	l := NewLimits(DefaultMaxRunningStatements, 0, DefaultMaxQueuedStatements,
-		DefaultMaxRunningFragments, 0, DefaultMaxQueuedFragments, DefaultQueueTimeout, 0)
+		DefaultMaxRunningFragments, 0, DefaultMaxQueuedFragments, DefaultQueueTimeout, DefaultStatementTimeout)
 	l.StreamIdleTimeout = streamidle.DefaultTimeout
 	return l
 }

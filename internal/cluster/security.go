@@ -55,7 +55,7 @@ func (s Security) policy() *authz.Policy {
 func (s Security) serverOptions(extra ...grpc.ServerOption) []grpc.ServerOption {
 	// Tracing's interceptors run first, so they see the call's final
 	// error.
-	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(DefaultMaxMessageSize)}, tracing.ServerOptions()...)
+	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(DefaultMaxMessageSize), flightclient.ServerKeepalive()}, tracing.ServerOptions()...)
 	if s.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.TLS)))
 	}

@@ -87,6 +87,9 @@ func (o Options) DialOptions(useTLS bool) []grpc.DialOption {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max)),
+		keepaliveParams(),
+		grpc.WithChainUnaryInterceptor(unaryKeepalive),
+		grpc.WithChainStreamInterceptor(streamKeepalive),
 	}
 	if o.Authorization != nil {
 		opts = append(opts,

@@ -56,7 +56,20 @@ type Announcement struct {
 
 type nonceBody struct {
 	Nonce string `json:"n"`
+	// Instance is the answering worker process's instance id (answers
+	// only).
+	Instance string `json:"i,omitempty"`
 }
+
+// InstanceHeader is the gRPC header a worker's health checks answer
+// with: the id of its process (NewInstance), the same one its key-check
+// answers carry sealed. A coordinator that sees it change knows the
+// process at a location restarted, and checks its key again before it
+// plans on it.
+const InstanceHeader = "x-icefloe-instance"
+
+// NewInstance returns a fresh instance id for a worker process.
+func NewInstance() string { return newNonce() }
 
 func seal(key *wire.Key, kind string, v any) ([]byte, error) {
 	return key.SealValue(kind, v, messageTTL)
@@ -107,7 +120,8 @@ func OpenAnnouncement(key *wire.Key, sealed []byte) (Announcement, []byte, error
 // CheckAck verifies the coordinator's acknowledgement of the announcement
 // that carried nonce.
 func CheckAck(key *wire.Key, ack []byte, nonce string) error {
-	return checkNonce(key, kindAck, ack, nonce)
+	_, err := checkNonce(key, kindAck, ack, nonce)
+	return err
 }
 
 // NewChallenge returns a sealed key-check challenge and the nonce its
@@ -118,28 +132,32 @@ func NewChallenge(key *wire.Key) (sealed []byte, nonce string, err error) {
 	return sealed, nonce, err
 }
 
-// Answer opens a challenge and seals its answer: ErrKeyMismatch when the
-// challenge was sealed with another key.
-func Answer(key *wire.Key, challenge []byte) ([]byte, error) {
+// Answer opens a challenge and seals its answer, which carries the
+// answering process's instance id: ErrKeyMismatch when the challenge was
+// sealed with another key.
+func Answer(key *wire.Key, challenge []byte, instance string) ([]byte, error) {
 	var c nonceBody
 	if err := open(key, kindChallenge, challenge, &c); err != nil {
 		return nil, err
 	}
+	c.Instance = instance
 	return seal(key, kindAnswer, c)
 }
 
-// CheckAnswer verifies a worker's answer to the challenge with nonce.
-func CheckAnswer(key *wire.Key, answer []byte, nonce string) error {
-	return checkNonce(key, kindAnswer, answer, nonce)
+// CheckAnswer verifies a worker's answer to the challenge with nonce and
+// returns the instance id it carries ("" from a worker that names none).
+func CheckAnswer(key *wire.Key, answer []byte, nonce string) (instance string, err error) {
+	b, err := checkNonce(key, kindAnswer, answer, nonce)
+	return b.Instance, err
 }
 
-func checkNonce(key *wire.Key, kind string, sealed []byte, nonce string) error {
+func checkNonce(key *wire.Key, kind string, sealed []byte, nonce string) (nonceBody, error) {
 	var b nonceBody
 	if err := open(key, kind, sealed, &b); err != nil {
-		return err
+		return b, err
 	}
 	if subtle.ConstantTimeCompare([]byte(b.Nonce), []byte(nonce)) != 1 {
-		return fmt.Errorf("%w: answer to another challenge", ErrMalformed)
+		return b, fmt.Errorf("%w: answer to another challenge", ErrMalformed)
 	}
-	return nil
+	return b, nil
 }

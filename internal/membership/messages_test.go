@@ -22,22 +22,22 @@ func TestKeyCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Answer(b, challenge); !errors.Is(err, ErrKeyMismatch) {
+	if _, err := Answer(b, challenge, "w1"); !errors.Is(err, ErrKeyMismatch) {
 		t.Fatalf("answer under another key: %v", err)
 	}
-	answer, err := Answer(a, challenge)
+	answer, err := Answer(a, challenge, "w1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckAnswer(a, answer, nonce); err != nil {
-		t.Fatal(err)
+	if inst, err := CheckAnswer(a, answer, nonce); err != nil || inst != "w1" {
+		t.Fatalf("answer: instance %q, %v", inst, err)
 	}
 	_, other, _ := NewChallenge(a)
-	if err := CheckAnswer(a, answer, other); !errors.Is(err, ErrMalformed) {
+	if _, err := CheckAnswer(a, answer, other); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("answer to another challenge: %v", err)
 	}
 	// A challenge is not an answer: kinds do not mix.
-	if err := CheckAnswer(a, challenge, nonce); !errors.Is(err, ErrMalformed) {
+	if _, err := CheckAnswer(a, challenge, nonce); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("challenge taken as answer: %v", err)
 	}
 }

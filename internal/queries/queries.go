@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // State is where a statement is in its life.
@@ -38,8 +39,19 @@ var (
 	ErrCancelled = errors.New("query cancelled")
 )
 
-// DefaultRecent is how many ended statements a Registry keeps.
-const DefaultRecent = 200
+// Defaults of Options.
+const (
+	// DefaultRecent is how many ended statements a Registry keeps.
+	DefaultRecent = 200
+	// DefaultMaxSQLBytes bounds the SQL (and the error) kept of one
+	// statement.
+	DefaultMaxSQLBytes = 16 << 10
+	// DefaultMaxPlanBytes bounds the plan kept of one statement.
+	DefaultMaxPlanBytes = 64 << 10
+	// DefaultMaxBytes bounds the SQL, plans and errors the registry
+	// keeps in all; past it the oldest ended statements are forgotten.
+	DefaultMaxBytes = 8 << 20
+)
 
 // Info is what the registry knows of one statement.
 type Info struct {
@@ -53,11 +65,11 @@ type Info struct {
 	Start    time.Time
 	End      time.Time // zero while it runs
 	Strategy string
-	// Plan is the distributed plan (EXPLAIN's text), as Planned's plan
-	// gives it when the statement is first read (List, Get, Cancel).
+	// Plan is the distributed plan (EXPLAIN's text), made from Planned's
+	// PlanText when the statement is first read (List, Get, Cancel).
 	Plan string
-	// plan gives Plan; nil once it has.
-	plan           func() string
+	// pending makes Plan; nil once it has.
+	pending        PlanText
 	Rows, Bytes    int64
 	EndpointsDone  int
 	EndpointsTotal int
@@ -95,9 +107,10 @@ type Workers interface {
 type Registry struct {
 	mu      sync.Mutex
 	running map[string]*Query
-	recent  []Info // ring, oldest overwritten first
-	next    int
-	max     int
+	recent  []Info // oldest first
+	// bytes is the text (textSize) of the running and recent statements.
+	bytes   int64
+	o       Options
 	workers Workers
 	ended   func(Info)
 }
@@ -106,6 +119,11 @@ type Registry struct {
 type Options struct {
 	// Recent is how many ended statements are kept; 0 means DefaultRecent.
 	Recent int
+	// MaxSQLBytes, MaxPlanBytes and MaxBytes bound the text kept
+	// (DefaultMaxSQLBytes, …, for 0): a statement's SQL and error, its
+	// plan, and all of it. Longer text is cut, saying how much was.
+	MaxSQLBytes, MaxPlanBytes int
+	MaxBytes                  int64
 	// Workers, when set, reports progress and cancels on the workers.
 	Workers Workers
 	// Ended, when set, is called once with each statement that ends.
@@ -114,10 +132,14 @@ type Options struct {
 
 // Validate reports every problem with o.
 func (o Options) Validate() error {
+	var errs []error
 	if o.Recent < 0 {
-		return errors.New("queries: Recent must be >= 0")
+		errs = append(errs, errors.New("queries: Recent must be >= 0"))
 	}
-	return nil
+	if o.MaxSQLBytes < 0 || o.MaxPlanBytes < 0 || o.MaxBytes < 0 {
+		errs = append(errs, errors.New("queries: MaxSQLBytes, MaxPlanBytes and MaxBytes must be >= 0"))
+	}
+	return errors.Join(errs...)
 }
 
 // New returns an empty Registry.
@@ -128,7 +150,48 @@ func New(o Options) (*Registry, error) {
 	if o.Recent == 0 {
 		o.Recent = DefaultRecent
 	}
-	return &Registry{running: map[string]*Query{}, max: o.Recent, workers: o.Workers, ended: o.Ended}, nil
+	if o.MaxSQLBytes == 0 {
+		o.MaxSQLBytes = DefaultMaxSQLBytes
+	}
+	if o.MaxPlanBytes == 0 {
+		o.MaxPlanBytes = DefaultMaxPlanBytes
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	return &Registry{running: map[string]*Query{}, o: o, workers: o.Workers, ended: o.Ended}, nil
+}
+
+// truncate cuts s to at most limit bytes (on a UTF-8 boundary), saying
+// how much was cut.
+func truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := max(limit-32, 0) // room for the note
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes more)", len(s)-cut)
+}
+
+// textSize is what the registry counts of i against MaxBytes: its text,
+// and what a plan not made yet holds.
+func textSize(i *Info) int64 {
+	n := len(i.SQL) + len(i.Plan) + len(i.Error)
+	if i.pending != nil {
+		n += i.pending.Len()
+	}
+	return int64(n)
+}
+
+// PlanText is a plan's text as the registry shows it (its literals
+// redacted), made when the statement is first read rather than on the
+// statement's path: Text makes it (and may be slow), Len is how many
+// bytes it holds until then.
+type PlanText interface {
+	Text() string
+	Len() int
 }
 
 // Query is one registered statement.
@@ -176,8 +239,10 @@ func (r *Registry) Begin(ctx context.Context, principal, kind, sql string) (cont
 	if r == nil {
 		return ctx, q
 	}
+	q.info.SQL = truncate(sql, r.o.MaxSQLBytes)
 	r.mu.Lock()
 	r.running[id] = q
+	r.bytes += textSize(&q.info)
 	r.mu.Unlock()
 	return ctx, q
 }
@@ -219,12 +284,20 @@ func (q *Query) Run() {
 }
 
 // Planned records a query's plan: its endpoints are read from the workers
-// from now on, until expires. plan gives the plan's text as the registry
-// shows it (its literals redacted); it is called when the statement is
-// first read, off the statement's path, not by Planned.
-func (q *Query) Planned(strategy string, plan func() string, endpoints int, expires time.Time) {
+// from now on, until expires. Its text is made from plan when the
+// statement is first read, off the statement's path; a plan too large to
+// keep unmade is made now, and cut.
+func (q *Query) Planned(strategy string, plan PlanText, endpoints int, expires time.Time) {
 	q.update(func(i *Info) {
-		i.Strategy, i.plan, i.EndpointsTotal = strategy, plan, endpoints
+		before := textSize(i)
+		i.Strategy, i.EndpointsTotal = strategy, endpoints
+		i.Plan, i.pending = "", plan
+		if q.r != nil {
+			if plan.Len() > q.r.o.MaxPlanBytes {
+				i.Plan, i.pending = truncate(plan.Text(), q.r.o.MaxPlanBytes), nil
+			}
+			q.r.bytes += textSize(i) - before
+		}
 		i.PlanTime = time.Since(i.Start) - i.QueueWait
 		q.expires = expires
 	})
@@ -276,6 +349,7 @@ func (q *Query) Done(err error, rows int64) {
 
 // endLocked moves i to its final state; r.mu is held.
 func (q *Query) endLocked(i *Info, err error) {
+	before := textSize(i)
 	i.End = time.Now()
 	if i.Code == "" {
 		i.Code = "OK"
@@ -291,19 +365,23 @@ func (q *Query) endLocked(i *Info, err error) {
 	if q.r == nil {
 		return
 	}
-	delete(q.r.running, i.ID)
-	if len(q.r.recent) < q.r.max {
-		q.r.recent = append(q.r.recent, *i)
-	} else {
-		q.r.recent[q.r.next] = *i
-		q.r.next = (q.r.next + 1) % q.r.max
+	r := q.r
+	i.Error = truncate(i.Error, r.o.MaxSQLBytes)
+	r.bytes += textSize(i) - before
+	delete(r.running, i.ID)
+	r.recent = append(r.recent, *i)
+	for len(r.recent) > 0 && (len(r.recent) > r.o.Recent || r.bytes > r.o.MaxBytes) {
+		r.bytes -= textSize(&r.recent[0])
+		r.recent = slices.Delete(r.recent, 0, 1)
 	}
 }
 
-// planned resolves i's plan text, once; r.mu is held.
-func (i *Info) planned() Info {
-	if i.plan != nil {
-		i.Plan, i.plan = i.plan(), nil
+// planned makes i's plan text, once, and returns i; r.mu is held.
+func (r *Registry) planned(i *Info) Info {
+	if i.pending != nil {
+		before := textSize(i)
+		i.Plan, i.pending = truncate(i.pending.Text(), r.o.MaxPlanBytes), nil
+		r.bytes += textSize(i) - before
 	}
 	return *i
 }
@@ -334,10 +412,10 @@ func (r *Registry) List(ctx context.Context) []Info {
 	r.mu.Lock()
 	out := make([]Info, 0, len(r.running)+len(r.recent))
 	for _, q := range r.running {
-		out = append(out, q.info.planned())
+		out = append(out, r.planned(&q.info))
 	}
 	for k := range r.recent {
-		out = append(out, r.recent[k].planned())
+		out = append(out, r.planned(&r.recent[k]))
 	}
 	r.mu.Unlock()
 	slices.SortFunc(out, func(a, b Info) int { return b.Start.Compare(a.Start) })
@@ -418,7 +496,7 @@ func (r *Registry) Cancel(ctx context.Context, id string, may func(principal str
 	}
 	q.info.State = Cancelled
 	q.endLocked(&q.info, fmt.Errorf("%w: %s", ErrCancelled, id))
-	info, expires := q.info.planned(), q.expires
+	info, expires := r.planned(&q.info), q.expires
 	r.mu.Unlock()
 	q.cancel(fmt.Errorf("%w: %s", ErrCancelled, id))
 	var err error

@@ -3,8 +3,10 @@ package queries
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 type fakeWorkers struct {
@@ -39,7 +41,7 @@ func TestLifecycle(t *testing.T) {
 	q.Planning()
 	// The plan's text is made when the statement is first read, once.
 	made := 0
-	q.Planned("scatter", func() string { made++; return "strategy\tscatter" }, 2, time.Now().Add(time.Hour))
+	q.Planned("scatter", &planText{text: "strategy\tscatter", made: &made}, 2, time.Now().Add(time.Hour))
 	q.Done(nil, -1)
 	if made != 0 {
 		t.Fatal("the plan's text was made on the statement's path")
@@ -60,7 +62,7 @@ func TestLifecycle(t *testing.T) {
 
 	// Cancel: only if may says so; ends the context with ErrCancelled.
 	cctx, c := r.Begin(ctx, "bob", "query", "SELECT")
-	c.Planned("gather", func() string { return "" }, 1, time.Now().Add(time.Hour))
+	c.Planned("gather", &planText{}, 1, time.Now().Add(time.Hour))
 	c.Done(nil, -1)
 	cid := IDFrom(cctx)
 	if _, err := r.Cancel(ctx, cid, func(p string) bool { return p == "ana" }); !errors.Is(err, ErrNotYours) {
@@ -81,5 +83,58 @@ func TestLifecycle(t *testing.T) {
 	}
 	if len(ended) != 3 {
 		t.Fatalf("%d ended reported, want 3", len(ended))
+	}
+}
+
+// planText is a plan's text that counts how often it was made.
+type planText struct {
+	text string
+	made *int
+}
+
+func (p *planText) Text() string {
+	if p.made != nil {
+		*p.made++
+	}
+	return p.text
+}
+
+func (p *planText) Len() int { return len(p.text) }
+
+// TestTextBounded: the registry keeps at most 16 KiB of a statement's
+// SQL and error and 64 KiB of its plan, cut on a character boundary
+// saying so, and at most 8 MiB of text in all, forgetting the oldest
+// ended statements first.
+func TestTextBounded(t *testing.T) {
+	r, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sql, plan, failure := strings.Repeat("é", 1<<19), strings.Repeat("plan\tx\n", 1<<17), strings.Repeat("e", 1<<20)
+	var last string
+	for range 300 {
+		qctx, q := r.Begin(ctx, "ana", "query", sql)
+		q.Planning()
+		q.Planned("gather", &planText{text: plan}, 0, time.Time{})
+		q.Done(errors.New(failure), 0)
+		last = IDFrom(qctx)
+	}
+	list := r.List(ctx)
+	var total int
+	for _, i := range list {
+		if len(i.SQL) > 16<<10 || len(i.Error) > 16<<10 || len(i.Plan) > 64<<10 {
+			t.Fatalf("kept %d bytes of SQL, %d of error, %d of plan", len(i.SQL), len(i.Error), len(i.Plan))
+		}
+		if !utf8.ValidString(i.SQL) || !strings.HasSuffix(i.SQL, "bytes more)") {
+			t.Fatalf("cut SQL ends %q", i.SQL[len(i.SQL)-40:])
+		}
+		total += len(i.SQL) + len(i.Plan) + len(i.Error)
+	}
+	if total > 8<<20 {
+		t.Fatalf("%d statements keep %d bytes of text, want at most 8 MiB", len(list), total)
+	}
+	if len(list) == 0 || list[0].ID != last {
+		t.Fatal("the newest statement was forgotten")
 	}
 }

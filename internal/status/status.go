@@ -1,7 +1,6 @@
 package status
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -51,6 +50,7 @@ type Handler struct {
 	o      Options
 	secret []byte // keys the cancel tokens
 	mux    *http.ServeMux
+	authed http.Handler // serve behind o.Auth
 }
 
 // New returns the status page's handler.
@@ -64,32 +64,18 @@ func New(o Options) (*Handler, error) {
 	}
 	h.mux.HandleFunc("GET /{$}", h.page)
 	h.mux.HandleFunc("POST /cancel", h.cancel)
+	h.authed = o.Auth.Handler(http.HandlerFunc(h.serve))
 	return h, nil
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx, ok := h.authenticate(w, r)
-	if !ok {
-		return
-	}
+// ServeHTTP serves the page and its cancels, behind the Flight service's
+// authentication.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.authed.ServeHTTP(w, r) }
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-	h.mux.ServeHTTP(w, r.WithContext(ctx))
-}
-
-// authenticate answers 401 (asking for Basic credentials) unless the
-// request authenticates.
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (context.Context, bool) {
-	if h.o.Auth == nil {
-		return r.Context(), true
-	}
-	p, _, err := h.o.Auth.HTTP(r)
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="icefloe", charset="UTF-8"`)
-		http.Error(w, "unauthenticated: "+err.Error(), http.StatusUnauthorized)
-		return nil, false
-	}
-	return auth.NewContext(r.Context(), p), true
+	h.mux.ServeHTTP(w, r)
 }
 
 // token is the cancel token of principal: only a page served to it

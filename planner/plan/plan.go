@@ -350,8 +350,9 @@ type Scan struct {
 	View  string
 	// Columns read; nil is all.
 	Columns []string
-	// Filter is the pruning filter, "" for none.
-	Filter string
+	// Filter is the pruning filter, "" for none; FilterRedacted is the
+	// same with its literals as ?, for plans shown to others (Redacted).
+	Filter, FilterRedacted string
 	// Whole: every group is read by one fragment instance.
 	Whole  bool
 	Groups []Group
@@ -410,6 +411,66 @@ func format(b *strings.Builder, n Node, depth int) {
 	for _, in := range n.Inputs() {
 		format(b, in, depth+1)
 	}
+}
+
+// Redacted returns a copy of the tree under r that holds none of the
+// client's values, for plans shown to others than the client (the
+// status page, system.runtime.queries): each fragment's SQL goes
+// through sql, which replaces its literals, and each scan's filter is its
+// FilterRedacted (join conditions, merge orders and hash keys are built
+// of column names). Redacting the
+// values where the plan holds them, rather than the printed text, keeps
+// a literal that spans lines from escaping.
+func Redacted(r *Result, sql func(string) string) *Result {
+	scans := map[*Scan]*Scan{}
+	return redacted(r, sql, scans).(*Result)
+}
+
+func redacted(n Node, sql func(string) string, scans map[*Scan]*Scan) Node {
+	ins := func(in []Node) []Node {
+		out := make([]Node, len(in))
+		for i, c := range in {
+			out[i] = redacted(c, sql, scans)
+		}
+		return out
+	}
+	switch n := n.(type) {
+	case *Result:
+		c := *n
+		c.Endpoints = make([]*Fragment, len(n.Endpoints))
+		for i, f := range n.Endpoints {
+			c.Endpoints[i] = redacted(f, sql, scans).(*Fragment)
+		}
+		return &c
+	case *Fragment:
+		c := *n
+		c.SQL, c.In = sql(n.SQL), ins(n.In)
+		if n.Per != nil {
+			c.Per = redacted(n.Per, sql, scans).(*Scan)
+		}
+		return &c
+	case *Exchange:
+		c := *n
+		c.In = ins(n.In)
+		return &c
+	case *Aggregate:
+		c := *n
+		c.In = redacted(n.In, sql, scans)
+		return &c
+	case *Join:
+		c := *n
+		c.In = ins(n.In)
+		return &c
+	case *Scan:
+		if c, ok := scans[n]; ok {
+			return c
+		}
+		c := *n
+		c.Filter = n.FilterRedacted
+		scans[n] = &c
+		return &c
+	}
+	panic(fmt.Sprintf("plan: Redacted: node %T", n))
 }
 
 // Walk calls f on n and every node under it, parents first.
