@@ -82,6 +82,10 @@ func TestOneTokenizerRunPerStatement(t *testing.T) {
 	} {
 		run(st)
 	}
+	// The UPDATE's SET list was cut as DuckDB cuts it: [7, 8] is one value.
+	if got := mustQuery(t, cnxn, "SELECT list_sum(l), v FROM fe.t WHERE id = 2").rows; len(got) != 1 || got[0] != "15 | 21" {
+		t.Errorf("after UPDATE … SET l = [7, 8], v = v + 1: %v, want 15 | 21", got)
+	}
 	// Time travel: the Iceberg spelling is rewritten from the same tokens.
 	snaps := mustQuery(t, cnxn, `SELECT snapshot_id FROM fe."t$snapshots" ORDER BY committed_at LIMIT 1`)
 	run(step{q: fmt.Sprintf("SELECT count(*) FROM fe.t FOR VERSION AS OF %s", snaps.rows[0])})
