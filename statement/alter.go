@@ -117,19 +117,18 @@ func findColumn(tgt *planner.WriteTarget, name string) (iceberg.NestedField, err
 // schemaChange and specChange make a change that evolves the schema or
 // the partition spec with fn.
 func schemaChange(fn func(u *table.UpdateSchema)) txChange {
-	return func(tx *table.Transaction) error {
-		u := tx.UpdateSchema(true, false)
-		fn(u)
-		if err := u.Commit(); err != nil {
-			return fmt.Errorf("%w: %v", planner.ErrInvalid, err)
-		}
-		return nil
-	}
+	return evolve(func(tx *table.Transaction) *table.UpdateSchema { return tx.UpdateSchema(true, false) }, fn)
 }
 
 func specChange(fn func(u *table.UpdateSpec)) txChange {
+	return evolve(func(tx *table.Transaction) *table.UpdateSpec { return tx.UpdateSpec(true) }, fn)
+}
+
+// evolve makes the change that starts an update of the transaction,
+// applies fn to it and commits it; a refused update is ErrInvalid.
+func evolve[U interface{ Commit() error }](start func(*table.Transaction) U, fn func(U)) txChange {
 	return func(tx *table.Transaction) error {
-		u := tx.UpdateSpec(true)
+		u := start(tx)
 		fn(u)
 		if err := u.Commit(); err != nil {
 			return fmt.Errorf("%w: %v", planner.ErrInvalid, err)
