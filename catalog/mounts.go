@@ -51,6 +51,9 @@ type Pinned struct {
 	// StorageProps open the table's files. They may hold credentials: they go
 	// to workers only inside sealed tickets and are never logged.
 	StorageProps map[string]string
+	// Vended are the storage properties a REST catalog vended with the
+	// table (also in StorageProps); nil when none were.
+	Vended map[string]string
 	// CredentialsExpire is when the storage credentials vended with the
 	// table expire; zero when none were vended or no expiry was given.
 	// Tickets carrying them expire no later.
@@ -237,7 +240,7 @@ func (m *Mounts) LoadTable(ctx context.Context, ref TableRef) (*Pinned, error) {
 	if v, ok := mt.raw.(Vending); ok {
 		if props, expires, ok := v.VendedProps(p.MetadataLocation); ok {
 			maps.Copy(p.StorageProps, props)
-			p.CredentialsExpire = expires
+			p.Vended, p.CredentialsExpire = props, expires
 		}
 	}
 	return p, nil

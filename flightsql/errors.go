@@ -65,6 +65,7 @@ var codeTable = []struct {
 	{planner.ErrSyntax, codes.InvalidArgument},
 	{planner.ErrInvalid, codes.InvalidArgument},
 	{commit.ErrStatementID, codes.InvalidArgument},
+	{commit.ErrIsolation, codes.InvalidArgument},
 	{ErrHandle, codes.InvalidArgument},
 	{ErrNotQuery, codes.InvalidArgument},
 	{ErrSessionOption, codes.InvalidArgument},

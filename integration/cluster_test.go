@@ -27,6 +27,7 @@ type clusterConfig struct {
 	limits   cluster.Limits
 	memory   string
 	metrics  prometheus.Registerer
+	rest     bool
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -57,6 +58,10 @@ func WithLimits(l cluster.Limits) Option { return func(c *clusterConfig) { c.lim
 
 // WorkerMemory sets each worker's DuckDB memory_limit (default 1GB).
 func WorkerMemory(limit string) Option { return func(c *clusterConfig) { c.memory = limit } }
+
+// RESTCatalog serves the Iceberg REST catalog on 127.0.0.1:0
+// (Coordinator.RESTURL).
+func RESTCatalog() Option { return func(c *clusterConfig) { c.rest = true } }
 
 // WithMetrics registers the cluster's metrics on reg.
 func WithMetrics(reg prometheus.Registerer) Option { return func(c *clusterConfig) { c.metrics = reg } }
@@ -89,6 +94,7 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		Catalogs:     cfg.catalogs,
 		Limits:       cfg.limits,
 		Metrics:      cfg.metrics,
+		REST:         restOptions(cfg.rest),
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
@@ -99,6 +105,14 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		}
 	})
 	return s
+}
+
+// restOptions serve the REST catalog on a free port when on.
+func restOptions(on bool) cluster.RESTOptions {
+	if !on {
+		return cluster.RESTOptions{}
+	}
+	return cluster.RESTOptions{Listen: "127.0.0.1:0"}
 }
 
 // adbcConn opens an ADBC Flight SQL connection to the coordinator, with

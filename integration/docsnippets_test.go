@@ -28,7 +28,8 @@ import (
 //	text             not code (grammar, a transcript): counted, not run
 //
 // The one change made to a block's text is the coordinator's address:
-// 127.0.0.1:32010 becomes the test server's. An HTML comment on the line
+// 127.0.0.1:32010 becomes the test server's, and so does the REST
+// catalog's http://127.0.0.1:8181. An HTML comment on the line
 // right before a fence changes what is done with the block:
 //
 //	<!-- snippet: skip reason="needs a Kubernetes cluster" -->
@@ -53,6 +54,10 @@ var (
 )
 
 const docAddr = "127.0.0.1:32010"
+
+// docREST is the REST catalog's URI in the docs; blocks get the test
+// server's.
+const docREST = "http://127.0.0.1:8181"
 
 // docSample is what every ${VAR} of a YAML snippet is set to: base64 of
 // 32 bytes, so it serves as a key, a password or a name alike.
@@ -108,12 +113,12 @@ func parseSnippets(t *testing.T, root, rel string) []docSnippet {
 	return out
 }
 
-// snippetRun is the state one walk over the docs shares.
 type snippetRun struct {
 	t       *testing.T
 	root    string
 	dir     string // the scratch directory every block runs in
 	addr    string
+	rest    string // the REST catalog's URI
 	env     []string
 	python  string
 	jdbcJar string
@@ -137,9 +142,10 @@ func TestDocSnippets(t *testing.T) {
 	if err := os.Symlink(bin, filepath.Join(dir, "bin", "icefloe")); err != nil {
 		t.Fatal(err)
 	}
-	f := startRole(t, bin, nil, "serve", "--demo", "--listen", "127.0.0.1:0",
+	f := startRole(t, bin, nil, "serve", "--demo", "--listen", "127.0.0.1:0", "--rest-addr", "127.0.0.1:0",
 		"--data-dir", filepath.Join(dir, "icefloe-data"), "--workers", "2")
 	r := &snippetRun{t: t, root: root, dir: dir, addr: strings.TrimPrefix(f["coordinator"].(string), "grpc://")}
+	r.rest, _ = f["rest"].(string)
 	r.env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "ICEFLOE_ADDR="+r.addr)
 
 	counts := map[string]int{}
@@ -193,7 +199,7 @@ func TestDocSnippets(t *testing.T) {
 func (r *snippetRun) run(where string, s docSnippet) (string, bool) {
 	t := r.t
 	r.n++
-	text := strings.ReplaceAll(s.text, docAddr, r.addr)
+	text := strings.ReplaceAll(strings.ReplaceAll(s.text, docAddr, r.addr), docREST, r.rest)
 	var cmd *exec.Cmd
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -33,6 +33,10 @@ type DML struct {
 	// matches, for statement's INSERT … SELECT; nil without WHEN NOT
 	// MATCHED.
 	Insert *parse.Statement
+	// Keys, for a MERGE, are the queries of the source's join keys that
+	// bound the target rows it may change (nil when its ON clause gives
+	// none).
+	Keys *MergeKeys
 	// rewrite is the copy-on-write statements (out nil when the
 	// statement rewrites no file: a MERGE without WHEN MATCHED clauses).
 	rewrite rewriteSQL
@@ -314,6 +318,11 @@ type Rewrite struct {
 	// Files are the data files an endpoint may replace, by path: a
 	// fragment that reports another file replaced fails the statement.
 	Files map[string]iceberg.DataFile
+	// Filter selects every row of the target the statement may change
+	// (its WHERE clause as the pruning filter, which over-approximates
+	// it); nil is every row, and always for a MERGE, whose source decides
+	// (DML.Keys). It is the commit's conflict filter.
+	Filter iceberg.BooleanExpression
 }
 
 // PlanRewrite plans the copy-on-write rewrite of d: its out statement
@@ -369,7 +378,9 @@ func (p *Planner) PlanRewrite(ctx context.Context, sess Session, d *DML) (*Rewri
 	// Files the WHERE clause cannot match are pruned; the others are read
 	// whole (no residual filter) so their unmatched rows survive.
 	var candidates map[string]bool
+	var filter iceberg.BooleanExpression
 	if f := mb.inputs[0].filter; f != nil && !q.broadcast {
+		filter = f
 		// An error here is iceberg-go failing to read the metrics of files
 		// written before a type widening: then nothing is pruned.
 		if tasks, err := tbl.Scan(table.WithRowFilter(f)).PlanFiles(ctx); err == nil {
@@ -409,7 +420,7 @@ func (p *Planner) PlanRewrite(ctx context.Context, sess Session, d *DML) (*Rewri
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewrite{Endpoints: endpoints, MatchSQL: mb.sql, Lineage: lineage, Files: make(map[string]iceberg.DataFile, len(byPath))}
+	rw := &Rewrite{Endpoints: endpoints, MatchSQL: mb.sql, Lineage: lineage, Files: make(map[string]iceberg.DataFile, len(byPath)), Filter: filter}
 	for path, f := range byPath {
 		rw.Files[path] = f.file
 	}

@@ -48,7 +48,7 @@ func (p *Planner) planMerge(ctx context.Context, sess Session, st *parse.Stateme
 	if err != nil {
 		return nil, err
 	}
-	d := &DML{Target: tgt, Match: q.rewrite.match, rewrite: q.rewrite}
+	d := &DML{Target: tgt, Match: q.rewrite.match, Keys: q.keys, rewrite: q.rewrite}
 	if q.insert != "" {
 		d.Insert = built(st, q.insert)
 	}
@@ -87,7 +87,25 @@ func mergePrivileges(m *parse.Merge) []authz.Privilege {
 type mergeStatements struct {
 	rewrite rewriteSQL
 	insert  string
+	keys    *MergeKeys
 }
+
+// MergeKeys bound the target rows a MERGE may change or would have
+// matched: those whose Column equals a value of the source's side of an
+// equality conjunct of its ON clause (target.col = source.col). Values
+// yields those values (non-null, distinct, cast to the column's type) up
+// to MaxMergeKeys+1 rows; Range their least and greatest, for a source
+// with more. Without WHEN NOT MATCHED BY SOURCE clauses (which change
+// the rows that match nothing) these rows are all a MERGE reads to
+// decide its change: the commit's conflict filter.
+type MergeKeys struct {
+	Column        string
+	Values, Range *parse.Statement
+}
+
+// MaxMergeKeys is how many source key values a MERGE's conflict filter
+// lists; past it the filter is their range.
+const MaxMergeKeys = 1000
 
 // mergeSrc is the MERGE's source as DuckDB parsed it, and its alias.
 type mergeSrc struct {
@@ -134,6 +152,11 @@ func (p *Planner) mergeSQL(ctx context.Context, conn *engine.Conn, sess Session,
 			return nil, err
 		}
 		out.rewrite = rewriteSQL{out: built(st, outSQL), match: built(st, matchSQL), broadcast: true}
+	}
+	if on := holes[m.On]; !b.has(parse.WhenNotMatchedBySource) {
+		if out.keys, err = b.keysSQL(ctx, conn, st, on, src); err != nil {
+			return nil, err
+		}
 	}
 	if b.has(parse.WhenNotMatched) {
 		ins, err := b.insertSQL()
@@ -417,6 +440,67 @@ func (b *mergeBuilder) rewriteSQL() (out, match string, err error) {
 		" WHERE (" + hole(b.m.On) + ") AND (" + b.applies() + "))"
 	match = "SELECT CASE WHEN (" + pairs + ") > (" + rows + ") THEN error('" + errMultipleMatch + "') ELSE (" + changed + ") END"
 	return out, match, nil
+}
+
+// keysSQL prints the queries of the source's join keys (MergeKeys) for
+// the first conjunct of on that equates a column of the target with a
+// column of the source, both named with their aliases; nil when on has
+// none or the column's type has no DuckDB type.
+func (b *mergeBuilder) keysSQL(ctx context.Context, conn *engine.Conn, st *parse.Statement, on node, src mergeSrc) (*MergeKeys, error) {
+	alias := b.m.Alias
+	if alias == "" {
+		alias = b.m.Target[len(b.m.Target)-1]
+	}
+	ref := func(n node) (qual, col string, ok bool) {
+		if str(n, "class") != "COLUMN_REF" {
+			return "", "", false
+		}
+		parts := anyList(n["column_names"])
+		if len(parts) != 2 {
+			return "", "", false
+		}
+		qual, _ = parts[0].(string)
+		col, _ = parts[1].(string)
+		return qual, col, true
+	}
+	for _, c := range conjuncts(on) {
+		if str(c, "class") != "COMPARISON" || str(c, "type") != "COMPARE_EQUAL" {
+			continue
+		}
+		l, _ := c["left"].(node)
+		r, _ := c["right"].(node)
+		lq, lcol, lok := ref(l)
+		rq, _, rok := ref(r)
+		if !lok || !rok {
+			continue
+		}
+		if strings.EqualFold(rq, alias) && strings.EqualFold(lq, src.alias) {
+			l, r, lq, rq = r, l, rq, lq
+			_, lcol, _ = ref(l)
+		}
+		if !strings.EqualFold(lq, alias) || !strings.EqualFold(rq, src.alias) {
+			continue
+		}
+		f := b.field(lcol)
+		if f < 0 {
+			continue
+		}
+		typ, err := DuckTypeOf(b.fields[f].Type)
+		if err != nil {
+			return nil, nil
+		}
+		key := "CAST(" + hole(0) + " AS " + typ + ")"
+		values, err := templateFrom(ctx, conn, fmt.Sprintf("SELECT DISTINCT %s AS k FROM %s WHERE %s IS NOT NULL LIMIT %d", key, srcHole, hole(0), MaxMergeKeys+1), []node{r}, src.node)
+		if err != nil {
+			return nil, err
+		}
+		rng, err := templateFrom(ctx, conn, fmt.Sprintf("SELECT min(%s) AS lo, max(%s) AS hi FROM %s", key, key, srcHole), []node{r}, src.node)
+		if err != nil {
+			return nil, err
+		}
+		return &MergeKeys{Column: b.fields[f].Name, Values: built(st, values), Range: built(st, rng)}, nil
+	}
+	return nil, nil
 }
 
 // insertSQL prints the query of the rows the WHEN NOT MATCHED clauses

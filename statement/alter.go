@@ -53,7 +53,7 @@ func (e *Executor) alterTable(ctx context.Context, sess planner.Session, a *pars
 	if err != nil || change == nil {
 		return 0, err
 	}
-	err = e.commitChange(ctx, tgt, change, nil)
+	err = e.commitChange(ctx, tgt, nil, change, nil)
 	if err != nil && !errors.Is(err, planner.ErrConflict) && !errors.Is(err, planner.ErrCommitUnknown) && !errors.Is(err, planner.ErrInvalid) {
 		return 0, fmt.Errorf("%w: alter table %s: %v", planner.ErrInvalid, tgt.Ref, err)
 	}
@@ -328,7 +328,7 @@ func (e *Executor) alterIdentifierFields(ctx context.Context, tgt *planner.Write
 			}
 		}
 	}
-	err := e.commitChange(ctx, tgt, func(tx *table.Transaction) error {
+	err := e.commitChange(ctx, tgt, nil, func(tx *table.Transaction) error {
 		return tx.UpdateSchema(true, false).SetIdentifierField(keep).Commit()
 	}, nil)
 	if err != nil && !errors.Is(err, planner.ErrConflict) && !errors.Is(err, planner.ErrCommitUnknown) {

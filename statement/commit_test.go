@@ -161,7 +161,7 @@ func TestStatementID(t *testing.T) {
 	if got := ids(); len(got) != 1 || len(got[0]) != 36 {
 		t.Fatalf("statement ids of the snapshots: %q, want one UUID", got)
 	}
-	sctx, err := commit.WithStatementID(ctx, "load-2026-12-01:part.7")
+	sctx, err := commit.WithStatementID(ctx, "load-2026-12-01:part.7", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestStatementID(t *testing.T) {
 	warehouse := filepath.Join(dir, "warehouse")
 	files := parquetFiles(t, warehouse)
 	for _, q := range []string{"INSERT INTO c VALUES (10), (11), (12)", "INSERT INTO c VALUES (99)"} {
-		again, err := commit.WithStatementID(ctx, "load-2026-12-01:part.7")
+		again, err := commit.WithStatementID(ctx, "load-2026-12-01:part.7", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,8 +186,23 @@ func TestStatementID(t *testing.T) {
 	if got := ids(); len(got) != 2 || got[1] != "load-2026-12-01:part.7" {
 		t.Fatalf("statement ids of the snapshots: %q", got)
 	}
+	// The same id sent by another principal is another statement; its
+	// own retry commits nothing again.
+	for try := range 2 {
+		bob, err := commit.WithStatementID(ctx, "load-2026-12-01:part.7", "bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := run(bob, p, s, "INSERT INTO c VALUES (20)")
+		if try == 0 && (err != nil || n != 1) {
+			t.Fatalf("another principal under the same id: %d, %v; want 1 row", n, err)
+		}
+		if try == 1 && !errors.Is(err, commit.ErrAlreadyCommitted) {
+			t.Fatalf("that principal's retry: %v, want ErrAlreadyCommitted", err)
+		}
+	}
 	for _, bad := range []string{"", "a b", "x;DROP", strings.Repeat("x", commit.MaxStatementIDLen+1)} {
-		if _, err := commit.WithStatementID(ctx, bad); !errors.Is(err, commit.ErrStatementID) {
+		if _, err := commit.WithStatementID(ctx, bad, ""); !errors.Is(err, commit.ErrStatementID) {
 			t.Errorf("statement id %q: %v, want ErrStatementID", bad, err)
 		}
 	}
@@ -198,7 +213,7 @@ func TestStatementID(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("a commit that landed but whose answer was lost: %d, %v; want 1 row, no error", n, err)
 	}
-	if got := ids(); len(got) != 3 {
-		t.Fatalf("%d snapshots after the lost answer, want 3", len(got))
+	if got := ids(); len(got) != 4 {
+		t.Fatalf("%d snapshots after the lost answer, want 4", len(got))
 	}
 }

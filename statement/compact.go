@@ -2,7 +2,6 @@ package statement
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/apache/iceberg-go"
@@ -77,10 +76,13 @@ func (e *Executor) compact(ctx context.Context, sess planner.Session, tgt *plann
 // tasks as planned from snapshot base. It returns how many delete files
 // it removed.
 //
-// A commit that removes delete files cannot be replayed by iceberg-go on
-// a lost race; if only appends landed since base (they cannot touch the
-// rewritten files nor make a removed delete apply again), the same
-// rewrite is committed again on the refreshed table.
+// The rewrite was planned from snapshot base. A concurrent commit that
+// removed a rewritten file, or added deletes that may apply to one,
+// conflicts with it (Iceberg's rewrite validation); one that removes
+// delete files conflicts with any concurrent commit but an append (which
+// cannot touch the rewritten files nor make a removed delete apply
+// again). Otherwise the same rewrite is built again on the table as it
+// then is.
 func (e *Executor) commitRewrite(ctx context.Context, tgt *planner.WriteTarget, base int64, old []iceberg.DataFile, tasks []table.FileScanTask, added []iceberg.DataFile) (int64, error) {
 	tbl := tgt.Pinned.Table
 	fsys, err := tbl.FS(ctx)
@@ -102,42 +104,17 @@ func (e *Executor) commitRewrite(ctx context.Context, tgt *planner.WriteTarget, 
 	}
 	gr := table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: added,
 		SafePosDeletes: deadPos, SafeDeletionVectors: table.CollectSafeDeletionVectors(tasks)}
-	change := func(tx *table.Transaction, _ table.Metadata) error {
+	removed := len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq)
+	scope := &commit.Scope{Op: commit.OpRewrite, Base: base, Rewritten: old, AppendsOnly: removed > 0}
+	err = e.commitTx(ctx, tgt, commit.Request{Scope: scope, Tx: func(tx *table.Transaction, _ table.Metadata) error {
 		rw := tx.NewRewrite(nil).ApplyResult(gr)
 		for _, df := range deadEq {
 			rw.DeleteFile(df)
 		}
 		return rw.Commit(ctx)
+	}})
+	if err != nil {
+		return 0, err
 	}
-	removed := int64(len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq))
-	for attempt := 0; ; attempt++ {
-		err = e.commitWith(ctx, tgt, true, change)
-		if err == nil || !errors.Is(err, planner.ErrConflict) || attempt >= appendAttempts {
-			return removed, err
-		}
-		fresh, lerr := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
-		if lerr != nil || !onlyAppendsSince(fresh.Table, base) {
-			return 0, err
-		}
-		if serr := commit.Backoff(ctx, attempt+1); serr != nil {
-			return 0, err
-		}
-		tgt.Pinned = fresh
-	}
-}
-
-// onlyAppendsSince reports whether every snapshot of tbl's main branch
-// after base is an append.
-func onlyAppendsSince(tbl *table.Table, base int64) bool {
-	md := tbl.Metadata()
-	for s := tbl.CurrentSnapshot(); s != nil; {
-		if s.SnapshotID == base {
-			return true
-		}
-		if s.Summary == nil || s.Summary.Operation != table.OpAppend || s.ParentSnapshotID == nil {
-			return false
-		}
-		s = md.SnapshotByID(*s.ParentSnapshotID)
-	}
-	return false
+	return int64(removed), nil
 }

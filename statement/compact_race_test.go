@@ -103,8 +103,8 @@ func (e *raceEnv) compact(t *testing.T, name, concurrent string) error {
 }
 
 // TestRewriteConflicts races commits against a compaction's commit, on v2
-// and v3 tables: a concurrent append survives (replayed by iceberg-go, or
-// committed again by icefloe when the rewrite also drops delete files); a
+// and v3 tables: a concurrent append survives (the rewrite is built again
+// on top of it, also when it drops delete files); a
 // concurrent delete of rows in rewritten files, by delete file or by
 // rewriting them, fails the compaction with ErrConflict, keeps the
 // delete's effect and leaves none of the compaction's files behind.

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/commit"
+	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -37,7 +41,7 @@ func (e *Executor) dml(ctx context.Context, sess planner.Session, st *parse.Stat
 	case parse.KindMerge:
 		return e.merge(ctx, sess, d)
 	}
-	return e.rewrite(ctx, sess, d)
+	return e.rewrite(ctx, sess, d, commit.OpUpdate)
 }
 
 // delete runs DELETE FROM name [WHERE pred]: on a merge-on-read table
@@ -59,7 +63,7 @@ func (e *Executor) delete(ctx context.Context, sess planner.Session, d *planner.
 			return n, err
 		}
 	}
-	return e.rewrite(ctx, sess, d)
+	return e.rewrite(ctx, sess, d, commit.OpDelete)
 }
 
 // deleteMergeOnRead runs a DELETE on a table whose write.delete.mode is
@@ -102,9 +106,13 @@ func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, 
 		d.Note("rows", "%d rows of %s match", n, tgt.Ref)
 		return 0, true, d.Commit("delete (merge-on-read): positional deletes (v2) or deletion vectors (v3) for files that match in part, removal of files that match whole, in one snapshot")
 	}
-	err = e.commitChange(ctx, tgt, func(tx *table.Transaction) error {
-		return tx.Delete(ctx, expr, nil, table.WithDeleteCaseInsensitive())
-	}, nil)
+	// The delete is made again on the table each attempt loads (which
+	// finds the matching rows anew); the scope makes a concurrently added
+	// file with a matching row conflict under serializable isolation.
+	err = e.commitTx(ctx, tgt, commit.Request{Scope: readScope(tgt, commit.OpDelete, expr, nil), OwnFiles: true,
+		Tx: func(tx *table.Transaction, _ table.Metadata) error {
+			return tx.Delete(ctx, expr, nil, table.WithDeleteCaseInsensitive())
+		}})
 	if err != nil {
 		return 0, true, err
 	}
@@ -112,25 +120,30 @@ func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, 
 }
 
 // rewrite runs a copy-on-write rewrite (rewriteFiles) and commits its
-// files in one snapshot: an UPDATE, or a DELETE that is not merge-on-read.
-func (e *Executor) rewrite(ctx context.Context, sess planner.Session, d *planner.DML) (int64, error) {
+// files in one snapshot: an UPDATE, or a DELETE that is not merge-on-read
+// (op says which). The commit conflicts with concurrent commits as its
+// scope says: what the statement's WHERE clause may match and the files
+// it rewrote.
+func (e *Executor) rewrite(ctx context.Context, sess planner.Session, d *planner.DML, op commit.Op) (int64, error) {
 	tgt := d.Target
 	rw, err := e.rewriteFiles(ctx, sess, d)
 	if err != nil || len(rw.deleted) == 0 {
 		return 0, err
 	}
-	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, rw.deleted, rw.added), rw.added); err != nil {
+	scope := readScope(tgt, op, rw.filter, rw.deleted)
+	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, scope, rw.deleted, rw.added), rw.added); err != nil {
 		return 0, err
 	}
 	return rw.affected, nil
 }
 
 // rewritten is what a copy-on-write rewrite wrote, not yet committed: the
-// data files it replaces, the files replacing them and how many rows the
-// statement changed in them.
+// data files it replaces, the files replacing them, how many rows the
+// statement changed in them and the rows it may have changed (nil: any).
 type rewritten struct {
 	deleted, added []iceberg.DataFile
 	affected       int64
+	filter         iceberg.BooleanExpression
 }
 
 // rewriteFiles runs the fragments of d's copy-on-write rewrite
@@ -149,7 +162,7 @@ func (e *Executor) rewriteFiles(ctx context.Context, sess planner.Session, d *pl
 	if err != nil {
 		return nil, err
 	}
-	rw := &rewritten{added: res.Added, affected: res.Affected}
+	rw := &rewritten{added: res.Added, affected: res.Affected, filter: plan.Filter}
 	for path := range res.Replaced {
 		f, ok := plan.Files[path]
 		if !ok {
@@ -164,7 +177,9 @@ func (e *Executor) rewriteFiles(ctx context.Context, sess planner.Session, d *pl
 // merge runs a MERGE (the grammar and its rules are in planner/merge.go)
 // as one copy-on-write statement: the rewrite of the target's files, the
 // INSERT … SELECT of the source rows no target row matches, and one
-// commit that replaces the rewritten files and adds the new ones.
+// commit that replaces the rewritten files and adds the new ones. Its
+// conflict filter is the target rows whose join key is one of the
+// source's (mergeFilter).
 func (e *Executor) merge(ctx context.Context, sess planner.Session, d *planner.DML) (int64, error) {
 	tgt := d.Target
 	rw := &rewritten{}
@@ -174,6 +189,9 @@ func (e *Executor) merge(ctx context.Context, sess planner.Session, d *planner.D
 			return 0, err
 		}
 	}
+	// What the statement read of the target: the rewrite's version, or
+	// the one it loaded (the insert reads a version no older).
+	scope := readScope(tgt, commit.OpMerge, nil, rw.deleted)
 	added, n := rw.added, rw.affected
 	if d.Insert != nil {
 		res, err := e.writeSelect(ctx, sess, tgt, nil, d.Insert)
@@ -186,8 +204,112 @@ func (e *Executor) merge(ctx context.Context, sess planner.Session, d *planner.D
 	if len(rw.deleted) == 0 && len(added) == 0 {
 		return 0, nil
 	}
-	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, rw.deleted, added), added); err != nil {
+	scope.Filter = e.mergeFilter(ctx, sess, tgt, d.Keys)
+	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, scope, rw.deleted, added), added); err != nil {
 		return 0, err
 	}
 	return n, nil
+}
+
+// mergeFilter is the conflict filter of a MERGE: its target column IN
+// the source's key values (between their least and greatest when there
+// are more than planner.MaxMergeKeys), nil (every row) when its ON
+// clause names no key, the key's type has no such filter, the source
+// cannot be read for it, or the table's isolation is snapshot (which
+// does not use it).
+func (e *Executor) mergeFilter(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, keys *planner.MergeKeys) iceberg.BooleanExpression {
+	if keys == nil || planner.DryRunOf(ctx) != nil {
+		return nil
+	}
+	if level, err := commit.IsolationOf(tgt.Pinned.Table.Properties(), commit.OpMerge); err != nil || level != commit.Serializable {
+		return nil
+	}
+	field, ok := tgt.Pinned.Table.Schema().FindFieldByName(keys.Column)
+	if !ok {
+		return nil
+	}
+	ref := iceberg.Reference(field.Name)
+	vals, err := e.queryLiterals(ctx, sess, keys.Values, field.Type)
+	if err != nil {
+		return nil
+	}
+	if len(vals) <= planner.MaxMergeKeys {
+		if len(vals) == 0 {
+			return iceberg.AlwaysFalse{}
+		}
+		return iceberg.SetPredicate(iceberg.OpIn, ref, vals)
+	}
+	bounds, err := e.queryLiterals(ctx, sess, keys.Range, field.Type)
+	if err != nil || len(bounds) != 2 {
+		return nil
+	}
+	return iceberg.NewAnd(iceberg.LiteralPredicate(iceberg.OpGTEQ, ref, bounds[0]), iceberg.LiteralPredicate(iceberg.OpLTEQ, ref, bounds[1]))
+}
+
+// queryLiterals runs query, planned like any SELECT, and returns every
+// value of its columns, row by row, as literals of typ; a null or a type
+// it cannot convert fails it.
+func (e *Executor) queryLiterals(ctx context.Context, sess planner.Session, query *parse.Statement, typ iceberg.Type) ([]iceberg.Literal, error) {
+	plan, err := e.Planner.Plan(ctx, sess, query)
+	if err != nil {
+		return nil, err
+	}
+	var out []iceberg.Literal
+	o := flightclient.PullOptions{OnUnavailable: e.Unreachable}
+	for _, ep := range plan.Endpoints {
+		err := e.opts.Flight.Pull(ctx, ep.Locations, ep.Ticket, o, func(rec arrow.RecordBatch) error {
+			defer rec.Release()
+			for r := 0; r < int(rec.NumRows()); r++ {
+				for c := 0; c < int(rec.NumCols()); c++ {
+					lit, err := arrowLiteral(rec.Column(c), r, typ)
+					if err != nil {
+						return err
+					}
+					out = append(out, lit)
+				}
+			}
+			if len(out) > 2*planner.MaxMergeKeys+2 {
+				return fmt.Errorf("more values than planned")
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// arrowLiteral is row r of col as a literal of typ, for the types a key
+// filter takes.
+func arrowLiteral(col arrow.Array, r int, typ iceberg.Type) (iceberg.Literal, error) {
+	if col.IsNull(r) {
+		return nil, fmt.Errorf("a null key")
+	}
+	var lit iceberg.Literal
+	switch a := col.(type) {
+	case *array.Int32:
+		lit = iceberg.NewLiteral(a.Value(r))
+	case *array.Int64:
+		lit = iceberg.NewLiteral(a.Value(r))
+	case *array.String:
+		lit = iceberg.NewLiteral(a.Value(r))
+	case *array.LargeString:
+		lit = iceberg.NewLiteral(a.Value(r))
+	case *array.StringView:
+		lit = iceberg.NewLiteral(a.Value(r))
+	case *array.Date32:
+		lit = iceberg.NewLiteral(iceberg.Date(a.Value(r)))
+	case *array.Timestamp:
+		if a.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
+			return nil, fmt.Errorf("key of type %s", col.DataType())
+		}
+		lit = iceberg.NewLiteral(iceberg.Timestamp(a.Value(r)))
+	default:
+		return nil, fmt.Errorf("key of type %s", col.DataType())
+	}
+	if !lit.Type().Equals(typ) {
+		return lit.To(typ)
+	}
+	return lit, nil
 }

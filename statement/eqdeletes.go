@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -67,29 +68,37 @@ func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt
 	if err != nil || n == 0 {
 		return 0, err == nil, nil
 	}
-	if unique, err := keysSelectOnly(ctx, read, recs, keys, n); err != nil || !unique {
+	unique, deleted, err := keysSelectOnly(ctx, read, recs, keys, n)
+	if err != nil || !unique {
 		return 0, false, nil
 	}
 	if d := planner.DryRunOf(ctx); d != nil {
 		d.Note("rows", "%d rows of %s match", n, tgt.Ref)
 		return 0, true, d.Commit("row delta: the coordinator writes equality deletes on the identifier fields, in one snapshot")
 	}
-	var files []iceberg.DataFile
-	err = e.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
-		seq := func(yield func(arrow.RecordBatch, error) bool) {
-			for _, r := range recs {
-				r.Retain()
-				if !yield(r, nil) {
-					return
-				}
+	// An equality delete removes every older row with a deleted key,
+	// whatever the isolation level: a concurrently added file that may
+	// hold one of the keys conflicts (Keys), and under serializable
+	// isolation one that may hold a matching row (Filter).
+	scope := readScope(tgt, commit.OpDelete, expr, nil)
+	scope.Keys = deleted
+	// The delete files are written once, from the version read; each
+	// commit attempt adds them.
+	files, err := read.NewTransaction().WriteEqualityDeletes(ctx, keyIDs, func(yield func(arrow.RecordBatch, error) bool) {
+		for _, r := range recs {
+			r.Retain()
+			if !yield(r, nil) {
+				return
 			}
 		}
-		var werr error
-		if files, werr = tx.WriteEqualityDeletes(ctx, keyIDs, seq); werr != nil {
-			return werr
-		}
-		return tx.NewRowDelta(nil).AddDeletes(files...).Commit(ctx)
 	})
+	if err != nil {
+		e.removeOnly(tgt, files)
+		return 0, true, err
+	}
+	err = e.commitTx(ctx, tgt, commit.Request{Scope: scope, Tx: func(tx *table.Transaction, _ table.Metadata) error {
+		return tx.NewRowDelta(nil).AddDeletes(files...).Commit(ctx)
+	}})
 	if err := e.keepOrRemove(tgt, err, files); err != nil {
 		return 0, true, err
 	}
@@ -144,21 +153,22 @@ func scanRecords(ctx context.Context, tbl *table.Table, expr iceberg.BooleanExpr
 }
 
 // keysSelectOnly reports whether the rows of tbl whose keys are among the
-// keys in recs are exactly the n rows recs came from.
-func keysSelectOnly(ctx context.Context, tbl *table.Table, recs []arrow.RecordBatch, keys []string, n int64) (bool, error) {
+// keys in recs are exactly the n rows recs came from; filter selects the
+// rows with those keys.
+func keysSelectOnly(ctx context.Context, tbl *table.Table, recs []arrow.RecordBatch, keys []string, n int64) (unique bool, filter iceberg.BooleanExpression, err error) {
 	tuples := map[string]bool{}
 	vals := make([][]any, len(keys))
 	for tup := range keyTuples(recs, keys) {
 		k := fmt.Sprint(tup...)
 		if tuples[k] {
-			return false, nil // two matching rows share a key
+			return false, nil, nil // two matching rows share a key
 		}
 		tuples[k] = true
 		for i, v := range tup {
 			vals[i] = append(vals[i], v)
 		}
 	}
-	var filter iceberg.BooleanExpression = iceberg.AlwaysTrue{}
+	filter = iceberg.AlwaysTrue{}
 	for i, name := range keys {
 		filter = iceberg.NewAnd(filter, inFilter(name, vals[i]))
 	}
@@ -169,7 +179,7 @@ func keysSelectOnly(ctx context.Context, tbl *table.Table, recs []arrow.RecordBa
 		}
 	}()
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	var hits int64
 	for tup := range keyTuples(all, keys) {
@@ -177,7 +187,7 @@ func keysSelectOnly(ctx context.Context, tbl *table.Table, recs []arrow.RecordBa
 			hits++
 		}
 	}
-	return hits == n, nil
+	return hits == n, filter, nil
 }
 
 // keyTuples yields the key values of every row of recs.

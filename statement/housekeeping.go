@@ -105,7 +105,7 @@ func (e *Executor) expireSnapshots(ctx context.Context, tgt *planner.WriteTarget
 		})
 	} else {
 		opts = append(opts, table.WithPostCommit(false))
-		err = e.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.ExpireSnapshots(opts...) })
+		err = e.commitChange(ctx, tgt, nil, func(tx *table.Transaction) error { return tx.ExpireSnapshots(opts...) }, nil)
 	}
 	if err != nil {
 		return expireCounts{}, expireError(err)
@@ -350,14 +350,14 @@ func (e *Executor) rewriteManifests(ctx context.Context, tgt *planner.WriteTarge
 		return manifestCounts{}, nil
 	}
 	var counts manifestCounts
-	err := e.commitOnce(ctx, tgt, func(tx *table.Transaction) error {
+	err := e.commitChange(ctx, tgt, nil, func(tx *table.Transaction) error {
 		res, err := tx.RewriteManifests(ctx, opts...)
 		if err != nil {
 			return err
 		}
 		counts = manifestCounts{rewritten: len(res.RewrittenManifests), added: len(res.AddedManifests)}
 		return nil
-	})
+	}, nil)
 	return counts, expireError(err)
 }
 

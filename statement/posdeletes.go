@@ -19,6 +19,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/icefloe/icefloe/internal/commit"
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/pqfile"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -136,7 +138,9 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, tgt *planner.Writ
 	if testHookBeforeRewriteCommit != nil {
 		testHookBeforeRewriteCommit()
 	}
-	err = e.commitWith(ctx, tgt, false, func(tx *table.Transaction, _ table.Metadata) error {
+	// The merged files were computed from this snapshot's delete files:
+	// built on it alone, a concurrent commit fails the rewrite.
+	err = e.commitTx(ctx, tgt, commit.Request{Pinned: true, Tx: func(tx *table.Transaction, _ table.Metadata) error {
 		rw := tx.NewRewrite(nil)
 		for _, g := range groups {
 			for _, df := range g.files {
@@ -147,7 +151,7 @@ func (e *Executor) rewritePositionDeletes(ctx context.Context, tgt *planner.Writ
 			rw.AddDeleteFileWithDataSequenceNumber(a.File, a.DataSequenceNumber)
 		}
 		return rw.Commit(ctx)
-	})
+	}})
 	if err := e.keepOrRemove(tgt, err, written); err != nil {
 		return posDeleteCounts{}, err
 	}
@@ -176,7 +180,7 @@ func positionDeleteGroups(fsys iceio.IO, snap *table.Snapshot) ([]*posDeleteGrou
 			if df.ContentType() != iceberg.EntryContentPosDeletes || table.IsDeletionVector(df) {
 				continue
 			}
-			key := partitionKey(df)
+			key := icemeta.PartitionKey(df)
 			g := byKey[key]
 			if g == nil {
 				g = &posDeleteGroup{}
@@ -194,22 +198,6 @@ func positionDeleteGroups(fsys iceio.IO, snap *table.Snapshot) ([]*posDeleteGrou
 		out[i] = byKey[k]
 	}
 	return out, nil
-}
-
-// partitionKey names a file's spec and partition values.
-func partitionKey(df iceberg.DataFile) string {
-	part := df.Partition()
-	ids := make([]int, 0, len(part))
-	for id := range part {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d", df.SpecID())
-	for _, id := range ids {
-		fmt.Fprintf(&b, "/%d=%#v", id, part[id])
-	}
-	return b.String()
 }
 
 // liveDataPaths are the paths of the current snapshot's data files.

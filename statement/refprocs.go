@@ -99,7 +99,7 @@ func runRollback(ctx context.Context, e *Executor, c *procCall) ([][]any, error)
 	if tgt.Pinned.Table.SnapshotByID(id) == nil {
 		return nil, fmt.Errorf("%w: no snapshot %d in %s", planner.ErrNotFound, id, tgt.Ref)
 	}
-	err = e.commitOnce(ctx, tgt, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) })
+	err = e.commitChange(ctx, tgt, nil, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) }, nil)
 	if err != nil {
 		return nil, refError(err)
 	}
@@ -276,13 +276,13 @@ func runCherrypick(ctx context.Context, e *Executor, c *procCall) ([][]any, erro
 		res.Rows += f.Count()
 	}
 	props := iceberg.Properties{sourceSnapshotProp: strconv.FormatInt(id, 10)}
-	if err := e.commitWith(ctx, tgt, tbl.Metadata().Version() < 3, func(tx *table.Transaction, base table.Metadata) error {
+	if err := e.commitTx(ctx, tgt, commit.Request{Append: true, Tx: func(tx *table.Transaction, base table.Metadata) error {
 		fs, err := withFirstRowIDs(base, files)
 		if err != nil {
 			return err
 		}
 		return tx.AddDataFiles(ctx, fs, props)
-	}); err != nil {
+	}}); err != nil {
 		return nil, err
 	}
 	after, err := e.opts.Mounts.LoadTable(ctx, tgt.Ref)

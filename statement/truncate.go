@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -31,9 +32,12 @@ func (e *Executor) truncate(ctx context.Context, sess planner.Session, t *parse.
 		d.Note("rows", "%d rows of %s", n, tgt.Ref)
 		return 0, d.Commit("delete: every live data and delete file of %s leaves the table in one snapshot; no file is read or written", tgt.Ref)
 	}
-	err = e.commitChange(ctx, tgt, func(tx *table.Transaction) error {
-		return tx.Delete(ctx, iceberg.AlwaysTrue{}, nil)
-	}, nil)
+	// It read every row: under serializable isolation a concurrent append
+	// conflicts with it.
+	err = e.commitTx(ctx, tgt, commit.Request{Scope: readScope(tgt, commit.OpDelete, nil, nil), OwnFiles: true,
+		Tx: func(tx *table.Transaction, _ table.Metadata) error {
+			return tx.Delete(ctx, iceberg.AlwaysTrue{}, nil)
+		}})
 	if err != nil {
 		return 0, err
 	}

@@ -31,9 +31,10 @@ import (
 // The write core: a statement's write fragments run on the workers
 // (runWrite: each endpoint's sealed ticket opened, given the statement's
 // wire.Write and sealed again, all pulled at once), their files decoded,
-// and the statement's commits through internal/commit (commitAppend,
-// commitFiles, commitReplace, commitOnce, commitWith, commitMeta), with
-// the partition statistics a table asks for written after each commit.
+// and the statement's commits through internal/commit (commitTx, and for
+// its common uses commitAppend, commitFiles, commitChange and
+// commitReplace; commitMeta for hand-made metadata commits), with the
+// partition statistics a table asks for written after each commit.
 // A statement that fails deletes its files (removeFiles, removeOnly)
 // unless its commit's outcome is unknown (keepOrRemove).
 
@@ -276,83 +277,51 @@ func (e *Executor) pullWrite(ctx context.Context, loc string, ticket []byte) ([]
 	return out, err
 }
 
-// appendAttempts is how many times an append statement starts its commit
-// over from a freshly loaded table after iceberg-go's own retries (the
-// table's commit.retry.num-retries) all lost: adding files cannot
-// conflict with other appends, so a busy table only needs patience. A v3
-// append has no iceberg-go retries (see commitFiles), so it gets as many
-// attempts as a v2 append has in all.
-const appendAttempts = 8
-
 // commitAppend adds the statement's files in one snapshot.
 func (e *Executor) commitAppend(ctx context.Context, tgt *planner.WriteTarget, res *writeResults) (int64, error) {
 	if len(res.Added) == 0 {
 		return 0, nil
 	}
-	attempts := appendAttempts
-	if tgt.Pinned.Table.Metadata().Version() >= 3 {
-		attempts *= planner.DefaultCommitRetries + 1
-	}
-	var err error
-	for attempt := 0; attempt < attempts; attempt++ {
-		if attempt > 0 {
-			e.Commits().Retries.Add(1)
-			if serr := commit.Backoff(ctx, attempt); serr != nil {
-				break
-			}
-			fresh, lerr := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
-			if lerr != nil {
-				break
-			}
-			tgt.Pinned = fresh
-		}
-		err = e.commitFiles(ctx, tgt, nil, res.Added)
-		if !errors.Is(err, planner.ErrConflict) {
-			break
-		}
-	}
-	if err != nil {
-		return 0, e.keepOrRemove(tgt, err, res.Added)
+	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, nil, nil, res.Added), res.Added); err != nil {
+		return 0, err
 	}
 	return res.Rows, nil
 }
 
-// commitFiles commits worker-written files once: added alone as an append,
-// or replacing deleted (copy-on-write). On a v3 table each added file gets
-// its first_row_id from the table the transaction starts from (see
-// rowids.go), and iceberg-go's refresh-and-replay is off because it would
-// reuse those ids against a newer table: a lost race fails with
-// planner.ErrConflict, and only appends (which cannot conflict) start over, from a
-// fresh table. A v3 copy-on-write statement that loses a race is
-// therefore aborted rather than replayed.
-func (e *Executor) commitFiles(ctx context.Context, tgt *planner.WriteTarget, deleted, added []iceberg.DataFile) error {
-	v3 := tgt.Pinned.Table.Metadata().Version() >= 3
-	err := e.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
-		files, err := withFirstRowIDs(base, added)
-		if err != nil {
-			return err
-		}
-		if len(deleted) == 0 {
-			// Workers name every file they write anew (the statement's
-			// write UUID), so none can be in the table yet: skip
-			// iceberg-go's duplicate check, which reads every manifest
-			// of the table and made each append cost O(snapshots).
-			return tx.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck())
-		}
-		return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, files, nil)
-	})
+// commitFiles commits worker-written files: added alone as an append, or
+// replacing deleted (copy-on-write) under scope, what the statement read
+// to choose them. Each attempt builds the snapshot on the table as it
+// then is (commit.Run), so on a v3 table each added file gets its
+// first_row_id from the table the attempt starts from (see rowids.go).
+func (e *Executor) commitFiles(ctx context.Context, tgt *planner.WriteTarget, scope *commit.Scope, deleted, added []iceberg.DataFile) error {
+	err := e.commitTx(ctx, tgt, commit.Request{Scope: scope, Append: len(deleted) == 0,
+		Tx: func(tx *table.Transaction, base table.Metadata) error {
+			files, err := withFirstRowIDs(base, added)
+			if err != nil {
+				return err
+			}
+			if len(deleted) == 0 {
+				// Workers name every file they write anew (the statement's
+				// write UUID), so none can be in the table yet: skip
+				// iceberg-go's duplicate check, which reads every manifest
+				// of the table and made each append cost O(snapshots).
+				return tx.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck())
+			}
+			return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, files, nil)
+		}})
 	if err == nil {
 		audit.From(ctx).AddBytes(fileBytes(added))
 	}
 	return err
 }
 
-// commitChange applies change to a transaction on the target and commits it
-// once, with iceberg-go's retries against the refreshed table on conflict.
-// When the commit fails for good the statement's files are deleted; when
-// its outcome is unknown they are kept.
-func (e *Executor) commitChange(ctx context.Context, tgt *planner.WriteTarget, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
-	err := e.commitOnce(ctx, tgt, change)
+// commitChange applies change to a transaction on the target and commits
+// it, scope (nil for none) being what the change depends on. When the
+// commit fails for good the statement's files are deleted; when its
+// outcome is unknown they are kept.
+func (e *Executor) commitChange(ctx context.Context, tgt *planner.WriteTarget, scope *commit.Scope, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
+	err := e.commitTx(ctx, tgt, commit.Request{Scope: scope,
+		Tx: func(tx *table.Transaction, _ table.Metadata) error { return change(tx) }})
 	if err == nil {
 		audit.From(ctx).AddBytes(fileBytes(files))
 	}
@@ -368,21 +337,18 @@ func (e *Executor) keepOrRemove(tgt *planner.WriteTarget, err error, files []ice
 	return err
 }
 
-func (e *Executor) commitOnce(ctx context.Context, tgt *planner.WriteTarget, change func(tx *table.Transaction) error) error {
-	return e.commitWith(ctx, tgt, true, func(tx *table.Transaction, _ table.Metadata) error { return change(tx) })
-}
-
-// commitWith applies change to a transaction on the target (base is the
-// metadata it starts from) and commits it through commit.Run; replay says
-// whether iceberg-go may retry a lost race against the refreshed table.
-// Under EXPLAIN it stops before anything is committed.
-func (e *Executor) commitWith(ctx context.Context, tgt *planner.WriteTarget, replay bool, change func(tx *table.Transaction, base table.Metadata) error) error {
+// commitTx commits r's Tx (with its Scope, Append, Pinned and OwnFiles) to the
+// target's table through commit.Run, the target following the table each
+// attempt loads; once committed, the audit log records the snapshot and
+// the table's partition statistics are written. Under EXPLAIN it stops
+// before anything is committed.
+func (e *Executor) commitTx(ctx context.Context, tgt *planner.WriteTarget, r commit.Request) error {
 	if err := planner.DryRunOf(ctx).Stop(); err != nil {
 		return err
 	}
-	r := e.commitRequest(tgt)
-	r.Tx, r.Replay = change, replay
-	r.After = func(ctx context.Context, before table.Metadata, committed *table.Table) {
+	base := e.commitRequest(tgt)
+	base.Tx, base.Scope, base.Append, base.Pinned, base.OwnFiles = r.Tx, r.Scope, r.Append, r.Pinned, r.OwnFiles
+	base.After = func(ctx context.Context, before table.Metadata, committed *table.Table) {
 		var snap int64
 		if s := committed.CurrentSnapshot(); s != nil {
 			snap = s.SnapshotID
@@ -390,11 +356,12 @@ func (e *Executor) commitWith(ctx context.Context, tgt *planner.WriteTarget, rep
 		audit.From(ctx).Wrote(tgt.Ref.String(), snap)
 		e.afterCommit(ctx, tgt, before, committed)
 	}
-	return commit.Run(ctx, r)
+	return commit.Run(ctx, base)
 }
 
 // commitRequest is a commit to tgt's table: to the internal catalog for
-// a table the statement made (staged), otherwise to its mount's.
+// a table the statement made (staged), otherwise to its mount's. Each
+// reload of the table pins tgt to it.
 func (e *Executor) commitRequest(tgt *planner.WriteTarget) commit.Request {
 	cat := tgt.Mount().Catalog
 	if tgt.Made() {
@@ -403,7 +370,30 @@ func (e *Executor) commitRequest(tgt *planner.WriteTarget) commit.Request {
 	return commit.Request{
 		Name: tgt.Ref.String(), Ident: tgt.Ref.Ident(),
 		Table: tgt.Pinned.Table, Catalog: cat, Branch: tgt.Branch, Stats: e.Commits(),
+		Reload: func(ctx context.Context) (*table.Table, error) {
+			fresh, err := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
+			if err != nil {
+				return nil, err
+			}
+			tgt.Pinned = fresh
+			return fresh.Table, nil
+		},
 	}
+}
+
+// readScope is the scope of a change that read the target as pinned, on
+// its branch: op, the rows filter selects (nil for all) and the data
+// files rewritten.
+func readScope(tgt *planner.WriteTarget, op commit.Op, filter iceberg.BooleanExpression, rewritten []iceberg.DataFile) *commit.Scope {
+	s := &commit.Scope{Op: op, Filter: filter, Rewritten: rewritten}
+	branch := tgt.Branch
+	if branch == "" {
+		branch = table.MainBranch
+	}
+	if snap := tgt.Pinned.Table.SnapshotByName(branch); snap != nil {
+		s.Base = snap.SnapshotID
+	}
+	return s
 }
 
 // fileBytes is the size of data files, for the audit log.
@@ -425,81 +415,45 @@ func (e *Executor) removeOnly(tgt *planner.WriteTarget, files []iceberg.DataFile
 	}
 }
 
-// replaceAttempts is how many times a replace lists the table's files
-// and commits, each time from a freshly loaded table, when a concurrent
-// commit got in between (as patient as an append).
-const replaceAttempts = appendAttempts
-
 // commitReplace commits res in place of every live file of the target's
 // current snapshot, in one snapshot.
 //
-// Concurrency: the files to remove are listed from the metadata the
-// transaction starts from, and the transaction asserts (AssertRefSnapshotID)
-// that main still points at that snapshot. iceberg-go's refresh-and-replay
-// would otherwise rebuild the snapshot on top of a concurrent commit and
-// keep that commit's files: its overwrite validator refuses concurrent
-// appends only under write.update.isolation-level=serializable (the
-// default); under snapshot a concurrent append would survive the replace
-// (TestIngestReplaceConcurrentAppends shows it), and a concurrent delete
-// file could dangle. With the assertion (a pinned ref, which iceberg-go
-// never rewrites on replay) a concurrent commit fails the attempt
-// (planner.ErrCommitFailed → planner.ErrConflict) instead, and the next attempt lists the
-// files again from a freshly loaded table. If every
-// attempt loses, or the table was dropped or replaced meanwhile, nothing is
-// committed and the new files are deleted; the old table is untouched.
+// Concurrency: each attempt lists the files to remove from the table it
+// is built on and asserts (AssertRefSnapshotID) that main still points at
+// that snapshot, so a concurrent commit (an append included: its rows
+// must not survive the replace) makes the attempt lose its race and the
+// next one list the files again. If every attempt loses, or the table was
+// dropped or replaced meanwhile, nothing is committed and the new files
+// are deleted; the old table is untouched.
 //
 // props (may be nil) are set in the same commit.
 func (e *Executor) commitReplace(ctx context.Context, tgt *planner.WriteTarget, res *writeResults, props iceberg.Properties) (int64, error) {
-	tableUUID := tgt.Pinned.Table.Metadata().TableUUID()
-	v3 := tgt.Pinned.Table.Metadata().Version() >= 3
-	var err error
-	for attempt := range replaceAttempts {
-		if attempt > 0 {
-			if serr := commit.Backoff(ctx, attempt); serr != nil {
-				break
-			}
-			fresh, lerr := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
-			if lerr != nil {
-				err = fmt.Errorf("%w on %s: reload after a lost commit: %v", planner.ErrConflict, tgt.Ref, lerr)
-				break
-			}
-			if fresh.Table.Metadata().TableUUID() != tableUUID {
-				err = fmt.Errorf("%w on %s: the table was dropped or replaced during the ingest", planner.ErrConflict, tgt.Ref)
-				break
-			}
-			tgt.Pinned = fresh
+	err := e.commitTx(ctx, tgt, commit.Request{Tx: func(tx *table.Transaction, base table.Metadata) error {
+		if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+			return err
 		}
-		fsys, ferr := tgt.Pinned.Table.FS(ctx)
-		if ferr != nil {
-			err = fmt.Errorf("commit to %s: %w", tgt.Ref, ferr)
-			break
-		}
-		err = e.commitWith(ctx, tgt, !v3, func(tx *table.Transaction, base table.Metadata) error {
-			if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		if len(props) > 0 {
+			if err := tx.SetProperties(props); err != nil {
 				return err
 			}
-			if len(props) > 0 {
-				if err := tx.SetProperties(props); err != nil {
-					return err
-				}
-			}
-			data, deletes, err := liveFiles(base, fsys)
-			if err != nil {
-				return err
-			}
-			files, err := withFirstRowIDs(base, res.Added)
-			if err != nil {
-				return err
-			}
-			if len(data) == 0 && len(deletes) == 0 && len(files) == 0 {
-				return nil
-			}
-			return tx.ReplaceFiles(ctx, data, files, deletes, nil)
-		})
-		if !errors.Is(err, planner.ErrConflict) {
-			break
 		}
-	}
+		fsys, err := tgt.Pinned.Table.FS(ctx) // the table the attempt loaded
+		if err != nil {
+			return err
+		}
+		data, deletes, err := liveFiles(base, fsys)
+		if err != nil {
+			return err
+		}
+		files, err := withFirstRowIDs(base, res.Added)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 && len(deletes) == 0 && len(files) == 0 {
+			return nil
+		}
+		return tx.ReplaceFiles(ctx, data, files, deletes, nil)
+	}})
 	if err != nil {
 		return 0, e.keepOrRemove(tgt, err, res.Added)
 	}
@@ -614,13 +568,5 @@ func (e *Executor) commitMeta(ctx context.Context, tgt *planner.WriteTarget, cha
 	r := e.commitRequest(tgt)
 	r.Catalog = tgt.Mount().Catalog
 	r.Meta = change
-	r.Reload = func(ctx context.Context) (*table.Table, error) {
-		fresh, err := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
-		if err != nil {
-			return nil, err
-		}
-		tgt.Pinned = fresh
-		return fresh.Table, nil
-	}
 	return commit.Run(ctx, r)
 }

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/restcatalog"
 )
 
 // Config is the optional YAML file given with --config. Values may use
@@ -86,6 +87,19 @@ type Config struct {
 	Limits *LimitsConfig `yaml:"limits,omitempty"`
 	// Tracing sends OpenTelemetry spans to a collector (tracing.go).
 	Tracing *TracingConfig `yaml:"tracing,omitempty"`
+	// REST serves the Iceberg REST catalog on the coordinator
+	// (docs/rest-catalog.md).
+	REST *RESTConfig `yaml:"rest,omitempty"`
+}
+
+// RESTConfig configures the coordinator's Iceberg REST catalog.
+type RESTConfig struct {
+	// Listen is its host:port (what --rest-addr sets); empty: none.
+	Listen string `yaml:"listen,omitempty"`
+	// Credentials is what a table load hands out for the table's files:
+	// none (the default), vended (what an upstream REST catalog vended)
+	// or static (the catalog's own configured keys).
+	Credentials string `yaml:"credentials,omitempty"`
 }
 
 // AuthConfig lists who may log in and what they may do.
@@ -227,6 +241,13 @@ func (c Config) Validate() error {
 	}
 	if c.TicketTTL < 0 {
 		errs = append(errs, fmt.Errorf("config: ticket_ttl: must be >= 0, got %s", c.TicketTTL))
+	}
+	if r := c.REST; r != nil {
+		switch restcatalog.Credentials(r.Credentials) {
+		case "", restcatalog.CredentialsNone, restcatalog.CredentialsVended, restcatalog.CredentialsStatic:
+		default:
+			errs = append(errs, fmt.Errorf("config: rest.credentials: %q: want none, vended or static", r.Credentials))
+		}
 	}
 	if c.BroadcastBytes < 0 {
 		errs = append(errs, fmt.Errorf("config: broadcast_bytes: must be >= 0, got %d", c.BroadcastBytes))

@@ -163,6 +163,11 @@ func (c Config) validateValues() error {
 			errs = append(errs, fmt.Errorf("config: listen: %w", err))
 		}
 	}
+	if c.REST != nil && c.REST.Listen != "" {
+		if err := checkListen(c.REST.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("config: rest.listen: %w", err))
+		}
+	}
 	for i, a := range c.WorkerAddresses {
 		if a == "" {
 			continue // Validate reports it

@@ -22,6 +22,7 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/metrics"
+	"github.com/icefloe/icefloe/restcatalog"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -88,6 +89,7 @@ type roleFlags struct {
 	dataDir  *string
 	drain    *time.Duration
 	httpAddr *string
+	restAddr *string
 	insecure *bool
 	cfg      Config
 }
@@ -102,6 +104,7 @@ func newRoleFlags(name string, stderr io.Writer) *roleFlags {
 		dataDir:  fs.String("data-dir", defaultDataDir, "folder for the embedded catalog, warehouse and spill files"),
 		drain:    fs.Duration("drain-timeout", flightsql.DefaultDrainGrace, "on SIGTERM, how long work in flight may finish before it ends with UNAVAILABLE"),
 		httpAddr: fs.String("http-addr", "", httpAddrUsage),
+		restAddr: fs.String("rest-addr", "", restAddrUsage),
 
 		insecure: fs.Bool("insecure-no-auth", false, insecureUsage),
 	}
@@ -133,6 +136,9 @@ func (r *roleFlags) parse(args []string) error {
 	if !set["http-addr"] && cfg.HTTPListen != "" {
 		*r.httpAddr = cfg.HTTPListen
 	}
+	if !set["rest-addr"] && cfg.REST != nil && cfg.REST.Listen != "" {
+		*r.restAddr = cfg.REST.Listen
+	}
 	r.cfg = cfg
 	if err := checkListen(*r.listen); err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -142,8 +148,25 @@ func (r *roleFlags) parse(args []string) error {
 			return fmt.Errorf("--http-addr: %w", err)
 		}
 	}
+	if *r.restAddr != "" {
+		if err := checkListen(*r.restAddr); err != nil {
+			return fmt.Errorf("--rest-addr: %w", err)
+		}
+	}
 	_, _, err = r.httpListen()
 	return err
+}
+
+// restAddrUsage describes --rest-addr.
+const restAddrUsage = "host:port of the Iceberg REST catalog (Spark, pyiceberg, Trino; docs/rest-catalog.md), with the Flight listener's TLS and authentication; empty: none"
+
+// rest configures the coordinator's Iceberg REST catalog.
+func (r *roleFlags) rest() cluster.RESTOptions {
+	o := cluster.RESTOptions{Listen: *r.restAddr}
+	if r.cfg.REST != nil {
+		o.Credentials = restcatalog.Credentials(r.cfg.REST.Credentials)
+	}
+	return o
 }
 
 // directParquetUsage describes the workers' --direct-parquet flag.
@@ -288,6 +311,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		TicketTTL:          r.cfg.TicketTTL,
 		Limits:             lim,
 		Metrics:            reg,
+		REST:               r.rest(),
 
 		BroadcastBytes:    r.cfg.BroadcastBytes,
 		ShuffleBytes:      r.cfg.ShuffleBytes,
@@ -309,6 +333,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	ready()
 	log.Info("icefloe ready",
 		zap.String("coordinator", s.Coordinator.Scheme+s.Addr()),
+		zap.String("rest", s.Coordinator.RESTURL()),
 		zap.Bool("auth", sec.Auth != nil),
 		zap.Strings("workers", locs),
 		zap.Strings("catalogs", s.Mounts.Names()),
@@ -396,6 +421,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		TicketTTL:      r.cfg.TicketTTL,
 		Limits:         lim,
 		Metrics:        reg,
+		REST:           r.rest(),
 
 		BroadcastBytes:    r.cfg.BroadcastBytes,
 		ShuffleBytes:      r.cfg.ShuffleBytes,
@@ -411,7 +437,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	}
 	defer web.Close()
 	ready()
-	log.Info("icefloe coordinator ready", zap.String("coordinator", c.Scheme+c.Addr),
+	log.Info("icefloe coordinator ready", zap.String("coordinator", c.Scheme+c.Addr), zap.String("rest", c.RESTURL()),
 		zap.Strings("workers", pool.Known()), zap.String("worker_dns", *workerDNS), zap.Bool("auth", sec.Auth != nil))
 	<-ctx.Done()
 	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
@@ -459,6 +485,9 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	advertise := r.fs.String("advertise-host", "", "host coordinators and clients reach this worker at (default: the listen host)")
 	if err := r.parse(args); err != nil {
 		return err
+	}
+	if *r.restAddr != "" {
+		return errors.New("--rest-addr (rest.listen): the Iceberg REST catalog runs on the coordinator, not on a worker")
 	}
 	cacheDir, cacheBytes, err := r.dataCache(dcFlags)
 	if err != nil {

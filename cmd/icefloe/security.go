@@ -144,15 +144,15 @@ func isLoopback(host string) bool {
 }
 
 // openListeners checks the listeners of a role without authentication:
-// the Flight listener and the HTTP listener (whose status page lists
-// and cancels every statement) each need a loopback address, or
+// the Flight listener, the HTTP listener (whose status page lists
+// and cancels every statement) and the REST catalog's each need a loopback address, or
 // --insecure-no-auth, which logs a warning for each that has none.
 func (r *roleFlags) openListeners(log *zap.Logger) error {
 	httpAddr, _, err := r.httpListen()
 	if err != nil {
 		return err
 	}
-	for _, l := range []struct{ flag, addr string }{{"--listen", *r.listen}, {"--http-addr", httpAddr}} {
+	for _, l := range []struct{ flag, addr string }{{"--listen", *r.listen}, {"--http-addr", httpAddr}, {"--rest-addr", *r.restAddr}} {
 		if l.addr == "" {
 			continue
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/flightsql"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
@@ -30,6 +31,7 @@ import (
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
+	"github.com/icefloe/icefloe/restcatalog"
 	"github.com/icefloe/icefloe/statement"
 	"github.com/icefloe/icefloe/wire"
 	"github.com/icefloe/icefloe/worker"
@@ -265,6 +267,19 @@ type CoordinatorOptions struct {
 	Limits Limits
 	// Metrics, when set, gets the coordinator's metrics.
 	Metrics prometheus.Registerer
+	// REST, when its Listen is set, serves the Iceberg REST catalog.
+	REST RESTOptions
+}
+
+// RESTOptions configure the coordinator's Iceberg REST catalog listener
+// (restcatalog): its own listener, with the Flight listener's TLS and
+// authentication.
+type RESTOptions struct {
+	// Listen is host:port; empty serves no REST catalog.
+	Listen string
+	// Credentials is what a table load hands out for its files
+	// (restcatalog.Options.Credentials).
+	Credentials restcatalog.Credentials
 }
 
 // Coordinator is a running coordinator.
@@ -289,6 +304,8 @@ type Coordinator struct {
 	Runtime     flightsql.Runtime
 	stopRefresh context.CancelFunc
 	security    Security
+	// REST is the Iceberg REST catalog's listener; nil without one.
+	REST *restcatalog.Listener
 }
 
 // StartCoordinator starts the Flight SQL coordinator.
@@ -367,8 +384,15 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	o.Security.guard(o.Mounts, ex, o.Logger)
 	dropStaging(ctx, o.Mounts, o.Limits.StagingGrace, o.Logger)
+	var rest *restcatalog.Listener
+	if o.REST.Listen != "" {
+		if rest, err = startREST(o, pl.Commits()); err != nil {
+			return fail(err)
+		}
+	}
 	lis, err := net.Listen("tcp", o.Listen)
 	if err != nil {
+		rest.Close(0)
 		return fail(fmt.Errorf("coordinator listen %s: %w", o.Listen, err))
 	}
 	g := grpc.NewServer(o.Security.serverOptions(append(srv.ServerOptions(), o.Limits.idleCut(o.Logger))...)...)
@@ -379,7 +403,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	healthpb.RegisterHealthServer(g, hs)
 	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, Executor: ex, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
-		Queries: reg, Runtime: flightsql.Runtime{Registry: reg, Reach: reach}, security: o.Security}
+		Queries: reg, Runtime: flightsql.Runtime{Registry: reg, Reach: reach}, security: o.Security, REST: rest}
 	refresh, stopRefresh := context.WithCancel(context.WithoutCancel(ctx))
 	c.stopRefresh = stopRefresh
 	go reg.Run(refresh, 0)
@@ -425,16 +449,45 @@ func (c *Coordinator) Drain(grace, quiet time.Duration) int {
 	return c.srv.Drain(grace, quiet)
 }
 
+// startREST starts the coordinator's Iceberg REST catalog over its
+// mounts, behind the same authentication, policy and TLS as its Flight
+// listener; its commits count with the planner's.
+func startREST(o CoordinatorOptions, commits *commit.Stats) (*restcatalog.Listener, error) {
+	srv, err := restcatalog.New(restcatalog.Options{
+		Mounts:         o.Mounts,
+		DefaultCatalog: o.DefaultCatalog,
+		Auth:           o.Security.Auth,
+		Policy:         o.Security.policy(),
+		Commits:        commits,
+		Credentials:    o.REST.Credentials,
+		Logger:         o.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return srv.Listen(o.REST.Listen, o.Security.TLS)
+}
+
+// RESTURL is the base URI of the coordinator's Iceberg REST catalog; ""
+// without one.
+func (c *Coordinator) RESTURL() string {
+	if c.REST == nil {
+		return ""
+	}
+	return c.REST.URL()
+}
+
 // Close stops the coordinator.
 func (c *Coordinator) Close() error {
 	c.stopRefresh()
+	restErr := c.REST.Close(DefaultShutdownGrace)
 	c.health.Shutdown()
 	stopGracefully(c.grpc, DefaultShutdownGrace)
 	err := <-c.done
 	if errors.Is(err, grpc.ErrServerStopped) {
 		err = nil
 	}
-	return errors.Join(err, c.flight.Close(), c.engine.Close())
+	return errors.Join(restErr, err, c.flight.Close(), c.engine.Close())
 }
 
 func stopGracefully(g *grpc.Server, grace time.Duration) {
@@ -497,6 +550,8 @@ type StandaloneOptions struct {
 	// Metrics, when set, gets the metrics of the coordinator and of the
 	// workers (added up: the process is one scrape target).
 	Metrics prometheus.Registerer
+	// REST configures the coordinator's Iceberg REST catalog.
+	REST RESTOptions
 }
 
 // Standalone is a running single-process cluster.
@@ -609,6 +664,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		TicketTTL:      o.TicketTTL,
 		Limits:         o.Limits,
 		Metrics:        o.Metrics,
+		REST:           o.REST,
 
 		TargetGroupBytes:  o.TargetGroupBytes,
 		BroadcastBytes:    o.BroadcastBytes,

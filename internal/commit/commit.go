@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -21,48 +20,44 @@ import (
 // default is 0: no retry on a conflicting commit).
 const DefaultRetries = 4
 
-// Table returns tbl set up to commit through the commit path: a
-// conflicting commit is retried, the statement's id is recorded, a lost
-// race's metadata file is removed and the commit is counted in stats.
+// prepare returns tbl set up for one attempt of a commit: the statement's
+// id is recorded, a lost race's metadata file is removed and so are the
+// manifests it wrote (lostCatalog; with ownFiles also the files its
+// change wrote), the attempt is counted in stats (tries counts the
+// attempts of one commit) and the partition summaries of new manifests
+// are repaired (summaryCatalog).
 //
-// iceberg-go reads commit.retry.num-retries from the properties of the
-// table a transaction starts from, so a table that does not set it gets a
-// copy whose in-memory properties do; the catalog's copy is left as it is.
+// iceberg-go's own refresh-and-replay is off (commit.retry.num-retries
+// is 0 on an in-memory copy of the table's properties; the catalog's
+// copy is left as it is): Run retries a lost race itself, building the
+// change again on the table as it then is, and checks the commit's
+// Scope before each attempt.
+//
+// fresh says tbl was loaded in this commit's turn (see queue.go): the
+// conflict check does not load it again before sending.
 //
 // It also commits through conflictCatalog: iceberg-go retries only
 // errors wrapping table.ErrCommitFailed, but its SQL catalog reports a
 // requirement that no longer holds (another writer committed first) as a
-// plain error, so without the wrapper only a narrow race is retried.
-//
-// With replay false the copy's retries are set to zero whatever the table
-// says: a lost race fails at once, for callers that must rebuild the
-// commit themselves (see commitFiles).
-//
-// Before a commit reaches the catalog, summaryCatalog makes the partition
-// summaries of the snapshot's new manifests right (see summaries.go).
-func Table(tbl *table.Table, cat table.CatalogIO, replay bool, stats *Stats) (*table.Table, error) {
+// plain error.
+func prepare(tbl *table.Table, cat table.CatalogIO, stats *Stats, tries *atomic.Int32, fresh, ownFiles bool) (*table.Table, error) {
 	meta := tbl.Metadata()
-	retries := ""
-	if _, ok := tbl.Properties()[table.CommitNumRetriesKey]; !ok {
-		retries = strconv.Itoa(DefaultRetries)
+	b, err := table.MetadataBuilderFromBase(meta, tbl.MetadataLocation())
+	if err != nil {
+		return nil, err
 	}
-	if !replay {
-		retries = "0"
+	if err := b.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: "0"}); err != nil {
+		return nil, err
 	}
-	if retries != "" {
-		b, err := table.MetadataBuilderFromBase(meta, tbl.MetadataLocation())
-		if err != nil {
-			return nil, err
-		}
-		if err := b.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: retries}); err != nil {
-			return nil, err
-		}
-		if meta, err = b.Build(); err != nil {
-			return nil, err
-		}
+	if meta, err = b.Build(); err != nil {
+		return nil, err
 	}
 	fsF := func(ctx context.Context) (iceio.IO, error) { return tbl.FS(ctx) }
-	commits := summaryCatalog{CatalogIO: Catalog(cat, stats), fs: fsF, meta: meta}
+	cc := conflictCatalog{CatalogIO: cat, stats: stats, tries: tries}
+	if fresh {
+		cc.base = tbl
+	}
+	commits := lostCatalog{CatalogIO: summaryCatalog{CatalogIO: cc, fs: fsF, meta: meta}, fs: fsF, own: ownFiles}
 	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), fsF, commits), nil
 }
 
@@ -80,21 +75,19 @@ type conflictCatalog struct {
 	table.CatalogIO
 	stats *Stats
 	tries *atomic.Int32 // attempts of this commit
-}
-
-// Catalog returns cat committing through the commit path (see
-// conflictCatalog), for a commit of requirements and updates made
-// without a transaction; the attempts of one commit are counted in stats
-// as one commit's.
-func Catalog(cat table.CatalogIO, stats *Stats) table.CatalogIO {
-	return conflictCatalog{CatalogIO: cat, stats: stats, tries: new(atomic.Int32)}
+	// base, when set, is the table the commit was built on, loaded in
+	// this commit's turn: the table before the commit, without loading it
+	// again.
+	base *table.Table
 }
 
 func (c conflictCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (meta table.Metadata, loc string, err error) {
 	defer func() { c.stats.attempt(c.tries, err) }()
-	before, err := c.lost(ctx, ident, reqs, nil)
-	if err != nil {
-		return nil, "", err
+	before := c.base
+	if before == nil {
+		if before, err = c.lost(ctx, ident, reqs, nil); err != nil {
+			return nil, "", err
+		}
 	}
 	st := statementOf(ctx)
 	if st != nil {

@@ -13,14 +13,21 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 )
 
-func newTable(t *testing.T) (icecat.Catalog, table.Identifier, *table.Table) {
+// openLocal opens the local SQL catalog of a warehouse in dir.
+func openLocal(t *testing.T, dir string) icecat.Catalog {
 	t.Helper()
-	ctx := context.Background()
-	cat, _, err := catalog.OpenLocal(ctx, t.TempDir())
+	cat, _, err := catalog.OpenLocal(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cat.(icecat.Closer).Close() })
+	return cat
+}
+
+func newTable(t *testing.T) (icecat.Catalog, table.Identifier, *table.Table) {
+	t.Helper()
+	ctx := context.Background()
+	cat := openLocal(t, t.TempDir())
 	ident := table.Identifier{catalog.DefaultSchema, "t"}
 	tbl, err := cat.CreateTable(ctx, ident, iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64}))
 	if err != nil {
@@ -76,7 +83,7 @@ func ptr[T any](v T) *T { return &v }
 func TestRunTx(t *testing.T) {
 	cat, ident, tbl := newTable(t)
 	var stats Stats
-	r := Request{Name: "local.main.t", Ident: ident, Table: tbl, Catalog: cat, Stats: &stats, Replay: true,
+	r := Request{Name: "local.main.t", Ident: ident, Table: tbl, Catalog: cat, Stats: &stats,
 		Tx: func(tx *table.Transaction, _ table.Metadata) error {
 			return tx.SetProperties(iceberg.Properties{"k": "v"})
 		}}

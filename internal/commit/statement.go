@@ -2,6 +2,8 @@ package commit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +19,13 @@ import (
 // WithStatementID) or one icefloe chose. A statement retried under the
 // same id commits at most once.
 const StatementIDProp = "icefloe.statement-id"
+
+// StatementPrincipalProp is the snapshot summary property that scopes a
+// client's statement id to the principal that sent it: a digest of the
+// principal's name (absent for a call without authentication). An id
+// matches an earlier run only when both agree, so one user's id never
+// stops another's statement.
+const StatementPrincipalProp = "icefloe.statement-principal"
 
 // MaxStatementIDLen bounds a client's statement id.
 const MaxStatementIDLen = 128
@@ -35,22 +44,36 @@ var (
 type stmtRun struct {
 	id     string
 	client bool
+	owner  string // digest of the client's principal ("" without one)
 	mu     sync.Mutex
 	own    map[int64]bool // snapshots this run of the statement committed
 }
 
 type statementKey struct{}
 
-// WithStatementID returns ctx carrying the client's statement id: every
-// snapshot the statement commits records it, and a commit finds the
-// table already holding a snapshot of that id from an earlier run fails
+// WithStatementID returns ctx carrying the client's statement id, scoped
+// to principal, the name of who sent it ("" without authentication):
+// every snapshot the statement
+// commits records both, and a commit that finds the table already
+// holding a snapshot of that id and principal from an earlier run fails
 // with ErrAlreadyCommitted. An id is 1 to MaxStatementIDLen letters,
 // digits or ._:- characters; anything else is ErrStatementID.
-func WithStatementID(ctx context.Context, id string) (context.Context, error) {
+func WithStatementID(ctx context.Context, id, principal string) (context.Context, error) {
 	if err := checkStatementID(id); err != nil {
 		return ctx, err
 	}
-	return context.WithValue(ctx, statementKey{}, &stmtRun{id: id, client: true}), nil
+	return context.WithValue(ctx, statementKey{}, &stmtRun{id: id, client: true, owner: principalDigest(principal)}), nil
+}
+
+// principalDigest is what a snapshot records of a principal's name: not
+// the name itself, which every reader of the table's snapshots would
+// see. "" stays "".
+func principalDigest(name string) string {
+	if name == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:16])
 }
 
 func checkStatementID(id string) error {
@@ -102,6 +125,9 @@ func (s *stmtRun) stamp(updates []table.Update) ([]table.Update, error) {
 			props = iceberg.Properties{}
 		}
 		props[StatementIDProp] = s.id
+		if s.owner != "" {
+			props[StatementPrincipalProp] = s.owner
+		}
 		snap.Summary.Properties = props
 		out[i] = table.NewAddSnapshotUpdate(&snap)
 	}
@@ -109,8 +135,8 @@ func (s *stmtRun) stamp(updates []table.Update) ([]table.Update, error) {
 }
 
 // committedBefore returns a snapshot of meta that an earlier run of the
-// statement committed: one recording its id that this run did not make.
-// Only a client's id can have earlier runs.
+// statement committed: one recording its id and principal that this run
+// did not make. Only a client's id can have earlier runs.
 func (s *stmtRun) committedBefore(meta table.Metadata) *table.Snapshot {
 	if !s.client {
 		return nil
@@ -118,7 +144,8 @@ func (s *stmtRun) committedBefore(meta table.Metadata) *table.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, snap := range meta.Snapshots() {
-		if snap.Summary != nil && snap.Summary.Properties[StatementIDProp] == s.id && !s.own[snap.SnapshotID] {
+		if snap.Summary != nil && snap.Summary.Properties[StatementIDProp] == s.id &&
+			snap.Summary.Properties[StatementPrincipalProp] == s.owner && !s.own[snap.SnapshotID] {
 			return &snap
 		}
 	}

@@ -11,7 +11,8 @@ import (
 // Stats count commits to the catalogs.
 type Stats struct {
 	// Attempts are the commits sent to a catalog (each retry included);
-	// Conflicts those that lost to a concurrent commit; Retries the
+	// Conflicts those that lost a race to a concurrent commit, and the
+	// commits whose scope conflicted with one (nothing sent); Retries the
 	// attempts after the first of one statement's commit.
 	Attempts, Conflicts, Retries atomic.Int64
 	// Written are the bytes of the files the committed snapshots added
@@ -44,6 +45,14 @@ func (s *Stats) attempt(tries *atomic.Int32, err error) {
 		s.Retries.Add(1)
 	}
 	if errors.Is(err, table.ErrCommitFailed) {
+		s.Conflicts.Add(1)
+	}
+}
+
+// conflict counts a commit that its scope check found in conflict with a
+// concurrent commit (nothing was sent).
+func (s *Stats) conflict() {
+	if s != nil {
 		s.Conflicts.Add(1)
 	}
 }

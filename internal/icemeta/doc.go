@@ -18,7 +18,8 @@
 //     bound null, which every reader takes for "all values are null", and
 //     -0.0/0.0 bounds must hold under either ordering of the two zeros.
 //   - Rebuild copies a DataFile through iceberg-go's builder with some
-//     fields changed (iceberg-go has no builder from an existing file).
+//     fields changed (iceberg-go has no builder from an existing file);
+//     PartitionKey names the partition a file is in.
 //
 // The planner (coordinator-side writes, commits) and the workers (write
 // fragments, ingest) both use it, so it lives under internal/.

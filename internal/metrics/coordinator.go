@@ -103,7 +103,7 @@ func newCoordinatorDescs() coordinatorDescs {
 		workers: prometheus.NewDesc("icefloe_workers", "Workers the coordinator knows, by health as it sees it (live, draining, unhealthy, refused, unknown).",
 			[]string{"health"}, nil),
 		attempts:  prometheus.NewDesc("icefloe_commit_attempts_total", "Commits sent to a catalog, retries included.", nil, nil),
-		conflicts: prometheus.NewDesc("icefloe_commit_conflicts_total", "Commit attempts that lost to a concurrent commit.", nil, nil),
+		conflicts: prometheus.NewDesc("icefloe_commit_conflicts_total", "Commits that lost a race to, or conflicted with, a concurrent commit.", nil, nil),
 		retries:   prometheus.NewDesc("icefloe_commit_retries_total", "Commit attempts after the first of one statement's commit.", nil, nil),
 		written:   prometheus.NewDesc("icefloe_bytes_written_total", "Bytes of the data and delete files that committed snapshots added.", nil, nil),
 	}
