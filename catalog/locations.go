@@ -1,13 +1,17 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // ErrLocation: a location a client chose (a table's or schema's location,
@@ -87,6 +91,17 @@ func (l Locations) Check(key, loc string) error {
 		return fmt.Errorf("%w: %s: %q: this catalog allows no locations chosen in SQL (set allowed_locations in its config)", ErrLocation, key, shown)
 	}
 	return fmt.Errorf("%w: %s: %q is outside the catalog's warehouse (%s)", ErrLocation, key, shown, strings.Join(l.shown, ", "))
+}
+
+// Under tells whether loc is prefix or lies in it, both normalised as
+// Check normalises them; false when either does not normalise.
+func Under(loc, prefix string) bool {
+	p, err := normalise(loc)
+	if err != nil {
+		return false
+	}
+	pre, err := normalise(prefix)
+	return err == nil && p.under(pre)
 }
 
 func (p place) under(pre place) bool {
@@ -188,3 +203,53 @@ func redactLocation(loc string) string {
 	}
 	return u.String()
 }
+
+// TableLocation is a fresh location for a new table called ref.Table in
+// ref's schema of mt: a folder of its own in the schema's folder
+// (Mount.SchemaFolder), named after the table and a random UUID
+// (<schema folder>/<name>-<32 hex digits>, as Trino's unique table
+// locations), so no other table, earlier or later, dropped or renamed,
+// shares it. "" when the schema's folder cannot be told: the catalog
+// then chooses.
+func (mt *Mount) TableLocation(ctx context.Context, ref TableRef) string {
+	folder := mt.SchemaFolder(ctx, ref.Ident()[:len(ref.Ident())-1])
+	if folder == "" {
+		return ""
+	}
+	return TableLocationIn(folder, ref.Table)
+}
+
+// TableLocationIn is a fresh location for a new table called name in
+// folder: <folder>/<name>-<32 hex digits> (see TableLocation).
+func TableLocationIn(folder, name string) string {
+	return strings.TrimSuffix(folder, "/") + "/" + folderName(name) + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")
+}
+
+// folderName is a table's name as a path segment: letters, digits, "_",
+// "-" and "." kept, anything else (a "/", a "%", spaces) as "_", at most
+// 64 bytes, never "." or "..".
+func folderName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if b.Len() >= 64 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if s == "" || strings.Trim(s, ".") == "" {
+		return "t" + s
+	}
+	return s
+}
+
+// tableFolder matches the last segment of a TableLocation.
+var tableFolder = regexp.MustCompile(`-[0-9a-f]{32}$`)
+
+// isTableFolder tells whether a folder's name is one TableLocation makes.
+func isTableFolder(name string) bool { return tableFolder.MatchString(name) }

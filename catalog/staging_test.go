@@ -44,11 +44,11 @@ func TestStaging(t *testing.T) {
 	if st := m.Staging(ctx); len(st) != 1 || st[0].String() != "local.default."+staging {
 		t.Fatalf("Staging: %v", st)
 	}
-	if got := m.DropStaging(ctx, time.Hour); len(got) != 0 {
-		t.Fatalf("dropped a fresh staging table: %v", got)
+	if got, err := m.DropStaging(ctx, time.Hour); len(got) != 0 || err != nil {
+		t.Fatalf("dropped a fresh staging table: %v, %v", got, err)
 	}
-	if got := m.DropStaging(ctx, time.Nanosecond); len(got) != 1 {
-		t.Fatalf("DropStaging past the grace: %v", got)
+	if got, err := m.DropStaging(ctx, time.Nanosecond); len(got) != 1 || err != nil {
+		t.Fatalf("DropStaging past the grace: %v, %v", got, err)
 	}
 	if st := m.Staging(ctx); len(st) != 0 {
 		t.Fatalf("left: %v", st)
@@ -72,7 +72,7 @@ func TestSweepStagingFolders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir, _ := localFolder(tbl.Metadata().Location())
+		dir, _ := LocalPath(tbl.Metadata().Location())
 		held = append(held, dir)
 	}
 	lost := filepath.Join(filepath.Dir(held[0]), StagingName("u"))
@@ -86,12 +86,12 @@ func TestSweepStagingFolders(t *testing.T) {
 	if err := os.MkdirAll(empty, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got := m.SweepStagingFolders(ctx, time.Hour); len(got) != 0 {
-		t.Fatalf("swept a fresh folder: %v", got)
+	if got, err := m.SweepStagingFolders(ctx, time.Hour); len(got) != 0 || err != nil {
+		t.Fatalf("swept a fresh folder: %v, %v", got, err)
 	}
 	time.Sleep(10 * time.Millisecond)
-	if got := m.SweepStagingFolders(ctx, time.Millisecond); !slices.Equal(got, []string{lost}) {
-		t.Fatalf("swept %v, want only %s", got, lost)
+	if got, err := m.SweepStagingFolders(ctx, time.Millisecond); !slices.Equal(got, []string{lost}) || err != nil {
+		t.Fatalf("swept %v (%v), want only %s", got, err, lost)
 	}
 	for _, dir := range held {
 		if _, err := os.Stat(filepath.Join(dir, "metadata")); err != nil {
@@ -140,7 +140,10 @@ func TestDropStagingFinishesARename(t *testing.T) {
 	}
 	committed(StagingName("taken"))
 	time.Sleep(10 * time.Millisecond)
-	got := m.DropStaging(ctx, time.Millisecond)
+	got, err := m.DropStaging(ctx, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
 	finished := map[bool]int{}
 	for _, st := range got {
 		finished[st.Finished]++

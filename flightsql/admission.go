@@ -2,6 +2,7 @@ package flightsql
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -12,6 +13,7 @@ import (
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/planner"
 )
 
 // How much a coordinator runs at once, and for how long.
@@ -30,7 +32,10 @@ import (
 // OptionStatementTimeout, else Options.StatementTimeout. Past it, what
 // the coordinator does for it is cancelled, and the tickets it planned
 // carry the same deadline, so every worker ends its fragments at that
-// time too; the client gets DeadlineExceeded naming the timeout.
+// time too; the client gets DeadlineExceeded naming the timeout. A commit
+// that had begun is not cancelled: it runs to its end, and the statement
+// answers what happened (its row count when it committed, Unknown when
+// the outcome is unknown); the coordinator logs that it ran late.
 
 // OptionStatementTimeout is the session option of the statement timeout:
 // a duration string ("30s", "2m"), or 0 or "0s" for the server's. It may
@@ -40,17 +45,28 @@ const OptionStatementTimeout = "statement_timeout"
 // admitted runs one statement (st; nil for a call without one, an
 // ingest) under its timeout and, unless it is cheap or its kind takes
 // none (parse.Info.Slot), in a statement slot of the caller's principal.
-func (s *Server) admitted(ctx context.Context, st *parse.Statement, run func(context.Context) (int64, error)) (int64, error) {
+// A statement that failed
+// once its timeout passed answers the timeout, unless its commit's
+// outcome is unknown: that answer must not read as "nothing was
+// committed". late says it succeeded past its timeout: a commit that had
+// begun runs to its end (internal/commit), and the answer says what
+// happened.
+func (s *Server) admitted(ctx context.Context, st *parse.Statement, run func(context.Context) (int64, error)) (n int64, late bool, err error) {
 	ctx, cancel := admit.WithTimeout(ctx, s.statementTimeout(ctx))
 	defer cancel()
-	n, err := s.slotted(ctx, st, run)
-	if te := admit.TimedOut(ctx); te != nil && err != nil {
-		return n, te
+	n, err = s.slotted(ctx, st, run)
+	if te := admit.TimedOut(ctx); te != nil {
+		if err == nil {
+			return n, true, nil
+		}
+		if !errors.Is(err, planner.ErrCommitUnknown) {
+			return n, false, te
+		}
 	}
-	if ce := queries.Cause(ctx); ce != nil && err != nil {
-		return n, ce
+	if ce := queries.Cause(ctx); ce != nil && err != nil && !errors.Is(err, planner.ErrCommitUnknown) {
+		return n, false, ce
 	}
-	return n, err
+	return n, false, err
 }
 
 func (s *Server) slotted(ctx context.Context, st *parse.Statement, run func(context.Context) (int64, error)) (int64, error) {

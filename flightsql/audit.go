@@ -93,9 +93,11 @@ func (s *Server) account(ctx context.Context, kind string, st *parse.Statement, 
 	if refuse != nil {
 		return refuse(ctx)
 	}
+	var late bool
 	if s.opts.Audit == nil {
 		e := &audit.Entry{Kind: kind}
-		rows, err = s.admitted(ctx, st, func(ctx context.Context) (int64, error) { return run(ctx, e) })
+		rows, late, err = s.admitted(ctx, st, func(ctx context.Context) (int64, error) { return run(ctx, e) })
+		s.lateWrite(ctx, e.Kind, late, rows)
 		return err
 	}
 	start := time.Now()
@@ -104,7 +106,8 @@ func (s *Server) account(ctx context.Context, kind string, st *parse.Statement, 
 	if st != nil {
 		e.Statement, e.SQL = st.Keyword(), s.opts.Audit.SQL(st)
 	}
-	rows, err = s.admitted(ctx, st, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
+	rows, late, err = s.admitted(ctx, st, func(ctx context.Context) (int64, error) { return run(ctx, &e) })
+	s.lateWrite(ctx, e.Kind, late, rows)
 	if err == nil && e.Kind == kindPrepare {
 		return nil
 	}
@@ -113,6 +116,15 @@ func (s *Server) account(ctx context.Context, kind string, st *parse.Statement, 
 	rec.Fill(&e)
 	s.opts.Audit.Write(e, ToStatus(err))
 	return err
+}
+
+// lateWrite logs an update or ingest that succeeded past its statement
+// timeout: its commit had begun, and a begun commit runs to its end.
+func (s *Server) lateWrite(ctx context.Context, kind string, late bool, rows int64) {
+	if late && (kind == kindUpdate || kind == kindIngest) {
+		tracing.Logger(ctx, s.log).Warn("statement finished past its statement_timeout: its commit had begun, and a begun commit runs to its end",
+			zap.String("query_id", queries.IDFrom(ctx)), zap.Duration("statement_timeout", s.statementTimeout(ctx)), zap.Int64("rows", rows))
+	}
 }
 
 // ended ends a statement's span and logs a failed statement with its

@@ -99,7 +99,7 @@ func TestStatementIDRetryAfterCoordinatorKill(t *testing.T) {
 	// The files of runs killed before their commit are found by the
 	// documented cleanup, and only they.
 	strays := func() int {
-		files, err := filepath.Glob(filepath.Join(dir, "warehouse", "default.db", "dst", "data", "*"))
+		files, err := filepath.Glob(filepath.Join(tableFolder(t, dir, "dst"), "data", "*"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestWorkerKilledDuringInsertSelect(t *testing.T) {
 		return mustQuery(t, cnxn, fmt.Sprintf(`SELECT count(*) FROM dst WHERE run = %d`, run)).rows[0]
 	}
 	strays := func() int {
-		files, err := filepath.Glob(filepath.Join(dir, "warehouse", "default.db", "dst", "data", "*"))
+		files, err := filepath.Glob(filepath.Join(tableFolder(t, dir, "dst"), "data", "*"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,16 +238,7 @@ func TestWorkerKilledDuringInsertSelect(t *testing.T) {
 // (limits.staging_grace is set short) with every file of it, and the same
 // statement then succeeds. Outcomes are counted over several runs of each.
 func TestCoordinatorKilledDuringCreate(t *testing.T) {
-	bin := icefloeBin(t)
-	dir := t.TempDir()
-	env := []string{membershipKey}
-	cfg := filepath.Join(t.TempDir(), "icefloe.yaml")
-	if err := os.WriteFile(cfg, []byte("limits:\n  staging_grace: 1ms\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	cargs := []string{"coordinator", "--config", cfg, "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
-	c := startProc(t, bin, env, cargs...)
+	bin, dir, env, cargs, c := restartableCluster(t)
 	seedTable(t, adbcConn(t, c.addr()), "src", 4000)
 	// Each statement makes 200,000 rows: src 50 times over, or an ingest
 	// of 40 batches; sum(id) tells the whole.
@@ -298,6 +289,7 @@ func TestCoordinatorKilledDuringCreate(t *testing.T) {
 		k, took := kinds[run%len(kinds)], took[run%len(kinds)]
 		cnxn := adbcConn(t, c.addr())
 		k.before(cnxn, run)
+		folders := schemaFolders(t, dir)
 		done := make(chan error, 1)
 		go func() { _, err := k.make(cnxn, run); done <- err }()
 		time.Sleep(time.Duration(rand.Int64N(int64(took) + 1)))
@@ -327,25 +319,93 @@ func TestCoordinatorKilledDuringCreate(t *testing.T) {
 		if left := rawStaging(t, dir); len(left) > 0 {
 			t.Fatalf("run %d: staging tables left after the restart: %v\n%s", run, left, c.log())
 		}
-		if left := strayStagingFiles(t, dir); len(left) > 0 {
+		if left := strayStagingFiles(t, dir, folders); len(left) > 0 {
 			t.Fatalf("run %d: files of a staging table left after the restart: %v", run, left)
 		}
 	}
 	t.Logf("statements %v; outcomes over %d killed runs of each: %v; wrong: 0", took, runsEach, outcome)
 }
 
-// strayStagingFiles lists the files under the warehouse of dataDir that
-// a staging table (catalog.IsStaging) wrote and no table holds: a create
-// keeps its staging location when it renames the table, so the files of
-// one that finished stay where they are.
-func strayStagingFiles(t testing.TB, dataDir string) []string {
+// localCatalog is the embedded catalog of a data directory, opened beside
+// the processes that use it; the caller closes it.
+type localCatalog interface {
+	icecat.Catalog
+	Close() error
+}
+
+// openLocal opens the embedded catalog of dataDir.
+func openLocal(t testing.TB, dataDir string) localCatalog {
 	t.Helper()
-	ctx := context.Background()
-	cat, _, err := catalog.OpenLocal(ctx, dataDir)
+	cat, _, err := catalog.OpenLocal(context.Background(), dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var live []string
+	return cat.(localCatalog)
+}
+
+// restartableCluster starts a worker and a coordinator as processes of
+// the built binary over a fresh data dir, the coordinator with
+// limits.staging_grace 1ms so a restart cleans up at once; it returns
+// what starts the coordinator again (startProc(t, bin, env, cargs...)).
+func restartableCluster(t *testing.T) (bin, dir string, env, cargs []string, c *role) {
+	t.Helper()
+	bin = icefloeBin(t)
+	dir = t.TempDir()
+	env = []string{membershipKey}
+	cfg := filepath.Join(t.TempDir(), "icefloe.yaml")
+	if err := os.WriteFile(cfg, []byte("limits:\n  staging_grace: 1ms\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	cargs = []string{"coordinator", "--config", cfg, "--listen", "127.0.0.1:0", "--data-dir", dir, "--worker", w.field("worker")}
+	return bin, dir, env, cargs, startProc(t, bin, env, cargs...)
+}
+
+// tableFolder is the local folder of the table name of the embedded
+// catalog of dataDir.
+func tableFolder(t testing.TB, dataDir, name string) string {
+	t.Helper()
+	cat := openLocal(t, dataDir)
+	defer cat.Close()
+	tbl, err := cat.LoadTable(context.Background(), icecat.ToIdentifier(catalog.DefaultSchema, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, ok := catalog.LocalPath(tbl.Location())
+	if !ok {
+		t.Fatalf("table %s at %s, not a local folder", name, tbl.Location())
+	}
+	return dir
+}
+
+// schemaFolders lists the folders in the default schema's folder of the
+// warehouse of dataDir.
+func schemaFolders(t testing.TB, dataDir string) map[string]bool {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dataDir, "warehouse", catalog.DefaultSchema+".db"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() {
+			out[e.Name()] = true
+		}
+	}
+	return out
+}
+
+// strayStagingFiles lists the files a create left in the default schema's
+// folder of dataDir's warehouse: those in a folder that was not there
+// before (schemaFolders) and is no live table's location. A table a
+// create made keeps the folder it was made in; a dropped table's folder
+// (a replace drops the old table without purging it) was there before.
+func strayStagingFiles(t testing.TB, dataDir string, before map[string]bool) []string {
+	t.Helper()
+	ctx := context.Background()
+	cat := openLocal(t, dataDir)
+	defer cat.Close()
+	live := map[string]bool{}
 	for ident, err := range cat.ListTables(ctx, icecat.ToIdentifier(catalog.DefaultSchema)) {
 		if err != nil {
 			t.Fatal(err)
@@ -354,21 +414,27 @@ func strayStagingFiles(t testing.TB, dataDir string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		live = append(live, strings.TrimPrefix(tbl.Metadata().Location(), "file://")+"/")
+		if dir, ok := catalog.LocalPath(tbl.Location()); ok {
+			live[filepath.Base(dir)] = true
+		}
 	}
+	db := filepath.Join(dataDir, "warehouse", catalog.DefaultSchema+".db")
 	var out []string
-	err = filepath.WalkDir(filepath.Join(dataDir, "warehouse"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !catalog.IsStaging(path) {
+	for name := range schemaFolders(t, dataDir) {
+		if before[name] || live[name] {
+			continue
+		}
+		err := filepath.WalkDir(filepath.Join(db, name), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				out = append(out, path)
+			}
 			return err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !slices.ContainsFunc(live, func(loc string) bool { return strings.HasPrefix(path, loc) }) {
-			out = append(out, path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+	slices.Sort(out)
 	return out
 }
 

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,7 @@ func TestFullDisk(t *testing.T) {
 	execUpdate(t, cnxn, `INSERT INTO t SELECT id, md5(CAST(id AS VARCHAR)) FROM src`)
 	snaps := mustQuery(t, cnxn, `SELECT count(*) FROM "t$snapshots"`).rows[0]
 	strays := func() []string {
-		files, err := filepath.Glob(filepath.Join(dir, "warehouse", "default.db", "t", "data", "*"))
+		files, err := filepath.Glob(filepath.Join(tableFolder(t, dir, "t"), "data", "*"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,6 +80,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("files of the failed write left in the table's folder: %v", left)
 	}
 	// A CTAS that fills it leaves no table, no staging folder.
+	folders := schemaFolders(t, dir)
 	_, err = tryUpdate(t, cnxn, `CREATE TABLE big AS SELECT a.id * 1000 + b.id AS id, md5(random()::VARCHAR) || md5(random()::VARCHAR) AS s FROM src a, src b`)
 	if grpcCode(err) != codes.ResourceExhausted {
 		t.Fatalf("a CTAS that fills the warehouse: %v, want RESOURCE_EXHAUSTED", err)
@@ -87,7 +89,7 @@ func TestFullDisk(t *testing.T) {
 	if _, err := query(t, cnxn, `SELECT count(*) FROM big`); !errors.As(err, &ae) || ae.Code != adbc.StatusNotFound {
 		t.Fatalf("the failed CTAS's table: %v, want none", err)
 	}
-	if left := strayStagingFiles(t, dir); len(left) > 0 {
+	if left := strayStagingFiles(t, dir, folders); len(left) > 0 {
 		t.Fatalf("files of the failed CTAS left: %v", left)
 	}
 	// A sort of about 150 MB, past the workers' 64 MB memory limit: it
@@ -102,4 +104,56 @@ func TestFullDisk(t *testing.T) {
 	execUpdate(t, cnxn, `INSERT INTO t VALUES (-1, 'after')`)
 	wantRows(t, cnxn, `SELECT count(*) FROM t`, "1001")
 	t.Logf("full warehouse and spill folder: errors as wanted, %s snapshots before, nothing committed", snaps)
+
+	// A disk with not one byte free: a compaction, and an INSERT, fail
+	// with RESOURCE_EXHAUSTED saying so (not with a writer that is closed,
+	// which iceberg-go answers once its file writer failed), and commit
+	// nothing.
+	// The compaction rewrites a few MB: its file writer fails on a page
+	// it writes out, while batches are still coming.
+	for k := range 2 {
+		execUpdate(t, cnxn, fmt.Sprintf(`INSERT INTO t SELECT 1000000 + a.id * 1000 + b.id, md5(CAST(a.id * b.id + %d AS VARCHAR)) FROM src a, src b WHERE a.id < 100`, k))
+	}
+	rows := mustQuery(t, cnxn, `SELECT count(*), sum(id) FROM t`).rows[0]
+	snaps = mustQuery(t, cnxn, `SELECT count(*) FROM "t$snapshots"`).rows[0]
+	filler := filepath.Join(dir, "warehouse", "filler")
+	fillDisk(t, filler)
+	for _, q := range []string{
+		`CALL system.rewrite_data_files(table => 't', options => map('min-input-files', '2'))`,
+		`INSERT INTO t SELECT a.id * 1000 + b.id, md5(CAST(a.id + b.id AS VARCHAR)) FROM src a, src b WHERE a.id < 100`,
+	} {
+		_, err := query(t, cnxn, q)
+		if grpcCode(err) != codes.ResourceExhausted || !strings.Contains(strings.ToLower(err.Error()), "no space left on device") {
+			t.Fatalf("%s on a full disk: %v, want RESOURCE_EXHAUSTED saying no space is left", q, err)
+		}
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, cnxn, `SELECT count(*), sum(id) FROM t`, rows)
+	wantRows(t, cnxn, `SELECT count(*) FROM "t$snapshots"`, snaps)
+	if left := strays(); len(left) > 0 {
+		t.Fatalf("files of the writes on a full disk left in the table's folder: %v", left)
+	}
+}
+
+// fillDisk writes path until its file system has not one byte left.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, size := range []int{1 << 20, 4096, 1} {
+		buf := make([]byte, size)
+		for {
+			if _, err := f.Write(buf); err != nil {
+				break
+			}
+		}
+	}
+	if _, err := f.Write([]byte{0}); err == nil {
+		t.Fatal("the disk took another byte")
+	}
 }

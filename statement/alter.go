@@ -88,7 +88,7 @@ func (e *Executor) alterChange(ctx context.Context, tgt *planner.WriteTarget, ac
 		}
 		return nil, fmt.Errorf("%w: SET NOT NULL: existing rows may hold NULLs", planner.ErrUnsupported)
 	case *parse.SetProperties:
-		return setProperties(tgt, x)
+		return e.setProperties(ctx, tgt, x)
 	case *parse.UnsetProperties:
 		return unsetProperties(x)
 	}
@@ -258,13 +258,16 @@ func (e *Executor) setColumnType(ctx context.Context, tgt *planner.WriteTarget, 
 	}), nil
 }
 
-func setProperties(tgt *planner.WriteTarget, x *parse.SetProperties) (txChange, error) {
+func (e *Executor) setProperties(ctx context.Context, tgt *planner.WriteTarget, x *parse.SetProperties) (txChange, error) {
 	props := iceberg.Properties(x.Props)
 	if err := planner.CheckPlacement(tgt.Mount(), props); err != nil {
 		return nil, err
 	}
 	if _, ok := props[catalog.LocationKey]; ok {
 		return nil, fmt.Errorf("%w: a table's location cannot change; location is not a table property", planner.ErrUnsupported)
+	}
+	if err := e.placeProps(ctx, tgt, props); err != nil {
+		return nil, err
 	}
 	if err := fixedEncryption(props); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -38,6 +39,17 @@ func (e *Executor) createSchema(ctx context.Context, sess planner.Session, cs *p
 	}
 	if err := planner.CheckPlacement(mt, props); err != nil {
 		return err
+	}
+	// A schema's folder is where its new tables go: choosing it is
+	// choosing a location (LOCATION), and it may not be, hold or lie in a
+	// table's place, nor hold another schema's folder or the warehouse.
+	if placed := catalog.PlacesOf("", props)[1:]; len(placed) > 0 {
+		if err := e.Authorize(ctx, authz.SchemaObject(catName, schema), authz.Create, authz.Location); err != nil {
+			return err
+		}
+		if err := e.free(ctx, placed, nil); err != nil {
+			return err
+		}
 	}
 	err = mt.Catalog.CreateNamespace(ctx, table.Identifier{schema}, props)
 	switch {
@@ -171,7 +183,9 @@ func (e *Executor) dropTable(ctx context.Context, sess planner.Session, dt *pars
 		if err = cat.DropTable(ctx, ref.Ident()); err != nil {
 			break
 		}
-		if perr := tbl.PurgeFiles(ctx); perr != nil {
+		// Only files no other table references; the folder is listed
+		// only when no other table's place is, holds or lies in it.
+		if _, perr := e.opts.Mounts.PurgeFiles(ctx, mt, ref.Ident(), tbl); perr != nil {
 			return fmt.Errorf("table %s was dropped but deleting its files failed: %w", ref, perr)
 		}
 	}

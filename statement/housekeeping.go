@@ -285,30 +285,61 @@ func runRemoveOrphanFiles(ctx context.Context, e *Executor, c *procCall) ([][]an
 }
 
 // removeOrphans deletes (or with dryRun only lists) the files under the
-// table's location, or location below it, that no snapshot or metadata
-// file of the table references and that are older than age, with
-// iceberg-go's orphan cleanup. age below MinOrphanAge is refused unless
-// override.
+// table's location, or location below it, that are older than age and
+// that no table references: iceberg-go's orphan cleanup lists the files
+// the table itself does not reference, and those any other table of any
+// mounted catalog references are left out of them (catalog.Mounts.
+// Unreferenced). A folder that is, holds or lies in another table's place
+// (or is or holds a schema's folder or the warehouse) is refused: what
+// is in it is not the table's to judge. age below MinOrphanAge is
+// refused unless override.
 func (e *Executor) removeOrphans(ctx context.Context, tgt *planner.WriteTarget, age time.Duration, location string, dryRun, override bool) ([]string, error) {
 	if age < MinOrphanAge && !override {
 		return nil, fmt.Errorf("%w: files younger than %s may belong to a write that has not committed yet; "+
 			"pass an older older_than (retention_threshold), or CALL it with override_min_age => true if no write is running", planner.ErrInvalid, MinOrphanAge)
 	}
 	tbl := tgt.Pinned.Table
-	opts := []table.OrphanCleanupOption{table.WithFilesOlderThan(max(age, 0)), table.WithDryRun(dryRun)}
+	root := tbl.Location()
 	if location != "" {
 		if !underLocation(location, tbl.Location()) {
 			return nil, fmt.Errorf("%w: location %q is not under the table's location", planner.ErrRefused, location)
 		}
-		opts = append(opts, table.WithLocation(location))
+		root = location
 	}
-	res, err := tbl.DeleteOrphanFiles(ctx, opts...)
+	owners, err := e.opts.Mounts.Owners(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("orphan files of %s: whether its folder holds another table's files cannot be told: %w", tgt.Ref, err)
+	}
+	self := func(o catalog.Owner) bool { return o.Is(tgt.Ref.Catalog, tgt.Ref.Ident()) }
+	if err := owners.Free([]string{root}, self); err != nil {
+		return nil, fmt.Errorf("%w: orphan files of %s: its folder is not its own: %w", planner.ErrRefused, tgt.Ref, err)
+	}
+	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(max(age, 0)), table.WithLocation(root))
 	if err != nil {
 		return nil, fmt.Errorf("orphan files of %s: %w", tgt.Ref, err)
 	}
-	out := slices.Clone(res.OrphanFileLocations)
-	slices.Sort(out)
-	return out, nil
+	orphans, err := e.opts.Mounts.Unreferenced(ctx, plan.Files(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("orphan files of %s: whether another table references them cannot be told: %w", tgt.Ref, err)
+	}
+	slices.Sort(orphans)
+	if dryRun || len(orphans) == 0 {
+		return orphans, nil
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, f := range orphans {
+		if err := fsys.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("orphan files of %s: %w", tgt.Ref, err)
+	}
+	return orphans, nil
 }
 
 // underLocation reports whether loc names root or a directory below it

@@ -151,7 +151,10 @@ func (e *Executor) ingestCreate(ctx context.Context, mt *catalog.Mount, ref cata
 		return 0, err
 	}
 	cat := mt.Internal()
-	create := func(staging catalog.TableRef) error { return createIngestTable(ctx, cat, staging, schema) }
+	loc := mt.TableLocation(ctx, ref)
+	create := func(staging catalog.TableRef, at []icecat.CreateTableOpt) error {
+		return createIngestTable(ctx, cat, staging, schema, loc, at)
+	}
 	fill := func(tgt *planner.WriteTarget) (int64, error) {
 		if exists, err := cat.CheckTableExists(ctx, ref.Ident()); err == nil && exists {
 			return 0, fmt.Errorf("%w: table %s", errIngestMadeMeanwhile, ref)
@@ -226,10 +229,17 @@ func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, ro
 }
 
 // createIngestTable creates the table a stream makes: the stream's schema
-// (from ingestSchema), unpartitioned, with commit retries.
-func createIngestTable(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, schema *iceberg.Schema) error {
+// (from ingestSchema), unpartitioned, with commit retries, at loc (made by
+// catalog.Mount.TableLocation for the name it will have; "" lets the
+// catalog choose) unless at (staged's) says otherwise.
+func createIngestTable(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, schema *iceberg.Schema, loc string, at []icecat.CreateTableOpt) error {
 	props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}
-	if _, err := cat.CreateTable(ctx, ref.Ident(), schema, icecat.WithProperties(props)); err != nil {
+	opts := []icecat.CreateTableOpt{icecat.WithProperties(props)}
+	if loc != "" {
+		opts = append(opts, icecat.WithLocation(loc))
+	}
+	opts = append(opts, at...)
+	if _, err := cat.CreateTable(ctx, ref.Ident(), schema, opts...); err != nil {
 		switch {
 		case errors.Is(err, icecat.ErrTableAlreadyExists):
 			return fmt.Errorf("%w: table %s", planner.ErrExists, ref)

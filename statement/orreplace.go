@@ -8,35 +8,34 @@ import (
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/tracing"
+	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/planner"
 )
 
 // CREATE OR REPLACE TABLE name (cols) … | AS query.
 //
 // Without a table of that name it is CREATE TABLE. Over an existing table
-// the old table is never dropped first: the new table is made, and for AS
-// filled, under a staging name (catalog.StagingName, hidden from listings and
-// dropped by a starting coordinator if left behind) in the same schema,
-// exactly as CREATE TABLE would make it; a failure until then drops the
-// staging table and leaves the old one as it was. Then:
+// the old table is never dropped first, and a failure leaves it as it
+// was:
 //
 //   - the same definition (equal schema with its field ids, partition
-//     spec, sort order and format version): one commit on the old table
-//     replaces every live data and delete file with the staging table's
-//     files and sets the new properties, so readers see the old rows or
-//     the new ones; the staging table is dropped (its files now belong to
-//     the old table, and stay where the staging table wrote them, under
-//     the same schema's folder of the warehouse), the history stays;
-//   - otherwise the old table is dropped (not purged) and the staging
-//     table renamed to its name, as bulk ingest replace does with a new
-//     shape (swapStaged): for the time of those two catalog calls a reader
-//     finds no table.
+//     spec, sort order, format version and encryption key, and no other
+//     location named): the query's rows are written as an INSERT into the
+//     table would write them, under its location, and one commit replaces
+//     every live data and delete file with them and sets the new
+//     properties, so readers see the old rows or the new ones and the
+//     history stays;
+//   - otherwise the new table is made, and for AS filled, under a staging
+//     name (catalog.StagingName, hidden from listings, dropped by a
+//     starting coordinator if left behind) in a folder of its own, exactly
+//     as CREATE TABLE would make it; then the old table is dropped (not
+//     purged) and the staging table renamed to its name, as bulk ingest
+//     replace does with a new shape (staged): for the time of those two
+//     catalog calls a reader finds no table.
 
 // createOrReplace runs CREATE OR REPLACE TABLE.
 func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, t *parse.CreateTable) (int64, error) {
@@ -50,90 +49,83 @@ func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, t 
 	if tgt.Branch != "" {
 		return 0, fmt.Errorf("%w: CREATE OR REPLACE TABLE while writing to branch %s", planner.ErrUnsupported, tgt.Branch)
 	}
-	ref := tgt.Ref
-	staging := ref
-	staging.Table = catalog.StagingName(ref.Table)
-	// CREATE TABLE "catalog"."schema"."staging" and the rest as written.
-	made := *t
-	made.Name = []string{staging.Catalog, staging.Schema, staging.Table}
-	n, err := e.createTable(ctx, sess, &made)
+	d, err := e.readTableDef(ctx, sess, t)
 	if err != nil {
 		return 0, err
 	}
-	cat := tgt.Mount().Internal()
-	st, err := e.LoadTargetRef(ctx, staging)
+	d.ref, d.mt = tgt.Ref, tgt.Mount()
+	if dr := planner.DryRunOf(ctx); dr != nil {
+		if d.c.query == nil {
+			return 0, fmt.Errorf("%w: EXPLAIN of CREATE OR REPLACE TABLE without AS", planner.ErrUnsupported)
+		}
+		return 0, e.explainCTAS(ctx, sess, dr, d.ref, d.columns, d.c.query)
+	}
+	opts, err := e.tableOpts(ctx, d, tgt)
 	if err != nil {
 		return 0, err
 	}
-	if !sameDefinition(tgt.Pinned.Table, st.Pinned.Table) {
-		if err := swapStaged(ctx, cat, ref, staging, "create or replace table"); err != nil {
-			return 0, err
-		}
-		return n, nil
-	}
-	if err := e.replaceWithStaged(ctx, tgt, st); err != nil {
-		if derr := catalog.PurgeStaging(context.WithoutCancel(ctx), cat, staging.Ident()); derr != nil {
-			return 0, fmt.Errorf("%w (table %s is unchanged; dropping the staging table %s failed: %v)", err, ref, staging, derr)
-		}
+	same, err := sameDefinition(tgt.Pinned.Table, d, opts)
+	if err != nil {
 		return 0, err
 	}
-	// The files are the table's now: drop the staging table, keep them.
-	if err := cat.DropTable(context.WithoutCancel(ctx), staging.Ident()); err != nil {
-		tracing.Logger(ctx, e.log).Warn("planner: drop the staging table of a replace", zap.String("table", staging.String()), zap.Error(err))
+	if same {
+		return e.replaceInPlace(ctx, sess, tgt, d)
 	}
-	return n, nil
+	mt := tgt.Mount()
+	create := func(staging catalog.TableRef, at []icecat.CreateTableOpt) error {
+		if _, err := mt.Internal().CreateTable(ctx, staging.Ident(), d.schema, append(opts, at...)...); err != nil {
+			return fmt.Errorf("%w: create or replace table %s: %v", planner.ErrInvalid, d.ref, err)
+		}
+		return e.stillFree(ctx, d, staging, false)
+	}
+	fill := func(st *planner.WriteTarget) (int64, error) {
+		if d.c.query == nil {
+			return 0, nil
+		}
+		return e.insertSelect(ctx, sess, st, nil, d.c.query)
+	}
+	return e.staged(ctx, mt.Internal(), d.ref, true, create, fill)
 }
 
-// sameDefinition tells whether a table made as new takes the place of
-// old in place: files written for one are files of the other.
-func sameDefinition(old, made *table.Table) bool {
-	a, b := old.Metadata(), made.Metadata()
-	return a.Version() == b.Version() && old.Schema().Equals(made.Schema()) &&
-		old.Spec().Equals(made.Spec()) && old.SortOrder().Equals(made.SortOrder())
+// sameDefinition tells whether the table d would make (with opts) takes
+// the place of old in place: files written for one are files of the
+// other, under old's location.
+func sameDefinition(old *table.Table, d *tableDef, opts []icecat.CreateTableOpt) (bool, error) {
+	cfg := icecat.NewCreateTableCfg()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	made, err := table.NewMetadata(d.schema, cfg.PartitionSpec, cfg.SortOrder, old.Location(), cfg.Properties)
+	if err != nil {
+		return false, fmt.Errorf("%w: create or replace table %s: %v", planner.ErrInvalid, d.ref, err)
+	}
+	a := old.Metadata()
+	if d.chosen && !(catalog.Under(d.loc, old.Location()) && catalog.Under(old.Location(), d.loc)) {
+		return false, nil
+	}
+	return a.Version() == made.Version() && old.Schema().Equals(made.CurrentSchema()) &&
+		old.Spec().Equals(made.PartitionSpec()) && old.SortOrder().Equals(made.SortOrder()) &&
+		old.Properties()[tablecrypt.KeyIDProp] == d.c.props[tablecrypt.KeyIDProp], nil
 }
 
-// replaceWithStaged commits, on tgt, the live files of the staging table
-// st in place of every live file of tgt, and st's properties, in one
-// snapshot (commitReplace's rules for concurrent commits).
-func (e *Executor) replaceWithStaged(ctx context.Context, tgt, st *planner.WriteTarget) error {
-	fsys, err := st.Pinned.Table.FS(ctx)
-	if err != nil {
-		return err
-	}
-	files, _, err := liveFiles(st.Pinned.Table.Metadata(), fsys)
-	if err != nil {
-		return err
-	}
+// replaceInPlace runs a CREATE OR REPLACE TABLE of tgt's own definition:
+// the query's rows (none without AS) written as an INSERT writes them,
+// then committed in place of every live file of tgt with d's properties
+// that differ from tgt's (its encryption key aside: it keeps its own),
+// in one snapshot (commitReplace's rules for concurrent commits).
+func (e *Executor) replaceInPlace(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, d *tableDef) (int64, error) {
 	props := iceberg.Properties{}
-	for k, v := range st.Pinned.Table.Properties() {
-		if tgt.Pinned.Table.Properties()[k] != v {
+	for k, v := range d.c.props {
+		if k != tablecrypt.KeyIDProp && k != tablecrypt.WrappedKeyProp && tgt.Pinned.Table.Properties()[k] != v {
 			props[k] = v
 		}
 	}
-	var rows int64
-	for _, f := range files {
-		rows += f.Count()
-	}
-	res := &writeResults{Added: files, Rows: rows}
-	_, err = e.commitReplace(ctx, tgt, res, props)
-	return err
-}
-
-// swapStaged drops ref (not purged) and renames staging, which holds its
-// new rows, to ref's name. If the drop fails, staging is purged and ref is
-// as it was. Between the two catalog calls a reader finds no table.
-func swapStaged(ctx context.Context, cat icecat.Catalog, ref, staging catalog.TableRef, what string) error {
-	if err := cat.DropTable(ctx, ref.Ident()); err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
-		err = fmt.Errorf("%s %s: drop for replace: %w", what, ref, err)
-		if derr := catalog.PurgeStaging(context.WithoutCancel(ctx), cat, staging.Ident()); derr != nil {
-			return fmt.Errorf("%w (table %s is unchanged; dropping the staging table %s failed: %v)", err, ref, staging, derr)
+	res := &writeResults{}
+	if d.c.query != nil {
+		var err error
+		if res, err = e.writeSelect(ctx, sess, tgt, nil, d.c.query); err != nil {
+			return 0, err
 		}
-		return err
 	}
-	if _, err := cat.RenameTable(context.WithoutCancel(ctx), staging.Ident(), ref.Ident()); err != nil {
-		// No sentinel: the client gets Internal. The staging table is
-		// kept, it holds the data now.
-		return fmt.Errorf("%s %s: the old table was dropped but renaming the new one failed; its rows are in table %s: %v", what, ref, staging, err)
-	}
-	return nil
+	return e.commitReplace(ctx, tgt, res, props)
 }

@@ -27,7 +27,8 @@ import (
 //     one snapshot, with the table's history, partition spec, sort order
 //     and properties kept (the old snapshots stay readable by time travel).
 //   - Different shape: the rows go into a staging table (see staged) in
-//     the same schema, made as mode create makes a table. Only after its
+//     the same schema, made as mode create makes a table (in a folder of
+//     its own, named after the table). Only after its
 //     commit succeeded is the old table dropped (not purged) and the
 //     staging table renamed to the old name.
 //     Between that drop and the rename a reader sees no table, for the
@@ -67,7 +68,7 @@ func (e *Executor) ingestReplace(ctx context.Context, cat icecat.Catalog, ref ca
 		}
 		return e.commitReplace(ctx, tgt, res, nil)
 	}
-	return e.replaceStaged(ctx, cat, ref, schema, in)
+	return e.replaceStaged(ctx, cat, tgt.Mount().TableLocation(ctx, ref), ref, schema, in)
 }
 
 // sameShape tells whether a table of schema cur takes a stream of schema
@@ -116,15 +117,16 @@ func sameType(a, b iceberg.Type) bool {
 	return a.Equals(b)
 }
 
-// replaceStaged replaces ref by a new table of schema holding the stream:
-// written and committed into a staging table first, then swapped in.
-func (e *Executor) replaceStaged(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, schema *iceberg.Schema, in Ingest) (int64, error) {
+// replaceStaged replaces ref by a new table of schema at loc holding the
+// stream: written and committed into a staging table first, then
+// swapped in.
+func (e *Executor) replaceStaged(ctx context.Context, cat icecat.Catalog, loc string, ref catalog.TableRef, schema *iceberg.Schema, in Ingest) (int64, error) {
 	// A new shape drops the table and makes another in its place.
 	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Drop, authz.Create); err != nil {
 		return 0, err
 	}
-	create := func(staging catalog.TableRef) error {
-		if err := createIngestTable(ctx, cat, staging, schema); err != nil {
+	create := func(staging catalog.TableRef, at []icecat.CreateTableOpt) error {
+		if err := createIngestTable(ctx, cat, staging, schema, loc, at); err != nil {
 			return fmt.Errorf("ingest into %s: staging table for replace: %w", ref, err)
 		}
 		return nil

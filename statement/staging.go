@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 
@@ -17,12 +18,15 @@ import (
 // makes it under a staging name (catalog.StagingName, left out of every
 // listing), fill writes and commits its rows there, and only then is it
 // renamed to ref, after dropping the table ref names when replace is set.
-// Until then any failure purges the staging table, so ref never shows a
-// table without its rows; a coordinator that dies meanwhile leaves only a
-// staging table, which the next start drops (catalog.Mounts.DropStaging).
+// Until then any failure purges the staging table (catalog.PurgeStaging:
+// the files it references), so ref never shows a table without its rows;
+// a coordinator that dies meanwhile leaves only a staging table, which
+// the next start drops (catalog.Mounts.DropStaging). The staging table is
+// made at the location ref gets (create's concern: a folder of its own,
+// named after ref), so the table keeps no trace of its staging name.
 // cat is the mount's internal catalog: the caller authorized the
 // statement as a whole.
-func (e *Executor) staged(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, replace bool, create func(staging catalog.TableRef) error, fill func(tgt *planner.WriteTarget) (int64, error)) (int64, error) {
+func (e *Executor) staged(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, replace bool, create func(staging catalog.TableRef, at []icecat.CreateTableOpt) error, fill func(tgt *planner.WriteTarget) (int64, error)) (int64, error) {
 	staging := ref
 	staging.Table = catalog.StagingName(ref.Table)
 	drop := func(err error) (int64, error) {
@@ -31,13 +35,26 @@ func (e *Executor) staged(ctx context.Context, cat icecat.Catalog, ref catalog.T
 		}
 		return 0, err
 	}
-	if err := create(staging); err != nil {
+	if err := create(staging, nil); err != nil {
 		// A create cancelled midway may have made the table all the same.
 		return drop(err)
 	}
 	tgt, err := e.LoadMadeTarget(ctx, staging)
 	if err != nil {
 		return drop(err)
+	}
+	if loc, ok := ownLocation(tgt.Pinned.Table.Location(), ref); ok {
+		// The catalog chose a folder named after the staging table: make
+		// it again in the same folder under one named after ref.
+		if err := catalog.PurgeStaging(ctx, cat, staging.Ident()); err != nil {
+			return 0, fmt.Errorf("create table %s: %w", ref, err)
+		}
+		if err := create(staging, []icecat.CreateTableOpt{icecat.WithLocation(loc)}); err != nil {
+			return drop(err)
+		}
+		if tgt, err = e.LoadMadeTarget(ctx, staging); err != nil {
+			return drop(err)
+		}
 	}
 	n, err := fill(tgt)
 	if err != nil {
@@ -85,4 +102,17 @@ func (e *Executor) stagedRows(ctx context.Context, ref catalog.TableRef) (int64,
 		return 0, fmt.Errorf("%w: %s: added-records: %v", planner.ErrConflict, ref, err)
 	}
 	return n, nil
+}
+
+// ownLocation is a location in the folder of loc named for ref
+// (catalog.TableLocationIn), when loc, a staging table's, is named after
+// the staging table: where a catalog that chooses its tables' locations
+// (a REST catalog whose schema folder cannot be told) put it.
+func ownLocation(loc string, ref catalog.TableRef) (string, bool) {
+	loc = strings.TrimSuffix(loc, "/")
+	i := strings.LastIndexByte(loc, '/')
+	if i < 0 || !catalog.IsStaging(loc[i+1:]) {
+		return "", false
+	}
+	return catalog.TableLocationIn(loc[:i], ref.Table), true
 }

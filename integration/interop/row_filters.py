@@ -5,8 +5,9 @@ line:
 
     {"table": "p1_3", "filter": TREE}
 
-and reads one JSON line back per request: {"ids": [sorted ids]} (the
-table's `id` column of the rows the scan returns, see scan), {"error": "..."}, or
+(a null TREE selects every row) and reads one JSON line back per request:
+{"ids": [sorted ids]} (the table's `id` column of the rows the scan
+returns, see scan), {"error": "..."}, or
 {"unsupported": "..."} when pyiceberg 0.10 cannot evaluate the filter for
 a reason of its own (see UNSUPPORTED).
 
@@ -58,6 +59,8 @@ def value(typ, v):
 
 
 def build(node, schema):
+    if node is None:
+        return AlwaysTrue()
     op = node["op"]
     if op in ("and", "or"):
         parts = [build(a, schema) for a in node["args"]]

@@ -24,12 +24,20 @@ const (
 	Create Privilege = "CREATE"
 	Drop   Privilege = "DROP"
 	Alter  Privilege = "ALTER"
-	// All stands for every privilege in a grant.
+	// Location is choosing where a table's or schema's files go: a
+	// location, write.data.path and the like (catalog.PlacesFiles) in
+	// CREATE, CTAS, ALTER … SET TBLPROPERTIES and CREATE SCHEMA. It is
+	// not part of ALL: a grant names it.
+	Location Privilege = "LOCATION"
+	// All stands for every privilege in Privileges.
 	All Privilege = "ALL"
 )
 
-// Privileges are every privilege, in a stable order.
+// Privileges are the privileges ALL grants, in a stable order.
 var Privileges = []Privilege{Select, Insert, Update, Delete, Create, Drop, Alter}
+
+// named are the privileges a grant must name: ALL does not hold them.
+var named = []Privilege{Location}
 
 // AdminRole is the built-in role that holds every privilege on everything.
 const AdminRole = "admin"
@@ -134,10 +142,10 @@ func compile(g Grant) (grant, error) {
 			for _, x := range Privileges {
 				privs[x] = true
 			}
-		case slices.Contains(Privileges, pr):
+		case slices.Contains(Privileges, pr), slices.Contains(named, pr):
 			privs[pr] = true
 		default:
-			return grant{}, fmt.Errorf("on %q: unknown privilege %q (want %s or ALL)", g.On, pr, joinPrivs(Privileges))
+			return grant{}, fmt.Errorf("on %q: unknown privilege %q (want %s, %s or ALL)", g.On, pr, joinPrivs(Privileges), joinPrivs(named))
 		}
 	}
 	return grant{privs: privs, pattern: parts}, nil

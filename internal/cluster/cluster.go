@@ -415,23 +415,33 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 // of creates that a coordinator which died left behind (catalog.Staging),
 // once older than grace (DefaultStagingGrace when 0), and the folders of
 // those it left without a catalog entry (catalog.SweepStagingFolders).
-// It logs at Warn, the start-up level, what a crash left. Bounded: a catalog
-// that does not answer in time is left for the next start.
+// Neither deletes a file any table of any mounted catalog references;
+// when not every table can be seen, both leave everything for the next
+// start. It logs at Warn, the start-up level, what a crash left. Bounded: a
+// catalog that does not answer in time is left for the next start.
 func dropStaging(ctx context.Context, mounts *catalog.Mounts, grace time.Duration, log *zap.Logger) {
 	if grace == 0 {
 		grace = DefaultStagingGrace
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, st := range mounts.DropStaging(ctx, grace) {
+	dropped, err := mounts.DropStaging(ctx, grace)
+	for _, st := range dropped {
 		if st.Finished {
 			log.Warn("renamed the staging table of a create or replace that committed but did not finish its rename", zap.String("table", st.String()))
 			continue
 		}
 		log.Warn("dropped the staging table of a create that did not finish", zap.String("table", st.String()))
 	}
-	for _, dir := range mounts.SweepStagingFolders(ctx, grace) {
+	if err != nil {
+		log.Warn("left the staging tables of creates that did not finish for the next start: whether another table holds their files cannot be told", zap.Error(err))
+	}
+	dirs, err := mounts.SweepStagingFolders(ctx, grace)
+	for _, dir := range dirs {
 		log.Warn("removed the folder of a create that did not finish and has no catalog entry", zap.String("folder", dir))
+	}
+	if err != nil {
+		log.Warn("left the folders of creates that did not finish for the next start: whether a table holds their files cannot be told", zap.Error(err))
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"maps"
 	"math"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -45,7 +47,11 @@ func Write(ctx context.Context, tbl *table.Table, schema *arrow.Schema, records 
 		}
 		var fsys iceio.IO
 		var written int64
-		for df, err := range table.WriteRecords(ctx, tbl, schema, counted, opts...) {
+		files := &firstError{}
+		for df, err := range table.WriteRecords(ctx, files.table(tbl), schema, counted, opts...) {
+			if err != nil {
+				err = files.cause(ctx, err)
+			}
 			if err == nil && fsys == nil {
 				fsys, err = tbl.FS(ctx)
 			}
@@ -64,6 +70,95 @@ func Write(ctx context.Context, tbl *table.Table, schema *arrow.Schema, records 
 		}
 	}
 }
+
+// firstError keeps the first error a file write met, for the error
+// iceberg-go's rolling writer answers in its place: once a file writer
+// failed, the batches fed to it next get ErrWriterClosed (or the
+// cancellation of its context), and when that ends the write the
+// failure itself (ENOSPC, say) is lost with the writer
+// (table/rolling_data_writer.go: RollingDataWriter.Add, then
+// abortAndWait, which never reads the writer's error).
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+// table is tbl writing its files through an IO that notes their errors.
+func (f *firstError) table(tbl *table.Table) *table.Table {
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(ctx context.Context) (iceio.IO, error) {
+		fsys, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w, ok := fsys.(iceio.WriteFileIO)
+		if !ok {
+			return fsys, nil
+		}
+		return &noteIO{WriteFileIO: w, f: f}, nil
+	}, nil)
+}
+
+func (f *firstError) note(err error) error {
+	if err != nil {
+		f.mu.Lock()
+		if f.err == nil {
+			f.err = err
+		}
+		f.mu.Unlock()
+	}
+	return err
+}
+
+// cause is the error that ended a write: the first file error when
+// iceberg-go answered one that only says a writer had stopped, err
+// otherwise.
+func (f *firstError) cause(ctx context.Context, err error) error {
+	f.mu.Lock()
+	first := f.err
+	f.mu.Unlock()
+	if first == nil || errors.Is(err, first) || ctx.Err() != nil {
+		return err
+	}
+	if errors.Is(err, table.ErrWriterClosed) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("write a data file: %w", first)
+	}
+	return err
+}
+
+// noteIO is a table's IO whose written files note their errors in f.
+type noteIO struct {
+	iceio.WriteFileIO
+	f *firstError
+}
+
+func (n *noteIO) Create(name string) (iceio.FileWriter, error) {
+	w, err := n.WriteFileIO.Create(name)
+	if err != nil {
+		return nil, n.f.note(err)
+	}
+	return noteWriter{w, n.f}, nil
+}
+
+func (n *noteIO) WriteFile(name string, p []byte) error {
+	return n.f.note(n.WriteFileIO.WriteFile(name, p))
+}
+
+type noteWriter struct {
+	iceio.FileWriter
+	f *firstError
+}
+
+func (w noteWriter) Write(p []byte) (int, error) {
+	n, err := w.FileWriter.Write(p)
+	return n, w.f.note(err)
+}
+
+func (w noteWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := w.FileWriter.ReadFrom(r)
+	return n, w.f.note(err)
+}
+
+func (w noteWriter) Close() error { return w.f.note(w.FileWriter.Close()) }
 
 // ErrLostRows: iceberg-go's writer returned fewer rows in its data files
 // than it was given.
