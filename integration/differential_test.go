@@ -133,6 +133,8 @@ type diffEnv struct {
 	dataDir string // the cluster's data dir: catalog.db and the warehouse
 	configs []*diffConfig
 	ref     *engine.Conn
+	// spilling are the workers of spillShuffleConfig.
+	spilling []*cluster.Worker
 }
 
 // startDiffEnv starts max(workers) workers over a fresh catalog with the
@@ -247,6 +249,31 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 		})
 		env.configs = append(env.configs, &diffConfig{name: shuffleConfig, workers: 2, oneFile: true, coord: c, cnxn: adbcConn(t, c.Addr)})
 	}
+	// Three workers of their own that shuffle what they can, read the
+	// files in place with the planner's default groups, and hold a batch
+	// per exchange in memory: every shuffle spills.
+	if slices.Contains(workers, 4) {
+		warehouse := filepath.Join(dataDir, "warehouse")
+		var locs []string
+		for i := range 3 {
+			w, err := cluster.StartWorker(ctx, cluster.WorkerOptions{
+				Listen:         "127.0.0.1:0",
+				Key:            key,
+				Engine:         engine.Options{Threads: 1, MemoryLimit: "1GB", TempDir: t.TempDir(), ReadDirs: []string{warehouse}},
+				ExchangeMemory: 1,
+			})
+			if err != nil {
+				t.Fatalf("start spilling worker %d: %v", i, err)
+			}
+			t.Cleanup(func() { w.Close() })
+			env.spilling = append(env.spilling, w)
+			locs = append(locs, w.Location())
+		}
+		c := startCoord(spillShuffleConfig, locs, 0, []string{warehouse}, func(o *cluster.CoordinatorOptions) {
+			o.BroadcastBytes, o.ShuffleBytes = diffBroadcastBytes, -1
+		})
+		env.configs = append(env.configs, &diffConfig{name: spillShuffleConfig, workers: 3, coord: c, cnxn: adbcConn(t, c.Addr)})
+	}
 	return env
 }
 
@@ -255,6 +282,7 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 // there.
 const (
 	shuffleConfig      = "w2-shuffle"
+	spillShuffleConfig = "w3-shuffle-spill"
 	diffBroadcastBytes = 16 << 10
 	minShuffled        = 50
 	// minBroadcastTwoPhase: corpus/broadcast.txt and the joins of one
@@ -577,8 +605,11 @@ func TestDifferential(t *testing.T) {
 	}
 	refs := make([]refResult, len(cases))
 	strategies := map[string][]string{}
-	var shuffled, bcast2p []string
-	shuffling := env.configs[slices.IndexFunc(env.configs, func(c *diffConfig) bool { return c.name == shuffleConfig })]
+	var shuffled, spillShuffled, bcast2p []string
+	config := func(name string) *diffConfig {
+		return env.configs[slices.IndexFunc(env.configs, func(c *diffConfig) bool { return c.name == name })]
+	}
+	shuffling, spilling := config(shuffleConfig), config(spillShuffleConfig)
 	for i, c := range cases {
 		res, err := runReference(env.ref, c.sql)
 		if err != nil {
@@ -599,6 +630,9 @@ func TestDifferential(t *testing.T) {
 				bcast2p = append(bcast2p, c.name)
 			}
 		}
+		if plan, err := spilling.coord.Planner.Plan(context.Background(), diffSession, parse.Must(c.sql)); err == nil && plan.Strategy == planner.Shuffle {
+			spillShuffled = append(spillShuffled, c.name)
+		}
 	}
 	// The shuffling configuration must shuffle what it claims to: joins
 	// of every kind, with and without small tables, and aggregates and
@@ -606,6 +640,10 @@ func TestDifferential(t *testing.T) {
 	t.Logf("%s shuffles %d corpus queries: %s", shuffleConfig, len(shuffled), strings.Join(shuffled, " "))
 	if len(shuffled) < minShuffled {
 		t.Errorf("%s shuffles %d corpus queries, want at least %d", shuffleConfig, len(shuffled), minShuffled)
+	}
+	t.Logf("%s shuffles %d corpus queries", spillShuffleConfig, len(spillShuffled))
+	if len(spillShuffled) < minShuffled {
+		t.Errorf("%s shuffles %d corpus queries, want at least %d", spillShuffleConfig, len(spillShuffled), minShuffled)
 	}
 	// Its broadcast size also makes one-large-table joins split as
 	// broadcast two-phase.
@@ -674,6 +712,7 @@ func TestDifferential(t *testing.T) {
 			}
 		}
 	})
+	t.Run("exchanges", func(t *testing.T) { checkExchanges(t, env) })
 	t.Run("partition-pruning", func(t *testing.T) { checkPruning(t, env) })
 	t.Run("one-file-groups", func(t *testing.T) { checkOneFileGroups(t, env) })
 
@@ -717,6 +756,31 @@ func checkUnionAllTwice(t *testing.T, env *diffEnv, cfg *diffConfig) {
 				t.Errorf("%s: rows %d,%d are %s, %s; want %s twice", q, 2*i, 2*i+1, formatRow(got.rows[2*i]), formatRow(got.rows[2*i+1]), formatRow(w))
 				break
 			}
+		}
+	}
+}
+
+// checkExchanges: the spilling configuration's shuffles went through
+// exchanges that spilled, and every producer run has ended once the
+// queries are done (their consumers read or released every partition;
+// none waits for its tickets to expire).
+func checkExchanges(t *testing.T, env *diffEnv) {
+	var runs, spilled int
+	for _, w := range env.spilling {
+		st := w.Exchanges()
+		runs, spilled = runs+st.Runs, spilled+st.SpilledBatches
+	}
+	if runs == 0 || spilled == 0 {
+		t.Fatalf("%s: %d producer runs, %d batches spilled; want its shuffles to spill", spillShuffleConfig, runs, spilled)
+	}
+	t.Logf("%s: %d producer runs, %d batches spilled", spillShuffleConfig, runs, spilled)
+	deadline := time.Now().Add(time.Minute)
+	for _, w := range append(slices.Clone(env.spilling), env.s.Workers...) {
+		for w.Exchanges().Running > 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if n := w.Exchanges().Running; n > 0 {
+			t.Errorf("worker %s holds %d producer runs after the queries ended", w.Location(), n)
 		}
 	}
 }

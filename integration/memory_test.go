@@ -245,17 +245,11 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
+	n := statusField(string(b), field)
+	if n == 0 {
+		t.Fatalf("no %s in /proc/%d/status", field, pid)
 	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	return n
 }
 
 // TestGoSideBudget: with a small budget of Go-side Arrow buffers, a scan

@@ -23,7 +23,8 @@ import (
 // TestShuffleJoin joins two tables of 300k rows on two workers through a
 // coordinator that shuffles them and one that gathers them: the answers
 // agree, EXPLAIN ANALYZE shows the partitioned fragments served by both
-// workers, and each worker's DuckDB memory (sampled) is logged for both.
+// workers and each hash exchange's rows, and each worker's DuckDB memory
+// (sampled) is logged for both.
 func TestShuffleJoin(t *testing.T) {
 	ctx := context.Background()
 	key, err := wire.RandomKey()
@@ -121,5 +122,17 @@ func TestShuffleJoin(t *testing.T) {
 	}
 	if len(served) != 2 {
 		t.Fatalf("partitioned fragments served by %v, want both workers:\n%s", served, strings.Join(res.rows, "\n"))
+	}
+	// Each hash exchange moved its table's rows once, in one stream per
+	// partition of its one producer.
+	exchanges := 0
+	for _, r := range res.rows {
+		if strings.Contains(r, "Exchange hash") && strings.Contains(r, "into 2 partitions from 1 producer, streamed") &&
+			strings.Contains(r, "actual 300000 rows") && strings.Contains(r, "in 2 streams") {
+			exchanges++
+		}
+	}
+	if exchanges != 2 {
+		t.Fatalf("want both hash exchanges measured, 300000 rows in 2 streams each:\n%s", strings.Join(res.rows, "\n"))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/parse"
 	planpkg "github.com/icefloe/icefloe/planner/plan"
+	"github.com/icefloe/icefloe/wire"
 )
 
 // fragment is one stream an analyzed query runs: an endpoint, or a child
@@ -34,8 +35,11 @@ type fragment struct {
 
 // explainAnalyze plans query, runs it and answers the plan followed by
 // the rows, bytes and times of each fragment. The children of a gather or
-// two-phase final are run first, each on its own as its parent's worker
-// would pull it, for their own figures; then the endpoints run as a client
+// two-phase final, and theirs (the partitions a partition fragment pulls
+// of its hash exchanges), are run first, each on its own as its parent's
+// worker would pull it, for their own figures (a hash exchange's
+// producers run once for them, and again inside their consumers); then
+// the endpoints run as a client
 // pulls them (in parallel, the rows discarded), their children again
 // inside them, so an endpoint's time is its whole stage.
 func (p *Planner) explainAnalyze(ctx context.Context, s Session, query *parse.Statement, workers []Worker, args []any) (*Plan, error) {
@@ -57,8 +61,8 @@ func (p *Planner) explainAnalyze(ctx context.Context, s Session, query *parse.St
 			return nil, err
 		}
 		endpoints = append(endpoints, &fragment{label: "endpoint " + strconv.Itoa(i), locations: e.Locations, ticket: e.Ticket, scans: len(t.Scans), children: len(t.Children)})
-		for j, c := range t.Children {
-			children = append(children, &fragment{label: fmt.Sprintf("endpoint %d child %d (%s)", i, j, c.View), locations: c.Locations, ticket: c.Ticket})
+		if children, err = p.childFragments(children, "endpoint "+strconv.Itoa(i), t); err != nil {
+			return nil, err
 		}
 	}
 	var lines []string
@@ -87,6 +91,24 @@ func (p *Planner) explainAnalyze(ctx context.Context, s Session, query *parse.St
 		lines = append(lines, treeLines(plan.tree)...)
 	}
 	return p.LinesPlan(ctx, workers, schema, lines)
+}
+
+// childFragments appends t's children to out, each followed by its own
+// children (the partitions of hash exchanges below a partition
+// fragment), as the plan's streams list them.
+func (p *Planner) childFragments(out []*fragment, label string, t *wire.Ticket) ([]*fragment, error) {
+	for j, c := range t.Children {
+		l := fmt.Sprintf("%s child %d (%s)", label, j, c.View)
+		ct, err := p.opts.Key.Open(c.Ticket, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &fragment{label: l, locations: c.Locations, ticket: c.Ticket, scans: len(ct.Scans), children: len(ct.Children)})
+		if out, err = p.childFragments(out, l, ct); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // measure puts the figures of the endpoints and their children (in the

@@ -30,7 +30,7 @@ func (pb *planBuilder) lower(res *plan.Result) error {
 }
 
 // stream is which fragments an endpoint runs: its own and its children's,
-// in the ticket's order.
+// in the tickets' order, each child followed by its own children.
 type stream struct {
 	frag     *plan.Fragment
 	children []*plan.Fragment
@@ -78,7 +78,8 @@ func (pb *planBuilder) attach(t *wire.Ticket, f *plan.Fragment, nodes []plan.Nod
 // exchange lowers an exchange below instance i of f: a broadcast's scans
 // join the ticket whole; a gather's or merge's fragments become its
 // children, one per instance, read as the exchange's view; a hash
-// exchange's too, each child keeping only partition i of its rows.
+// exchange's too, each child streaming partition i of its producer
+// instance's rows (hashPartition).
 func (pb *planBuilder) exchange(t *wire.Ticket, f *plan.Fragment, ex *plan.Exchange, i int, kids *[]*plan.Fragment) error {
 	switch ex.Kind {
 	case plan.ExchangeBroadcast:
@@ -93,21 +94,32 @@ func (pb *planBuilder) exchange(t *wire.Ticket, f *plan.Fragment, ex *plan.Excha
 				return fmt.Errorf("%w: %s under %s", ErrUnsupported, n.Head(), ex.Head())
 			}
 			for j := range cf.Instances() {
-				ct, err := pb.instance(cf, j, nil)
-				if err != nil {
-					return err
-				}
-				if ex.Kind == plan.ExchangeHash {
-					ct.SQL = hashPartition(cf.SQL, ex.Keys[k], i, ex.Partitions)
-				}
-				c, err := pb.child(ex.View, ct, pb.placeOf(cf, j))
-				if err != nil {
-					return err
-				}
-				t.Children = append(t.Children, c)
+				// kids lists the fragments as EXPLAIN ANALYZE meets
+				// their tickets: each child, then its own children.
 				if kids != nil {
 					*kids = append(*kids, cf)
 				}
+				ct, err := pb.instance(cf, j, kids)
+				if err != nil {
+					return err
+				}
+				pl := pb.placeOf(cf, j)
+				var rows int64
+				if ex.Kind == plan.ExchangeHash {
+					producer := pb.producerID(ex, k, j)
+					ct.SQL = hashPartition(cf.SQL, ex.Keys[k], ex.Partitions)
+					ct.Partition = &wire.Partition{Producer: producer, Index: i, Count: ex.Partitions}
+					pl = pb.producerPlace(producer, pl)
+					if r := instanceRows(cf, j); r > 0 {
+						rows = max(r/int64(ex.Partitions), 1)
+					}
+				}
+				c, err := pb.child(ex.View, ct, pl)
+				if err != nil {
+					return err
+				}
+				c.Rows, c.Once = rows, ex.Stream
+				t.Children = append(t.Children, c)
 			}
 		}
 		return nil
@@ -115,12 +127,59 @@ func (pb *planBuilder) exchange(t *wire.Ticket, f *plan.Fragment, ex *plan.Excha
 	return fmt.Errorf("%w: %s", ErrUnsupported, ex.Head())
 }
 
-// hashPartition is partition i of n of sql's rows: those whose keys (SQL
-// expressions over sql's columns) hash to i. DuckDB's hash of equal values
-// of one type is equal on every worker, so rows with equal keys land in
-// the same partition wherever they are read.
-func hashPartition(sql string, keys []string, i, n int) string {
-	return fmt.Sprintf("SELECT * FROM (%s) WHERE hash(%s) %% %d = %d", sql, strings.Join(keys, ", "), n, i)
+// partitionColumn is the last column of a hash exchange producer's
+// result: the partition of each row, which the worker strips before it
+// sends the row to that partition's consumer.
+const partitionColumn = "__icefloe_partition"
+
+// hashPartition is a producer's SQL, sql's rows with the partition of
+// each (of n) as a last column: the hash of its keys (SQL expressions
+// over sql's columns) modulo n. DuckDB's hash of equal values of one type
+// is equal on every worker, so rows with equal keys land in the same
+// partition wherever they are read.
+func hashPartition(sql string, keys []string, n int) string {
+	return fmt.Sprintf("SELECT *, hash(%s) %% %d AS %s FROM (%s)", strings.Join(keys, ", "), n, partitionColumn, sql)
+}
+
+// producerID names instance j of input k of a hash exchange within the
+// query: the tickets of its partitions share it, and the worker runs the
+// producer once for all of them.
+func (pb *planBuilder) producerID(ex *plan.Exchange, k, j int) string {
+	if pb.exchanges == nil {
+		pb.exchanges = map[*plan.Exchange]int{}
+	}
+	id, ok := pb.exchanges[ex]
+	if !ok {
+		id = len(pb.exchanges)
+		pb.exchanges[ex] = id
+	}
+	return fmt.Sprintf("x%d.%d.%d", id, k, j)
+}
+
+// producerPlace is where a producer instance runs: the first place
+// chosen for it, for every consumer's child of it, so that all of them
+// reach the one worker that runs it.
+func (pb *planBuilder) producerPlace(producer string, pl place) place {
+	if pb.producers == nil {
+		pb.producers = map[string]place{}
+	}
+	if got, ok := pb.producers[producer]; ok {
+		return got
+	}
+	pb.producers[producer] = pl
+	return pl
+}
+
+// instanceRows estimates the rows instance j of f sends: its group's, or
+// its share of the fragment's; 0 when unknown.
+func instanceRows(f *plan.Fragment, j int) int64 {
+	if f.Per != nil && j < len(f.Per.Groups) && f.Partitions == 0 {
+		return max(f.Per.Groups[j].Rows, 0)
+	}
+	if f.EstRows > 0 {
+		return f.EstRows / int64(f.Instances())
+	}
+	return 0
 }
 
 // placeOf is where instance i of f runs.

@@ -242,6 +242,10 @@ type planBuilder struct {
 	tickets []*wire.Ticket
 	places  []place
 	next    int
+	// exchanges number the hash exchanges lowered, producers are where
+	// each producer instance runs (lower.go).
+	exchanges map[*plan.Exchange]int
+	producers map[string]place
 }
 
 // note adds a line of icefloe's own text — names, figures, SQL it built

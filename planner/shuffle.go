@@ -2,11 +2,13 @@ package planner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner/plan"
@@ -15,13 +17,16 @@ import (
 // Shuffled (repartitioned) joins.
 //
 // A join of two inputs larger than BroadcastBytes runs as N partitioned
-// fragments, one per live worker (at most ShufflePartitions). Fragment j
-// pulls partition j of every scan group of both large inputs — a child
-// `SELECT * FROM <view> WHERE hash(<key>) % N = j` over the group, run
-// where the group's files are — and reads the small inputs in full
-// (broadcast), then runs the query over them. Rows whose keys are equal
-// hash alike, so fragment j sees every match of its rows, and for every
-// join type: a row without a match in its partition has none anywhere.
+// fragments, one per live worker (at most ShufflePartitions). Each scan
+// group of both large inputs is a producer, run once where the group's
+// files are: it reads the group, computes `hash(<key>) % N` of each row
+// (lower.go's hashPartition) and streams partition j to fragment j
+// (worker/exchange.go). Fragment j pulls its partition of every producer,
+// scanning them as they arrive (a view read once, streamed), reads the
+// small inputs in full (broadcast) and runs the query over them. Rows
+// whose keys are equal hash alike, so fragment j sees every match of its
+// rows, and for every join type: a row without a match in its partition
+// has none anywhere.
 //
 // A row-wise query over the join is the union of the fragments: each is
 // an endpoint. An aggregate, top-n, limit or distinct runs its partial
@@ -391,7 +396,7 @@ func (pb *planBuilder) notePartitions(sj *shuffleJoin, n int) {
 		pb.note("broadcast", "%s read in full by every partition", s.ref)
 	}
 	for _, s := range sj.sides {
-		pb.note("partition", "%s: %s", s.in.ref, hashPartition("SELECT * FROM "+engine.Quote(s.in.view), []string{s.hash}, 0, n))
+		pb.note("partition", "%s: %s", s.in.ref, hashPartition("SELECT * FROM "+engine.Quote(s.in.view), []string{s.hash}, n))
 	}
 }
 
@@ -414,7 +419,10 @@ func (pb *planBuilder) shufflePlan(ctx context.Context, sj *shuffleJoin, n int, 
 		}
 		sc := pb.scan(s.in, false)
 		prod := &plan.Fragment{Role: "partition", SQL: sql, Schema: viewSchema, Per: sc, Place: plan.PlaceGroups, In: []plan.Node{sc}}
-		in = append(in, &plan.Exchange{Kind: plan.ExchangeHash, View: s.in.view, Keys: [][]string{{s.hash}}, Partitions: n, In: []plan.Node{prod}})
+		// The fragment streams a view it reads once (the same table in
+		// both branches of a set operation is read twice).
+		in = append(in, &plan.Exchange{Kind: plan.ExchangeHash, View: s.in.view, Keys: [][]string{{s.hash}}, Partitions: n,
+			Stream: s.in.refs == 1, In: []plan.Node{prod}})
 		on = append(on, s.in.ref.String()+"."+s.col)
 	}
 	if len(sj.small) > 0 {
@@ -432,12 +440,77 @@ func (pb *planBuilder) shufflePlan(ctx context.Context, sj *shuffleJoin, n int, 
 	res := &plan.Result{Strategy: plan.Shuffle, Label: label}
 	if tp == nil {
 		res.Endpoints = []*plan.Fragment{part}
-		return res, nil
+	} else {
+		part.SQL, part.Schema = ph.partialSQL, ph.partialSchema
+		part.In = []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: body}}
+		res.Endpoints = []*plan.Fragment{pb.finalOver(part, tp, ph)}
 	}
-	part.SQL, part.Schema = ph.partialSQL, ph.partialSchema
-	part.In = []plan.Node{&plan.Aggregate{Phase: plan.Partial, Kind: tp.kind, Rows: tp.partialRows, Global: tp.global, In: body}}
-	res.Endpoints = []*plan.Fragment{pb.finalOver(part, tp, ph)}
+	if err := pb.streamOnce(ctx, part.SQL, in); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// streamOnce turns Stream off on the hash exchanges among nodes whose
+// view DuckDB's plan of sql over the stand-ins scans more than once: its
+// optimizer may read a table the query names once twice (a window
+// aggregate without ORDER BY becomes a join of the table with its
+// grouped aggregate), and a streamed view can be scanned once. Over
+// empty stand-ins DuckDB may plan no scan at all; the worker loads the
+// views and runs again should its plan scan one twice after all.
+func (pb *planBuilder) streamOnce(ctx context.Context, sql string, nodes []plan.Node) error {
+	scans, err := planScans(ctx, pb.conn, sql)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if ex, ok := n.(*plan.Exchange); ok && ex.Kind == plan.ExchangeHash && ex.Stream && scans[ex.View] > 1 {
+			ex.Stream = false
+			pb.note("exchange", "%s is loaded before the query runs: DuckDB's plan scans it %d times", ex.View, scans[ex.View])
+		}
+	}
+	return nil
+}
+
+// planScans counts the scans of each table in DuckDB's physical plan of
+// sql.
+func planScans(ctx context.Context, conn *engine.Conn, sql string) (map[string]int, error) {
+	rdr, err := conn.Query(ctx, "EXPLAIN (FORMAT json) "+sql, engine.QueryOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("plan of a partition fragment: %w", err)
+	}
+	defer rdr.Release()
+	type op struct {
+		Children  []*op `json:"children"`
+		ExtraInfo struct {
+			Table string `json:"Table"`
+		} `json:"extra_info"`
+	}
+	scans := map[string]int{}
+	var count func(ops []*op)
+	count = func(ops []*op) {
+		for _, o := range ops {
+			if t := o.ExtraInfo.Table; t != "" {
+				scans[t[strings.LastIndexByte(t, '.')+1:]]++
+			}
+			count(o.Children)
+		}
+	}
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		col, ok := rec.Column(int(rec.NumCols()) - 1).(*array.String)
+		if !ok {
+			return nil, fmt.Errorf("plan of a partition fragment: EXPLAIN column of type %s", rec.Column(int(rec.NumCols())-1).DataType())
+		}
+		for i := range col.Len() {
+			var ops []*op
+			if err := json.Unmarshal([]byte(col.Value(i)), &ops); err != nil {
+				return nil, fmt.Errorf("plan of a partition fragment: %w", err)
+			}
+			count(ops)
+		}
+	}
+	return scans, rdr.Err()
 }
 
 // partitionPlace puts fragment j on worker j, the next as fallback.

@@ -108,8 +108,11 @@ func TestShuffleTickets(t *testing.T) {
 		}
 		return tk
 	}
-	// checkPartition checks fragment j's children: 4 groups of t and 3 of
-	// u at most (groups of one worker may merge), every file once.
+	// checkPartition checks fragment j's children: partition j of each
+	// producer, 4 groups of t and 3 of u at most (groups of one worker
+	// may merge), every file once; a producer's tickets of both
+	// partitions name it alike and go to the same worker.
+	producers := map[string]string{} // producer → its child's SQL and locations
 	checkPartition := func(tk *wire.Ticket, j int) {
 		t.Helper()
 		files := map[string]int{}
@@ -118,16 +121,24 @@ func TestShuffleTickets(t *testing.T) {
 			if !ct.Child || len(ct.Scans) != 1 {
 				t.Fatalf("partition %d child %s: want one scan, a child", j, ct)
 			}
-			want := fmt.Sprintf(`hash("id") %% 2 = %d`, j)
-			if ct.Scans[0].View != c.View || !strings.Contains(ct.SQL, c.View) {
-				t.Errorf("child over %s reads %s: %s", c.View, ct.Scans[0].View, ct.SQL)
+			if ct.Partition == nil || ct.Partition.Index != j || ct.Partition.Count != 2 {
+				t.Fatalf("partition %d child %s: want partition %d of 2", j, ct, j)
+			}
+			want := fmt.Sprintf(`SELECT *, hash("id") %% 2 AS __icefloe_partition FROM (SELECT * FROM "%s")`, c.View)
+			if ct.Scans[0].View != c.View || !c.Once || c.Rows <= 0 {
+				t.Errorf("child over %s reads %s (once %v, %d rows): %s", c.View, ct.Scans[0].View, c.Once, c.Rows, ct.SQL)
 			}
 			if strings.Contains(ct.Scans[0].Table, ".u") {
-				want = fmt.Sprintf(`hash(CAST("k" AS BIGINT)) %% 2 = %d`, j)
+				want = fmt.Sprintf(`SELECT *, hash(CAST("k" AS BIGINT)) %% 2 AS __icefloe_partition FROM (SELECT * FROM "%s")`, c.View)
 			}
-			if !strings.HasSuffix(ct.SQL, want) {
-				t.Errorf("partition %d child SQL %q, want suffix %q", j, ct.SQL, want)
+			if ct.SQL != want {
+				t.Errorf("partition %d child SQL %q, want %q", j, ct.SQL, want)
 			}
+			same := ct.SQL + " at " + strings.Join(c.Locations, ",")
+			if prev, ok := producers[ct.Partition.Producer]; ok && prev != same {
+				t.Errorf("producer %s: %s, and %s for another partition", ct.Partition.Producer, same, prev)
+			}
+			producers[ct.Partition.Producer] = same
 			files[ct.Scans[0].Table] += len(ct.Scans[0].Tasks)
 		}
 		if files["local.default.t"] != 4 || files["local.default.u"] != 3 {
@@ -144,6 +155,10 @@ func TestShuffleTickets(t *testing.T) {
 	for j, ep := range plan.Endpoints {
 		checkPartition(open(ep.Ticket), j)
 	}
+	if len(producers) < 2 || len(producers) > 7 {
+		t.Errorf("%d producers, want one per group of t and u", len(producers))
+	}
+	clear(producers) // another plan names its producers anew
 	plan, err = planText(ctx, p, s, "SELECT count(*) FROM t JOIN u ON t.id = u.k")
 	if err != nil {
 		t.Fatal(err)

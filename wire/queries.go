@@ -12,6 +12,10 @@ const (
 	// ActionCancelQuery tells a worker to cancel a query's streams and to
 	// refuse its tickets until Until; its body is a JSON QueryCancel.
 	ActionCancelQuery = "icefloe.cancel-query"
+	// ActionReleasePartition tells the worker that serves a hash
+	// exchange partition that its consumer is done without reading it;
+	// its body is the partition's sealed ticket.
+	ActionReleasePartition = "icefloe.release-partition"
 )
 
 // ProgressRequest names the queries whose progress is asked.

@@ -9,7 +9,10 @@ import (
 // FormatVersion is the ticket format this build writes and accepts.
 // Version 2 added the principal a ticket is bound to: a worker of an
 // older build must refuse such a ticket rather than serve it unbound.
-const FormatVersion = 2
+// Version 3 added exchange partitions (Ticket.Partition): a worker of an
+// older build would run a partition's producer as a plain fragment and
+// stream the rows of every partition.
+const FormatVersion = 3
 
 // Ticket is what one Flight endpoint asks a worker to do: read the listed
 // scans, run the fragment SQL over them and stream the result with Schema.
@@ -60,6 +63,22 @@ type Ticket struct {
 	Schema []byte `json:"sch,omitempty"`
 	// Write, when set, makes this a write fragment (see Write).
 	Write *Write `json:"w,omitempty"`
+	// Partition, when set, makes this one partition of a hash exchange
+	// (see Partition).
+	Partition *Partition `json:"x,omitempty"`
+}
+
+// Partition is what a ticket streams of a hash exchange's producer: the
+// tickets of every partition of one producer instance carry the same
+// scans, children and SQL, whose last result column is each row's
+// partition (below Count); the worker runs the producer once for all of
+// them and streams partition Index of its rows, without that column, with
+// the ticket's Schema.
+type Partition struct {
+	// Producer names the producer instance within the query.
+	Producer string `json:"id"`
+	Index    int    `json:"j"`
+	Count    int    `json:"n"`
 }
 
 // Scan is one pinned table input of a fragment: the tasks of its group,
@@ -103,6 +122,12 @@ type Child struct {
 	View      string   `json:"view"`
 	Ticket    []byte   `json:"t"`
 	Locations []string `json:"l"`
+	// Rows is the planner's estimate of the child's rows (0: unknown).
+	Rows int64 `json:"r,omitempty"`
+	// Once says the fragment reads the view once: the worker may stream
+	// its children into the fragment's query rather than load them into
+	// a table first.
+	Once bool `json:"o,omitempty"`
 }
 
 // Task is one encoded iceberg-go FileScanTask with the partition spec id
@@ -124,6 +149,9 @@ func (t *Ticket) String() string {
 	}
 	if len(t.Children) > 0 {
 		fmt.Fprintf(&b, " children=%d", len(t.Children))
+	}
+	if p := t.Partition; p != nil {
+		fmt.Fprintf(&b, " partition %d of %d of %s", p.Index, p.Count, p.Producer)
 	}
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,8 +52,12 @@ func (s *Server) childLimit(ctx context.Context) int64 {
 }
 
 // loadChildren pulls every child of t from its peers, in parallel, into
-// the temp tables the children name.
-func (s *Server) loadChildren(ctx context.Context, conn *engine.Conn, t *wire.Ticket) error {
+// the views the children name: a view the fragment reads once streams
+// into its query, the pulls starting when DuckDB first reads it (so a
+// hash join pulls its probe side only once its build side is in); others
+// load into temp tables first. It returns the readers of the streamed
+// views, whose errors say why a query over them failed.
+func (s *Server) loadChildren(ctx context.Context, conn *engine.Conn, t *wire.Ticket) ([]*chanReader, error) {
 	if t.ChildLimit > 0 {
 		ctx = context.WithValue(ctx, childLimitKey{}, t.ChildLimit)
 	}
@@ -64,58 +69,119 @@ func (s *Server) loadChildren(ctx context.Context, conn *engine.Conn, t *wire.Ti
 		}
 		byView[c.View] = append(byView[c.View], c)
 	}
+	var streamed []*chanReader
 	for _, v := range views {
+		if byView[v][0].Once && streams(ctx) {
+			rdr, err := s.streamView(ctx, conn, v, byView[v])
+			if err != nil {
+				return streamed, err
+			}
+			streamed = append(streamed, rdr)
+			continue
+		}
 		if err := s.loadView(ctx, conn, v, byView[v]); err != nil {
-			return err
+			return streamed, err
+		}
+	}
+	return streamed, nil
+}
+
+type noStreamsKey struct{}
+
+// withoutStreams has the fragment run under ctx load every view of its
+// children into a table.
+func withoutStreams(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noStreamsKey{}, true)
+}
+
+// streams says whether the fragment run under ctx may stream views.
+func streams(ctx context.Context) bool { return ctx.Value(noStreamsKey{}) == nil }
+
+// scannedTwice says whether a fragment failed because DuckDB's plan
+// scans a streamed view a second time (engine.ErrStreamRead), before any
+// row left: its views must be loaded instead. The planner streams only
+// views DuckDB's plan over its stand-ins scans once; this is for a plan
+// that differs on the worker.
+func scannedTwice(err error, sent *sentRows) bool {
+	return err != nil && sent.rows == 0 && strings.Contains(err.Error(), engine.ErrStreamRead.Error())
+}
+
+// streamsErr is the first error of a streamed view's pulls.
+func streamsErr(streams []*chanReader) error {
+	for _, r := range streams {
+		if r.err != nil {
+			return r.err
 		}
 	}
 	return nil
 }
 
-// loadView pulls children into one view through a bounded channel.
-func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, children []wire.Child) error {
+// openView prepares the pulls of children into one view, through a
+// bounded channel: the reader starts them at its first Next; stop ends
+// them, frees what they left and returns their failure.
+func (s *Server) openView(ctx context.Context, children []wire.Child) (rdr *chanReader, stop func() error, err error) {
 	first, err := s.opts.Key.Open(children[0].Ticket, time.Now())
 	if err != nil {
-		return fmt.Errorf("%w: child ticket: %v", errInternal, err)
+		return nil, nil, fmt.Errorf("%w: child ticket: %v", errInternal, err)
 	}
 	schema, err := flight.DeserializeSchema(first.Schema, alloc(ctx))
 	if err != nil {
-		return fmt.Errorf("%w: child schema: %v", errInternal, err)
+		return nil, nil, fmt.Errorf("%w: child schema: %v", errInternal, err)
 	}
-	// The pulls end on the first failure; DuckDB's load then ends with the
+	// The pulls end on the first failure; DuckDB's read then ends with the
 	// stream (the reader reports why), never by interrupting it mid-scan:
 	// an interrupted scan may still ask a released stream for its error.
 	pulls, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	out := make(chan arrow.RecordBatch, childBuffer)
-	sem := make(chan struct{}, DefaultChildParallelism)
-	var wg sync.WaitGroup
-	for _, c := range children {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-pulls.Done():
-				return
-			}
-			defer func() { <-sem }()
-			if err := s.pullChild(pulls, c, schema, out); err != nil {
-				cancel(err)
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(out) }()
-	rdr := &chanReader{schema: schema, ch: out, ctx: pulls, limit: s.childLimit(ctx)}
+	rdr = &chanReader{schema: schema, ch: out, ctx: pulls, limit: s.childLimit(ctx)}
 	rdr.refs.Store(1)
-	loadErr := conn.LoadTable(ctx, view, rdr)
-	// Drain what is left so no producer blocks and every batch is freed.
-	cancel(nil)
-	for b := range out {
-		b.Release()
+	var started atomic.Bool
+	rdr.start = func() {
+		started.Store(true)
+		sem := make(chan struct{}, DefaultChildParallelism)
+		var wg sync.WaitGroup
+		for _, c := range children {
+			wg.Go(func() {
+				select {
+				case sem <- struct{}{}:
+				case <-pulls.Done():
+					return
+				}
+				defer func() { <-sem }()
+				if err := s.pullChild(pulls, c, schema, out); err != nil {
+					cancel(err)
+				}
+			})
+		}
+		go func() { wg.Wait(); close(out) }()
 	}
-	if cause := context.Cause(pulls); cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
+	stop = func() error {
+		cancel(nil)
+		if !started.Load() {
+			return nil
+		}
+		// Drain what is left so no pull blocks and every batch is freed.
+		for b := range out {
+			b.Release()
+		}
+		if cause := context.Cause(pulls); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+		return nil
+	}
+	return rdr, stop, nil
+}
+
+// loadView pulls children into the temp table view.
+func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, children []wire.Child) error {
+	rdr, stop, err := s.openView(ctx, children)
+	if err != nil {
+		return err
+	}
+	rdr.startOnce()
+	loadErr := conn.LoadTable(ctx, view, rdr)
+	if err := stop(); err != nil {
+		return err
 	}
 	if loadErr != nil {
 		if err := ctx.Err(); err != nil && rdr.err == nil {
@@ -124,6 +190,64 @@ func (s *Server) loadView(ctx context.Context, conn *engine.Conn, view string, c
 		return fmt.Errorf("%w: load children into %s: %v", errInternal, view, loadErr)
 	}
 	return rdr.err
+}
+
+// streamView makes view a stream of the children, which DuckDB scans as
+// the fragment's query runs (engine.Conn.Stream); the pulls end when the
+// connection closes. The children of a stream never read are released
+// then, so the producers of hash exchanges know their partitions'
+// consumer is done.
+func (s *Server) streamView(ctx context.Context, conn *engine.Conn, view string, children []wire.Child) (*chanReader, error) {
+	rdr, stop, err := s.openView(ctx, children)
+	if err != nil {
+		return nil, err
+	}
+	var rows int64
+	for _, c := range children {
+		rows += c.Rows
+	}
+	if rows == 0 {
+		rows = -1
+	}
+	conn.Hold(func() {
+		unread := !rdr.started()
+		stop()
+		rdr.Release()
+		if unread && children[0].Once {
+			s.dropChildren(ctx, children)
+		}
+	})
+	if err := conn.Stream(ctx, view, rdr, rows); err != nil {
+		return nil, fmt.Errorf("%w: stream children into %s: %v", errInternal, view, err)
+	}
+	return rdr, nil
+}
+
+// dropWait bounds how long a fragment waits for the producers of the
+// children it never read to hear that it is done.
+const dropWait = 5 * time.Second
+
+// dropChildren tells the worker of each hash exchange partition among
+// children that its consumer is done (wire.ActionReleasePartition), so
+// the producer frees what it holds for it at once rather than keep it
+// until the tickets expire. Failures are ignored: the partition then
+// waits for its expiry.
+func (s *Server) dropChildren(ctx context.Context, children []wire.Child) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropWait)
+	defer cancel()
+	sem := make(chan struct{}, DefaultChildParallelism)
+	var wg sync.WaitGroup
+	for _, c := range children {
+		if len(c.Locations) == 0 {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s.peers.Action(ctx, c.Locations[0], wire.ActionReleasePartition, c.Ticket)
+		})
+	}
+	wg.Wait()
 }
 
 // pullChild streams one child, trying its locations in order until one
@@ -169,7 +293,24 @@ type chanReader struct {
 	err    error
 	// limit > 0 ends the stream once that many rows have been read.
 	limit, rows int64
+	// start starts what feeds ch, at the first Next.
+	start func()
+	once  sync.Once
+	begun atomic.Bool
 }
+
+// startOnce starts the feed of ch if it has not started.
+func (r *chanReader) startOnce() {
+	r.once.Do(func() {
+		r.begun.Store(true)
+		if r.start != nil {
+			r.start()
+		}
+	})
+}
+
+// started says whether the feed started.
+func (r *chanReader) started() bool { return r.begun.Load() }
 
 func (r *chanReader) Retain() { r.refs.Add(1) }
 func (r *chanReader) Release() {
@@ -190,6 +331,7 @@ func (r *chanReader) Next() bool {
 	if r.limit > 0 && r.rows >= r.limit {
 		return false
 	}
+	r.startOnce()
 	b, ok := <-r.ch
 	if ok {
 		r.rows += b.NumRows()

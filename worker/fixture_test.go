@@ -132,6 +132,9 @@ func newFixture(t *testing.T, opts ...func(*Options)) *fixture {
 	t.Cleanup(func() {
 		f.client.Close()
 		f.gs.Stop()
+		if err := f.srv.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
 		f.alloc.AssertSize(t, 0)
 		f.cliMem.AssertSize(t, 0)
 	})

@@ -44,6 +44,11 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 			return toStatus(stream.Context(), err)
 		}
 		return stream.Send(&flight.Result{Body: body})
+	case wire.ActionReleasePartition:
+		if err := s.releasePartition(stream.Context(), a.GetBody()); err != nil {
+			return toStatus(stream.Context(), err)
+		}
+		return stream.Send(&flight.Result{})
 	case wire.ActionRevokeTables:
 		if err := s.revoke(stream.Context(), a.GetBody()); err != nil {
 			return toStatus(stream.Context(), err)

@@ -27,6 +27,7 @@ import (
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/exchange"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/inflight"
@@ -107,6 +108,15 @@ type Options struct {
 	Admission admit.Options
 	// Metrics, when set, counts the tickets served (internal/metrics).
 	Metrics *metrics.Worker
+	// ExchangeMemory bounds what the worker's hash exchange producer runs
+	// hold in memory together for their consumers (exchange.go), past
+	// which they spill; 0 means DefaultExchangeMemory, at most half a
+	// query's share of Budget when it is set.
+	ExchangeMemory int64
+	// ExchangeSpill bounds what all the worker's producer runs spill,
+	// under the engine's spill folder, past their memory; 0 means
+	// DefaultExchangeSpill, negative spills nothing.
+	ExchangeSpill int64
 }
 
 // Validate reports every problem with o at once.
@@ -132,6 +142,9 @@ func (o Options) Validate() error {
 	}
 	if o.FlushAfter < 0 {
 		errs = append(errs, fmt.Errorf("worker: FlushAfter must be >= 0, got %s", o.FlushAfter))
+	}
+	if o.ExchangeMemory < 0 {
+		errs = append(errs, fmt.Errorf("worker: ExchangeMemory must be >= 0, got %d", o.ExchangeMemory))
 	}
 	return errors.Join(errs...)
 }
@@ -173,6 +186,8 @@ type Server struct {
 	revoked  revocations
 	// queries follows the queries whose endpoints the worker serves.
 	queries queryTracker
+	// exchanges are the hash exchanges' producer runs (exchange.go).
+	exchanges exchangeRuns
 
 	mu      sync.Mutex
 	closing bool
@@ -208,6 +223,12 @@ func New(o Options) (*Server, error) {
 	if o.BatchBytes == 0 {
 		o.BatchBytes = DefaultBatchBytes
 	}
+	if o.ExchangeMemory == 0 {
+		o.ExchangeMemory = DefaultExchangeMemory
+	}
+	if o.ExchangeSpill == 0 {
+		o.ExchangeSpill = DefaultExchangeSpill
+	}
 	s := &Server{
 		opts:   o,
 		log:    o.Logger,
@@ -221,6 +242,18 @@ func New(o Options) (*Server, error) {
 	var err error
 	if s.fragments, err = admit.New(o.Admission); err != nil {
 		return nil, err
+	}
+	mem := o.ExchangeMemory
+	if b := o.Budget; b != nil && b.QueryLimit() > 0 {
+		mem = max(min(mem, b.QueryLimit()/2), 1)
+	}
+	if s.exchanges.memory, err = exchange.NewMemory(mem); err != nil {
+		return nil, err
+	}
+	if o.ExchangeSpill > 0 {
+		if s.exchanges.spill, err = exchange.NewSpill(o.Engine.TempDir(), o.ExchangeSpill); err != nil {
+			return nil, err
+		}
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(FlightServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -275,11 +308,21 @@ func (s *Server) Shutdown() {
 	defer s.mu.Unlock()
 	s.closing = true
 	s.calls.CancelAll(errShuttingDown)
+	s.closeExchanges(errShuttingDown)
 }
 
 // Close releases what the server holds after its gRPC server stopped: the
-// clients of its peers.
-func (s *Server) Close() error { return s.peers.Close() }
+// clients of its peers, the exchanges' producer runs (which it waits for)
+// and their spill.
+func (s *Server) Close() error {
+	s.closeExchanges(errShuttingDown)
+	s.exchanges.wg.Wait()
+	err := s.peers.Close()
+	if sp := s.exchanges.spill; sp != nil {
+		err = errors.Join(err, sp.Close())
+	}
+	return err
+}
 
 // PeerClients is how many Flight clients of its peers the worker holds
 // open: 0 once Close returned and every pull has ended.
@@ -350,15 +393,28 @@ func (s *Server) query(ctx context.Context, conn *engine.Conn, sql string, schem
 // answer loads t's scans and children into conn and streams the result
 // of its SQL.
 func (s *Server) answer(ctx context.Context, conn *engine.Conn, t *wire.Ticket, schema *arrow.Schema, stream flight.DataStreamWriter) (rows int64, batches int, err error) {
-	for _, sc := range t.Scans {
-		if err := s.loadScan(ctx, conn, sc, true); err != nil {
-			return 0, 0, err
-		}
-	}
-	if err := s.loadChildren(ctx, conn, t); err != nil {
+	streams, err := s.inputs(ctx, conn, t)
+	if err != nil {
 		return 0, 0, err
 	}
-	return s.query(ctx, conn, t.SQL, schema, stream)
+	rows, batches, err = s.query(ctx, conn, t.SQL, schema, stream)
+	if serr := streamsErr(streams); err != nil && serr != nil {
+		// A streamed child failed: its own error, with its code.
+		return rows, batches, serr
+	}
+	return rows, batches, err
+}
+
+// inputs loads t's scans and children into conn; the children of views
+// read once stream into its query (children.go), and their readers are
+// returned for their errors.
+func (s *Server) inputs(ctx context.Context, conn *engine.Conn, t *wire.Ticket) ([]*chanReader, error) {
+	for _, sc := range t.Scans {
+		if err := s.loadScan(ctx, conn, sc, true); err != nil {
+			return nil, err
+		}
+	}
+	return s.loadChildren(ctx, conn, t)
 }
 
 // serve runs one ticket on a fresh connection.
@@ -409,6 +465,10 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	if err != nil {
 		return fmt.Errorf("%w: result schema: %v", wire.ErrMalformed, err)
 	}
+	if t.Partition != nil {
+		// The producer run has a connection of its own.
+		return s.servePartition(ctx, t, schema, stream)
+	}
 	conn, err := s.opts.Engine.Conn(ctx)
 	if err != nil {
 		return err
@@ -434,6 +494,20 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	age, endAge := s.ages.start(t.QueryID)
 	defer endAge()
 	rows, batches, err := s.answer(ctx, conn, t, schema, sent)
+	if scannedTwice(err, sent) {
+		// DuckDB's plan reads a streamed view twice (children.go): run
+		// once more on a fresh connection, loading every view first.
+		tracing.Logger(ctx, s.log).Info("worker: a streamed view is read twice; loading the views instead",
+			zap.String("query", t.QueryID), zap.Error(err))
+		conn.Close()
+		conn = nil
+		ctx = withoutStreams(ctx)
+		if conn, err = s.opts.Engine.Conn(ctx); err != nil {
+			return err
+		}
+		sent.DataStreamWriter = flightio.Again(stream)
+		rows, batches, err = s.answer(ctx, conn, t, schema, sent)
+	}
 	if yields(err, sent) {
 		// DuckDB's memory or spill ran out (yield.go): when older queries
 		// hold them, wait for those and run once more on a fresh

@@ -62,7 +62,7 @@ func (s *Server) write(ctx context.Context, conn *engine.Conn, t *wire.Ticket, s
 				return err
 			}
 		}
-		if err := s.loadChildren(ctx, conn, t); err != nil {
+		if _, err := s.loadChildren(ctx, conn, t); err != nil {
 			return err
 		}
 		query := t.SQL

@@ -99,7 +99,13 @@ func waitFor(ctx context.Context, done []chan struct{}, max time.Duration) bool 
 // folder (not a value too large, not a full disk, not a child fragment's
 // failure elsewhere) before any row left.
 func yields(err error, sent *sentRows) bool {
-	if err == nil || sent.rows > 0 || !engine.IsResourceError(err) {
+	return sent.rows == 0 && yieldable(err)
+}
+
+// yieldable says whether err is DuckDB running out of its memory limit or
+// its spill folder in the fragment itself (yields).
+func yieldable(err error) bool {
+	if err == nil || !engine.IsResourceError(err) {
 		return false
 	}
 	var ce *childError

@@ -187,13 +187,20 @@ func (l *LimitsConfig) memory(coordinator bool, workers int) (membudget.Shares, 
 	return membudget.Split(sz[0], sz[1], sz[2], coordinator, workers), nil
 }
 
-// applyMemory sets the Go runtime's soft memory limit to the Go share of
-// the budget (unless GOMEMLIMIT is set), puts the process's budget of
-// Arrow buffers in lim and registers its gauges in reg.
-func applyMemory(sh membudget.Shares, lim *cluster.Limits, reg prometheus.Registerer) {
+// applyMemory bounds DuckDB's heap in the process to its share of the
+// budget, sets the Go runtime's soft memory limit to the Go share (unless
+// GOMEMLIMIT is set), puts the process's budget of Arrow buffers in lim
+// and registers the gauges of both in reg. It runs before any DuckDB
+// opens.
+func applyMemory(sh membudget.Shares, lim *cluster.Limits, reg prometheus.Registerer) error {
+	if err := engine.SetHeapLimit(sh.Engine); err != nil {
+		return err
+	}
+	metrics.RegisterHeap(reg)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(sh.GoLimit)
 	}
 	lim.Memory = membudget.New(sh.Arrow, sh.Query, nil)
 	metrics.RegisterBudget(reg, lim.Memory)
+	return nil
 }

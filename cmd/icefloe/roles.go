@@ -289,7 +289,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	lim := r.cfg.Limits.limits()
-	applyMemory(mem, &lim, reg)
+	if err := applyMemory(mem, &lim, reg); err != nil {
+		return err
+	}
 	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
 		Listen:             *r.listen,
 		WorkerHost:         host,
@@ -404,7 +406,9 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		return err
 	}
 	lim := r.cfg.Limits.limits()
-	applyMemory(mem, &lim, reg)
+	if err := applyMemory(mem, &lim, reg); err != nil {
+		return err
+	}
 	c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
 		Listen:         *r.listen,
 		Key:            key,
@@ -505,7 +509,9 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	lim := r.cfg.Limits.limits()
-	applyMemory(mem, &lim, reg)
+	if err := applyMemory(mem, &lim, reg); err != nil {
+		return err
+	}
 	eo := r.engineOptions(mem.Worker, mem.WorkerTemp)
 	if *direct {
 		abs, err := filepath.Abs(*r.dataDir)

@@ -71,8 +71,8 @@ public class Params {
     new Type("c_time", "TIME", Types.TIME, (p, i) -> p.setTime(i, TIME), "13:14:15.123",
         r -> LocalTime.ofNanoOfDay(r.getTime(1).getTime() * 1_000_000L), LocalTime.of(13, 14, 15, 123_000_000)),
     // TIMESTAMP is a wall-clock time: the JVM's zone does not move it.
-    // (Driver 18.3's getTimestamp shifts it by the JVM's offset; a
-    // LocalDateTime or a UTC calendar reads it as it is.)
+    // (Driver 18.3's getTimestamp shifts it by the JVM's offset, with a
+    // UTC calendar too; a LocalDateTime reads it as it is: see Recipes.)
     new Type("c_ts", "TIMESTAMP", Types.TIMESTAMP, (p, i) -> p.setTimestamp(i, WALL), "2024-02-29 23:59:58.5",
         r -> r.getObject(1, LocalDateTime.class), WALL.toLocalDateTime()),
     // TIMESTAMPTZ bound with a UTC calendar is the exact instant in any

@@ -23,6 +23,10 @@ import java.sql.Statement;
 import java.sql.Time;
 import java.sql.Timestamp;
 import java.sql.Types;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -388,6 +392,11 @@ public class Probe {
         Checks.eq(rs.getTime("c_time").getTime(), (13 * 3600 + 14 * 60 + 15) * 1000L + 123, "time (ms)");
         Checks.eq(rs.getTimestamp("c_timestamp"), Timestamp.valueOf("2024-03-01 10:11:12.345678"), "timestamp");
         Checks.eq(rs.getTimestamp("c_timestamptz").toInstant().toString(), "2024-03-01T10:11:12.345678Z", "timestamptz");
+        // The getters docs/types.md gives, which read the same in any JVM zone.
+        Checks.eq(rs.getObject("c_date", LocalDate.class), LocalDate.of(2024, 2, 29), "date as LocalDate");
+        Checks.eq(rs.getObject("c_timestamp", LocalDateTime.class), LocalDateTime.parse("2024-03-01T10:11:12.345678"), "timestamp as LocalDateTime");
+        Checks.eq(rs.getObject("c_timestamptz", Instant.class), Instant.parse("2024-03-01T10:11:12.345678Z"), "timestamptz as Instant");
+        Checks.eq(rs.getObject("c_timestamptz", OffsetDateTime.class).toInstant(), Instant.parse("2024-03-01T10:11:12.345678Z"), "timestamptz as OffsetDateTime");
         Checks.eq(rs.getString("c_string"), "héllo", "string");
         Checks.eq(rs.getString("c_uuid"), "0193c1b4-7e25-7c4f-9a52-000000000001", "uuid");
         Checks.eq(rs.getMetaData().getColumnType(rs.findColumn("c_uuid")), Types.VARCHAR, "uuid result type");

@@ -75,6 +75,10 @@ type WorkerOptions struct {
 	// Metrics, when set, gets the worker's metrics (shared by the workers
 	// of one process).
 	Metrics *metrics.Worker
+	// ExchangeMemory bounds what the worker's hash exchange producer runs
+	// hold in memory before they spill (worker.Options.ExchangeMemory); 0
+	// is the default.
+	ExchangeMemory int64
 }
 
 // Worker is a running worker.
@@ -101,6 +105,10 @@ type Worker struct {
 // DirectScans is how many scans the worker read with DuckDB's Parquet
 // reader (see worker/direct.go).
 func (w *Worker) DirectScans() int64 { return w.srv.DirectScans() }
+
+// Exchanges is what the worker's hash exchange producers did (see
+// worker.Server.Exchanges).
+func (w *Worker) Exchanges() worker.ExchangeStats { return w.srv.Exchanges() }
 
 // TimedOutFragments is how many fragments the worker ended because their
 // statement timeout passed.
@@ -160,6 +168,9 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		Authenticated: o.Security.Auth != nil,
 		Admission:     o.Limits.Fragments,
 		Metrics:       o.Metrics,
+		// Exchanges spill under the engine's folder, as much as DuckDB may.
+		ExchangeSpill:  o.Engine.MaxTempDirSize,
+		ExchangeMemory: o.ExchangeMemory,
 	})
 	if err != nil {
 		lis.Close()

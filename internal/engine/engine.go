@@ -129,6 +129,10 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: bootstrap connection: %w", err)
 	}
 	e.boot = boot
+	if err := registerStreams(boot); err != nil {
+		e.Close()
+		return nil, err
+	}
 	settings := []string{
 		fmt.Sprintf("SET threads = %d", o.Threads),
 		fmt.Sprintf("SET memory_limit = '%s'", o.MemoryLimit),

@@ -59,7 +59,7 @@ func duckError(msg string) error {
 			t = typ
 		}
 	}
-	return &duckdb.Error{Type: t, Msg: msg}
+	return withoutHints(&duckdb.Error{Type: t, Msg: msg})
 }
 
 // prepare prepares one statement on the C connection. The caller destroys

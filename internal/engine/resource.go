@@ -43,6 +43,22 @@ func IsResourceError(err error) bool {
 	return false
 }
 
+// hintMark starts the advice DuckDB appends to an out-of-memory error.
+const hintMark = "\n\nPossible solutions:"
+
+// withoutHints drops the advice DuckDB appends to an out-of-memory error
+// (SET threads, SET memory_limit, a link): a client can change none of
+// those settings here, and the boundary names the limit that was hit.
+func withoutHints(err error) error {
+	var de *duckdb.Error
+	if errors.As(err, &de) {
+		if i := strings.Index(de.Msg, hintMark); i >= 0 {
+			de.Msg = strings.TrimRight(de.Msg[:i], "\n")
+		}
+	}
+	return err
+}
+
 // Config keys of the limits behind DuckDB's resource errors.
 const (
 	MemoryKey   = "limits.memory_budget"

@@ -38,7 +38,7 @@ func (c *Conn) Prepared(ctx context.Context, kind duckdb.StmtType, query string,
 		// Prepare (without a context) refuses more than one statement.
 		ds, err := conn.Prepare(query)
 		if err != nil {
-			return err
+			return withoutHints(err)
 		}
 		st, ok := ds.(*duckdb.Stmt)
 		if !ok {
@@ -55,7 +55,7 @@ func (c *Conn) Prepared(ctx context.Context, kind duckdb.StmtType, query string,
 				return err
 			}
 		}
-		return fn(st)
+		return withoutHints(fn(st))
 	})
 }
 

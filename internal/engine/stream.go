@@ -11,8 +11,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
 	bindings "github.com/duckdb/duckdb-go-bindings"
 	"github.com/duckdb/duckdb-go/v2"
+	"golang.org/x/sync/semaphore"
 )
 
 // Streamed results.
@@ -20,7 +22,9 @@ import (
 // Query runs a statement as a DuckDB streaming pending result: DuckDB
 // computes chunks (≤ 2048 rows) as they are fetched, so the first batch
 // leaves before the last is computed and memory stays bounded. One
-// producer goroutine fetches the chunks into a bounded queue; the reader
+// producer goroutine fetches the chunks into a queue bounded in chunks and
+// in bytes (a chunk of 2048 wide rows can hold hundreds of megabytes, in
+// memory DuckDB allocated for its Arrow copy); the reader
 // merges them toward QueryOptions.BatchRows. A cancelled context, or
 // releasing the reader early, interrupts DuckDB.
 
@@ -29,6 +33,10 @@ const (
 	// DefaultQueueChunks is the least number of DuckDB chunks the
 	// producer may fetch ahead of the reader.
 	DefaultQueueChunks = 4
+	// DefaultQueueBytes bounds the bytes of the chunks fetched ahead when
+	// QueryOptions.BatchBytes is 0; otherwise BatchBytes does. A chunk
+	// larger than the bound is fetched alone.
+	DefaultQueueBytes = 16 << 20
 	// duckChunkRows is the most rows DuckDB puts in a chunk.
 	duckChunkRows = 2048
 )
@@ -79,7 +87,8 @@ func (c *Conn) Query(ctx context.Context, query string, o QueryOptions) (array.R
 	sctx, cancel := context.WithCancel(ctx)
 	s := &stream{
 		conn: c.raw, stmt: st, schema: schema, opts: o, ctx: sctx, cancel: cancel, parent: ctx,
-		chunks: make(chan arrow.RecordBatch, max(DefaultQueueChunks, o.BatchRows/duckChunkRows)),
+		chunks: make(chan queued, max(DefaultQueueChunks, o.BatchRows/duckChunkRows)),
+		ahead:  semaphore.NewWeighted(queueBytes(o)),
 		m:      newMerger(schema, o),
 	}
 	s.refs.Store(1)
@@ -126,7 +135,7 @@ func errorData(ed bindings.ErrorData) error {
 	if !bindings.ErrorDataHasError(ed) {
 		return nil
 	}
-	return &duckdb.Error{Type: duckdb.ErrorType(bindings.ErrorDataErrorType(ed)), Msg: bindings.ErrorDataMessage(ed)}
+	return withoutHints(&duckdb.Error{Type: duckdb.ErrorType(bindings.ErrorDataErrorType(ed)), Msg: bindings.ErrorDataMessage(ed)})
 }
 
 // stream is the reader Query returns.
@@ -142,7 +151,9 @@ type stream struct {
 	cancel      context.CancelFunc
 
 	start  sync.Once
-	chunks chan arrow.RecordBatch
+	chunks chan queued
+	// ahead holds the bytes of the chunks in chunks (queueBytes).
+	ahead *semaphore.Weighted
 	// done closes when the producer has exited; failed is its error,
 	// read only after chunks is closed.
 	done   chan struct{}
@@ -170,8 +181,8 @@ func (s *stream) Release() {
 	}
 	s.cancel()
 	if s.done != nil {
-		for b := range s.chunks {
-			b.Release()
+		for q := range s.chunks {
+			q.rec.Release()
 		}
 		<-s.done
 	}
@@ -219,13 +230,15 @@ func (s *stream) Next() bool {
 			wait = timer.C
 		}
 		select {
-		case b, ok := <-s.chunks:
+		case q, ok := <-s.chunks:
 			if !ok {
 				if s.err = s.failed; s.err != nil {
 					return false
 				}
 				return s.flush()
 			}
+			s.ahead.Release(q.weight)
+			b := q.rec
 			if s.opts.BatchRows <= 0 && s.opts.BatchBytes <= 0 {
 				s.cur = b
 				return true
@@ -306,13 +319,34 @@ func (s *stream) fetchAll() error {
 			rec.Release()
 			continue
 		}
+		w := min(util.TotalRecordSize(rec), queueBytes(s.opts))
+		if err := s.ahead.Acquire(s.ctx, w); err != nil {
+			rec.Release()
+			return s.ctx.Err()
+		}
 		select {
-		case s.chunks <- rec:
+		case s.chunks <- queued{rec, w}:
 		case <-s.ctx.Done():
+			s.ahead.Release(w)
 			rec.Release()
 			return s.ctx.Err()
 		}
 	}
+}
+
+// queued is a chunk in the queue and the bytes it holds of the stream's
+// ahead.
+type queued struct {
+	rec    arrow.RecordBatch
+	weight int64
+}
+
+// queueBytes is how many bytes of chunks a stream of o fetches ahead.
+func queueBytes(o QueryOptions) int64 {
+	if o.BatchBytes > 0 {
+		return o.BatchBytes
+	}
+	return DefaultQueueBytes
 }
 
 func resultError(res *bindings.Result) error {
@@ -320,5 +354,5 @@ func resultError(res *bindings.Result) error {
 	if msg == "" {
 		return errors.New("engine: statement failed without a message")
 	}
-	return &duckdb.Error{Type: duckdb.ErrorType(bindings.ResultErrorType(res)), Msg: msg}
+	return withoutHints(&duckdb.Error{Type: duckdb.ErrorType(bindings.ResultErrorType(res)), Msg: msg})
 }

@@ -210,3 +210,27 @@ func TestQueryBatchBytes(t *testing.T) {
 		t.Fatalf("%d rows in %d batches, err %v", rows, batches, rdr.Err())
 	}
 }
+
+// The chunks fetched ahead of the reader are bounded in bytes: with rows
+// of 5 kB a DuckDB chunk is 10 MB, so once the reader holds its first
+// batch the producer has at most one more chunk queued (BatchBytes is
+// 8 MiB), not the 32 chunks (320 MB, in DuckDB's memory) a queue sized
+// by BatchRows alone would hold.
+func TestQueryQueueBoundedByBytes(t *testing.T) {
+	c := openTest(t)
+	rdr, err := c.Query(context.Background(), "SELECT range AS i, repeat('x', 5000) AS s FROM range(1000000)",
+		QueryOptions{BatchRows: 65536, BatchBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if !rdr.Next() {
+		t.Fatal(rdr.Err())
+	}
+	s := rdr.(*stream)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if n := len(s.chunks); n > 1 {
+			t.Fatalf("%d chunks of 10 MB queued ahead of the reader", n)
+		}
+	}
+}

@@ -17,6 +17,11 @@
 //     empty string or binary partition value makes its lower (and upper)
 //     bound null, which every reader takes for "all values are null", and
 //     -0.0/0.0 bounds must hold under either ordering of the two zeros.
+//   - Manifests: RepairManifestSchemas gives the decimals of the Avro
+//     schema in the header of the manifests a snapshot writes their
+//     scale (iceberg-go leaves out a zero scale, and pyiceberg cannot
+//     read a decimal without one), copying the data blocks as they are,
+//     and writes the manifest list again with the new lengths.
 //   - Rebuild copies a DataFile through iceberg-go's builder with some
 //     fields changed (iceberg-go has no builder from an existing file);
 //     PartitionKey names the partition a file is in.

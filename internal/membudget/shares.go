@@ -9,14 +9,20 @@ import (
 )
 
 // How a process's budget splits (docs/operations.md "Memory"): half for
-// the DuckDB instances' memory_limit, a quarter for the Go-side Arrow
-// buffers the accounts count, and the rest for the Go runtime's other heap
-// (gRPC buffers, table metadata, stacks). The Go runtime's soft limit is
-// set to the Go half, so the garbage collector returns freed Arrow buffers
-// before the process passes it.
+// DuckDB, a quarter for the Go-side Arrow buffers the accounts count, and
+// the rest for the Go runtime's other heap (gRPC buffers, table metadata,
+// stacks). DuckDB's half bounds everything DuckDB allocates in the process
+// (engine.SetHeapLimit); three quarters of it are its instances'
+// memory_limit, where the buffer managers spill, and the last quarter is
+// for what DuckDB allocates outside its buffer manager (the vectors and
+// lists an expression fills, the values constant folding makes). The Go
+// runtime's soft limit is set to the Go half, so the garbage collector
+// returns freed Arrow buffers before the process passes it.
 const (
 	duckPercent  = 50
 	arrowPercent = 25
+	// bufferQuarters of the DuckDB share are the instances' memory_limit.
+	bufferQuarters = 3
 	// plannerEighths of the DuckDB share go to a coordinator's planner
 	// when workers share its process (serve); the workers split the rest.
 	plannerEighths = 2
@@ -31,6 +37,9 @@ const (
 type Shares struct {
 	// Budget is the whole.
 	Budget int64
+	// Engine bounds what the process's DuckDB instances allocate together,
+	// inside their buffer managers and outside (engine.SetHeapLimit).
+	Engine int64
 	// Planner is the memory_limit of the coordinator's DuckDB (0 without
 	// a coordinator); Worker each worker's.
 	Planner, Worker int64
@@ -49,7 +58,8 @@ type Shares struct {
 func Split(budget, temp, query int64, coordinator bool, workers int) Shares {
 	s := Shares{Budget: budget, Arrow: budget * arrowPercent / 100}
 	s.GoLimit = budget - budget*duckPercent/100
-	duck := budget * duckPercent / 100
+	s.Engine = budget * duckPercent / 100
+	duck := s.Engine * bufferQuarters / 4
 	switch {
 	case coordinator && workers > 0:
 		s.Planner = duck * plannerEighths / 8

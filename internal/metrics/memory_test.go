@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membudget"
 )
 
@@ -32,5 +33,27 @@ icefloe_arrow_memory_peak_bytes 4096
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRegisterHeap: the gauges of DuckDB's heap read engine.Heap, its
+// limit included.
+func TestRegisterHeap(t *testing.T) {
+	if err := engine.SetHeapLimit(3 << 30); err != nil {
+		t.Fatal(err)
+	}
+	defer engine.SetHeapLimit(0)
+	reg := prometheus.NewRegistry()
+	RegisterHeap(reg)
+	want := `
+# HELP icefloe_duckdb_heap_limit_bytes The process's share of limits.memory_budget for DuckDB: an allocation past it fails its statement.
+# TYPE icefloe_duckdb_heap_limit_bytes gauge
+icefloe_duckdb_heap_limit_bytes 3.221225472e+09
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "icefloe_duckdb_heap_limit_bytes"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 4 {
+		t.Fatalf("%d metrics, %v", n, err)
 	}
 }

@@ -215,7 +215,8 @@ const (
 	// ExchangeHash: each of Partitions consumer instances pulls its hash
 	// partition of every instance of every input, partitioned on that
 	// input's Keys: consumer j reads the rows whose keys hash to j
-	// modulo Partitions.
+	// modulo Partitions. Each producer instance runs once, writing every
+	// partition; its consumers pull their partitions as it runs.
 	ExchangeHash
 	// ExchangeMerge: one consumer pulls every producer's ordered stream and keeps
 	// the order (ordered results, top-N).
@@ -247,11 +248,26 @@ type Exchange struct {
 	Partitions int
 	// Order are the keys a Merge keeps.
 	Order string
-	In    []Node
+	// Stream: the fragment above reads View once, so it scans the
+	// exchange's rows as they arrive instead of loading them first.
+	Stream bool
+	In     []Node
 	Figures
 }
 
 func (e *Exchange) Inputs() []Node { return e.In }
+
+// producers is how many producer instances feed the exchange, each
+// read once and streaming one partition to each consumer.
+func (e *Exchange) producers() int {
+	n := 0
+	for _, in := range e.In {
+		if f, ok := in.(*Fragment); ok {
+			n += f.Instances()
+		}
+	}
+	return n
+}
 
 func (e *Exchange) Head() string {
 	s := "Exchange " + e.Kind.String()
@@ -262,8 +278,18 @@ func (e *Exchange) Head() string {
 			keys[i] = "(" + strings.Join(k, ", ") + ")"
 		}
 		s += fmt.Sprintf(" on %s into %d partitions", strings.Join(keys, " and "), e.Partitions)
+		switch n := e.producers(); n {
+		case 0:
+		case 1:
+			s += " from 1 producer"
+		default:
+			s += fmt.Sprintf(" from %d producers", n)
+		}
 	case ExchangeMerge:
 		s += " by " + e.Order
+	}
+	if e.Stream {
+		s += ", streamed"
 	}
 	if e.View != "" {
 		s += " as " + e.View

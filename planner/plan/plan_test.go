@@ -34,7 +34,7 @@ func TestFormat(t *testing.T) {
     Aggregate final top-n (est 0 rows, 0 bytes)
       Exchange merge by "k" DESC as __icefloe_partials (est ? rows, ? bytes)
         Fragment join [×1, any worker]: SELECT … (est ? rows, ? bytes)
-          Exchange hash on (k) and (ok) into 4 partitions (est ? rows, ? bytes)
+          Exchange hash on (k) and (ok) into 4 partitions from 19 producers (est ? rows, ? bytes)
             Fragment partition [×18, per group]: SELECT * FROM __icefloe_t0 (est 200 rows, 2000 bytes; actual 190 rows, 1900 bytes, 3ms in 18 streams)
               Scan c.s.l as __icefloe_t0 [k, v]: 20 of 30 files, 2000 of 3000 bytes, 18 groups (est 200 rows, 2000 bytes)
 ` + groupLines(16) + `                … 2 more groups
