@@ -2,7 +2,9 @@ package parse
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -389,6 +391,54 @@ func TestMergeParts(t *testing.T) {
 	} {
 		if _, err := Parse(bad.q); !errors.Is(err, bad.want) || !strings.Contains(err.Error(), bad.text) {
 			t.Errorf("%s: got %v, want %v mentioning %q", bad.q, err, bad.want, bad.text)
+		}
+	}
+}
+
+// TestSetListNestedLiterals: the expressions of an UPDATE's and a MERGE's
+// SET list, and of a MERGE's VALUES, end at a comma outside every bracket
+// DuckDB's grammar has (parentheses, lists, structs and maps), never at
+// one inside a literal, a string or a quoted name.
+func TestSetListNestedLiterals(t *testing.T) {
+	exprs := []string{
+		"[1, 2]",
+		"{'a': 7, 'b': 'x'}",
+		"MAP {'a': 1, 'b': 2}",
+		"[{'a': [1, 2], 'b': MAP {'k': [3, 4]}}, NULL]",
+		"{a: 1, b: 'when, then'}",
+		"'], {, '' [' || \"odd, name\"",
+		"[x + 1 FOR x IN [1, 2] IF x > 0]",
+		"CASE WHEN l = [1, 2] THEN {'a': 1} ELSE {'a': 2} END",
+		"ARRAY[1, 2][1:1]",
+		"list_value(1, 2) -- a comment, with a comma\n",
+	}
+	// Each expression as the parser cuts it: up to its last token.
+	want := make([]string, len(exprs))
+	var set []string
+	for i, e := range exprs {
+		want[i] = strings.TrimSuffix(e, " -- a comment, with a comma\n")
+		set = append(set, fmt.Sprintf("c%d = %s", i, e))
+	}
+	u := body[*Update](t, "UPDATE t SET "+strings.Join(set, ", ")+" WHERE l = [1, 2]")
+	var got []string
+	for _, c := range u.Set {
+		got = append(got, c.Expr)
+	}
+	if !slices.Equal(got, want) || u.Where != "l = [1, 2]" {
+		t.Fatalf("UPDATE SET %q WHERE %q", got, u.Where)
+	}
+	m := body[*Merge](t, "MERGE INTO t USING s ON t.l = [1, 2] WHEN MATCHED AND s.m = MAP {'a': 1, 'b': 2} THEN UPDATE SET "+
+		strings.Join(set, ", ")+" WHEN NOT MATCHED THEN INSERT VALUES ("+strings.Join(exprs, ", ")+")")
+	if len(m.Clauses) != 2 || m.Exprs[m.Clauses[0].Cond] != "s.m = MAP {'a': 1, 'b': 2}" {
+		t.Fatalf("clauses %+v", m.Clauses)
+	}
+	for k, c := range m.Clauses {
+		got = got[:0]
+		for _, i := range c.Exprs {
+			got = append(got, m.Exprs[i])
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("clause %d: %q", k+1, got)
 		}
 	}
 }
