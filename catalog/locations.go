@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
 )
 
@@ -91,6 +92,43 @@ func (l Locations) Check(key, loc string) error {
 		return fmt.Errorf("%w: %s: %q: this catalog allows no locations chosen in SQL (set allowed_locations in its config)", ErrLocation, key, shown)
 	}
 	return fmt.Errorf("%w: %s: %q is outside the catalog's warehouse (%s)", ErrLocation, key, shown, strings.Join(l.shown, ", "))
+}
+
+// CheckPlacement refuses properties that would place files outside the
+// locations mt allows: the value of every key PlacesFiles names must lie
+// under mt.Locations, and a location provider class cannot be set. It is
+// the first half of where a client may place a table's or schema's files,
+// for SQL and the REST catalog alike; the second is that the places the
+// client chose (ClientPlaces) need the LOCATION privilege and must be
+// free of every other table (Mounts.CheckFree). Errors wrap ErrLocation.
+func (mt *Mount) CheckPlacement(props iceberg.Properties) error {
+	for _, k := range SortedKeys(props) {
+		if !PlacesFiles(k) && !strings.EqualFold(k, LocationProviderImplKey) {
+			continue
+		}
+		if err := mt.Locations.Check(k, props[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClientPlaces are the places a client chose for a table at loc (chosen
+// by the client, or else by icefloe: TableLocation) with props: loc when
+// the client chose it, and every value of a property placing files
+// (PlacesOf) that is not under loc. Choosing any needs the LOCATION
+// privilege, and each must be free (Mounts.CheckFree).
+func ClientPlaces(loc string, chosen bool, props iceberg.Properties) []string {
+	var out []string
+	if chosen {
+		out = append(out, loc)
+	}
+	for _, p := range PlacesOf(loc, props)[1:] {
+		if loc == "" || !Under(p, loc) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Under tells whether loc is prefix or lies in it, both normalised as

@@ -175,6 +175,31 @@ func (o *Owners) Free(locs []string, skip func(Owner) bool) error {
 	return nil
 }
 
+// CheckFree returns nil when every one of locs is free of every table and
+// view of every mounted catalog but the tables except (Owners.Free): a
+// chosen place, checked before a table is made at it and again once it
+// is (two makers, each checked before the other made its table, would
+// both pass the first check). ErrTaken when one is not free, ErrLocation
+// when one is no location, and ErrIncomplete when not every table can be
+// seen (then nothing may be placed).
+func (m *Mounts) CheckFree(ctx context.Context, locs []string, except ...TableRef) error {
+	if len(locs) == 0 {
+		return nil
+	}
+	owners, err := m.Owners(ctx)
+	if err != nil {
+		return fmt.Errorf("whether the location is free cannot be told: %w", err)
+	}
+	return owners.Free(locs, func(o Owner) bool {
+		for _, ref := range except {
+			if o.Is(ref.Catalog, ref.Ident()) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func kindOf(o Owner) string {
 	if o.View {
 		return "view"

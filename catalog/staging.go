@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"iter"
 	"os"
@@ -295,6 +296,37 @@ func (m *Mounts) PurgeFiles(ctx context.Context, mt *Mount, ident table.Identifi
 		return 0, err
 	}
 	return removeFiles(ctx, fsys, append(p.files, p.meta...))
+}
+
+// DropPurge drops the table ident of mt through the catalog as clients
+// use it (mt.Catalog: behind the guard, which checks DROP) and deletes its
+// files: a REST catalog deletes them itself (its purge), every other
+// kind's are deleted here by PurgeFiles, only those no other table
+// references, the folder listed only when no other table's place is,
+// holds or lies in it. SQL's DROP TABLE … PURGE and the REST catalog's
+// purgeRequested drop both come here. A table dropped whose files could
+// not all be deleted is an error saying so.
+func (m *Mounts) DropPurge(ctx context.Context, mt *Mount, ident table.Identifier) error {
+	cat := mt.Catalog
+	if cat.CatalogType() == icecat.REST {
+		if pc, ok := cat.(icecat.PurgeableTable); ok {
+			return pc.PurgeTable(ctx, ident)
+		}
+		return cat.DropTable(ctx, ident)
+	}
+	// Drop, then delete the files here, so a failed delete is an error
+	// the client sees rather than a log line.
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return err
+	}
+	if err := cat.DropTable(ctx, ident); err != nil {
+		return err
+	}
+	if _, err := m.PurgeFiles(ctx, mt, ident, tbl); err != nil {
+		return fmt.Errorf("table %s.%s was dropped but deleting its files failed: %w", mt.Name, strings.Join(ident, "."), err)
+	}
+	return nil
 }
 
 // olderFiles lists the regular files under loc modified more than grace

@@ -34,16 +34,11 @@ var ddlAlloc memory.Allocator = memory.DefaultAllocator
 
 // ---- statements ----
 
-// CheckPlacement refuses properties that would place files outside the
-// catalog's warehouse and allowed locations (catalog.PlacesFiles).
+// CheckPlacement is catalog.Mount.CheckPlacement, refused as the
+// planner refuses (ErrRefused).
 func CheckPlacement(mt *catalog.Mount, props iceberg.Properties) error {
-	for _, k := range catalog.SortedKeys(props) {
-		if !catalog.PlacesFiles(k) && !strings.EqualFold(k, catalog.LocationProviderImplKey) {
-			continue
-		}
-		if err := mt.Locations.Check(k, props[k]); err != nil {
-			return fmt.Errorf("%w: %w", ErrRefused, err)
-		}
+	if err := mt.CheckPlacement(props); err != nil {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/commit"
 )
@@ -66,6 +67,7 @@ func (s *Server) updateTable(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	audit.From(ctx).Wrote(ref.String(), snapshotOf(meta))
 	return commitTableResponse{MetadataLocation: loc, Metadata: meta}, nil
 }
 
@@ -100,20 +102,7 @@ func (s *Server) commit(ctx context.Context, c change) (table.Metadata, string, 
 		return nil, "", err
 	}
 	rec := &recorder{CatalogIO: c.mt.Catalog}
-	err = commit.Run(ctx, commit.Request{
-		Name: c.ref.String(), Ident: c.ref.Ident(), Table: p.Table, Catalog: rec, Stats: s.opts.Commits,
-		Meta: func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
-			return s.authorize(ctx, c, tbl)
-		},
-		Reload: func(ctx context.Context) (*table.Table, error) {
-			fresh, err := s.opts.Mounts.LoadTable(ctx, c.ref)
-			if err != nil {
-				return nil, err
-			}
-			return fresh.Table, nil
-		},
-	})
-	if err != nil {
+	if err := commit.Run(ctx, s.request(ctx, c, p.Table, rec)); err != nil {
 		return nil, "", err
 	}
 	if meta, loc, ok := rec.last(); ok {
@@ -126,6 +115,24 @@ func (s *Server) commit(ctx context.Context, c change) (table.Metadata, string, 
 		return nil, "", err
 	}
 	return fresh.Table.Metadata(), fresh.MetadataLocation, nil
+}
+
+// request is the commit of c to tbl through cat: each attempt authorizes
+// c against the table as it then is (authorize).
+func (s *Server) request(ctx context.Context, c change, tbl *table.Table, cat table.CatalogIO) commit.Request {
+	return commit.Request{
+		Name: c.ref.String(), Ident: c.ref.Ident(), Table: tbl, Catalog: cat, Stats: s.opts.Commits,
+		Meta: func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+			return s.authorize(ctx, c, tbl)
+		},
+		Reload: func(ctx context.Context) (*table.Table, error) {
+			fresh, err := s.opts.Mounts.LoadTable(ctx, c.ref)
+			if err != nil {
+				return nil, err
+			}
+			return fresh.Table, nil
+		},
+	}
 }
 
 // recorder keeps the metadata of the last commit that its catalog
@@ -335,10 +342,15 @@ func (s *Server) needs(ctx context.Context, c change, meta table.Metadata, fsys 
 			if err := fieldsOf(u, &v); err != nil {
 				return nil, nil, badRequest("read set-properties: %v", err)
 			}
-			if err := errors.Join(reserved(v.Updates), s.placementOf(c, v.Updates)); err != nil {
+			if err := errors.Join(reserved(v.Updates), c.mt.CheckPlacement(v.Updates)); err != nil {
 				return nil, nil, err
 			}
 			ns = append(ns, needs1("set table properties", authz.Alter))
+			// A property placing files outside the table's location is a
+			// place the client chose, as in ALTER TABLE … SET TBLPROPERTIES.
+			if err := s.claim(ctx, authz.TableObject(c.ref), catalog.ClientPlaces(meta.Location(), false, v.Updates), c.ref); err != nil {
+				return nil, nil, err
+			}
 		case table.UpdateRemoveProperties:
 			var v struct {
 				Removals []string `json:"removals"`
@@ -359,8 +371,8 @@ func (s *Server) needs(ctx context.Context, c change, meta table.Metadata, fsys 
 			if err := fieldsOf(u, &v); err != nil {
 				return nil, nil, badRequest("read set-location: %v", err)
 			}
-			if err := s.placementOf(c, iceberg.Properties{catalog.LocationKey: v.Location}); err != nil {
-				return nil, nil, err
+			if strings.TrimSuffix(v.Location, "/") != strings.TrimSuffix(meta.Location(), "/") {
+				return nil, nil, fmt.Errorf("%w: %s: a table's location cannot change (set-location to %q)", ErrUnsupported, c.ref, v.Location)
 			}
 			ns = append(ns, needs1("set the table's location", authz.Alter))
 		default:
@@ -380,11 +392,6 @@ func (s *Server) needs(ctx context.Context, c change, meta table.Metadata, fsys 
 	return pins, ns, nil
 }
 
-// placementOf is placement for c's table.
-func (s *Server) placementOf(c change, props iceberg.Properties) error {
-	return s.placement(c.mt, authz.TableObject(c.ref), props)
-}
-
 func sameID(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 
 // headOf is the snapshot id ref points at in meta; nil when there is no
@@ -401,9 +408,9 @@ func headOf(meta table.Metadata, ref string) *int64 {
 
 // places are where c's new files may lie: the table's location and the
 // values of its file-placing properties (catalog.PlacesFiles), those the
-// commit sets included (each checked against the catalog's locations).
+// commit sets included (each checked as the commit's updates are).
 func (s *Server) places(c change, meta table.Metadata) (catalog.Locations, error) {
-	props := map[string]string{}
+	props := iceberg.Properties{}
 	for k, v := range meta.Properties() {
 		props[k] = v
 	}
@@ -420,31 +427,7 @@ func (s *Server) places(c change, meta table.Metadata) (catalog.Locations, error
 			}
 		}
 	}
-	var extra []string
-	for _, k := range catalog.SortedKeys(props) {
-		if !catalog.PlacesFiles(k) || strings.EqualFold(k, catalog.LocationKey) {
-			continue
-		}
-		if _, err := catalog.NewLocations("", []string{props[k]}); err == nil {
-			extra = append(extra, props[k])
-		}
-	}
-	return catalog.NewLocations(meta.Location(), appendLoc(extra, c, meta))
-}
-
-// appendLoc is extra with the commit's new location, when it sets one.
-func appendLoc(extra []string, c change, meta table.Metadata) []string {
-	for _, u := range c.upds {
-		if u.Action() == table.UpdateSetLocation {
-			var v struct {
-				Location string `json:"location"`
-			}
-			if fieldsOf(u, &v) == nil && v.Location != "" && v.Location != meta.Location() {
-				extra = append(extra, v.Location)
-			}
-		}
-	}
-	return extra
+	return placesOf(meta.Location(), props)
 }
 
 // judge is what a new snapshot needs, from what it does to the rows of
@@ -571,14 +554,16 @@ func effects(fsys iceio.IO, parent, snap *table.Snapshot, places catalog.Locatio
 // commitCreate commits a staged create (assert-create): a new table,
 // made by the caller's CREATE privilege as CREATE TABLE … AS is, through
 // the catalog's internal side (the create was authorized as a whole).
-// Its location and properties are checked as a create's, its files must
-// lie in its places.
+// Its location and properties are placed as a create's (a location the
+// staged create did not propose is one the client chose), and its files
+// must lie in its places.
 func (s *Server) commitCreate(ctx context.Context, c change) (any, error) {
 	obj := authz.TableObject(c.ref)
 	if err := s.opts.Policy.Check(ctx, authz.Create, obj); err != nil {
 		return nil, err
 	}
 	var loc string
+	props := iceberg.Properties{}
 	for _, u := range c.upds {
 		switch u.Action() {
 		case table.UpdateSetLocation:
@@ -588,7 +573,7 @@ func (s *Server) commitCreate(ctx context.Context, c change) (any, error) {
 			if err := fieldsOf(u, &v); err != nil {
 				return nil, badRequest("read set-location: %v", err)
 			}
-			loc = v.Location
+			loc = strings.TrimSuffix(v.Location, "/")
 		case table.UpdateSetProperties:
 			var v struct {
 				Updates iceberg.Properties `json:"updates"`
@@ -596,8 +581,11 @@ func (s *Server) commitCreate(ctx context.Context, c change) (any, error) {
 			if err := fieldsOf(u, &v); err != nil {
 				return nil, badRequest("read set-properties: %v", err)
 			}
-			if err := errors.Join(reserved(v.Updates), s.placementOf(c, v.Updates)); err != nil {
+			if err := reserved(v.Updates); err != nil {
 				return nil, err
+			}
+			for k, pv := range v.Updates {
+				props[k] = pv
 			}
 		case table.UpdateAddEncryptionKey, table.UpdateRemoveEncryptionKey:
 			return nil, fmt.Errorf("%w: %s: table encryption keys are icefloe's (encryption.key-id through SQL)", ErrUnsupported, u.Action())
@@ -606,7 +594,9 @@ func (s *Server) commitCreate(ctx context.Context, c change) (any, error) {
 	if loc == "" {
 		return nil, badRequest("%s: a create sets the table's location", c.ref)
 	}
-	if err := s.placementOf(c, iceberg.Properties{catalog.LocationKey: loc}); err != nil {
+	_, proposed := s.proposed.Get(proposalKey(c.ref, loc))
+	pl, err := s.placeTable(ctx, c.mt, c.ref, loc, !proposed, props)
+	if err != nil {
 		return nil, err
 	}
 	snaps, ok := commit.AddedSnapshots(c.upds)
@@ -614,7 +604,7 @@ func (s *Server) commitCreate(ctx context.Context, c change) (any, error) {
 		return nil, badRequest("an add-snapshot update cannot be read")
 	}
 	if len(snaps) > 0 {
-		places, err := catalog.NewLocations(loc, nil)
+		places, err := placesOf(loc, props)
 		if err != nil {
 			return nil, err
 		}
@@ -638,5 +628,10 @@ func (s *Server) commitCreate(ctx context.Context, c change) (any, error) {
 		}
 		return nil, err
 	}
+	s.proposed.Remove(proposalKey(c.ref, loc))
+	if err := s.settle(ctx, c.mt, c.ref, pl); err != nil {
+		return nil, err
+	}
+	audit.From(ctx).Wrote(c.ref.String(), snapshotOf(meta))
 	return commitTableResponse{MetadataLocation: mloc, Metadata: meta}, nil
 }

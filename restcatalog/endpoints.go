@@ -14,33 +14,37 @@ import (
 // endpoint is one route of the specification the server serves.
 type endpoint struct {
 	method, path string
-	serve        func(*Server) handler
+	// kind names the request in the audit log: the specification's
+	// operation id.
+	kind  string
+	serve func(*Server) handler
 }
 
 // endpoints are the routes under a prefix, as GET /v1/config lists them
 // (clients use only the endpoints listed there).
 var endpoints = []endpoint{
-	{"GET", "/v1/{prefix}/namespaces", func(s *Server) handler { return s.listNamespaces }},
-	{"POST", "/v1/{prefix}/namespaces", func(s *Server) handler { return s.createNamespace }},
-	{"GET", "/v1/{prefix}/namespaces/{namespace}", func(s *Server) handler { return s.loadNamespace }},
-	{"HEAD", "/v1/{prefix}/namespaces/{namespace}", func(s *Server) handler { return s.namespaceExists }},
-	{"DELETE", "/v1/{prefix}/namespaces/{namespace}", func(s *Server) handler { return s.dropNamespace }},
-	{"POST", "/v1/{prefix}/namespaces/{namespace}/properties", func(s *Server) handler { return s.updateNamespace }},
-	{"GET", "/v1/{prefix}/namespaces/{namespace}/tables", func(s *Server) handler { return s.listTables }},
-	{"POST", "/v1/{prefix}/namespaces/{namespace}/tables", func(s *Server) handler { return s.createTable }},
-	{"GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", func(s *Server) handler { return s.loadTable }},
-	{"HEAD", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", func(s *Server) handler { return s.tableExists }},
-	{"POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", func(s *Server) handler { return s.updateTable }},
-	{"DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", func(s *Server) handler { return s.dropTable }},
-	{"GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", func(s *Server) handler { return s.loadCredentials }},
-	{"POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics", func(s *Server) handler { return s.reportMetrics }},
-	{"POST", "/v1/{prefix}/tables/rename", func(s *Server) handler { return s.renameTable }},
-	{"POST", "/v1/{prefix}/transactions/commit", func(s *Server) handler { return s.commitTransaction }},
-	{"GET", "/v1/{prefix}/namespaces/{namespace}/views", func(s *Server) handler { return s.listViews }},
-	{"POST", "/v1/{prefix}/namespaces/{namespace}/views", func(s *Server) handler { return s.createView }},
-	{"GET", "/v1/{prefix}/namespaces/{namespace}/views/{view}", func(s *Server) handler { return s.loadView }},
-	{"HEAD", "/v1/{prefix}/namespaces/{namespace}/views/{view}", func(s *Server) handler { return s.viewExists }},
-	{"DELETE", "/v1/{prefix}/namespaces/{namespace}/views/{view}", func(s *Server) handler { return s.dropView }},
+	{"GET", "/v1/{prefix}/namespaces", "listNamespaces", func(s *Server) handler { return s.listNamespaces }},
+	{"POST", "/v1/{prefix}/namespaces", "createNamespace", func(s *Server) handler { return s.createNamespace }},
+	{"GET", "/v1/{prefix}/namespaces/{namespace}", "loadNamespaceMetadata", func(s *Server) handler { return s.loadNamespace }},
+	{"HEAD", "/v1/{prefix}/namespaces/{namespace}", "namespaceExists", func(s *Server) handler { return s.namespaceExists }},
+	{"DELETE", "/v1/{prefix}/namespaces/{namespace}", "dropNamespace", func(s *Server) handler { return s.dropNamespace }},
+	{"POST", "/v1/{prefix}/namespaces/{namespace}/properties", "updateProperties", func(s *Server) handler { return s.updateNamespace }},
+	{"GET", "/v1/{prefix}/namespaces/{namespace}/tables", "listTables", func(s *Server) handler { return s.listTables }},
+	{"POST", "/v1/{prefix}/namespaces/{namespace}/tables", "createTable", func(s *Server) handler { return s.createTable }},
+	{"GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", "loadTable", func(s *Server) handler { return s.loadTable }},
+	{"HEAD", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", "tableExists", func(s *Server) handler { return s.tableExists }},
+	{"POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", "updateTable", func(s *Server) handler { return s.updateTable }},
+	{"DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", "dropTable", func(s *Server) handler { return s.dropTable }},
+	{"GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials", func(s *Server) handler { return s.loadCredentials }},
+	{"POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics", "reportMetrics", func(s *Server) handler { return s.reportMetrics }},
+	{"POST", "/v1/{prefix}/tables/rename", "renameTable", func(s *Server) handler { return s.renameTable }},
+	{"POST", "/v1/{prefix}/transactions/commit", "commitTransaction", func(s *Server) handler { return s.commitTransaction }},
+	{"GET", "/v1/{prefix}/namespaces/{namespace}/views", "listViews", func(s *Server) handler { return s.listViews }},
+	{"POST", "/v1/{prefix}/namespaces/{namespace}/views", "createView", func(s *Server) handler { return s.createView }},
+	{"GET", "/v1/{prefix}/namespaces/{namespace}/views/{view}", "loadView", func(s *Server) handler { return s.loadView }},
+	{"POST", "/v1/{prefix}/namespaces/{namespace}/views/{view}", "replaceView", func(s *Server) handler { return s.replaceView }},
+	{"HEAD", "/v1/{prefix}/namespaces/{namespace}/views/{view}", "viewExists", func(s *Server) handler { return s.viewExists }},
+	{"DELETE", "/v1/{prefix}/namespaces/{namespace}/views/{view}", "dropView", func(s *Server) handler { return s.dropView }},
 }
 
 // configResponse is the answer of GET /v1/config.

@@ -50,7 +50,7 @@ var errorKinds = []struct {
 	typ  string
 }{
 	{[]error{auth.ErrNoCredentials, auth.ErrBadPassword, auth.ErrBadToken, auth.ErrExpired}, http.StatusUnauthorized, "NotAuthorizedException"},
-	{[]error{authz.ErrDenied, catalog.ErrLocation}, http.StatusForbidden, "ForbiddenException"},
+	{[]error{authz.ErrDenied, catalog.ErrLocation, catalog.ErrTaken}, http.StatusForbidden, "ForbiddenException"},
 	{[]error{ErrCatalogNotFound}, http.StatusNotFound, "NoSuchWarehouseException"},
 	{[]error{icecat.ErrNoSuchView}, http.StatusNotFound, "NoSuchViewException"},
 	{[]error{icecat.ErrNoSuchTable, catalog.ErrTableNotFound}, http.StatusNotFound, "NoSuchTableException"},
@@ -60,8 +60,8 @@ var errorKinds = []struct {
 	{[]error{ErrCommitFailed, commit.ErrConflict, table.ErrCommitFailed, table.ErrCommitDiverged, commit.ErrAlreadyCommitted}, http.StatusConflict, "CommitFailedException"},
 	{[]error{commit.ErrUnknown}, http.StatusInternalServerError, "CommitStateUnknownException"},
 	{[]error{ErrUnsupported, catalog.ErrViewsUnsupported, catalog.ErrEncrypted}, http.StatusNotAcceptable, "UnsupportedOperationException"},
-	{[]error{ErrBadRequest, icecat.ErrInvalidIdentifier, view.ErrInvalidViewMetadata}, http.StatusBadRequest, "BadRequestException"},
-	{[]error{ErrBusy, catalog.ErrUnavailable}, http.StatusServiceUnavailable, "ServiceUnavailableException"},
+	{[]error{ErrBadRequest, icecat.ErrInvalidIdentifier, view.ErrInvalidViewMetadata, catalog.ErrNotApplied}, http.StatusBadRequest, "BadRequestException"},
+	{[]error{ErrBusy, catalog.ErrUnavailable, catalog.ErrIncomplete}, http.StatusServiceUnavailable, "ServiceUnavailableException"},
 }
 
 // errorResponse is the status and body answering err. Messages are

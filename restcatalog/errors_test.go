@@ -25,6 +25,7 @@ func TestErrorResponses(t *testing.T) {
 		{auth.ErrBadPassword, http.StatusUnauthorized, "NotAuthorizedException"},
 		{fmt.Errorf("x: %w", authz.ErrDenied), http.StatusForbidden, "ForbiddenException"},
 		{catalog.ErrLocation, http.StatusForbidden, "ForbiddenException"},
+		{fmt.Errorf("x: %w", catalog.ErrTaken), http.StatusForbidden, "ForbiddenException"},
 		{fmt.Errorf("%w: t", catalog.ErrTableNotFound), http.StatusNotFound, "NoSuchTableException"},
 		{icecat.ErrNoSuchNamespace, http.StatusNotFound, "NoSuchNamespaceException"},
 		{icecat.ErrNoSuchView, http.StatusNotFound, "NoSuchViewException"},

@@ -1,7 +1,6 @@
 package restcatalog
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -105,7 +104,7 @@ func (s *Server) createNamespace(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.placement(mt, authz.SchemaObject(mt.Name, name), body.Properties); err != nil {
+	if err := s.placeSchema(r.Context(), mt, name, body.Properties); err != nil {
 		return nil, err
 	}
 	if err := mt.Catalog.CreateNamespace(r.Context(), table.Identifier{name}, body.Properties); err != nil {
@@ -207,7 +206,7 @@ func (s *Server) updateNamespace(r *http.Request) (any, error) {
 			return nil, badRequest("property %q is both updated and removed", k)
 		}
 	}
-	if err := s.placement(mt, authz.SchemaObject(mt.Name, name), body.Updates); err != nil {
+	if err := s.placeSchema(r.Context(), mt, name, body.Updates); err != nil {
 		return nil, err
 	}
 	sum, err := mt.Catalog.UpdateNamespaceProperties(r.Context(), table.Identifier{name}, body.Removals, body.Updates)
@@ -215,22 +214,6 @@ func (s *Server) updateNamespace(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return updateNamespaceResponse{Updated: nonNilList(sum.Updated), Removed: nonNilList(sum.Removed), Missing: sum.Missing}, nil
-}
-
-// placement refuses properties of obj that would place files where the
-// caller may not: every file-placing property (catalog.PlacesFiles) must
-// be a location the catalog allows, as in SQL.
-func (s *Server) placement(mt *catalog.Mount, obj authz.Object, props iceberg.Properties) error {
-	var errs []error
-	for _, k := range catalog.SortedKeys(props) {
-		if !catalog.PlacesFiles(k) && !strings.EqualFold(k, catalog.LocationProviderImplKey) {
-			continue
-		}
-		if err := mt.Locations.Check(k, props[k]); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", obj, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func nonNil(p iceberg.Properties) iceberg.Properties {

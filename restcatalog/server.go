@@ -9,12 +9,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/commit"
@@ -82,6 +84,8 @@ type Options struct {
 	QueueWait      time.Duration
 	MaxBodyBytes   int64
 	RequestTimeout time.Duration
+	// Audit gets one line per request (EventREST); nil writes none.
+	Audit *audit.Log
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
 }
@@ -110,6 +114,8 @@ type Server struct {
 	mux   *http.ServeMux
 	slots chan struct{}
 	log   *zap.Logger
+	// proposed are the locations staged creates proposed.
+	proposed *proposals
 }
 
 // New returns a server for o.
@@ -135,7 +141,7 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	s := &Server{opts: o, mux: http.NewServeMux(), slots: make(chan struct{}, o.MaxInFlight), log: o.Logger}
+	s := &Server{opts: o, mux: http.NewServeMux(), slots: make(chan struct{}, o.MaxInFlight), log: o.Logger, proposed: newProposals()}
 	s.routes()
 	return s, nil
 }
@@ -152,10 +158,10 @@ type handler func(r *http.Request) (any, error)
 // routes registers every endpoint the server serves; endpoints lists the
 // same for GET /v1/config.
 func (s *Server) routes() {
-	s.mux.HandleFunc("GET /v1/config", s.authed(s.config))
+	s.mux.HandleFunc("GET /v1/config", s.authed("getConfig", s.config))
 	s.mux.HandleFunc("POST /v1/oauth/tokens", s.tokens)
 	for _, e := range endpoints {
-		s.mux.HandleFunc(e.method+" "+e.path, s.authed(e.serve(s)))
+		s.mux.HandleFunc(e.method+" "+e.path, s.authed(e.kind, e.serve(s)))
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: %s %s is not an endpoint of this server", ErrUnsupported, r.Method, r.URL.Path))
@@ -180,8 +186,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // authed serves h to an authenticated caller, whose principal rides in
-// the request's context.
-func (s *Server) authed(h handler) http.HandlerFunc {
+// the request's context, and writes the request's audit line (kind
+// names it; a caller that fails to authenticate gets the login line the
+// authenticator writes).
+func (s *Server) authed(kind string, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.Auth != nil {
 			p, _, err := s.opts.Auth.HTTP(r)
@@ -191,26 +199,43 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			}
 			r = r.WithContext(auth.NewContext(r.Context(), p))
 		}
-		s.answer(w, r, h)
+		start := time.Now()
+		ctx, rec := audit.WithRecord(r.Context())
+		code, err := s.answer(w, r.WithContext(ctx), h)
+		if s.opts.Audit == nil {
+			return
+		}
+		e := audit.Entry{Event: audit.EventREST, Kind: "rest." + kind, Client: r.RemoteAddr,
+			Duration: audit.Since(start), Code: strconv.Itoa(code)}
+		if p := auth.FromContext(ctx); p != nil {
+			e.Principal, e.Method = p.Name, p.Method
+		}
+		rec.Fill(&e)
+		s.opts.Audit.Write(e, err)
 	}
 }
 
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, h handler) {
+// answer answers the request with h and returns the status sent and, on
+// failure, the error as the client got it (scrubbed of secrets).
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, h handler) (int, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 	defer cancel()
 	v, err := h(r.WithContext(ctx))
 	switch {
 	case err != nil:
-		code, _ := errorResponse(err)
+		code, m := errorResponse(err)
 		if code >= 500 {
 			s.log.Warn("restcatalog: request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path),
 				zap.String("principal", auth.Name(r.Context())), zap.Error(err))
 		}
 		writeError(w, err)
+		return code, errors.New(m.Message)
 	case v == nil:
 		w.WriteHeader(http.StatusNoContent)
+		return http.StatusNoContent, nil
 	default:
 		writeJSON(w, http.StatusOK, v)
+		return http.StatusOK, nil
 	}
 }
 

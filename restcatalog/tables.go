@@ -1,10 +1,8 @@
 package restcatalog
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
@@ -110,6 +109,7 @@ func (s *Server) load(r *http.Request) (*catalog.Mount, *catalog.Pinned, error) 
 	if _, ok := p.StorageProps[tablecrypt.TableKeyProp]; ok {
 		return nil, nil, fmt.Errorf("%w: %s is encrypted by icefloe (encryption.key-id): read it through SQL", ErrUnsupported, ref)
 	}
+	audit.From(r.Context()).Read(ref.String(), snapshotOf(p.Table.Metadata()))
 	return mt, p, nil
 }
 
@@ -174,17 +174,24 @@ type createTableBody struct {
 	Properties    iceberg.Properties            `json:"properties,omitempty"`
 }
 
-func (s *Server) createTable(r *http.Request) (any, error) {
+// createIn is the catalog and schema a create request's path names,
+// with its body decoded into body.
+func (s *Server) createIn(r *http.Request, body any) (*catalog.Mount, string, error) {
 	mt, err := s.mount(r)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	schema, err := oneLevel(r.PathValue("namespace"))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	return mt, schema, decode(r, body)
+}
+
+func (s *Server) createTable(r *http.Request) (any, error) {
 	var body createTableBody
-	if err := decode(r, &body); err != nil {
+	mt, schema, err := s.createIn(r, &body)
+	if err != nil {
 		return nil, err
 	}
 	if body.Name == "" || body.Schema == nil {
@@ -196,8 +203,7 @@ func (s *Server) createTable(r *http.Request) (any, error) {
 	if err := s.opts.Policy.Check(ctx, authz.Create, obj); err != nil {
 		return nil, err
 	}
-	placed := withKey(body.Properties, catalog.LocationKey, body.Location)
-	if err := errors.Join(s.placement(mt, obj, placed), reserved(body.Properties)); err != nil {
+	if err := reserved(body.Properties); err != nil {
 		return nil, err
 	}
 	spec := iceberg.UnpartitionedSpec
@@ -208,16 +214,30 @@ func (s *Server) createTable(r *http.Request) (any, error) {
 	if body.WriteOrder != nil {
 		order = *body.WriteOrder
 	}
+	loc, chosen := strings.TrimSuffix(body.Location, "/"), body.Location != ""
+	if !chosen {
+		if loc, err = newLocation(ctx, mt, ref, body.StageCreate); err != nil {
+			return nil, err
+		}
+	}
+	pl, err := s.placeTable(ctx, mt, ref, loc, chosen, body.Properties)
+	if err != nil {
+		return nil, err
+	}
 	if body.StageCreate {
-		return s.stageCreate(r, mt, ref, body, spec, order)
+		return s.stageCreate(r, mt, ref, body, spec, order, loc)
 	}
 	opts := []icecat.CreateTableOpt{icecat.WithPartitionSpec(spec), icecat.WithSortOrder(order), icecat.WithProperties(body.Properties)}
-	if body.Location != "" {
-		opts = append(opts, icecat.WithLocation(body.Location))
+	if loc != "" {
+		opts = append(opts, icecat.WithLocation(loc))
 	}
 	if _, err := mt.Catalog.CreateTable(ctx, ref.Ident(), body.Schema, opts...); err != nil {
 		return nil, err
 	}
+	if err := s.settle(ctx, mt, ref, pl); err != nil {
+		return nil, err
+	}
+	audit.From(ctx).Wrote(ref.String(), 0)
 	p, err := s.opts.Mounts.LoadTable(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -227,10 +247,10 @@ func (s *Server) createTable(r *http.Request) (any, error) {
 
 // stageCreate answers a staged create (stage-create: true, what Spark's
 // CREATE TABLE … AS and pyiceberg's create-table transactions send): the
-// new table's metadata, committed later by an update with assert-create.
-// Nothing is written. Only catalogs whose warehouse is a location can
-// say where the table goes before it is made.
-func (s *Server) stageCreate(r *http.Request, mt *catalog.Mount, ref catalog.TableRef, body createTableBody, spec *iceberg.PartitionSpec, order table.SortOrder) (any, error) {
+// new table's metadata at loc, committed later by an update with
+// assert-create. Nothing is written; a location icefloe chose is
+// remembered, so that the commit tells it from one the client chose.
+func (s *Server) stageCreate(r *http.Request, mt *catalog.Mount, ref catalog.TableRef, body createTableBody, spec *iceberg.PartitionSpec, order table.SortOrder, loc string) (any, error) {
 	ctx := r.Context()
 	exists, err := mt.Catalog.CheckTableExists(ctx, ref.Ident())
 	if err != nil {
@@ -239,37 +259,23 @@ func (s *Server) stageCreate(r *http.Request, mt *catalog.Mount, ref catalog.Tab
 	if exists {
 		return nil, fmt.Errorf("%w: %s", icecat.ErrTableAlreadyExists, ref)
 	}
-	loc := strings.TrimSuffix(body.Location, "/")
-	if loc == "" {
-		if loc, err = defaultLocation(r, mt, ref); err != nil {
-			return nil, err
-		}
-	}
 	meta, err := table.NewMetadata(body.Schema, spec, order, loc, body.Properties)
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
+	if body.Location == "" {
+		s.proposed.Add(proposalKey(ref, loc), struct{}{})
+	}
 	return loadTableResult{Metadata: meta, Config: map[string]string{}}, nil
 }
 
-// defaultLocation is where the catalog puts a table made without a
-// location: under its schema's location, or <warehouse>/<schema>.db/,
-// as iceberg-go's SQL catalog does.
-func defaultLocation(r *http.Request, mt *catalog.Mount, ref catalog.TableRef) (string, error) {
-	if mt.Catalog.CatalogType() == icecat.REST {
-		return "", fmt.Errorf("%w: a staged create in catalog %s (a REST catalog) needs a location", ErrUnsupported, mt.Name)
+// snapshotOf is meta's current snapshot id, 0 when it has none (as the
+// audit log records a table use).
+func snapshotOf(meta table.Metadata) int64 {
+	if snap := meta.CurrentSnapshot(); snap != nil {
+		return snap.SnapshotID
 	}
-	props, err := mt.Catalog.LoadNamespaceProperties(r.Context(), table.Identifier{ref.Schema})
-	if err != nil {
-		return "", err
-	}
-	if loc := props[catalog.LocationKey]; loc != "" {
-		return url.JoinPath(loc, ref.Table)
-	}
-	if wh := mt.Props["warehouse"]; wh != "" {
-		return url.JoinPath(wh, ref.Schema+".db", ref.Table)
-	}
-	return "", badRequest("catalog %s has no warehouse location: give the table a location", mt.Name)
+	return 0
 }
 
 // withKey is props with key set to v when v is not empty, as a new map.
@@ -305,8 +311,9 @@ func (s *Server) dropTable(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	audit.From(r.Context()).Wrote(ref.String(), 0)
 	if purge := r.URL.Query().Get("purgeRequested"); strings.EqualFold(purge, "true") {
-		return nil, fmt.Errorf("%w: a purge through the REST catalog: drop the table and its files with SQL's DROP TABLE %s PURGE", ErrUnsupported, ref)
+		return nil, s.opts.Mounts.DropPurge(r.Context(), mt, ref.Ident())
 	}
 	return nil, mt.Catalog.DropTable(r.Context(), ref.Ident())
 }
@@ -333,6 +340,9 @@ func (s *Server) renameTable(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec := audit.From(r.Context())
+	rec.Wrote(catalog.TableRef{Catalog: mt.Name, Schema: from[0], Table: from[1]}.String(), 0)
+	rec.Wrote(catalog.TableRef{Catalog: mt.Name, Schema: to[0], Table: to[1]}.String(), 0)
 	_, err = mt.Catalog.RenameTable(r.Context(), from, to)
 	return nil, err
 }

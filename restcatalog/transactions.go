@@ -3,9 +3,9 @@ package restcatalog
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/commit"
 )
@@ -19,13 +19,13 @@ type transactionBody struct {
 
 // commitTransaction answers POST /v1/{prefix}/transactions/commit: every
 // change is authorized and its requirements checked against its table's
-// current metadata before any is committed; then each is committed
-// through the one commit path, in order.
-//
-// The catalogs icefloe mounts commit one table at a time, so the changes
-// do not land atomically: a change that fails after others landed is
-// reported with the tables already committed (CommitStateUnknown, 500),
-// one that fails first commits nothing (409).
+// current metadata, then all are committed at once through the catalog's
+// atomic multi-table commit (commit.Tables over
+// catalog.Mount.Transactional: one database transaction for the SQL
+// catalogs, an upstream REST catalog's own transactions/commit), all or
+// none. A catalog that commits one table at a time (Glue) takes a
+// transaction of one table only: more is refused before anything is
+// committed.
 func (s *Server) commitTransaction(r *http.Request) (any, error) {
 	mt, err := s.mount(r)
 	if err != nil {
@@ -59,7 +59,19 @@ func (s *Server) commitTransaction(r *http.Request) (any, error) {
 			return nil, fmt.Errorf("%w: a create (assert-create) in a transaction: commit it on its own", ErrUnsupported)
 		}
 	}
-	for _, c := range changes {
+	if len(changes) == 1 {
+		meta, _, err := s.commit(ctx, changes[0])
+		if err == nil {
+			audit.From(ctx).Wrote(changes[0].ref.String(), snapshotOf(meta))
+		}
+		return nil, err
+	}
+	tc, err := mt.Transactional()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w: commit each table on its own", ErrUnsupported, err)
+	}
+	reqs := make([]commit.Request, len(changes))
+	for i, c := range changes {
 		if err := s.anyWrite(ctx, authz.TableObject(c.ref)); err != nil {
 			return nil, err
 		}
@@ -67,19 +79,17 @@ func (s *Server) commitTransaction(r *http.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, _, err := s.authorize(ctx, c, p.Table); err != nil {
-			return nil, err
-		}
+		reqs[i] = s.request(ctx, c, p.Table, c.mt.Catalog)
 	}
-	var done []string
+	if err := commit.Tables(ctx, reqs, tc); err != nil {
+		return nil, err
+	}
 	for _, c := range changes {
-		if _, _, err := s.commit(ctx, c); err != nil {
-			if len(done) == 0 {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w: %s committed, then %s failed: %v", commit.ErrUnknown, strings.Join(done, ", "), c.ref, err)
+		var snap int64
+		if p, err := s.opts.Mounts.LoadTable(ctx, c.ref); err == nil {
+			snap = snapshotOf(p.Table.Metadata())
 		}
-		done = append(done, c.ref.String())
+		audit.From(ctx).Wrote(c.ref.String(), snap)
 	}
 	return nil, nil
 }

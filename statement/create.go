@@ -218,7 +218,7 @@ func (e *Executor) placeTable(ctx context.Context, d *tableDef, replacing *plann
 		loc = d.mt.TableLocation(ctx, d.ref)
 	}
 	d.loc, d.chosen = loc, chosen
-	d.claimed = clientPlaces(loc, chosen, props)
+	d.claimed = catalog.ClientPlaces(loc, chosen, props)
 	if replacing != nil {
 		d.replacing = &replacing.Ref
 	}
@@ -241,7 +241,7 @@ func (e *Executor) placeTable(ctx context.Context, d *tableDef, replacing *plann
 // outside tgt's location needs LOCATION on it and a place free of every
 // other table.
 func (e *Executor) placeProps(ctx context.Context, tgt *planner.WriteTarget, props iceberg.Properties) error {
-	claimed := clientPlaces(tgt.Pinned.Table.Location(), false, props)
+	claimed := catalog.ClientPlaces(tgt.Pinned.Table.Location(), false, props)
 	if len(claimed) == 0 {
 		return nil
 	}
@@ -251,38 +251,19 @@ func (e *Executor) placeProps(ctx context.Context, tgt *planner.WriteTarget, pro
 	return e.free(ctx, claimed, &tgt.Ref)
 }
 
-// clientPlaces are the places a client chose for a table at loc (chosen
-// by the client, or else by icefloe) with props: loc when the client
-// chose it, and every value of a property placing files that is not
-// under loc.
-func clientPlaces(loc string, chosen bool, props iceberg.Properties) []string {
-	var out []string
-	if chosen {
-		out = append(out, loc)
-	}
-	for _, p := range catalog.PlacesOf(loc, props)[1:] {
-		if loc == "" || !catalog.Under(p, loc) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // free refuses locs unless they are free of every table but except
-// (catalog.Owners.Free; nil: every table): ErrRefused, or the reason
+// (catalog.Mounts.CheckFree; nil: every table): ErrRefused, or the reason
 // every table could not be seen.
 func (e *Executor) free(ctx context.Context, locs []string, except *catalog.TableRef) error {
-	owners, err := e.opts.Mounts.Owners(ctx)
-	if err != nil {
-		return fmt.Errorf("whether the location is free cannot be told: %w", err)
+	var skip []catalog.TableRef
+	if except != nil {
+		skip = append(skip, *except)
 	}
-	skip := func(o catalog.Owner) bool {
-		return except != nil && o.Is(except.Catalog, except.Ident())
-	}
-	if err := owners.Free(locs, skip); err != nil {
+	err := e.opts.Mounts.CheckFree(ctx, locs, skip...)
+	if errors.Is(err, catalog.ErrTaken) || errors.Is(err, catalog.ErrLocation) {
 		return fmt.Errorf("%w: %w", planner.ErrRefused, err)
 	}
-	return nil
+	return err
 }
 
 // stillFree checks, once the table ref of d is made, that the places its
@@ -294,13 +275,11 @@ func (e *Executor) stillFree(ctx context.Context, d *tableDef, ref catalog.Table
 	if len(d.claimed) == 0 {
 		return nil
 	}
-	self := func(o catalog.Owner) bool {
-		return o.Is(ref.Catalog, ref.Ident()) || d.replacing != nil && o.Is(d.replacing.Catalog, d.replacing.Ident())
+	self := []catalog.TableRef{ref}
+	if d.replacing != nil {
+		self = append(self, *d.replacing)
 	}
-	owners, err := e.opts.Mounts.Owners(ctx)
-	if err == nil {
-		err = owners.Free(d.claimed, self)
-	}
+	err := e.opts.Mounts.CheckFree(ctx, d.claimed, self...)
 	if err == nil {
 		return nil
 	}
@@ -310,7 +289,7 @@ func (e *Executor) stillFree(ctx context.Context, d *tableDef, ref catalog.Table
 	if errors.Is(err, catalog.ErrTaken) {
 		return fmt.Errorf("%w: %w (taken by another statement meanwhile; nothing was made)", planner.ErrRefused, err)
 	}
-	return fmt.Errorf("whether the location is free cannot be told: %w", err)
+	return err
 }
 
 // explainCTAS notes the table a CREATE TABLE … AS would create and the

@@ -162,32 +162,11 @@ func (e *Executor) dropTable(ctx context.Context, sess planner.Session, dt *pars
 	if err != nil {
 		return err
 	}
-	cat := mt.Catalog
-	switch {
-	case !purge:
-		err = cat.DropTable(ctx, ref.Ident())
-	case cat.CatalogType() == icecat.REST:
-		// The REST server deletes the files itself.
-		if pc, ok := cat.(icecat.PurgeableTable); ok {
-			err = pc.PurgeTable(ctx, ref.Ident())
-			break
-		}
-		err = cat.DropTable(ctx, ref.Ident())
-	default:
-		// Drop, then delete the files here, so a failed delete is an
-		// error the client sees rather than a log line.
-		var tbl *table.Table
-		if tbl, err = cat.LoadTable(ctx, ref.Ident()); err != nil {
-			break
-		}
-		if err = cat.DropTable(ctx, ref.Ident()); err != nil {
-			break
-		}
-		// Only files no other table references; the folder is listed
-		// only when no other table's place is, holds or lies in it.
-		if _, perr := e.opts.Mounts.PurgeFiles(ctx, mt, ref.Ident(), tbl); perr != nil {
-			return fmt.Errorf("table %s was dropped but deleting its files failed: %w", ref, perr)
-		}
+	if purge {
+		// Only files no other table references (catalog.Mounts.DropPurge).
+		err = e.opts.Mounts.DropPurge(ctx, mt, ref.Ident())
+	} else {
+		err = mt.Catalog.DropTable(ctx, ref.Ident())
 	}
 	switch {
 	case err == nil:

@@ -15,6 +15,8 @@ USERS = {
     "writer": ("writer-pw", ["writer"]),
     "deleter": ("deleter-pw", ["deleter"]),
     "outsider": ("outsider-pw", ["outsider"]),
+    "creator": ("creator-pw", ["creator"]),
+    "placer": ("placer-pw", ["placer"]),
 }
 ROLES = """  roles:
     - name: reader
@@ -33,6 +35,14 @@ ROLES = """  roles:
       grants:
         - privileges: [SELECT]
           on: local.default
+    - name: creator
+      grants:
+        - privileges: [ALL]
+          on: local.rt
+    - name: placer
+      grants:
+        - privileges: [ALL, LOCATION]
+          on: local.rt
 """
 
 

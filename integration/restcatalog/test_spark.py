@@ -58,3 +58,20 @@ def test_spark_reads_and_writes_through_rest(server, schema, spark):
     assert "spark_t" in names
     assert run_sql(server, f"SELECT count(*) FROM local.default.orders")[0][0] == \
         spark.sql("SELECT count(*) AS n FROM ice.default.orders").collect()[0].n
+
+
+def test_spark_views_through_rest(server, schema, spark):
+    """A view Spark creates through the REST catalog is what icefloe's SQL
+    expands, and a view made through SQL is one Spark reads."""
+    run_sql(server, f"CREATE OR REPLACE TABLE local.{schema}.spark_vt AS SELECT CAST(range AS BIGINT) AS id FROM range(6)")
+    spark.sql(f"USE ice.{schema}")
+    spark.sql("CREATE OR REPLACE VIEW spark_v AS SELECT id FROM spark_vt WHERE id < 4")
+    assert run_sql(server, f"SELECT count(*), sum(id) FROM local.{schema}.spark_v")[0] == (4, 6)
+    run_sql(server, f"CREATE OR REPLACE VIEW local.{schema}.sql_v AS SELECT id * 10 AS x FROM spark_vt WHERE id >= 4")
+    got = sorted(r.x for r in spark.sql(f"SELECT x FROM ice.{schema}.sql_v").collect())
+    assert got == [40, 50]
+    # A replace through Spark: a new version SQL sees.
+    spark.sql("CREATE OR REPLACE VIEW spark_v AS SELECT id FROM spark_vt WHERE id < 2")
+    assert run_sql(server, f"SELECT count(*) FROM local.{schema}.spark_v")[0][0] == 2
+    views = [r.viewName for r in spark.sql(f"SHOW VIEWS IN ice.{schema}").collect()]
+    assert "spark_v" in views and "sql_v" in views

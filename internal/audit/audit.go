@@ -27,6 +27,9 @@ const (
 	EventWrite = "write"
 	// EventLogin is a failed authentication (or a password login).
 	EventLogin = "login"
+	// EventREST is a request the Iceberg REST catalog answered; its Code
+	// is the HTTP status.
+	EventREST = "rest"
 )
 
 // Outcomes.
@@ -145,7 +148,8 @@ func (l *Log) SQL(st *parse.Statement) string {
 	return st.Redacted()
 }
 
-// Write writes one line; err, when set, gives the outcome and code.
+// Write writes one line; err, when set, gives the outcome and, unless e
+// has a Code already (an HTTP status), the code.
 func (l *Log) Write(e Entry, err error) {
 	if l == nil {
 		return
@@ -154,6 +158,7 @@ func (l *Log) Write(e Entry, err error) {
 		e.Time = time.Now().UTC()
 	}
 	e.Node = l.opts.Node
+	preset := e.Code
 	e.Outcome, e.Code = OutcomeOK, "OK"
 	if err != nil {
 		e.Outcome, e.Error = OutcomeError, err.Error()
@@ -161,6 +166,9 @@ func (l *Log) Write(e Entry, err error) {
 		if st, ok := status.FromError(err); ok {
 			e.Error = st.Message()
 		}
+	}
+	if preset != "" {
+		e.Code = preset
 	}
 	line, jerr := json.Marshal(e)
 	if jerr != nil {

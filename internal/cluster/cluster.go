@@ -481,6 +481,7 @@ func startREST(o CoordinatorOptions, commits *commit.Stats) (*restcatalog.Listen
 		Policy:         o.Security.policy(),
 		Commits:        commits,
 		Credentials:    o.REST.Credentials,
+		Audit:          o.Security.Audit.WithNode("coordinator"),
 		Logger:         o.Logger,
 	})
 	if err != nil {
