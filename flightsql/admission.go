@@ -11,8 +11,8 @@ import (
 
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/queries"
-	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -22,9 +22,10 @@ import (
 // an ingest, a prepare) takes one of Options.Admission's slots; beyond
 // them it waits in a bounded queue, and a full queue or a wait past
 // QueueTimeout fails with ResourceExhausted. Metadata calls (GetCatalogs,
-// GetTables, GetSqlInfo, …) never take one, nor does a cheap statement,
-// a short SELECT or VALUES that names no table: they keep answering when
-// big statements fill the queue. A query's fragments count on the workers
+// GetTables, GetSqlInfo, …) never take one, nor does a cheap statement
+// (parse.Statement.Cheap: a short SELECT or VALUES that names no table),
+// nor one that does not parse: they keep answering when big statements
+// fill the queue. A query's fragments count on the workers
 // that run them (worker/limits.go).
 //
 // Every statement also runs under its statement timeout: the session's
@@ -41,42 +42,19 @@ import (
 // only shorten the server's timeout when one is configured.
 const OptionStatementTimeout = "statement_timeout"
 
-// cheapTextBytes bounds the text of a cheap statement.
-const cheapTextBytes = 4 << 10
-
-// cheap says whether query is a short SELECT or VALUES that names no
-// table (no FROM, no TABLE): it is answered without a slot.
-func cheap(query string) bool {
-	if len(query) > cheapTextBytes {
-		return false
-	}
-	toks, err := sqltok.Tokenize(query)
-	if err != nil {
-		return false
-	}
-	toks = sqltok.Trim(toks)
-	if len(toks) == 0 || !(toks[0].Is("SELECT") || toks[0].Is("VALUES")) {
-		return false
-	}
-	for _, t := range toks {
-		if t.Is("FROM") || t.Is("TABLE") || t.Is("INTO") || t.IsOp(";") {
-			return false
-		}
-	}
-	return true
-}
-
-// admitted runs one statement under its timeout and, unless it is cheap,
-// in a statement slot of the caller's principal. A statement that failed
+// admitted runs one statement (st; nil for a call without one, an
+// ingest) under its timeout and, unless it is cheap or its kind takes
+// none (parse.Info.Slot), in a statement slot of the caller's principal.
+// A statement that failed
 // once its timeout passed answers the timeout, unless its commit's
 // outcome is unknown: that answer must not read as "nothing was
 // committed". late says it succeeded past its timeout: a commit that had
 // begun runs to its end (internal/commit), and the answer says what
 // happened.
-func (s *Server) admitted(ctx context.Context, query string, run func(context.Context) (int64, error)) (n int64, late bool, err error) {
+func (s *Server) admitted(ctx context.Context, st *parse.Statement, run func(context.Context) (int64, error)) (n int64, late bool, err error) {
 	ctx, cancel := admit.WithTimeout(ctx, s.statementTimeout(ctx))
 	defer cancel()
-	n, err = s.slotted(ctx, query, run)
+	n, err = s.slotted(ctx, st, run)
 	if te := admit.TimedOut(ctx); te != nil {
 		if err == nil {
 			return n, true, nil
@@ -91,8 +69,8 @@ func (s *Server) admitted(ctx context.Context, query string, run func(context.Co
 	return n, false, err
 }
 
-func (s *Server) slotted(ctx context.Context, query string, run func(context.Context) (int64, error)) (int64, error) {
-	if !cheap(query) {
+func (s *Server) slotted(ctx context.Context, st *parse.Statement, run func(context.Context) (int64, error)) (int64, error) {
+	if st == nil || st.Info().Slot && !st.Cheap() {
 		release, err := s.statements.Acquire(ctx, auth.Name(ctx))
 		if err != nil {
 			return 0, err

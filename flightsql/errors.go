@@ -153,7 +153,7 @@ func userMessage(err error) string {
 // packagePrefix matches the prefix icefloe's sentinel errors carry, at
 // the start of a message or of a wrapped one (after ": " or "; "), never
 // a word inside a sentence ("no live worker: …").
-var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|commit|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)
+var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|parse|commit|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)
 
 // KeyMaxStatementBytes is the config key of Options.MaxStatementBytes.
 const KeyMaxStatementBytes = "limits.max_statement_bytes"

@@ -22,6 +22,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -36,8 +37,8 @@ var planSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
 }, nil)
 
-// failures are the errors the fake planner's Classify returns for
-// "FAIL <name>" statements.
+// failures are the errors the fake planner returns for statements marked
+// "-- FAIL <name>" (failure).
 var failures = map[string]error{
 	"syntax":          fmt.Errorf("%w: at or near \"SELEC\"", planner.ErrSyntax),
 	"invalid":         fmt.Errorf("%w: column x not found", planner.ErrInvalid),
@@ -110,19 +111,20 @@ func (f *fakePlanner) count(method string) int {
 	return n
 }
 
-func (f *fakePlanner) Classify(q string) (planner.Kind, error) {
-	if name, ok := strings.CutPrefix(q, "FAIL "); ok {
-		return 0, failures[name]
+// failure is the error a statement marked "FAIL <name>" (in a comment at
+// its end) fails with in every call of the fake planner.
+func failure(st *parse.Statement) error {
+	if _, name, ok := strings.Cut(st.Text, "-- FAIL "); ok {
+		return failures[name]
 	}
-	u := strings.ToUpper(strings.TrimSpace(q))
-	if strings.HasPrefix(u, "SELECT") || strings.HasPrefix(u, "WITH") {
-		return planner.KindQuery, nil
-	}
-	return planner.KindUpdate, nil
+	return nil
 }
 
-func (f *fakePlanner) Plan(ctx context.Context, s planner.Session, q string, args ...any) (*planner.Plan, error) {
-	f.record("Plan", s, q, args...)
+func (f *fakePlanner) Plan(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (*planner.Plan, error) {
+	f.record("Plan", s, st.Text, args...)
+	if err := failure(st); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	eps, expires, block := f.endpoints, f.expires, f.block
 	f.mu.Unlock()
@@ -149,22 +151,27 @@ func (f *fakePlanner) Plan(ctx context.Context, s planner.Session, q string, arg
 }
 
 // Use takes "USE cat.schema" (both parts) as the planner does.
-func (f *fakePlanner) Use(_ context.Context, s planner.Session, q string) (planner.Session, bool, error) {
-	name, ok := strings.CutPrefix(q, "USE ")
-	if !ok {
-		return s, false, nil
+func (f *fakePlanner) Use(_ context.Context, s planner.Session, st *parse.Statement) (planner.Session, error) {
+	name := st.Body.(*parse.Use).Name
+	if len(name) != 2 {
+		return s, fmt.Errorf("%w: USE takes catalog.schema here", planner.ErrInvalid)
 	}
-	cat, schema, _ := strings.Cut(name, ".")
-	return planner.Session{Catalog: cat, Schema: schema}, true, nil
+	return planner.Session{Catalog: name[0], Schema: name[1]}, nil
 }
 
-func (f *fakePlanner) Bind(_ context.Context, s planner.Session, q string, _ ...any) (*arrow.Schema, error) {
-	f.record("Bind", s, q)
+func (f *fakePlanner) Bind(_ context.Context, s planner.Session, st *parse.Statement, _ ...any) (*arrow.Schema, error) {
+	f.record("Bind", s, st.Text)
+	if err := failure(st); err != nil {
+		return nil, err
+	}
 	return planSchema, nil
 }
 
-func (f *fakePlanner) Exec(ctx context.Context, s planner.Session, q string, args ...any) (int64, error) {
-	f.record("Exec", s, q, args...)
+func (f *fakePlanner) Exec(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (int64, error) {
+	f.record("Exec", s, st.Text, args...)
+	if err := failure(st); err != nil {
+		return 0, err
+	}
 	f.mu.Lock()
 	block := f.block
 	f.mu.Unlock()
@@ -179,7 +186,7 @@ func (f *fakePlanner) Exec(ctx context.Context, s planner.Session, q string, arg
 }
 
 // ExecBatch records one call whose args are the rows; it counts 7 per row.
-func (f *fakePlanner) ExecBatch(_ context.Context, s planner.Session, q string, params []arrow.RecordBatch) (int64, error) {
+func (f *fakePlanner) ExecBatch(_ context.Context, s planner.Session, st *parse.Statement, params []arrow.RecordBatch) (int64, error) {
 	rows, err := planner.ParamRows(params)
 	if err != nil {
 		return 0, err
@@ -188,7 +195,7 @@ func (f *fakePlanner) ExecBatch(_ context.Context, s planner.Session, q string, 
 	for i, r := range rows {
 		args[i] = r
 	}
-	f.record("ExecBatch", s, q, args...)
+	f.record("ExecBatch", s, st.Text, args...)
 	return 7 * int64(len(rows)), nil
 }
 

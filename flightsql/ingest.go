@@ -59,7 +59,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 		}
 	}
 	var n int64
-	err := s.audited(ctx, kindIngest, "", func(ctx context.Context, _ *audit.Entry) (int64, error) {
+	err := s.audited(ctx, kindIngest, func(ctx context.Context, _ *audit.Entry) (int64, error) {
 		var err error
 		n, err = ing.Ingest(ctx, s.sessionOf(ctx), in)
 		return n, err

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
@@ -37,18 +38,18 @@ const maxParamBytes = 4 << 20
 // statement's placeholders; *statement.Executor does. Without it prepared
 // statements report an empty parameter schema.
 type ParameterSchemer interface {
-	Parameters(ctx context.Context, s planner.Session, query string) (*arrow.Schema, error)
+	Parameters(ctx context.Context, s planner.Session, st *parse.Statement) (*arrow.Schema, error)
 }
 
 var _ ParameterSchemer = (*statement.Executor)(nil)
 
 // parameterSchema is the parameter schema of a prepared statement.
-func (s *Server) parameterSchema(ctx context.Context, sess planner.Session, query string) (*arrow.Schema, error) {
+func (s *Server) parameterSchema(ctx context.Context, sess planner.Session, st *parse.Statement) (*arrow.Schema, error) {
 	ps, ok := s.opts.Planner.(ParameterSchemer)
 	if !ok {
 		return emptySchema, nil
 	}
-	return ps.Parameters(ctx, sess, query)
+	return ps.Parameters(ctx, sess, st)
 }
 
 // readParams reads a parameter stream to its end and returns its batches
@@ -144,14 +145,11 @@ func (s *Server) bindParameters(cmd flightsql.PreparedStatementQuery, rdr flight
 	return seal(s.opts.Key, preparedQueryID, h, s.opts.PreparedTTL)
 }
 
-// updateWithParameters serves DoPut(CommandPreparedStatementUpdate): the
-// update runs for every row of the stream (or of the rows bound before),
-// and the counts add up.
-func (s *Server) updateWithParameters(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	h, err := s.prepared(cmd.GetPreparedStatementHandle())
-	if err != nil {
-		return 0, err
-	}
+// updateWithParameters serves DoPut(CommandPreparedStatementUpdate) of
+// the prepared statement h (st, parsed from its text): the update runs
+// for every row of the stream (or of the rows bound before), and the
+// counts add up.
+func (s *Server) updateWithParameters(ctx context.Context, h preparedHandle, st *parse.Statement, rdr flight.MessageReader) (int64, error) {
 	recs, err := readParams(rdr)
 	if err != nil {
 		return 0, err
@@ -166,29 +164,29 @@ func (s *Server) updateWithParameters(ctx context.Context, cmd flightsql.Prepare
 		}
 		defer releaseAll(recs)
 	}
-	return s.execBatch(ctx, h.session(), h.SQL, recs)
+	return s.execBatch(ctx, h.session(), st, recs)
 }
 
 // execBatch runs an update once, or for every row of the parameter
 // batches, and returns the total count.
-func (s *Server) execBatch(ctx context.Context, sess planner.Session, query string, recs []arrow.RecordBatch) (int64, error) {
+func (s *Server) execBatch(ctx context.Context, sess planner.Session, st *parse.Statement, recs []arrow.RecordBatch) (int64, error) {
 	queries.From(ctx).Run()
 	if len(recs) == 0 {
-		return s.execute(ctx, sess, query)
+		return s.execute(ctx, sess, st)
 	}
-	return s.opts.Planner.ExecBatch(ctx, sess, query, recs)
+	return s.opts.Planner.ExecBatch(ctx, sess, st, recs)
 }
 
-// preparedInfo is GetFlightInfo of a prepared statement with the rows bound
-// to its handle.
-func (s *Server) preparedInfo(ctx context.Context, h preparedHandle, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+// preparedInfo is GetFlightInfo of a prepared statement (st, parsed from
+// h's text) with the rows bound to its handle.
+func (s *Server) preparedInfo(ctx context.Context, h preparedHandle, st *parse.Statement, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	recs, err := decodeParams(h.Params, s.alloc)
 	if err != nil {
 		return nil, err
 	}
 	defer releaseAll(recs)
 	if h.Update {
-		n, err := s.execBatch(ctx, h.session(), h.SQL, recs)
+		n, err := s.execBatch(ctx, h.session(), st, recs)
 		if err != nil {
 			return nil, err
 		}
@@ -200,9 +198,9 @@ func (s *Server) preparedInfo(ctx context.Context, h preparedHandle, desc *fligh
 	}
 	switch len(rows) {
 	case 0:
-		return s.queryInfo(ctx, h.session(), h.SQL, desc)
+		return s.queryInfo(ctx, h.session(), st, desc)
 	case 1:
-		return s.queryInfo(ctx, h.session(), h.SQL, desc, rows[0]...)
+		return s.queryInfo(ctx, h.session(), st, desc, rows[0]...)
 	}
 	return nil, fmt.Errorf("%w: a query bound to %d parameter rows; bind one row per execution", planner.ErrUnsupported, len(rows))
 }

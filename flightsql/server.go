@@ -24,6 +24,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
@@ -31,27 +32,25 @@ import (
 	"github.com/icefloe/icefloe/wire"
 )
 
-// Planner plans and runs client statements; *statement.Executor (which
-// wraps a *planner.Planner) implements it.
+// Planner plans and runs client statements, each parsed once
+// (internal/parse) by this package's entry points: the statement's kind
+// (parse.Info.Runner) says which method runs it. *statement.Executor
+// (which wraps a *planner.Planner) implements it.
 type Planner interface {
-	// Classify says whether query returns rows (KindQuery) or an update
-	// count (KindUpdate), or fails with ErrSyntax, ErrRefused or
-	// ErrUnsupported.
-	Classify(query string) (planner.Kind, error)
-	// Plan plans a query into a result schema and worker endpoints. args
-	// bind its parameters (see params.go).
-	Plan(ctx context.Context, s planner.Session, query string, args ...any) (*planner.Plan, error)
-	// Bind returns the result schema of a query without planning files.
-	Bind(ctx context.Context, s planner.Session, query string, args ...any) (*arrow.Schema, error)
+	// Plan plans a statement that returns rows into a result schema and
+	// worker endpoints. args bind its parameters (see params.go).
+	Plan(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (*planner.Plan, error)
+	// Bind returns the result schema of a statement that returns rows
+	// without planning files.
+	Bind(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (*arrow.Schema, error)
 	// Exec runs a DDL or DML statement and returns its update count.
-	Exec(ctx context.Context, s planner.Session, query string, args ...any) (int64, error)
+	Exec(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (int64, error)
 	// ExecBatch runs an update for every row of the parameter batches
 	// (ADBC's executemany, JDBC's executeBatch) and returns the total
 	// count; an INSERT … VALUES commits all rows at once.
-	ExecBatch(ctx context.Context, s planner.Session, query string, params []arrow.RecordBatch) (int64, error)
-	// Use resolves a USE statement into the session it sets; ok is false
-	// for any other statement.
-	Use(ctx context.Context, s planner.Session, query string) (next planner.Session, ok bool, err error)
+	ExecBatch(ctx context.Context, s planner.Session, st *parse.Statement, params []arrow.RecordBatch) (int64, error)
+	// Use resolves a USE statement into the session it sets.
+	Use(ctx context.Context, s planner.Session, st *parse.Statement) (next planner.Session, err error)
 }
 
 var _ Planner = (*statement.Executor)(nil)
@@ -334,8 +333,9 @@ func noTransaction(id []byte) error {
 	return nil
 }
 
-// GetFlightInfoStatement classifies the statement: a query is planned into
-// one endpoint per worker ticket; an update runs now (see updateInfo).
+// GetFlightInfoStatement parses the statement: a statement that returns
+// rows is planned into one endpoint per worker ticket; an update runs now
+// (see updateInfo).
 func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	if err := noTransaction(cmd.GetTransactionId()); err != nil {
 		return nil, ToStatus(err)
@@ -346,28 +346,23 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 }
 
 func (s *Server) run(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
-	err = s.audited(ctx, kindQuery, query, func(ctx context.Context, e *audit.Entry) (int64, error) {
-		kind, err := s.opts.Planner.Classify(query)
-		if err != nil {
-			return 0, err
-		}
-		if kind == planner.KindUpdate {
-			e.Kind = kindUpdate
+	err = s.auditedStatement(ctx, "", query, func(ctx context.Context, st *parse.Statement, _ *audit.Entry) (int64, error) {
+		if !st.Info().Rows {
 			queries.From(ctx).Run()
-			if info, err = s.updateInfo(ctx, sess, query, desc); err != nil {
+			if info, err = s.updateInfo(ctx, sess, st, desc); err != nil {
 				return 0, err
 			}
 			return info.TotalRecords, nil
 		}
-		info, err = s.queryInfo(ctx, sess, query, desc)
+		info, err = s.queryInfo(ctx, sess, st, desc)
 		return -1, err
 	})
 	return info, err
 }
 
-// queryInfo plans query and answers with its endpoints.
-func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor, args ...any) (*flight.FlightInfo, error) {
-	plan, err := s.opts.Planner.Plan(ctx, sess, query, args...)
+// queryInfo plans st and answers with its endpoints.
+func (s *Server) queryInfo(ctx context.Context, sess planner.Session, st *parse.Statement, desc *flight.FlightDescriptor, args ...any) (*flight.FlightInfo, error) {
+	plan, err := s.opts.Planner.Plan(ctx, sess, st, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -404,8 +399,8 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, query stri
 // the update count as TotalRecords (what ADBC reports as rows affected) and
 // one endpoint the coordinator serves itself with no rows, for clients that
 // read endpoint 0 unconditionally.
-func (s *Server) updateInfo(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	n, err := s.execute(ctx, sess, query)
+func (s *Server) updateInfo(ctx context.Context, sess planner.Session, st *parse.Statement, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	n, err := s.execute(ctx, sess, st)
 	if err != nil {
 		return nil, err
 	}
@@ -452,17 +447,24 @@ func (s *Server) GetSchemaStatement(ctx context.Context, cmd flightsql.Statement
 	if err := noTransaction(cmd.GetTransactionId()); err != nil {
 		return nil, ToStatus(err)
 	}
-	kind, err := s.opts.Planner.Classify(cmd.GetQuery())
+	sc, err := s.schemaOf(ctx, s.sessionOf(ctx), cmd.GetQuery())
 	if err != nil {
 		return nil, ToStatus(err)
 	}
-	sc := emptySchema
-	if kind == planner.KindQuery {
-		if sc, err = s.opts.Planner.Bind(ctx, s.sessionOf(ctx), cmd.GetQuery()); err != nil {
-			return nil, ToStatus(err)
-		}
-	}
 	return &flight.SchemaResult{Schema: flight.SerializeSchema(sc, s.alloc)}, nil
+}
+
+// schemaOf parses query and returns its result schema: Bind's for a
+// statement that returns rows, empty for an update.
+func (s *Server) schemaOf(ctx context.Context, sess planner.Session, query string) (*arrow.Schema, error) {
+	st, err := parse.Parse(query)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Info().Rows {
+		return emptySchema, nil
+	}
+	return s.opts.Planner.Bind(ctx, sess, st)
 }
 
 // DoPutCommandStatementUpdate runs an update and returns its count.
@@ -471,24 +473,16 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 		return 0, ToStatus(err)
 	}
 	var n int64
-	err := s.audited(ctx, kindUpdate, cmd.GetQuery(), func(ctx context.Context, _ *audit.Entry) (int64, error) {
+	err := s.auditedStatement(ctx, kindUpdate, cmd.GetQuery(), func(ctx context.Context, st *parse.Statement, _ *audit.Entry) (int64, error) {
+		if st.Info().Rows {
+			return 0, ErrNotQuery
+		}
+		queries.From(ctx).Run()
 		var err error
-		n, err = s.exec(ctx, s.sessionOf(ctx), cmd.GetQuery())
+		n, err = s.execute(ctx, s.sessionOf(ctx), st)
 		return n, err
 	})
 	return n, ToStatus(err)
-}
-
-func (s *Server) exec(ctx context.Context, sess planner.Session, query string) (int64, error) {
-	kind, err := s.opts.Planner.Classify(query)
-	if err != nil {
-		return 0, err
-	}
-	if kind != planner.KindUpdate {
-		return 0, ErrNotQuery
-	}
-	queries.From(ctx).Run()
-	return s.execute(ctx, sess, query)
 }
 
 // CreatePreparedStatement seals the statement and the session's defaults
@@ -499,30 +493,29 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.Acti
 	if err := noTransaction(req.GetTransactionId()); err != nil {
 		return res, ToStatus(err)
 	}
-	query := req.GetQuery()
-	err := s.audited(ctx, kindPrepare, query, func(ctx context.Context, _ *audit.Entry) (int64, error) {
+	err := s.auditedStatement(ctx, kindPrepare, req.GetQuery(), func(ctx context.Context, st *parse.Statement, _ *audit.Entry) (int64, error) {
 		var err error
-		res, err = s.prepare(ctx, query)
+		res, err = s.prepare(ctx, st)
 		return 0, err
 	})
 	return res, ToStatus(err)
 }
 
-func (s *Server) prepare(ctx context.Context, query string) (flightsql.ActionCreatePreparedStatementResult, error) {
+// prepare seals st's text into a handle: a prepared statement is parsed
+// once when it is prepared and once each time it runs (the handle keeps
+// the text, not the parse).
+func (s *Server) prepare(ctx context.Context, st *parse.Statement) (flightsql.ActionCreatePreparedStatementResult, error) {
 	var res flightsql.ActionCreatePreparedStatementResult
 	sess := s.sessionOf(ctx)
-	kind, err := s.opts.Planner.Classify(query)
-	if err != nil {
-		return res, err
-	}
-	h := preparedHandle{SQL: query, Catalog: sess.Catalog, Schema: sess.Schema, WAPBranch: sess.WAPBranch, Update: kind == planner.KindUpdate}
+	h := preparedHandle{SQL: st.Text, Catalog: sess.Catalog, Schema: sess.Schema, WAPBranch: sess.WAPBranch, Update: !st.Info().Rows}
 	dataset := emptySchema
 	if !h.Update {
-		if dataset, err = s.opts.Planner.Bind(ctx, sess, query); err != nil {
+		var err error
+		if dataset, err = s.opts.Planner.Bind(ctx, sess, st); err != nil {
 			return res, err
 		}
 	}
-	params, err := s.parameterSchema(ctx, sess, query)
+	params, err := s.parameterSchema(ctx, sess, st)
 	if err != nil {
 		return res, err
 	}
@@ -567,9 +560,9 @@ func (s *Server) runPrepared(ctx context.Context, h preparedHandle, desc *flight
 	if h.Update {
 		kind = kindUpdate
 	}
-	err = s.audited(ctx, kind, h.SQL, func(ctx context.Context, _ *audit.Entry) (int64, error) {
+	err = s.auditedStatement(ctx, kind, h.SQL, func(ctx context.Context, st *parse.Statement, _ *audit.Entry) (int64, error) {
 		var err error
-		if info, err = s.preparedInfo(ctx, h, desc); err != nil || !h.Update {
+		if info, err = s.preparedInfo(ctx, h, st, desc); err != nil || !h.Update {
 			return -1, err
 		}
 		return info.TotalRecords, nil
@@ -585,7 +578,7 @@ func (s *Server) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.P
 	}
 	sc := emptySchema
 	if !h.Update {
-		if sc, err = s.opts.Planner.Bind(ctx, h.session(), h.SQL); err != nil {
+		if sc, err = s.schemaOf(ctx, h.session(), h.SQL); err != nil {
 			return nil, ToStatus(err)
 		}
 	}
@@ -602,14 +595,15 @@ func (s *Server) DoPutPreparedStatementQuery(_ context.Context, cmd flightsql.Pr
 // DoPutPreparedStatementUpdate runs a prepared update, once per row of
 // parameters, and returns the total count.
 func (s *Server) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	var sql string
-	if h, err := s.prepared(cmd.GetPreparedStatementHandle()); err == nil {
-		sql = h.SQL
+	h, err := s.prepared(cmd.GetPreparedStatementHandle())
+	if err != nil {
+		err = s.audited(ctx, kindUpdate, func(context.Context, *audit.Entry) (int64, error) { return 0, err })
+		return 0, ToStatus(err)
 	}
 	var n int64
-	err := s.audited(ctx, kindUpdate, sql, func(ctx context.Context, _ *audit.Entry) (int64, error) {
+	err = s.auditedStatement(ctx, kindUpdate, h.SQL, func(ctx context.Context, st *parse.Statement, _ *audit.Entry) (int64, error) {
 		var err error
-		n, err = s.updateWithParameters(ctx, cmd, rdr)
+		n, err = s.updateWithParameters(ctx, h, st, rdr)
 		return n, err
 	})
 	return n, ToStatus(err)

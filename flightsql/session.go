@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -267,13 +268,14 @@ func (s *Server) CloseSession(ctx context.Context, _ *flight.CloseSessionRequest
 	return &flight.CloseSessionResult{Status: flight.CloseSessionResultClosed}, nil
 }
 
-// execute runs an update: USE sets the session's catalog and schema (in
-// its cookie, like SetSessionOptions); anything else goes to the planner.
-func (s *Server) execute(ctx context.Context, sess planner.Session, query string, args ...any) (int64, error) {
-	next, ok, err := s.opts.Planner.Use(ctx, sess, query)
-	if !ok {
-		return s.opts.Planner.Exec(ctx, sess, query, args...)
+// execute runs an update: a statement the session runs itself (USE sets
+// the session's catalog and schema, in its cookie, like
+// SetSessionOptions); anything else goes to the planner.
+func (s *Server) execute(ctx context.Context, sess planner.Session, st *parse.Statement, args ...any) (int64, error) {
+	if st.Info().Runner != parse.RunSession {
+		return s.opts.Planner.Exec(ctx, sess, st, args...)
 	}
+	next, err := s.opts.Planner.Use(ctx, sess, st)
 	if err != nil {
 		return 0, err
 	}

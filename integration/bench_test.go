@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/icefloe/icefloe/internal/parse"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -215,7 +216,7 @@ func BenchmarkPlanning(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				plan, err := c.Planner.Plan(ctx, diffSession, q)
+				plan, err := c.Planner.Plan(ctx, diffSession, parse.Must(q))
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)
@@ -227,12 +228,12 @@ func BenchmarkPlanning(b *testing.B) {
 		})
 		b.Run(name+"/warm", func(b *testing.B) {
 			b.ReportAllocs()
-			if _, err := s.Coordinator.Planner.Plan(ctx, diffSession, q); err != nil {
+			if _, err := s.Coordinator.Planner.Plan(ctx, diffSession, parse.Must(q)); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				plan, err := s.Coordinator.Planner.Plan(ctx, diffSession, q)
+				plan, err := s.Coordinator.Planner.Plan(ctx, diffSession, parse.Must(q))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -326,7 +327,7 @@ func BenchmarkTicketBytes(b *testing.B) {
 		} {
 			b.Run(fmt.Sprintf("snapshots=%d/%s", target, q.name), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					plan, err := env.s.Coordinator.Planner.Plan(ctx, diffSession, q.sql)
+					plan, err := env.s.Coordinator.Planner.Plan(ctx, diffSession, parse.Must(q.sql))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -458,7 +459,7 @@ func BenchmarkGroupBy10M(b *testing.B) {
 		"WITH g AS MATERIALIZED (SELECT k, v FROM big) SELECT k, count(*) AS n, sum(v) AS s FROM g GROUP BY k",
 		"SELECT k, count(*) AS n, sum(v) AS s FROM (SELECT k, v, row_number() OVER () AS r FROM big) GROUP BY k",
 	} {
-		plan, err := env.s.Coordinator.Planner.Plan(ctx, diffSession, q)
+		plan, err := env.s.Coordinator.Planner.Plan(ctx, diffSession, parse.Must(q))
 		if err == nil && plan.Strategy == planner.Gather {
 			gather = q
 			break
@@ -467,7 +468,7 @@ func BenchmarkGroupBy10M(b *testing.B) {
 	if gather == "" {
 		b.Fatal("no gathered form of the aggregate")
 	}
-	plan, err := env.s.Coordinator.Planner.Plan(ctx, diffSession, twoPhase)
+	plan, err := env.s.Coordinator.Planner.Plan(ctx, diffSession, parse.Must(twoPhase))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/icefloe/icefloe/internal/parse"
 	"math"
 	"os"
 	"path/filepath"
@@ -623,11 +624,11 @@ func TestDifferential(t *testing.T) {
 		refs[i] = refResult{res, err}
 		// How the widest configuration plans it, for the summary.
 		st := "error"
-		if plan, err := env.configs[len(env.configs)-1].coord.Planner.Plan(context.Background(), diffSession, c.sql); err == nil {
+		if plan, err := env.configs[len(env.configs)-1].coord.Planner.Plan(context.Background(), diffSession, parse.Must(c.sql)); err == nil {
 			st = string(plan.Strategy)
 		}
 		strategies[st] = append(strategies[st], c.name)
-		if plan, err := shuffling.coord.Planner.Plan(context.Background(), diffSession, c.sql); err == nil {
+		if plan, err := shuffling.coord.Planner.Plan(context.Background(), diffSession, parse.Must(c.sql)); err == nil {
 			if plan.Strategy == planner.Shuffle {
 				shuffled = append(shuffled, c.name)
 			}
@@ -635,7 +636,7 @@ func TestDifferential(t *testing.T) {
 				bcast2p = append(bcast2p, c.name)
 			}
 		}
-		if plan, err := spilling.coord.Planner.Plan(context.Background(), diffSession, c.sql); err == nil && plan.Strategy == planner.Shuffle {
+		if plan, err := spilling.coord.Planner.Plan(context.Background(), diffSession, parse.Must(c.sql)); err == nil && plan.Strategy == planner.Shuffle {
 			spillShuffled = append(spillShuffled, c.name)
 		}
 	}
@@ -703,7 +704,7 @@ func TestDifferential(t *testing.T) {
 			{`SELECT count(DISTINCT o.o_custkey) FROM orders o JOIN lineitem l ON o.o_orderkey = l.l_orderkey`, true},
 		} {
 			for _, cfg := range env.configs {
-				plan, err := cfg.coord.Planner.Plan(context.Background(), diffSession, q.sql)
+				plan, err := cfg.coord.Planner.Plan(context.Background(), diffSession, parse.Must(q.sql))
 				if err != nil {
 					t.Fatalf("%s: %v", cfg.name, err)
 				}
@@ -833,7 +834,7 @@ func checkPruning(t *testing.T, env *diffEnv) {
 			if want == 0 || want >= len(all) {
 				t.Fatalf("bad pruning case: %d of %d files match", want, len(all))
 			}
-			plan, err := env.configs[len(env.configs)-1].coord.Planner.Plan(ctx, diffSession, c.sql)
+			plan, err := env.configs[len(env.configs)-1].coord.Planner.Plan(ctx, diffSession, parse.Must(c.sql))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -903,7 +904,7 @@ func checkOneFileGroups(t *testing.T, env *diffEnv) {
 		if !cfg.oneFile {
 			continue
 		}
-		plan, err := cfg.coord.Planner.Plan(ctx, diffSession, "SELECT * FROM lineitem")
+		plan, err := cfg.coord.Planner.Plan(ctx, diffSession, parse.Must("SELECT * FROM lineitem"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"github.com/icefloe/icefloe/internal/parse"
 	"math"
 	"net/url"
 	"os"
@@ -56,7 +57,7 @@ func TestDirectParquet(t *testing.T) {
 	execUpdate(t, cnxn, `INSERT INTO dq VALUES (1, 'one'), (3, 'three')`)
 	execUpdate(t, cnxn, `INSERT INTO dq VALUES (2, 'two')`)
 	const join = `SELECT dq.w, median(dp.id) FROM dp JOIN dq ON dp.id = dq.id GROUP BY dq.w`
-	plan, err := s.Coordinator.Planner.Plan(context.Background(), planner.Session{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema}, join)
+	plan, err := s.Coordinator.Planner.Plan(context.Background(), planner.Session{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema}, parse.Must(join))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestDirectParquet(t *testing.T) {
 		t.Fatalf("dsplit's file has %d row groups; the test needs more", offsets)
 	}
 	const splitJoin = `SELECT dq.w, median(dsplit.id), count(*) FROM dsplit JOIN dq ON dsplit.id % 3 + 1 = dq.id GROUP BY dq.w`
-	plan, err = s.Coordinator.Planner.Plan(context.Background(), planner.Session{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema}, splitJoin)
+	plan, err = s.Coordinator.Planner.Plan(context.Background(), planner.Session{Catalog: catalog.LocalCatalogName, Schema: catalog.DefaultSchema}, parse.Must(splitJoin))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,16 @@ const docREST = "http://127.0.0.1:8181"
 // 32 bytes, so it serves as a key, a password or a name alike.
 const docSample = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
+// docFiles are README.md and docs/*.md, relative to root.
+func docFiles(root string) []string {
+	files := []string{"README.md"}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	for _, d := range docs {
+		files = append(files, filepath.Join("docs", filepath.Base(d)))
+	}
+	return files
+}
+
 // parseSnippets reads the fenced blocks of one Markdown file.
 func parseSnippets(t *testing.T, root, rel string) []docSnippet {
 	t.Helper()
@@ -123,11 +133,7 @@ func TestDocSnippets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := []string{"README.md"}
-	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	for _, d := range docs {
-		files = append(files, filepath.Join("docs", filepath.Base(d)))
-	}
+	files := docFiles(root)
 
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
@@ -171,6 +177,10 @@ func TestDocSnippets(t *testing.T) {
 				continue
 			case s.lang == "text":
 				text = append(text, where)
+				lastRan = false
+				continue
+			case s.lang == "recipe": // TestContributorRecipes checks these
+				counts["recipe"]++
 				lastRan = false
 				continue
 			}

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/icefloe/icefloe/internal/parse"
 	"os"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func TestChildFailureNamesChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Gather children are bare scans: streamed without DuckDB.
-	plan, err := s.Coordinator.Planner.Plan(ctx, planner.Session{Catalog: "local", Schema: "default"}, "SELECT count(DISTINCT customer_id) FROM orders")
+	plan, err := s.Coordinator.Planner.Plan(ctx, planner.Session{Catalog: "local", Schema: "default"}, parse.Must("SELECT count(DISTINCT customer_id) FROM orders"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"github.com/icefloe/icefloe/internal/parse"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,7 +65,7 @@ func TestShuffleJoin(t *testing.T) {
 		coord *cluster.Coordinator
 		want  planner.Strategy
 	}{{s.Coordinator, planner.Shuffle}, {gc, planner.Gather}} {
-		plan, err := c.coord.Planner.Plan(ctx, diffSession, q)
+		plan, err := c.coord.Planner.Plan(ctx, diffSession, parse.Must(q))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -221,7 +221,7 @@ func TestPlanMemo(t *testing.T) {
 	s := Session{Catalog: "local", Schema: "default"}
 	tasksOf := func(q string) int {
 		t.Helper()
-		plan, err := p.Plan(ctx, s, q)
+		plan, err := planText(ctx, p, s, q)
 		if err != nil {
 			t.Fatal(err)
 		}

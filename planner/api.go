@@ -11,27 +11,30 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
 )
 
 // Errors the planner returns, wrapped with detail. flightsql maps each to a
-// gRPC code in one place.
+// gRPC code in one place. The front end's four (internal/parse) are the
+// same values.
 var (
-	// ErrSyntax: DuckDB could not parse the statement (InvalidArgument).
-	ErrSyntax = errors.New("planner: syntax error")
+	// ErrSyntax: DuckDB or the front end could not parse the statement
+	// (InvalidArgument).
+	ErrSyntax = parse.ErrSyntax
 	// ErrInvalid: the statement is well formed but wrong, e.g. an unknown
 	// column (InvalidArgument).
-	ErrInvalid = errors.New("planner: invalid statement")
+	ErrInvalid = parse.ErrInvalid
 	// ErrNotFound: a named catalog, schema or table does not exist (NotFound).
 	ErrNotFound = errors.New("planner: not found")
 	// ErrExists: a created object exists already (AlreadyExists).
 	ErrExists = errors.New("planner: already exists")
 	// ErrUnsupported: a statement kind icefloe does not run (Unimplemented).
-	ErrUnsupported = errors.New("planner: not supported")
+	ErrUnsupported = parse.ErrUnsupported
 	// ErrRefused: the statement asks for something clients may not do, such
 	// as a table function or a setting (PermissionDenied).
-	ErrRefused = errors.New("planner: refused")
+	ErrRefused = parse.ErrRefused
 	// ErrNoWorkers: no live worker to plan over (Unavailable).
 	ErrNoWorkers = errors.New("planner: no live worker")
 	// ErrExhausted: a worker ran out of memory or spill disk, or hit a
@@ -152,16 +155,6 @@ type Options struct {
 	Logger  *zap.Logger
 }
 
-// Kind says whether a statement returns rows.
-type Kind int
-
-const (
-	// KindQuery statements return a result set (SELECT, WITH, VALUES, …).
-	KindQuery Kind = iota
-	// KindUpdate statements return an update count (DDL, INSERT, …).
-	KindUpdate
-)
-
 // Strategy is how a query is spread over the workers.
 type Strategy = plan.Strategy
 
@@ -185,7 +178,7 @@ type Plan struct {
 	// Redacted is Explain without the client's values (literals in
 	// fragment SQL and pushed filters are ?), for others to see
 	// (redact.go).
-	Redacted string
+	Redacted *RedactedPlan
 	// Ordered says the result order is meaningful (ORDER BY).
 	Ordered bool
 	// ExpiresAt is when the plan's tickets expire.

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/parse"
 )
 
 // Binding memo. Every query is bound at least twice (a prepared statement
@@ -24,12 +25,30 @@ import (
 
 // serialize is DuckDB's JSON AST of query, memoised by its text.
 func (p *Planner) serialize(ctx context.Context, conn *engine.Conn, query string) (string, error) {
-	key := "ast\x00" + query
+	return p.memoAST(ctx, conn, "ast\x00"+query, func() string { return query })
+}
+
+// serializeView is DuckDB's JSON AST of a view's query, memoised by the
+// view's text: the view's query is parsed (internal/parse, for the
+// Iceberg rewrites) once per text, not once per query that reads it. A
+// view whose text is no query goes to DuckDB as it is, which refuses it.
+func (p *Planner) serializeView(ctx context.Context, conn *engine.Conn, sql string) (string, error) {
+	return p.memoAST(ctx, conn, "view\x00"+sql, func() string {
+		if st, err := parse.Parse(sql); err == nil && st.Query() != nil {
+			return st.Query().Duck
+		}
+		return sql
+	})
+}
+
+// memoAST is json_serialize_sql of the text duck gives, memoised under
+// key (which holds everything the text depends on).
+func (p *Planner) memoAST(ctx context.Context, conn *engine.Conn, key string, duck func() string) (string, error) {
 	cache := p.opts.Mounts.Cache()
 	if v, ok := cache.Recall(key); ok {
 		return v.(string), nil
 	}
-	text, err := conn.SerializeSQL(ctx, query)
+	text, err := conn.SerializeSQL(ctx, duck())
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"github.com/icefloe/icefloe/internal/parse"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestBindMemoAuthorizes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		_, err = p.bind(ctx, conn, s, q, false)
+		_, err = p.bind(ctx, conn, s, parse.Must(q), false)
 		return err
 	}
 	for i := range 2 { // the second bind is answered by the memo
@@ -70,15 +71,15 @@ func TestBindMemoSessions(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	s1, ok, err := p.Use(ctx, def, "USE s1")
-	if err != nil || !ok {
-		t.Fatalf("USE s1: %v %v", ok, err)
+	s1, err := p.Use(ctx, def, parse.Must("USE s1"))
+	if err != nil {
+		t.Fatalf("USE s1: %v", err)
 	}
 	s2 := Session{Catalog: "local", Schema: "s2"}
 	want := map[string]string{"s1": "x: type=int32", "s2": "x: type=utf8"}
 	for round := range 2 { // the second round is answered by the memo
 		for _, s := range []Session{s1, s2, s1} {
-			sch, err := p.Bind(ctx, s, "SELECT * FROM m")
+			sch, err := bindText(ctx, p, s, "SELECT * FROM m")
 			if err != nil {
 				t.Fatalf("round %d, %s: %v", round, s.Schema, err)
 			}
@@ -89,7 +90,7 @@ func TestBindMemoSessions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := p.bind(ctx, conn, s, "SELECT current_schema() AS c, x FROM m", false)
+			b, err := p.bind(ctx, conn, s, parse.Must("SELECT current_schema() AS c, x FROM m"), false)
 			conn.Close()
 			if err != nil {
 				t.Fatal(err)

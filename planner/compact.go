@@ -15,6 +15,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -39,7 +40,7 @@ type CompactSpec struct {
 	Where string
 	// Sort replaces the table's sort order for the new files
 	// (ParseSortOrder).
-	Sort []SortItem
+	Sort []parse.SortItem
 }
 
 // DefaultCompactSpec is the spec with iceberg-go's (and Spark's) defaults
@@ -120,7 +121,13 @@ func (p *Planner) candidateFiles(ctx context.Context, sess Session, tgt *WriteTa
 	}
 	defer conn.Close()
 	name := engine.Quote(tgt.Ref.Catalog) + "." + engine.Quote(tgt.Ref.Schema) + "." + engine.Quote(tgt.Ref.Table)
-	b, err := p.bind(ctx, conn, sess, "SELECT count(*) FROM "+name+" WHERE "+where, true)
+	// The predicate is client text: the query around it is parsed as a
+	// statement of its own.
+	q, err := parse.Parse("SELECT count(*) FROM " + name + " WHERE " + where)
+	if err != nil {
+		return nil, err
+	}
+	b, err := p.bind(ctx, conn, sess, q, true)
 	if err != nil {
 		return nil, err
 	}
@@ -350,15 +357,15 @@ func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec C
 // sortOrderBy is the ORDER BY of a sort-strategy compaction: the
 // partition columns, then the given sort keys (nulls first ascending and
 // last descending unless given, as in a table's sort order).
-func sortOrderBy(tbl *table.Table, items []SortItem) string {
+func sortOrderBy(tbl *table.Table, items []parse.SortItem) string {
 	keys := partitionKeys(tbl)
 	for _, it := range items {
-		k, nulls := engine.Quote(it.column)+" ASC", " NULLS FIRST"
-		if it.desc {
-			k, nulls = engine.Quote(it.column)+" DESC", " NULLS LAST"
+		k, nulls := engine.Quote(it.Column)+" ASC", " NULLS FIRST"
+		if it.Desc {
+			k, nulls = engine.Quote(it.Column)+" DESC", " NULLS LAST"
 		}
-		if it.nullsFirst != nil {
-			nulls = map[bool]string{true: " NULLS FIRST", false: " NULLS LAST"}[*it.nullsFirst]
+		if it.NullsFirst != nil {
+			nulls = map[bool]string{true: " NULLS FIRST", false: " NULLS LAST"}[*it.NullsFirst]
 		}
 		keys = append(keys, k+nulls)
 	}

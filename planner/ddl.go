@@ -14,7 +14,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/parse"
 )
 
 // DefaultCommitRetries is the commit.retry.num-retries that CREATE TABLE
@@ -31,24 +31,6 @@ func (p *Planner) Commits() *CommitStats { return &p.commits }
 // ddlAlloc allocates the schemas of the tickets the planner builds for
 // writes.
 var ddlAlloc memory.Allocator = memory.DefaultAllocator
-
-// ParseUpdate tokenizes one update statement (what statement.Executor.Exec
-// runs) and returns a parser at its first token; errors wrap ErrSyntax.
-func ParseUpdate(query string) (*Parser, error) {
-	toks, err := ddlTokens(query)
-	if err != nil {
-		return nil, err
-	}
-	if len(toks) == 0 {
-		return nil, fmt.Errorf("%w: empty statement", ErrSyntax)
-	}
-	for _, t := range toks {
-		if t.IsOp(";") {
-			return nil, fmt.Errorf("%w: one statement at a time", ErrSyntax)
-		}
-	}
-	return &Parser{src: query, toks: toks}, nil
-}
 
 // ---- statements ----
 
@@ -156,34 +138,20 @@ func (p *Planner) ParseColumns(ctx context.Context, name, columns string) (*iceb
 	return iceberg.NewSchema(0, fields...), nil
 }
 
-// PartitionItem is one entry of PARTITIONED BY (or of ALTER TABLE … ADD
-// or DROP PARTITION FIELD): a column with a transform (empty for
-// identity) and its numeric argument (bucket count, width). Parser reads
-// it; Transform checks it.
-type PartitionItem struct {
-	transform string
-	column    string
-	arg       int
-	hasArg    bool
-}
-
-// Column is the (possibly dotted) name of the item's source column.
-func (it PartitionItem) Column() string { return it.column }
-
-// Transform maps the item's transform name to iceberg-go's transform and
-// the suffix of the partition field name (Iceberg Java's naming); errors
-// wrap ErrInvalid.
-func (it PartitionItem) Transform() (iceberg.Transform, string, error) {
-	name := strings.ToLower(it.transform)
+// PartitionTransform maps a PARTITIONED BY item's transform name to
+// iceberg-go's transform and the suffix of the partition field name
+// (Iceberg Java's naming); errors wrap ErrInvalid.
+func PartitionTransform(it parse.PartitionItem) (iceberg.Transform, string, error) {
+	name := strings.ToLower(it.Transform)
 	needArg := name == "bucket" || name == "truncate"
-	if needArg != it.hasArg {
+	if needArg != it.HasArg {
 		if needArg {
-			return nil, "", fmt.Errorf("%w: partition transform %s needs a number and a column, e.g. %s(16, %s)", ErrInvalid, it.transform, name, it.column)
+			return nil, "", fmt.Errorf("%w: partition transform %s needs a number and a column, e.g. %s(16, %s)", ErrInvalid, it.Transform, name, it.Column)
 		}
-		return nil, "", fmt.Errorf("%w: partition transform %s takes only a column", ErrInvalid, it.transform)
+		return nil, "", fmt.Errorf("%w: partition transform %s takes only a column", ErrInvalid, it.Transform)
 	}
-	if needArg && it.arg <= 0 {
-		return nil, "", fmt.Errorf("%w: partition transform %s needs a positive number, got %d", ErrInvalid, it.transform, it.arg)
+	if needArg && it.Arg <= 0 {
+		return nil, "", fmt.Errorf("%w: partition transform %s needs a positive number, got %d", ErrInvalid, it.Transform, it.Arg)
 	}
 	switch name {
 	case "", "identity":
@@ -197,32 +165,32 @@ func (it PartitionItem) Transform() (iceberg.Transform, string, error) {
 	case "hour", "hours":
 		return iceberg.HourTransform{}, "_hour", nil
 	case "bucket":
-		return iceberg.BucketTransform{NumBuckets: it.arg}, "_bucket", nil
+		return iceberg.BucketTransform{NumBuckets: it.Arg}, "_bucket", nil
 	case "truncate":
-		return iceberg.TruncateTransform{Width: it.arg}, "_trunc", nil
+		return iceberg.TruncateTransform{Width: it.Arg}, "_trunc", nil
 	case "void":
 		return iceberg.VoidTransform{}, "_null", nil
 	}
-	return nil, "", fmt.Errorf("%w: unknown partition transform %q", ErrInvalid, it.transform)
+	return nil, "", fmt.Errorf("%w: unknown partition transform %q", ErrInvalid, it.Transform)
 }
 
 // PartitionSpec builds the spec of PARTITIONED BY against schema.
-func PartitionSpec(schema *iceberg.Schema, items []PartitionItem) (iceberg.PartitionSpec, error) {
+func PartitionSpec(schema *iceberg.Schema, items []parse.PartitionItem) (iceberg.PartitionSpec, error) {
 	var opts []iceberg.PartitionOption
 	for _, it := range items {
-		tr, suffix, err := it.Transform()
+		tr, suffix, err := PartitionTransform(it)
 		if err != nil {
 			return iceberg.PartitionSpec{}, err
 		}
-		field, ok := schema.FindFieldByName(it.column)
+		field, ok := schema.FindFieldByName(it.Column)
 		if !ok {
-			field, ok = schema.FindFieldByNameCaseInsensitive(it.column)
+			field, ok = schema.FindFieldByNameCaseInsensitive(it.Column)
 		}
 		if !ok {
-			return iceberg.PartitionSpec{}, fmt.Errorf("%w: partition column %q is not a column of the table", ErrInvalid, it.column)
+			return iceberg.PartitionSpec{}, fmt.Errorf("%w: partition column %q is not a column of the table", ErrInvalid, it.Column)
 		}
 		if !tr.CanTransform(field.Type) {
-			return iceberg.PartitionSpec{}, fmt.Errorf("%w: partition transform %s does not apply to column %q of type %s", ErrInvalid, tr, it.column, field.Type)
+			return iceberg.PartitionSpec{}, fmt.Errorf("%w: partition transform %s does not apply to column %q of type %s", ErrInvalid, tr, it.Column, field.Type)
 		}
 		full, _ := schema.FindColumnName(field.ID)
 		opts = append(opts, iceberg.AddPartitionFieldBySourceID(field.ID, full+suffix, tr, schema, nil))
@@ -351,7 +319,7 @@ func ValuesSelect(ctx context.Context, conn *engine.Conn, values, params string,
 // of query, as DuckDB types it: "("a" INTEGER, "b" VARCHAR)"; query binds
 // as a query of sess would, checked and authorized (Planner.ParseColumns
 // reads the list back as an Iceberg schema).
-func (p *Planner) QueryColumns(ctx context.Context, sess Session, query string) (string, error) {
+func (p *Planner) QueryColumns(ctx context.Context, sess Session, query *parse.Statement) (string, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return "", err
@@ -439,185 +407,6 @@ func DuckError(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, msg)
 }
 
-// ---- tokens ----
-//
-// Statements are cut into tokens by internal/sqltok, which agrees with
-// DuckDB's lexer, so that the Iceberg-only clauses can be cut out and names
-// read; DuckDB parses everything else.
-
-// ddlTokens tokenizes a statement and drops trailing ';'.
-func ddlTokens(query string) ([]sqltok.Token, error) {
-	toks, err := sqltok.Tokenize(query)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
-	}
-	return sqltok.Trim(toks), nil
-}
-
-// describe names a token in an error.
-func describe(t sqltok.Token) string { return strconv.Quote(t.Value) }
-
-func ddlSyntaxf(f string, a ...any) error {
-	return fmt.Errorf("%w: "+f, append([]any{ErrSyntax}, a...)...)
-}
-
-// ---- parser helpers ----
-
-// Parser reads the statements DuckDB does not parse for icefloe (DDL,
-// DML heads, CALL, SHOW, USE) from their tokens (internal/sqltok), for
-// planner and for the statement package.
-type Parser struct {
-	src  string
-	toks []sqltok.Token
-	// Pos is the index of the next token; a statement's runner sets it
-	// past the keywords its dispatch matched.
-	Pos int
-}
-
-// At reports whether the next tokens are the keywords kws.
-func (p *Parser) At(kws ...string) bool {
-	if p.Pos+len(kws) > len(p.toks) {
-		return false
-	}
-	for j, kw := range kws {
-		if !p.toks[p.Pos+j].Is(kw) {
-			return false
-		}
-	}
-	return true
-}
-
-// Accept consumes the keywords kws if they come next.
-func (p *Parser) Accept(kws ...string) bool {
-	if !p.At(kws...) {
-		return false
-	}
-	p.Pos += len(kws)
-	return true
-}
-
-// AtPunct reports whether the next token is the operator or punctuation s.
-func (p *Parser) AtPunct(s string) bool { return p.Pos < len(p.toks) && p.toks[p.Pos].IsOp(s) }
-
-// AcceptPunct consumes the operator or punctuation s if it comes next.
-func (p *Parser) AcceptPunct(s string) bool {
-	if !p.AtPunct(s) {
-		return false
-	}
-	p.Pos++
-	return true
-}
-
-// AtQuery reports whether a query starts here.
-func (p *Parser) AtQuery() bool {
-	return p.At("SELECT") || p.At("WITH") || p.At("FROM") || p.At("TABLE") || p.AtPunct("(")
-}
-
-// Kind names the statement (its first keyword, two for CREATE and DROP)
-// for an unsupported-statement error.
-func (p *Parser) Kind() string {
-	var words []string
-	for _, t := range p.toks {
-		if t.Kind != sqltok.Word || len(words) == 2 {
-			break
-		}
-		words = append(words, strings.ToUpper(t.Value))
-	}
-	if len(words) == 0 {
-		return "this"
-	}
-	if len(words) == 2 && words[0] != "CREATE" && words[0] != "DROP" {
-		words = words[:1]
-	}
-	return strings.Join(words, " ")
-}
-
-// Unexpected is the ErrSyntax error for the next token, or for the end
-// of the statement when every token is read.
-func (p *Parser) Unexpected() error {
-	if p.Pos >= len(p.toks) {
-		return ddlSyntaxf("unexpected end of statement")
-	}
-	return ddlSyntaxf("unexpected %s at offset %d", describe(p.toks[p.Pos]), p.toks[p.Pos].Pos)
-}
-
-// End reports an error wrapping ErrSyntax unless every token is read.
-func (p *Parser) End() error {
-	if p.Pos < len(p.toks) {
-		return p.Unexpected()
-	}
-	return nil
-}
-
-// Ident reads a bare or quoted identifier.
-func (p *Parser) Ident() (string, error) {
-	if p.Pos >= len(p.toks) || !p.toks[p.Pos].IsIdent() {
-		return "", p.Unexpected()
-	}
-	p.Pos++
-	return p.toks[p.Pos-1].Value, nil
-}
-
-// Name reads a dotted name of at most max parts.
-func (p *Parser) Name(max int) ([]string, error) {
-	var parts []string
-	for {
-		part, err := p.Ident()
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, part)
-		if !p.AtPunct(".") {
-			break
-		}
-		if len(parts) == max {
-			return nil, ddlSyntaxf("name %s… has more than %d parts", strings.Join(parts, "."), max)
-		}
-		p.Pos++
-	}
-	return parts, nil
-}
-
-// ColumnNames reads "a, b, "c"" (the inside of an INSERT column list).
-func (p *Parser) ColumnNames() ([]string, error) {
-	var out []string
-	for {
-		c, err := p.Ident()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-		if p.Pos >= len(p.toks) {
-			return out, nil
-		}
-		if !p.AcceptPunct(",") {
-			return nil, p.Unexpected()
-		}
-	}
-}
-
-// Group finds the parenthesised group starting at the next token and
-// returns the indexes of its "(" and ")"; it moves past the ")".
-func (p *Parser) Group() (open, closing int, err error) {
-	if !p.AtPunct("(") {
-		return 0, 0, p.Unexpected()
-	}
-	depth := 0
-	for j := p.Pos; j < len(p.toks); j++ {
-		switch {
-		case p.toks[j].IsOp("("):
-			depth++
-		case p.toks[j].IsOp(")"):
-			depth--
-			if depth == 0 {
-				open, p.Pos = p.Pos, j+1
-				return open, j, nil
-			}
-		}
-	}
-	return 0, 0, ddlSyntaxf("unbalanced parentheses")
-}
-
 // QuotedNames is a comma-separated list of quoted column names.
 func QuotedNames(names []string) string {
 	q := make([]string, len(names))
@@ -625,150 +414,4 @@ func QuotedNames(names []string) string {
 		q[i] = engine.Quote(n)
 	}
 	return strings.Join(q, ", ")
-}
-
-// Text returns the statement text from token from through token to
-// (indexes into Tokens).
-func (p *Parser) Text(from, to int) string { return p.src[p.toks[from].Pos:p.toks[to].End] }
-
-// WithTokens returns a parser of the same statement text over toks
-// (tokens of it, some left out, or made anew with Value set; Text reads
-// only tokens of the text), at its first token.
-func (p *Parser) WithTokens(toks []sqltok.Token) *Parser { return &Parser{src: p.src, toks: toks} }
-
-// Tokens returns the statement's tokens; Pos indexes them. The caller
-// must not modify them.
-func (p *Parser) Tokens() []sqltok.Token { return p.toks }
-
-// PartitionItems reads "( item, … )" of PARTITIONED BY.
-func (p *Parser) PartitionItems() ([]PartitionItem, error) {
-	if !p.AcceptPunct("(") {
-		return nil, p.Unexpected()
-	}
-	var items []PartitionItem
-	for {
-		var it PartitionItem
-		if p.Pos+1 < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Word && p.toks[p.Pos+1].IsOp("(") {
-			it.transform = p.toks[p.Pos].Value
-			p.Pos += 2
-			for n := 0; ; n++ {
-				if n > 1 {
-					return nil, ddlSyntaxf("partition transform %s takes at most two arguments", it.transform)
-				}
-				if p.Pos < len(p.toks) && p.toks[p.Pos].Kind == sqltok.Number {
-					if it.hasArg {
-						return nil, p.Unexpected()
-					}
-					v, err := strconv.Atoi(p.toks[p.Pos].Value)
-					if err != nil {
-						return nil, ddlSyntaxf("partition transform %s: bad number %s", it.transform, p.toks[p.Pos].Value)
-					}
-					it.arg, it.hasArg = v, true
-					p.Pos++
-				} else {
-					if it.column != "" {
-						return nil, p.Unexpected()
-					}
-					col, err := p.Name(16)
-					if err != nil {
-						return nil, err
-					}
-					it.column = strings.Join(col, ".")
-				}
-				if !p.AcceptPunct(",") {
-					break
-				}
-			}
-			if !p.AcceptPunct(")") {
-				return nil, p.Unexpected()
-			}
-			if it.column == "" {
-				return nil, ddlSyntaxf("partition transform %s names no column", it.transform)
-			}
-		} else {
-			col, err := p.Name(16)
-			if err != nil {
-				return nil, err
-			}
-			it.column = strings.Join(col, ".")
-		}
-		items = append(items, it)
-		if p.AcceptPunct(")") {
-			return items, nil
-		}
-		if !p.AcceptPunct(",") {
-			return nil, p.Unexpected()
-		}
-	}
-}
-
-// PartitionItem reads one PARTITIONED BY item, without parentheses
-// around it, to the end of the statement (ALTER TABLE … ADD or DROP
-// PARTITION FIELD item).
-func (p *Parser) PartitionItem() (PartitionItem, error) {
-	toks := append([]sqltok.Token{{Kind: sqltok.Op, Value: "("}}, p.toks[p.Pos:]...)
-	toks = append(toks, sqltok.Token{Kind: sqltok.Op, Value: ")"})
-	sub := &Parser{src: p.src, toks: toks}
-	items, err := sub.PartitionItems()
-	if err != nil {
-		return PartitionItem{}, err
-	}
-	if len(items) != 1 || sub.Pos != len(sub.toks) {
-		return PartitionItem{}, ddlSyntaxf("one partition field at a time")
-	}
-	p.Pos = len(p.toks)
-	return items[0], nil
-}
-
-// Properties reads "( key = value, … )" of WITH into props. Keys are
-// strings or dotted names; values strings, numbers or true/false.
-func (p *Parser) Properties(props iceberg.Properties) error {
-	if !p.AcceptPunct("(") {
-		return p.Unexpected()
-	}
-	for {
-		var key string
-		if p.Pos < len(p.toks) && p.toks[p.Pos].Kind == sqltok.String {
-			key = p.toks[p.Pos].Value
-			p.Pos++
-		} else {
-			// A bare key is words joined by "." or "-": format-version.
-			var b strings.Builder
-			for {
-				w, err := p.Ident()
-				if err != nil {
-					return err
-				}
-				b.WriteString(w)
-				if !p.AtPunct(".") && !p.AtPunct("-") {
-					break
-				}
-				b.WriteString(p.toks[p.Pos].Value)
-				p.Pos++
-			}
-			key = b.String()
-		}
-		if !p.AcceptPunct("=") {
-			return p.Unexpected()
-		}
-		if p.Pos >= len(p.toks) {
-			return p.Unexpected()
-		}
-		t := p.toks[p.Pos]
-		switch {
-		case t.Kind == sqltok.String, t.Kind == sqltok.Number:
-			props[key] = t.Value
-		case t.Is("true"), t.Is("false"):
-			props[key] = strings.ToLower(t.Value)
-		default:
-			return p.Unexpected()
-		}
-		p.Pos++
-		if p.AcceptPunct(")") {
-			return nil
-		}
-		if !p.AcceptPunct(",") {
-			return p.Unexpected()
-		}
-	}
 }

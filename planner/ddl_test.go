@@ -76,11 +76,3 @@ func (e *ddlEnv) query(t *testing.T, tbl *table.Table, q string) []string {
 	t.Helper()
 	return testlocal.Rows(t, e.eng, tbl, q)
 }
-
-func TestDDLTokensErrors(t *testing.T) {
-	for _, bad := range []string{`'open`, `"open`, `/* open`, `$q$ open`, "CREATE TABLE t (a INT)\x00; DROP TABLE t"} {
-		if _, err := ddlTokens(bad); !errors.Is(err, ErrSyntax) {
-			t.Errorf("%q: got %v, want a syntax error", bad, err)
-		}
-	}
-}

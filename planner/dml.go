@@ -13,6 +13,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -25,62 +26,65 @@ type DML struct {
 	// Match counts the rows of the target the statement changes
 	// (SELECT count(*) FROM target [WHERE pred]); ExactFilter converts a
 	// DELETE's to an Iceberg filter.
-	Match string
+	Match *parse.Statement
 	// Where says a DELETE or UPDATE has a WHERE clause.
 	Where bool
 	// Insert is MERGE's INSERT query of the source rows no target row
-	// matches, for statement's INSERT … SELECT; "" without WHEN NOT MATCHED.
-	Insert string
+	// matches, for statement's INSERT … SELECT; nil without WHEN NOT
+	// MATCHED.
+	Insert *parse.Statement
 	// Keys, for a MERGE, are the queries of the source's join keys that
 	// bound the target rows it may change (nil when its ON clause gives
 	// none).
 	Keys *MergeKeys
-	// rewrite is the copy-on-write statements (out "" when the statement
-	// rewrites no file: a MERGE without WHEN MATCHED clauses).
+	// rewrite is the copy-on-write statements (out nil when the
+	// statement rewrites no file: a MERGE without WHEN MATCHED clauses).
 	rewrite rewriteSQL
 }
 
 // Rewrites says the statement rewrites files of its target
 // (PlanRewrite).
-func (d *DML) Rewrites() bool { return d.rewrite.out != "" }
+func (d *DML) Rewrites() bool { return d.rewrite.out != nil }
 
-// PlanDML reads an UPDATE, DELETE or MERGE statement, loads its target
-// once the caller holds the privileges the statement needs, and prints
-// the statements it runs through DuckDB's AST (the client's expressions go
-// in as DuckDB parsed them). args bind the placeholders of an UPDATE's
-// SET and WHERE or a DELETE's WHERE; MERGE takes none. Anything else
-// returns an error wrapping ErrUnsupported.
-func (p *Planner) PlanDML(ctx context.Context, sess Session, ps *Parser, args []any) (*DML, error) {
-	switch {
-	case ps.At("DELETE"):
-		return p.planDelete(ctx, sess, ps, args)
-	case ps.At("UPDATE"):
-		return p.planUpdate(ctx, sess, ps, args)
-	case ps.At("MERGE"):
-		return p.planMerge(ctx, sess, ps, args)
+// PlanDML plans an UPDATE, DELETE or MERGE statement: it loads its
+// target once the caller holds the privileges the statement needs, and
+// prints the statements it runs through DuckDB's AST (the client's
+// expressions go in as DuckDB parsed them). args bind the placeholders of
+// an UPDATE's SET and WHERE or a DELETE's WHERE; MERGE takes none.
+// Anything else returns an error wrapping ErrUnsupported.
+func (p *Planner) PlanDML(ctx context.Context, sess Session, st *parse.Statement, args []any) (*DML, error) {
+	switch b := st.Body.(type) {
+	case *parse.Delete:
+		return p.planDelete(ctx, sess, st, b, args)
+	case *parse.Update:
+		return p.planUpdate(ctx, sess, st, b, args)
+	case *parse.Merge:
+		return p.planMerge(ctx, sess, st, b, args)
 	}
-	return nil, fmt.Errorf("%w: %s statements", ErrUnsupported, ps.Kind())
+	return nil, fmt.Errorf("%w: %s statements", ErrUnsupported, st.Kind)
+}
+
+// built is a query icefloe printed for st, whose names resolve as st
+// wrote them.
+func built(st *parse.Statement, sql string) *parse.Statement {
+	return parse.Built(sql, st.QuotedNames())
 }
 
 // planDelete plans DELETE FROM name [WHERE pred] as a copy-on-write
 // rewrite: every data file with a matching row is rewritten without those
 // rows (a file whose rows all match is dropped without a replacement).
-func (p *Planner) planDelete(ctx context.Context, sess Session, ps *Parser, args []any) (*DML, error) {
-	parts, pred, err := ps.deleteParts()
-	if err != nil {
-		return nil, err
-	}
-	tgt, conn, err := p.targetConn(ctx, sess, parts, authz.Delete)
+func (p *Planner) planDelete(ctx context.Context, sess Session, st *parse.Statement, d *parse.Delete, args []any) (*DML, error) {
+	tgt, conn, err := p.targetConn(ctx, sess, d.Name, authz.Delete)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	keep, match, err := deleteSQL(ctx, conn, tgt, quotedName(parts), pred)
+	keep, match, err := deleteSQL(ctx, conn, tgt, quotedName(d.Name), d.Where)
 	if err != nil {
 		return nil, err
 	}
-	return &DML{Target: tgt, Match: match, Where: pred != "",
-		rewrite: rewriteSQL{out: keep, match: match, outArgs: args, matchArgs: args}}, nil
+	return &DML{Target: tgt, Match: built(st, match), Where: d.Where != "",
+		rewrite: rewriteSQL{out: built(st, keep), match: built(st, match), outArgs: args, matchArgs: args}}, nil
 }
 
 // targetConn loads the target table of a DELETE or UPDATE once the caller
@@ -96,19 +100,6 @@ func (p *Planner) targetConn(ctx context.Context, sess Session, parts []string, 
 		return nil, nil, err
 	}
 	return tgt, conn, nil
-}
-
-// deleteParts reads DELETE FROM name [WHERE pred].
-func (ps *Parser) deleteParts() (parts []string, pred string, err error) {
-	ps.Pos = 1
-	if !ps.Accept("FROM") {
-		return nil, "", ps.Unexpected()
-	}
-	if parts, err = ps.Name(3); err != nil {
-		return nil, "", err
-	}
-	pred, err = ps.Where("DELETE")
-	return parts, pred, err
 }
 
 // deleteSQL prints a DELETE's statements over name: keep yields the rows
@@ -144,7 +135,7 @@ func deleteSQL(ctx context.Context, conn *engine.Conn, tgt *WriteTarget, name, p
 // whole WHERE clause to an Iceberg filter over the target as the bind
 // pinned it (read); exact is false when some of it does not convert
 // exactly (merge-on-read deletes need an exact filter).
-func (p *Planner) ExactFilter(ctx context.Context, sess Session, tgt *WriteTarget, match string, args []any) (read *catalog.Pinned, expr iceberg.BooleanExpression, exact bool, err error) {
+func (p *Planner) ExactFilter(ctx context.Context, sess Session, tgt *WriteTarget, match *parse.Statement, args []any) (read *catalog.Pinned, expr iceberg.BooleanExpression, exact bool, err error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, nil, false, err
@@ -172,11 +163,8 @@ func (p *Planner) ExactFilter(ctx context.Context, sess Session, tgt *WriteTarge
 // planUpdate plans UPDATE name SET col = expr, … [WHERE pred] as a
 // copy-on-write rewrite: every data file with a matching row is rewritten
 // with the new values. args bind the parameters of SET and WHERE.
-func (p *Planner) planUpdate(ctx context.Context, sess Session, ps *Parser, args []any) (*DML, error) {
-	u, err := ps.updateParts()
-	if err != nil {
-		return nil, err
-	}
+func (p *Planner) planUpdate(ctx context.Context, sess Session, st *parse.Statement, pu *parse.Update, args []any) (*DML, error) {
+	u := updateTextOf(pu)
 	tgt, conn, err := p.targetConn(ctx, sess, u.parts, authz.Update)
 	if err != nil {
 		return nil, err
@@ -190,14 +178,14 @@ func (p *Planner) planUpdate(ctx context.Context, sess Session, ps *Parser, args
 	if _, n, _ := paramNodes(where); n == 0 {
 		matchArgs = nil // the placeholders are all in SET
 	}
-	return &DML{Target: tgt, Match: match, Where: where != nil,
-		rewrite: rewriteSQL{out: out, match: match, outArgs: args, matchArgs: matchArgs}}, nil
+	return &DML{Target: tgt, Match: built(st, match), Where: where != nil,
+		rewrite: rewriteSQL{out: built(st, out), match: built(st, match), outArgs: args, matchArgs: matchArgs}}, nil
 }
 
 // rewriteSQL are the statements of a copy-on-write rewrite and the
 // values of their placeholders.
 type rewriteSQL struct {
-	out, match         string
+	out, match         *parse.Statement
 	outArgs, matchArgs []any
 	// broadcast lets the statements read tables other than the target
 	// (a MERGE's source), which every fragment reads in full; it also
@@ -215,48 +203,15 @@ type updateText struct {
 	pred         string
 }
 
-// updateParts reads UPDATE name SET col = expr, … [WHERE pred].
-func (ps *Parser) updateParts() (updateText, error) {
-	u := updateText{set: map[string]int{}}
-	ps.Pos = 1
-	var err error
-	if u.parts, err = ps.Name(3); err != nil {
-		return u, err
+// updateTextOf is the UPDATE as updateSQL prints it.
+func updateTextOf(pu *parse.Update) updateText {
+	u := updateText{parts: pu.Name, set: map[string]int{}, pred: pu.Where}
+	for _, c := range pu.Set {
+		u.set[strings.ToLower(c.Column)] = len(u.exprs)
+		u.exprs = append(u.exprs, c.Expr)
+		u.order = append(u.order, c.Column)
 	}
-	if !ps.Accept("SET") {
-		return u, ps.Unexpected()
-	}
-	for {
-		col, err := ps.Ident()
-		if err != nil {
-			return u, err
-		}
-		if !ps.AcceptPunct("=") {
-			return u, ps.Unexpected()
-		}
-		// An expression has no comma, WHERE or FROM of its own outside
-		// brackets; dmlParts then has DuckDB confirm that the expressions
-		// read as exactly as many.
-		e, err := ps.exprUntil(",", "WHERE", "FROM", "RETURNING")
-		if err != nil {
-			return u, err
-		}
-		key := strings.ToLower(col)
-		if _, dup := u.set[key]; dup {
-			return u, fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
-		}
-		u.set[key] = len(u.exprs)
-		u.exprs = append(u.exprs, e)
-		u.order = append(u.order, col)
-		if !ps.AcceptPunct(",") {
-			break
-		}
-	}
-	if ps.At("FROM") {
-		return u, fmt.Errorf("%w: UPDATE … FROM", ErrUnsupported)
-	}
-	u.pred, err = ps.Where("UPDATE")
-	return u, err
+	return u
 }
 
 // updateSQL prints an UPDATE's statements over name: out yields a file's
@@ -295,28 +250,6 @@ func updateSQL(ctx context.Context, conn *engine.Conn, tgt *WriteTarget, name st
 		return "", "", nil, err
 	}
 	return out, match, where, nil
-}
-
-// Where reads an optional trailing "WHERE pred" and returns pred's text.
-func (p *Parser) Where(stmt string) (string, error) {
-	if p.Pos >= len(p.toks) {
-		return "", nil
-	}
-	if p.At("USING") || p.At("RETURNING") {
-		return "", fmt.Errorf("%w: %s … %s", ErrUnsupported, stmt, strings.ToUpper(p.toks[p.Pos].Value))
-	}
-	if !p.Accept("WHERE") || p.Pos >= len(p.toks) {
-		return "", p.Unexpected()
-	}
-	depth := 0
-	for j := p.Pos; j < len(p.toks); j++ {
-		t := p.toks[j]
-		depth += nesting(t)
-		if depth == 0 && t.Is("RETURNING") {
-			return "", fmt.Errorf("%w: %s … RETURNING", ErrUnsupported, stmt)
-		}
-	}
-	return p.Text(p.Pos, len(p.toks)-1), nil
 }
 
 // castColumns is the select list that yields the table's columns, in order,

@@ -1,14 +1,16 @@
-// Package planner turns SQL into a distributed plan: it parses with DuckDB's
-// parser, resolves and pins every table through catalog, binds the result
-// schema in DuckDB against empty stand-ins, prunes with Iceberg expressions,
-// plans and groups file tasks, chooses a strategy and seals one ticket per
-// endpoint.
+// Package planner turns a parsed statement (internal/parse) that returns
+// rows into a distributed plan: it has DuckDB's parser build the tree of
+// a query, resolves and pins every table through catalog, binds the
+// result schema in DuckDB against empty stand-ins, prunes with Iceberg
+// expressions, plans and groups file tasks, chooses a strategy and seals
+// one ticket per endpoint. Bind and Plan run the runner the statement's
+// kind registered (registerQuery).
 //
 // Statement execution lives in package statement, whose Executor wraps a
 // Planner; statement imports planner, never the reverse. What statement
-// uses from here is planning and shared reading: the statement parser
-// (Parser, ParseUpdate, ParseStatement, PartitionItem, SortItem,
-// ParseSortOrder), write targets (WriteTarget, LoadTarget, LoadTargetRef),
+// uses from here is planning and shared reading: a partition item's and
+// a sort order's Iceberg values (PartitionTransform, PartitionSpec,
+// SortOrderOf, ParseSortOrder), write targets (WriteTarget, LoadTarget, LoadTargetRef),
 // an INSERT's query bound to its target (BindInsert) and the write spec
 // and sealed tickets of a write (NewWrite, WriteTickets), the plans of
 // UPDATE, DELETE and MERGE (PlanDML, PlanRewrite, ExactFilter), the plan

@@ -70,30 +70,6 @@ func (d *DryRun) Stop() error {
 	return ErrDryRun
 }
 
-// ExplainedWrite returns the statement of `EXPLAIN <write>`, the EXPLAIN
-// that runs its statement as a dry run (statement.Executor answers it):
-// INSERT, UPDATE, DELETE, MERGE, TRUNCATE or CREATE TABLE. EXPLAIN
-// ANALYZE is not one.
-func ExplainedWrite(query string) (string, bool) {
-	inner, ok := explainTarget(query)
-	if !ok {
-		return "", false
-	}
-	if _, ok := analyzeTarget(inner); ok {
-		return "", false
-	}
-	return inner, explainsWrite(inner)
-}
-
-// explainsWrite tells the statements EXPLAIN runs as dry runs.
-func explainsWrite(inner string) bool {
-	ps, err := ParseUpdate(inner)
-	if err != nil {
-		return false
-	}
-	return ps.At("INSERT") || ps.At("UPDATE") || ps.At("DELETE") || ps.At("MERGE") || ps.At("TRUNCATE") || ps.At("CREATE", "TABLE")
-}
-
 // NotePlan notes the distributed plan (Plan.Explain) of the query a
 // write reads.
 func (d *DryRun) NotePlan(explain string) {

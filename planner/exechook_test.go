@@ -3,6 +3,7 @@ package planner_test
 import (
 	"context"
 
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
 )
@@ -11,6 +12,10 @@ import (
 // run in package statement, over the planner under test.
 func init() {
 	planner.ExecHook = func(ctx context.Context, p *planner.Planner, sess planner.Session, query string, args ...any) (int64, error) {
-		return statement.New(p).Exec(ctx, sess, query, args...)
+		st, err := parse.Parse(query)
+		if err != nil {
+			return 0, err
+		}
+		return statement.New(p).Exec(ctx, sess, st, args...)
 	}
 }

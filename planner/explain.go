@@ -8,29 +8,32 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
 )
 
-// explainTarget returns the query of `EXPLAIN <query>`.
-func explainTarget(query string) (string, bool) { return afterKeyword(query, "EXPLAIN") }
+func init() {
+	registerQuery(parse.KindExplain, queryRunner{bind: (*Planner).bindExplain, plan: (*Planner).planExplain})
+}
 
-// analyzeTarget returns the query of `ANALYZE <query>` (what follows
-// EXPLAIN in EXPLAIN ANALYZE).
-func analyzeTarget(inner string) (string, bool) { return afterKeyword(inner, "ANALYZE") }
+// bindExplain is the schema of EXPLAIN's rows (item, value).
+func (p *Planner) bindExplain(ctx context.Context, _ Session, _ *parse.Statement, _ []any) (*arrow.Schema, error) {
+	return p.explainSchema(ctx)
+}
 
-// afterKeyword returns the text after text's first token when that token
-// is the keyword kw (leading semicolons skipped).
-func afterKeyword(text, kw string) (string, bool) {
-	toks, err := sqltok.Tokenize(text)
-	for len(toks) > 0 && toks[0].IsOp(";") {
-		toks = toks[1:]
+// planExplain answers EXPLAIN [ANALYZE] of a query; EXPLAIN of a write
+// is statement.Executor's (a dry run). args bind the explained
+// statement's parameters.
+func (p *Planner) planExplain(ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any) (*Plan, error) {
+	ex := st.Body.(*parse.Explain)
+	if ex.Analyze {
+		return p.explainAnalyze(ctx, s, ex.Inner, workers, args)
 	}
-	if err != nil || len(toks) == 0 || !toks[0].Is(kw) {
-		return "", false
+	if ex.Inner.Info().DryRun {
+		return nil, fmt.Errorf("%w: EXPLAIN of a write here; statement.Executor runs it as a dry run", ErrUnsupported)
 	}
-	return text[toks[0].End:], true
+	return p.explain(ctx, s, ex.Inner, workers, args)
 }
 
 // explainSQL renders plan lines as a query with columns item, value.
@@ -43,13 +46,8 @@ func explainSQL(lines []string) string {
 	return valuesSQL([]infoColumn{{"item", "VARCHAR"}, {"value", "VARCHAR"}}, rows)
 }
 
-func (p *Planner) explainSchema(ctx context.Context, s Session, inner string) (*arrow.Schema, error) {
-	if q, ok := analyzeTarget(inner); ok {
-		inner = q
-	}
-	if k := sqltok.FirstWord(inner); k == "ANALYZE" || k == "EXPLAIN" || k == "CALL" {
-		return nil, fmt.Errorf("%w: EXPLAIN %s", ErrUnsupported, k)
-	}
+// explainSchema is the schema of EXPLAIN's rows.
+func (p *Planner) explainSchema(ctx context.Context) (*arrow.Schema, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -60,12 +58,12 @@ func (p *Planner) explainSchema(ctx context.Context, s Session, inner string) (*
 
 // explain plans inner and answers its distributed plan as rows (item,
 // value), served like a query with no table.
-func (p *Planner) explain(ctx context.Context, s Session, inner string, workers []Worker) (*Plan, error) {
-	schema, err := p.explainSchema(ctx, s, inner)
+func (p *Planner) explain(ctx context.Context, s Session, inner *parse.Statement, workers []Worker, args []any) (*Plan, error) {
+	schema, err := p.explainSchema(ctx)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := p.Plan(ctx, s, inner)
+	plan, err := p.Plan(ctx, s, inner, args...)
 	if err != nil {
 		return nil, err
 	}

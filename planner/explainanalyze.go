@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/icefloe/icefloe/internal/flightclient"
+	"github.com/icefloe/icefloe/internal/parse"
 	planpkg "github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -41,15 +42,15 @@ type fragment struct {
 // the endpoints run as a client
 // pulls them (in parallel, the rows discarded), their children again
 // inside them, so an endpoint's time is its whole stage.
-func (p *Planner) explainAnalyze(ctx context.Context, s Session, query string, workers []Worker) (*Plan, error) {
-	if explainsWrite(query) {
+func (p *Planner) explainAnalyze(ctx context.Context, s Session, query *parse.Statement, workers []Worker, args []any) (*Plan, error) {
+	if query.Info().DryRun {
 		return nil, fmt.Errorf("%w: EXPLAIN ANALYZE of a write (it would write; EXPLAIN without ANALYZE shows the write plan)", ErrUnsupported)
 	}
-	schema, err := p.explainSchema(ctx, s, query)
+	schema, err := p.explainSchema(ctx)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := p.Plan(ctx, s, query)
+	plan, err := p.Plan(ctx, s, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/parse"
 )
 
 // MERGE INTO target [[AS] t] USING source [[AS] s] ON cond
@@ -32,69 +32,40 @@ import (
 // target row matched more than one source row.
 const errMultipleMatch = "One MERGE target table row matched more than one source row"
 
-// Clause kinds.
-const (
-	whenMatched = iota
-	whenNotMatched
-	whenNotMatchedBySource
-)
-
-// mergeClause is one WHEN clause as read: cond and exprs index
-// mergeText.exprs (cond -1 without a condition).
-type mergeClause struct {
-	kind   int
-	cond   int
-	action string // UPDATE, DELETE, INSERT or NOTHING
-	star   bool
-	cols   []string
-	exprs  []int
-}
-
-// mergeText is a MERGE as read.
-type mergeText struct {
-	parts   []string
-	alias   string
-	source  string
-	on      int
-	clauses []mergeClause
-	exprs   []string
-}
-
 // planMerge plans a MERGE statement: its copy-on-write rewrite of the
 // target's files (when it has WHEN MATCHED or NOT MATCHED BY SOURCE
 // clauses) and the INSERT of the source rows no target row matches.
-func (p *Planner) planMerge(ctx context.Context, sess Session, ps *Parser, args []any) (*DML, error) {
+func (p *Planner) planMerge(ctx context.Context, sess Session, st *parse.Statement, m *parse.Merge, args []any) (*DML, error) {
 	if len(args) > 0 {
 		return nil, fmt.Errorf("%w: parameters in MERGE", ErrUnsupported)
 	}
-	m, err := ps.mergeParts()
-	if err != nil {
-		return nil, err
-	}
-	privs := m.privileges()
-	tgt, conn, err := p.targetConn(ctx, sess, m.parts, privs...)
+	tgt, conn, err := p.targetConn(ctx, sess, m.Target, mergePrivileges(m)...)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	q, err := p.mergeSQL(ctx, conn, sess, tgt, m)
+	q, err := p.mergeSQL(ctx, conn, sess, st, tgt, m)
 	if err != nil {
 		return nil, err
 	}
-	return &DML{Target: tgt, Match: q.rewrite.match, Insert: q.insert, Keys: q.keys, rewrite: q.rewrite}, nil
+	d := &DML{Target: tgt, Match: q.rewrite.match, Keys: q.keys, rewrite: q.rewrite}
+	if q.insert != "" {
+		d.Insert = built(st, q.insert)
+	}
+	return d, nil
 }
 
 // privileges are what the statement needs on its target: UPDATE, DELETE
 // and INSERT as its clauses do.
-func (m *mergeText) privileges() []authz.Privilege {
+func mergePrivileges(m *parse.Merge) []authz.Privilege {
 	var out []authz.Privilege
 	seen := map[string]bool{}
-	for _, c := range m.clauses {
-		if seen[c.action] {
+	for _, c := range m.Clauses {
+		if seen[c.Action] {
 			continue
 		}
-		seen[c.action] = true
-		switch c.action {
+		seen[c.Action] = true
+		switch c.Action {
 		case "UPDATE":
 			out = append(out, authz.Update)
 		case "DELETE":
@@ -107,228 +78,6 @@ func (m *mergeText) privileges() []authz.Privilege {
 		out = append(out, authz.Update)
 	}
 	return out
-}
-
-// mergeParts reads a MERGE statement.
-func (ps *Parser) mergeParts() (*mergeText, error) {
-	m := &mergeText{}
-	ps.Pos = 1
-	if !ps.Accept("INTO") {
-		return nil, ps.Unexpected()
-	}
-	var err error
-	if m.parts, err = ps.Name(3); err != nil {
-		return nil, err
-	}
-	if ps.Accept("AS") || (ps.Pos < len(ps.toks) && ps.toks[ps.Pos].IsIdent() && !ps.At("USING")) {
-		if m.alias, err = ps.Ident(); err != nil {
-			return nil, err
-		}
-	}
-	if !ps.Accept("USING") {
-		return nil, ps.Unexpected()
-	}
-	if m.source, err = ps.exprUntil("ON"); err != nil {
-		return nil, err
-	}
-	if !ps.Accept("ON") {
-		return nil, ddlSyntaxf("MERGE needs ON and a join condition")
-	}
-	if m.on, err = m.expr(ps, "WHEN"); err != nil {
-		return nil, err
-	}
-	for ps.Pos < len(ps.toks) {
-		c, err := m.clause(ps)
-		if err != nil {
-			return nil, err
-		}
-		m.clauses = append(m.clauses, c)
-	}
-	if len(m.clauses) == 0 {
-		return nil, ddlSyntaxf("MERGE needs at least one WHEN clause")
-	}
-	return m, nil
-}
-
-// clause reads one WHEN clause.
-func (m *mergeText) clause(ps *Parser) (mergeClause, error) {
-	c := mergeClause{cond: -1}
-	switch {
-	case ps.Accept("WHEN", "MATCHED"):
-		c.kind = whenMatched
-	case ps.Accept("WHEN", "NOT", "MATCHED", "BY", "SOURCE"):
-		c.kind = whenNotMatchedBySource
-	case ps.Accept("WHEN", "NOT", "MATCHED"):
-		ps.Accept("BY", "TARGET")
-		c.kind = whenNotMatched
-	default:
-		return c, ps.Unexpected()
-	}
-	var err error
-	if ps.Accept("AND") {
-		if c.cond, err = m.expr(ps, "THEN"); err != nil {
-			return c, err
-		}
-	}
-	if !ps.Accept("THEN") {
-		return c, ps.Unexpected()
-	}
-	switch {
-	case ps.Accept("DO", "NOTHING"):
-		c.action = "NOTHING"
-	case ps.Accept("DELETE"):
-		c.action = "DELETE"
-	case ps.Accept("UPDATE", "SET"):
-		c.action = "UPDATE"
-		err = m.updateSet(ps, &c)
-	case ps.Accept("INSERT"):
-		c.action = "INSERT"
-		err = m.insertValues(ps, &c)
-	default:
-		return c, ps.Unexpected()
-	}
-	if err != nil {
-		return c, err
-	}
-	if c.action != "NOTHING" && (c.kind == whenNotMatched) != (c.action == "INSERT") {
-		return c, fmt.Errorf("%w: WHEN NOT MATCHED [BY TARGET] takes INSERT; WHEN MATCHED and WHEN NOT MATCHED BY SOURCE take UPDATE or DELETE", ErrInvalid)
-	}
-	if ps.Pos < len(ps.toks) && !ps.At("WHEN") {
-		return c, ps.Unexpected()
-	}
-	return c, nil
-}
-
-// updateSet reads "col = e, …" or "*" after UPDATE SET.
-func (m *mergeText) updateSet(ps *Parser, c *mergeClause) error {
-	if ps.AcceptPunct("*") {
-		c.star = true
-		return nil
-	}
-	seen := map[string]bool{}
-	for {
-		col, err := ps.Ident()
-		if err != nil {
-			return err
-		}
-		if seen[strings.ToLower(col)] {
-			return fmt.Errorf("%w: column %q is set twice", ErrInvalid, col)
-		}
-		seen[strings.ToLower(col)] = true
-		if !ps.AcceptPunct("=") {
-			return ps.Unexpected()
-		}
-		e, err := m.expr(ps, "WHEN", ",")
-		if err != nil {
-			return err
-		}
-		c.cols, c.exprs = append(c.cols, col), append(c.exprs, e)
-		if !ps.AcceptPunct(",") {
-			return nil
-		}
-	}
-}
-
-// insertValues reads "[(cols)] VALUES (e, …)" or "*" after INSERT.
-func (m *mergeText) insertValues(ps *Parser, c *mergeClause) error {
-	if ps.AcceptPunct("*") {
-		c.star = true
-		return nil
-	}
-	if ps.AcceptPunct("(") {
-		for {
-			col, err := ps.Ident()
-			if err != nil {
-				return err
-			}
-			c.cols = append(c.cols, col)
-			if ps.AcceptPunct(")") {
-				break
-			}
-			if !ps.AcceptPunct(",") {
-				return ps.Unexpected()
-			}
-		}
-	}
-	if !ps.Accept("VALUES") || !ps.AcceptPunct("(") {
-		return ps.Unexpected()
-	}
-	for {
-		e, err := m.expr(ps, ",", ")")
-		if err != nil {
-			return err
-		}
-		c.exprs = append(c.exprs, e)
-		if ps.AcceptPunct(")") {
-			break
-		}
-		if !ps.AcceptPunct(",") {
-			return ps.Unexpected()
-		}
-	}
-	if len(c.cols) > 0 && len(c.cols) != len(c.exprs) {
-		return fmt.Errorf("%w: INSERT names %d columns but gives %d values", ErrInvalid, len(c.cols), len(c.exprs))
-	}
-	return nil
-}
-
-// expr reads an expression up to one of stops and returns its index.
-func (m *mergeText) expr(ps *Parser, stops ...string) (int, error) {
-	text, err := ps.exprUntil(stops...)
-	if err != nil {
-		return 0, err
-	}
-	m.exprs = append(m.exprs, text)
-	return len(m.exprs) - 1, nil
-}
-
-// exprUntil returns the text from here up to (not including) the first
-// token outside brackets and CASE … END that is one of stops (keywords or
-// punctuation), or the end, or a closing bracket of an enclosing group;
-// empty text is an error. The tokens are sqltok's, so a bracket, comma or
-// keyword inside a string, quoted name or comment is none.
-func (ps *Parser) exprUntil(stops ...string) (string, error) {
-	from, depth := ps.Pos, 0
-scan:
-	for ; ps.Pos < len(ps.toks); ps.Pos++ {
-		t := ps.toks[ps.Pos]
-		if depth == 0 {
-			for _, s := range stops {
-				if t.Is(s) || t.IsOp(s) {
-					break scan
-				}
-			}
-		}
-		switch {
-		case t.Is("CASE"):
-			depth++
-		case t.Is("END"):
-			depth--
-		default:
-			depth += nesting(t)
-		}
-		if depth < 0 {
-			break
-		}
-	}
-	if ps.Pos == from {
-		return "", ps.Unexpected()
-	}
-	return ps.Text(from, ps.Pos-1), nil
-}
-
-// nesting is +1 for a token that opens a bracket of DuckDB's grammar
-// (parentheses, a list's [ ], a struct's or map's { }), -1 for one that
-// closes it, 0 for any other: an expression's commas and keywords inside
-// brackets are its own.
-func nesting(t sqltok.Token) int {
-	switch {
-	case t.IsOp("("), t.IsOp("["), t.IsOp("{"):
-		return 1
-	case t.IsOp(")"), t.IsOp("]"), t.IsOp("}"):
-		return -1
-	}
-	return 0
 }
 
 // mergeStatements are the SQL icefloe runs for a MERGE: the copy-on-write
@@ -351,7 +100,7 @@ type mergeStatements struct {
 // decide its change: the commit's conflict filter.
 type MergeKeys struct {
 	Column        string
-	Values, Range string
+	Values, Range *parse.Statement
 }
 
 // MaxMergeKeys is how many source key values a MERGE's conflict filter
@@ -365,49 +114,51 @@ type mergeSrc struct {
 }
 
 // mergeSQL prints the statements of m over the target tgt.
-func (p *Planner) mergeSQL(ctx context.Context, conn *engine.Conn, sess Session, tgt *WriteTarget, m *mergeText) (*mergeStatements, error) {
-	src, err := mergeSource(ctx, conn, m.source)
+func (p *Planner) mergeSQL(ctx context.Context, conn *engine.Conn, sess Session, st *parse.Statement, tgt *WriteTarget, m *parse.Merge) (*mergeStatements, error) {
+	src, err := mergeSource(ctx, conn, m.Source)
 	if err != nil {
 		return nil, err
 	}
-	talias := m.alias
+	talias := m.Alias
 	if talias == "" {
-		talias = m.parts[len(m.parts)-1]
+		talias = m.Target[len(m.Target)-1]
 	}
 	if strings.EqualFold(talias, src.alias) {
 		return nil, fmt.Errorf("%w: the MERGE target and source are both called %q; give one an alias", ErrInvalid, talias)
 	}
-	holes, _, err := dmlParts(ctx, conn, "t", m.exprs, "")
+	holes, _, err := dmlParts(ctx, conn, "t", m.Exprs, "")
 	if err != nil {
 		return nil, err
 	}
-	b := &mergeBuilder{m: m, tgt: tgt, talias: engine.Quote(talias), salias: engine.Quote(src.alias), name: quotedName(m.parts)}
-	if b.srcCols, err = p.mergeStarColumns(ctx, sess, conn, m, src); err != nil {
+	b := &mergeBuilder{m: m, tgt: tgt, talias: engine.Quote(talias), salias: engine.Quote(src.alias), name: quotedName(m.Target)}
+	if b.srcCols, err = p.mergeStarColumns(ctx, sess, conn, st, m, src); err != nil {
 		return nil, err
 	}
 	if err := b.resolveColumns(); err != nil {
 		return nil, err
 	}
 	out := &mergeStatements{}
-	if b.has(whenMatched) || b.has(whenNotMatchedBySource) {
+	if b.has(parse.WhenMatched) || b.has(parse.WhenNotMatchedBySource) {
 		rw, match, err := b.rewriteSQL()
 		if err != nil {
 			return nil, err
 		}
-		if out.rewrite.out, err = templateFrom(ctx, conn, rw, holes, src.node); err != nil {
+		outSQL, err := templateFrom(ctx, conn, rw, holes, src.node)
+		if err != nil {
 			return nil, err
 		}
-		if out.rewrite.match, err = templateFrom(ctx, conn, match, holes, src.node); err != nil {
+		matchSQL, err := templateFrom(ctx, conn, match, holes, src.node)
+		if err != nil {
 			return nil, err
 		}
-		out.rewrite.broadcast = true
+		out.rewrite = rewriteSQL{out: built(st, outSQL), match: built(st, matchSQL), broadcast: true}
 	}
-	if on := holes[m.on]; !b.has(whenNotMatchedBySource) {
-		if out.keys, err = b.keysSQL(ctx, conn, on, src); err != nil {
+	if on := holes[m.On]; !b.has(parse.WhenNotMatchedBySource) {
+		if out.keys, err = b.keysSQL(ctx, conn, st, on, src); err != nil {
 			return nil, err
 		}
 	}
-	if b.has(whenNotMatched) {
+	if b.has(parse.WhenNotMatched) {
 		ins, err := b.insertSQL()
 		if err != nil {
 			return nil, err
@@ -446,10 +197,10 @@ func mergeSource(ctx context.Context, conn *engine.Conn, text string) (mergeSrc,
 
 // mergeStarColumns are the source's column names, by position, when a
 // clause uses UPDATE SET * or INSERT * (nil otherwise).
-func (p *Planner) mergeStarColumns(ctx context.Context, sess Session, conn *engine.Conn, m *mergeText, src mergeSrc) ([]string, error) {
+func (p *Planner) mergeStarColumns(ctx context.Context, sess Session, conn *engine.Conn, st *parse.Statement, m *parse.Merge, src mergeSrc) ([]string, error) {
 	star := false
-	for _, c := range m.clauses {
-		star = star || c.star
+	for _, c := range m.Clauses {
+		star = star || c.Star
 	}
 	if !star {
 		return nil, nil
@@ -463,7 +214,7 @@ func (p *Planner) mergeStarColumns(ctx context.Context, sess Session, conn *engi
 		return nil, err
 	}
 	defer bconn.Close()
-	b, err := p.bind(ctx, bconn, sess, q, true)
+	b, err := p.bind(ctx, bconn, sess, built(st, q), true)
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +232,7 @@ func (p *Planner) mergeStarColumns(ctx context.Context, sess Session, conn *engi
 // mergeBuilder prints a MERGE's statements. Clause i (0-based) is action
 // number i+1 in the printed CASE expressions; 0 leaves a row alone.
 type mergeBuilder struct {
-	m                    *mergeText
+	m                    *parse.Merge
 	tgt                  *WriteTarget
 	talias, salias, name string
 	srcCols              []string
@@ -495,29 +246,29 @@ type mergeBuilder struct {
 // target's fields.
 func (b *mergeBuilder) resolveColumns() error {
 	b.fields = b.tgt.Pinned.Table.Schema().Fields()
-	b.values = make([][]int, len(b.m.clauses))
-	for i, c := range b.m.clauses {
+	b.values = make([][]int, len(b.m.Clauses))
+	for i, c := range b.m.Clauses {
 		v := make([]int, len(b.fields))
 		for f := range v {
 			v[f] = -1
 		}
 		b.values[i] = v
 		switch {
-		case c.action != "UPDATE" && c.action != "INSERT":
-		case c.star:
+		case c.Action != "UPDATE" && c.Action != "INSERT":
+		case c.Star:
 			if len(b.srcCols) != len(b.fields) {
-				return fmt.Errorf("%w: %s * needs as many source columns as table %s has (%d), the source has %d", ErrInvalid, c.action, b.tgt.Ref, len(b.fields), len(b.srcCols))
+				return fmt.Errorf("%w: %s * needs as many source columns as table %s has (%d), the source has %d", ErrInvalid, c.Action, b.tgt.Ref, len(b.fields), len(b.srcCols))
 			}
 			for f := range v {
 				v[f] = -2
 			}
-		case len(c.cols) == 0:
-			if len(c.exprs) != len(b.fields) {
-				return fmt.Errorf("%w: table %s has %d columns but the INSERT gives %d values", ErrInvalid, b.tgt.Ref, len(b.fields), len(c.exprs))
+		case len(c.Cols) == 0:
+			if len(c.Exprs) != len(b.fields) {
+				return fmt.Errorf("%w: table %s has %d columns but the INSERT gives %d values", ErrInvalid, b.tgt.Ref, len(b.fields), len(c.Exprs))
 			}
-			copy(v, c.exprs)
+			copy(v, c.Exprs)
 		default:
-			for j, col := range c.cols {
+			for j, col := range c.Cols {
 				f := b.field(col)
 				if f < 0 {
 					return fmt.Errorf("%w: table %s has no column %q", ErrInvalid, b.tgt.Ref, col)
@@ -525,7 +276,7 @@ func (b *mergeBuilder) resolveColumns() error {
 				if v[f] >= 0 {
 					return fmt.Errorf("%w: column %q is named twice", ErrInvalid, col)
 				}
-				v[f] = c.exprs[j]
+				v[f] = c.Exprs[j]
 			}
 		}
 	}
@@ -541,9 +292,9 @@ func (b *mergeBuilder) field(col string) int {
 	return -1
 }
 
-func (b *mergeBuilder) has(kind int) bool {
-	for _, c := range b.m.clauses {
-		if c.kind == kind {
+func (b *mergeBuilder) has(kind parse.MergeWhen) bool {
+	for _, c := range b.m.Clauses {
+		if c.When == kind {
 			return true
 		}
 	}
@@ -552,18 +303,18 @@ func (b *mergeBuilder) has(kind int) bool {
 
 // action is a CASE giving the number of the first clause of kind whose
 // condition holds, 0 for none or DO NOTHING.
-func (b *mergeBuilder) action(kind int) string {
+func (b *mergeBuilder) action(kind parse.MergeWhen) string {
 	var whens []string
-	for i, c := range b.m.clauses {
-		if c.kind != kind {
+	for i, c := range b.m.Clauses {
+		if c.When != kind {
 			continue
 		}
 		cond := "true"
-		if c.cond >= 0 {
-			cond = "(" + hole(c.cond) + ")"
+		if c.Cond >= 0 {
+			cond = "(" + hole(c.Cond) + ")"
 		}
 		n := i + 1
-		if c.action == "NOTHING" {
+		if c.Action == "NOTHING" {
 			n = 0
 		}
 		whens = append(whens, fmt.Sprintf("WHEN %s THEN %d", cond, n))
@@ -577,14 +328,14 @@ func (b *mergeBuilder) action(kind int) string {
 // applies is true where some WHEN MATCHED clause's condition holds.
 func (b *mergeBuilder) applies() string {
 	var conds []string
-	for _, c := range b.m.clauses {
-		if c.kind != whenMatched {
+	for _, c := range b.m.Clauses {
+		if c.When != parse.WhenMatched {
 			continue
 		}
-		if c.cond < 0 {
+		if c.Cond < 0 {
 			return "true"
 		}
-		conds = append(conds, "("+hole(c.cond)+")")
+		conds = append(conds, "("+hole(c.Cond)+")")
 	}
 	if len(conds) == 0 {
 		return "false"
@@ -595,9 +346,9 @@ func (b *mergeBuilder) applies() string {
 // actions are the numbers of the clauses with one of the given actions.
 func (b *mergeBuilder) actions(acts ...string) []string {
 	var out []string
-	for i, c := range b.m.clauses {
+	for i, c := range b.m.Clauses {
 		for _, a := range acts {
-			if c.action == a {
+			if c.Action == a {
 				out = append(out, fmt.Sprint(i+1))
 			}
 		}
@@ -630,8 +381,8 @@ func (b *mergeBuilder) value(i, f int) string {
 // list as __icefloe_e<clause>_<field>.
 func (b *mergeBuilder) whens(f int, typ string, insert bool, inner *[]string) []string {
 	var out []string
-	for i, c := range b.m.clauses {
-		if (c.kind == whenNotMatched) != insert {
+	for i, c := range b.m.Clauses {
+		if (c.When == parse.WhenNotMatched) != insert {
 			continue
 		}
 		if v := b.value(i, f); v != "" {
@@ -653,7 +404,7 @@ func (b *mergeBuilder) marked() string {
 // its rows the statement changes, which fails a file where a target row
 // matched more than one source row (match).
 func (b *mergeBuilder) rewriteSQL() (out, match string, err error) {
-	act := "CASE WHEN " + b.salias + ".__icefloe_m THEN " + b.action(whenMatched) + " ELSE " + b.action(whenNotMatchedBySource) + " END"
+	act := "CASE WHEN " + b.salias + ".__icefloe_m THEN " + b.action(parse.WhenMatched) + " ELSE " + b.action(parse.WhenNotMatchedBySource) + " END"
 	inner := []string{b.talias + ".*"}
 	var lineage string
 	if hasLineage(&input{pinned: b.tgt.Pinned}) {
@@ -677,16 +428,16 @@ func (b *mergeBuilder) rewriteSQL() (out, match string, err error) {
 			cols[f] = fmt.Sprintf("CASE __icefloe_act %s ELSE CAST(%s AS %s) END AS %s", strings.Join(whens, " "), q, typ, q)
 		}
 	}
-	from := " FROM " + b.name + " AS " + b.talias + " LEFT JOIN " + b.marked() + " ON (" + hole(b.m.on) + ")"
+	from := " FROM " + b.name + " AS " + b.talias + " LEFT JOIN " + b.marked() + " ON (" + hole(b.m.On) + ")"
 	out = "SELECT " + strings.Join(cols, ", ") + lineage + " FROM (SELECT " + strings.Join(inner, ", ") + from +
 		") AS __icefloe_r WHERE NOT " + inList("__icefloe_act", b.actions("DELETE"))
 	changed := "SELECT count(*)" + from + " WHERE " + inList("("+act+")", b.actions("UPDATE", "DELETE"))
-	if !b.has(whenMatched) {
+	if !b.has(parse.WhenMatched) {
 		return out, changed, nil
 	}
-	pairs := "SELECT count(*) FROM " + b.name + " AS " + b.talias + " JOIN " + b.marked() + " ON (" + hole(b.m.on) + ") WHERE " + b.applies()
+	pairs := "SELECT count(*) FROM " + b.name + " AS " + b.talias + " JOIN " + b.marked() + " ON (" + hole(b.m.On) + ") WHERE " + b.applies()
 	rows := "SELECT count(*) FROM " + b.name + " AS " + b.talias + " WHERE EXISTS (SELECT 1 FROM " + b.marked() +
-		" WHERE (" + hole(b.m.on) + ") AND (" + b.applies() + "))"
+		" WHERE (" + hole(b.m.On) + ") AND (" + b.applies() + "))"
 	match = "SELECT CASE WHEN (" + pairs + ") > (" + rows + ") THEN error('" + errMultipleMatch + "') ELSE (" + changed + ") END"
 	return out, match, nil
 }
@@ -695,10 +446,10 @@ func (b *mergeBuilder) rewriteSQL() (out, match string, err error) {
 // the first conjunct of on that equates a column of the target with a
 // column of the source, both named with their aliases; nil when on has
 // none or the column's type has no DuckDB type.
-func (b *mergeBuilder) keysSQL(ctx context.Context, conn *engine.Conn, on node, src mergeSrc) (*MergeKeys, error) {
-	alias := b.m.alias
+func (b *mergeBuilder) keysSQL(ctx context.Context, conn *engine.Conn, st *parse.Statement, on node, src mergeSrc) (*MergeKeys, error) {
+	alias := b.m.Alias
 	if alias == "" {
-		alias = b.m.parts[len(b.m.parts)-1]
+		alias = b.m.Target[len(b.m.Target)-1]
 	}
 	ref := func(n node) (qual, col string, ok bool) {
 		if str(n, "class") != "COLUMN_REF" {
@@ -747,7 +498,7 @@ func (b *mergeBuilder) keysSQL(ctx context.Context, conn *engine.Conn, on node, 
 		if err != nil {
 			return nil, err
 		}
-		return &MergeKeys{Column: b.fields[f].Name, Values: values, Range: rng}, nil
+		return &MergeKeys{Column: b.fields[f].Name, Values: built(st, values), Range: built(st, rng)}, nil
 	}
 	return nil, nil
 }
@@ -755,7 +506,7 @@ func (b *mergeBuilder) keysSQL(ctx context.Context, conn *engine.Conn, on node, 
 // insertSQL prints the query of the rows the WHEN NOT MATCHED clauses
 // insert: the target's columns, in order.
 func (b *mergeBuilder) insertSQL() (string, error) {
-	inner := []string{b.action(whenNotMatched) + " AS __icefloe_act"}
+	inner := []string{b.action(parse.WhenNotMatched) + " AS __icefloe_act"}
 	cols := make([]string, len(b.fields))
 	for f, fld := range b.fields {
 		typ, err := DuckTypeOf(fld.Type)
@@ -771,5 +522,5 @@ func (b *mergeBuilder) insertSQL() (string, error) {
 		}
 	}
 	return "SELECT " + strings.Join(cols, ", ") + " FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + srcHole +
-		" WHERE NOT EXISTS (SELECT 1 FROM " + b.name + " AS " + b.talias + " WHERE (" + hole(b.m.on) + "))) AS __icefloe_r WHERE __icefloe_act <> 0", nil
+		" WHERE NOT EXISTS (SELECT 1 FROM " + b.name + " AS " + b.talias + " WHERE (" + hole(b.m.On) + "))) AS __icefloe_r WHERE __icefloe_act <> 0", nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/internal/suggest"
 )
 
@@ -40,28 +39,6 @@ func (e *UserError) UserMessage() string { return e.Msg }
 
 func userErrorf(kind error, format string, args ...any) error {
 	return &UserError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
-}
-
-// quotedIdents returns the identifiers a statement writes only in double
-// quotes: those match exactly.
-func quotedIdents(query string) map[string]bool {
-	toks, err := sqltok.Tokenize(query)
-	if err != nil {
-		return nil
-	}
-	quoted, plain := map[string]bool{}, map[string]bool{}
-	for _, t := range toks {
-		switch t.Kind {
-		case sqltok.QuotedIdent:
-			quoted[t.Value] = true
-		case sqltok.Word:
-			plain[t.Value] = true
-		}
-	}
-	for v := range plain {
-		delete(quoted, v)
-	}
-	return quoted
 }
 
 // matchName picks the name among candidates that name refers to: itself
@@ -247,39 +224,6 @@ func (b *bound) userText(msg string) string {
 		}
 		return v
 	})
-}
-
-// qualifierWords are reserved words DuckDB's parser refuses as the first
-// part of a dotted name, though catalogs name schemas so (Iceberg's
-// "default").
-var qualifierWords = map[string]bool{"default": true}
-
-// quoteQualifiers quotes a reserved word used as a qualifier — `default`
-// right before a "." — so `FROM default.orders` parses as DuckDB parses
-// `FROM "default".orders`. Nowhere else can such a word stand before a
-// dot, so nothing else changes; the result is parsed by DuckDB as any
-// statement is.
-func quoteQualifiers(query string) string {
-	toks, err := sqltok.Tokenize(query)
-	if err != nil {
-		return query
-	}
-	var b strings.Builder
-	last := 0
-	for i, t := range toks {
-		if t.Kind != sqltok.Word || !qualifierWords[strings.ToLower(t.Value)] || i+1 >= len(toks) ||
-			!toks[i+1].IsOp(".") || toks[i+1].Pos != t.End {
-			continue
-		}
-		b.WriteString(query[last:t.Pos])
-		b.WriteString(engine.Quote(t.Value))
-		last = t.End
-	}
-	if last == 0 {
-		return query
-	}
-	b.WriteString(query[last:])
-	return b.String()
 }
 
 // ExistingSchema resolves the catalog and schema of a table (or view)

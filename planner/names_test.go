@@ -31,35 +31,6 @@ func TestMatchName(t *testing.T) {
 	}
 }
 
-func TestQuotedIdents(t *testing.T) {
-	got := quotedIdents(`SELECT "A", b FROM "MyTable" JOIN x ON "x".id = "B" WHERE b = 'B'`)
-	for _, want := range []string{"A", "MyTable", "B"} {
-		if !got[want] {
-			t.Errorf("%s not quoted in %v", want, got)
-		}
-	}
-	if got["x"] || got["b"] || len(got) != 3 {
-		t.Errorf("quoted: %v", got)
-	}
-}
-
-func TestQuoteQualifiers(t *testing.T) {
-	for in, want := range map[string]string{
-		"SELECT * FROM default.orders":                 `SELECT * FROM "default".orders`,
-		"SELECT * FROM local.default.orders":           `SELECT * FROM local."default".orders`,
-		"SELECT * FROM DEFAULT.t, default.u":           `SELECT * FROM "DEFAULT".t, "default".u`,
-		"SELECT 'default.x', \"default\".y FROM t":     "SELECT 'default.x', \"default\".y FROM t",
-		"INSERT INTO t VALUES (DEFAULT, 1)":            "INSERT INTO t VALUES (DEFAULT, 1)",
-		"SELECT * FROM t -- default.x":                 "SELECT * FROM t -- default.x",
-		"SELECT default . x FROM t":                    "SELECT default . x FROM t",
-		"SELECT d.default.x FROM local.default.t AS d": `SELECT d."default".x FROM local."default".t AS d`,
-	} {
-		if got := quoteQualifiers(in); got != want {
-			t.Errorf("quoteQualifiers(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // Resolution through Bind: the case of unquoted names does not matter, an
 // exact match wins, near misses are suggested, and nothing in a message
 // shows the rewritten query.
@@ -73,7 +44,7 @@ func TestResolveNames(t *testing.T) {
 	for _, q := range []string{"SELECT * FROM T", "SELECT * FROM LOCAL.DEFAULT.t", `SELECT * FROM "default".t`,
 		"SELECT * FROM default.t", "SELECT id FROM mixed", `SELECT "Id" FROM "Mixed"`, "SELECT * FROM T$snapshots",
 		"SELECT a.id FROM t AS a JOIN T AS b ON a.id = b.id"} {
-		if _, err := p.Bind(ctx, s, q); err != nil {
+		if _, err := bindText(ctx, p, s, q); err != nil {
 			t.Errorf("%s: %v", q, err)
 		}
 	}
@@ -93,7 +64,7 @@ func TestResolveNames(t *testing.T) {
 		{"SELECT nosuch FROM t", ErrInvalid, `Referenced column "nosuch" not found in FROM clause!`},
 		{"SELECT t.id FROM t AS u", ErrInvalid, "u"},
 	} {
-		_, err := p.Bind(ctx, s, c.q)
+		_, err := bindText(ctx, p, s, c.q)
 		var ue *UserError
 		if !errors.Is(err, c.kind) || !errors.As(err, &ue) || !strings.Contains(ue.UserMessage(), c.msg) {
 			t.Errorf("%s: got %v, want %v with %q", c.q, err, c.kind, c.msg)

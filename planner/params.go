@@ -20,6 +20,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/parse"
 )
 
 // Bound parameters.
@@ -623,34 +624,30 @@ func (b *bound) bindTypedNulls(ctx context.Context, conn *engine.Conn) ([]engine
 // Parameters returns the parameter schema of a statement: one field per
 // placeholder, typed as DuckDB infers it from the context (string where it
 // cannot tell). A statement without placeholders has an empty schema.
-func (p *Planner) Parameters(ctx context.Context, s Session, query string) (*arrow.Schema, error) {
-	kind, err := p.Classify(query)
-	if err != nil {
-		return nil, err
+func (p *Planner) Parameters(ctx context.Context, s Session, st *parse.Statement) (*arrow.Schema, error) {
+	if !st.HasParams() {
+		return emptyParamSchema, nil
 	}
-	if !strings.ContainsAny(query, "?$") {
-		return emptyParamSchema, nil // no placeholder can hide elsewhere
-	}
-	if kind == KindUpdate {
+	if !st.Info().Rows {
 		// INSERT … VALUES, UPDATE and DELETE are described; other updates
 		// (and one that cannot be prepared here, e.g. INSERT … SELECT)
 		// report no parameters, and their statement still runs or fails as
 		// usual.
-		types, err := p.dmlParamTypes(ctx, s, query)
+		types, err := p.dmlParamTypes(ctx, s, st)
 		if err != nil {
 			return emptyParamSchema, nil
 		}
 		return paramSchema(types), nil
 	}
-	if _, ok := explainTarget(query); ok {
-		return emptyParamSchema, nil
+	if st.Query() == nil {
+		return emptyParamSchema, nil // EXPLAIN, CALL, SHOW
 	}
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, s, query, true)
+	b, err := p.bind(ctx, conn, s, st, true)
 	if err != nil {
 		return nil, err
 	}
@@ -659,32 +656,17 @@ func (p *Planner) Parameters(ctx context.Context, s Session, query string) (*arr
 
 // insertParamTypes prepares an INSERT … VALUES against a stand-in of its
 // target table and returns DuckDB's parameter types.
-func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *Parser) ([]engine.ParamType, error) {
-	toks := ps.toks
-	ps.Pos = 2
-	parts, err := ps.Name(3)
-	if err != nil {
-		return nil, err
-	}
-	columns := ""
-	if ps.AtPunct("(") {
-		open, closing, err := ps.Group()
-		if err != nil {
-			return nil, err
-		}
-		names, err := (&Parser{src: ps.src, toks: ps.toks[open+1 : closing]}).ColumnNames()
-		if err != nil {
-			return nil, nil // INSERT INTO t (SELECT …): no parameters described
-		}
-		columns = "(" + QuotedNames(names) + ")"
-	}
-	if !ps.At("VALUES") {
+func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ins *parse.Insert) ([]engine.ParamType, error) {
+	if ins.Values == "" {
 		return nil, nil // INSERT … SELECT: no parameters described
 	}
-	values := ps.Text(ps.Pos, len(toks)-1)
+	columns := ""
+	if ins.Columns != nil {
+		columns = "(" + QuotedNames(ins.Columns) + ")"
+	}
 	// The target as INSERT loads it, so t.branch_b is described too; its
 	// column types are no one's business without INSERT.
-	tgt, err := p.LoadTarget(ctx, sess, parts, authz.Insert)
+	tgt, err := p.LoadTarget(ctx, sess, ins.Name, authz.Insert)
 	if err != nil {
 		return nil, err
 	}
@@ -707,44 +689,33 @@ func (p *Planner) insertParamTypes(ctx context.Context, sess Session, ps *Parser
 	if err := conn.Exec(ctx, "CREATE TEMP TABLE "+standIn+" ("+strings.Join(defs, ", ")+")"); err != nil {
 		return nil, fmt.Errorf("insert into %s: stand-in: %w", ref, err)
 	}
-	if err := CheckValues(ctx, conn, values, p.opts.MaxValueBytes); err != nil {
+	if err := CheckValues(ctx, conn, ins.Values, p.opts.MaxValueBytes); err != nil {
 		return nil, err
 	}
-	return paramTypes(ctx, conn, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO "+standIn+" "+columns+" "+values)
+	return paramTypes(ctx, conn, duckdb.STATEMENT_TYPE_INSERT, "INSERT INTO "+standIn+" "+columns+" "+ins.Values)
 }
 
 // dmlParamTypes returns DuckDB's parameter types of an INSERT … VALUES,
 // UPDATE or DELETE, prepared against a stand-in of its target table (the
 // statements icefloe runs for an UPDATE or DELETE, as they are printed).
-func (p *Planner) dmlParamTypes(ctx context.Context, sess Session, query string) ([]engine.ParamType, error) {
-	ps, err := ParseUpdate(query)
-	if err != nil {
-		return nil, err
-	}
+func (p *Planner) dmlParamTypes(ctx context.Context, sess Session, st *parse.Statement) ([]engine.ParamType, error) {
 	var parts []string
 	var u updateText
 	var pred string
-	update := ps.At("UPDATE")
-	switch {
-	case ps.At("INSERT", "INTO"):
-		return p.insertParamTypes(ctx, sess, ps)
-	case ps.At("UPDATE"):
-		if u, err = ps.updateParts(); err != nil {
-			return nil, err
-		}
+	priv := authz.Delete
+	switch b := st.Body.(type) {
+	case *parse.Insert:
+		return p.insertParamTypes(ctx, sess, b)
+	case *parse.Update:
+		u, priv = updateTextOf(b), authz.Update
 		parts = u.parts
-	case ps.At("DELETE"):
-		if parts, pred, err = ps.deleteParts(); err != nil {
-			return nil, err
-		}
+	case *parse.Delete:
+		parts, pred = b.Name, b.Where
 	default:
 		return nil, nil // DDL takes no parameters
 	}
+	update := priv == authz.Update
 	// Describing a statement's parameters needs what running it does.
-	priv := authz.Delete
-	if update {
-		priv = authz.Update
-	}
 	tgt, conn, err := p.targetConn(ctx, sess, parts, priv)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/icefloe/icefloe/internal/parse"
 	"math"
 	"slices"
 	"strings"
@@ -162,24 +163,24 @@ func TestPlanBindExecWithParameters(t *testing.T) {
 	s := Session{Catalog: "local", Schema: "default"}
 	q := "SELECT id, s FROM t WHERE id = ? AND s = ?"
 
-	params, err := p.Parameters(ctx, s, q)
+	params, err := p.Parameters(ctx, s, parse.Must(q))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if params.NumFields() != 2 || params.Field(0).Type.ID() != arrow.INT64 || params.Field(1).Type.ID() != arrow.STRING {
 		t.Fatalf("parameter schema: %v", params)
 	}
-	sc, err := p.Bind(ctx, s, q)
+	sc, err := bindText(ctx, p, s, q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sc.NumFields() != 2 || sc.Field(0).Name != "id" {
 		t.Fatalf("schema without values: %v", sc)
 	}
-	if _, err := p.Plan(ctx, s, q); !errors.Is(err, ErrInvalid) {
+	if _, err := planText(ctx, p, s, q); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("plan without values: %v", err)
 	}
-	plan, err := p.Plan(ctx, s, q, int64(13), "v3")
+	plan, err := planText(ctx, p, s, q, int64(13), "v3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestPlanBindExecWithParameters(t *testing.T) {
 
 	// INSERT … VALUES binds natively.
 	ins := "INSERT INTO t VALUES (?, ?)"
-	ps, err := p.Parameters(ctx, s, ins)
+	ps, err := p.Parameters(ctx, s, parse.Must(ins))
 	if err != nil || ps.NumFields() != 2 || ps.Field(0).Type.ID() != arrow.INT64 {
 		t.Fatalf("insert parameter schema: %v %v", ps, err)
 	}
@@ -248,7 +249,7 @@ func TestParameterColumnNames(t *testing.T) {
 		if n == 0 {
 			n = 2 // $1 and $2
 		}
-		unbound, err := p.Bind(ctx, s, q)
+		unbound, err := p.Bind(ctx, s, parse.Must(q))
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -268,7 +269,7 @@ func TestParameterColumnNames(t *testing.T) {
 			checked++
 			want, _ := rows.Columns()
 			rows.Close()
-			plan, err := p.Plan(ctx, s, q, args...)
+			plan, err := p.Plan(ctx, s, parse.Must(q), args...)
 			if err != nil {
 				t.Fatalf("%s with %T: %v", q, v, err)
 			}

@@ -76,7 +76,7 @@ func TestPlans(t *testing.T) {
 			testTable(t, cat, "e", schema, 0, row)
 			planners[key] = p
 		}
-		plan, err := p.Plan(context.Background(), Session{Catalog: "local", Schema: "default"}, strings.TrimSpace(d.Input))
+		plan, err := planText(context.Background(), p, Session{Catalog: "local", Schema: "default"}, strings.TrimSpace(d.Input))
 		if err != nil {
 			return fmt.Sprintf("error: %v\n", err)
 		}

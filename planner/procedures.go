@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -21,29 +21,27 @@ import (
 // installs the executor's (SetProcedures).
 type Procedures interface {
 	// CallShape returns a query with exactly the result columns of the
-	// CALL query and no rows, without running the procedure.
-	CallShape(ctx context.Context, s Session, query string) (string, error)
-	// Call runs the CALL query and returns a query over its result rows,
-	// of CallShape's columns.
-	Call(ctx context.Context, s Session, query string) (string, error)
+	// CALL and no rows, without running the procedure.
+	CallShape(ctx context.Context, s Session, c *parse.Call) (string, error)
+	// Call runs the CALL and returns a query over its result rows, of
+	// CallShape's columns.
+	Call(ctx context.Context, s Session, c *parse.Call) (string, error)
 }
 
 // SetProcedures installs what runs CALL statements (statement.New calls
 // it); the last one installed runs them.
 func (p *Planner) SetProcedures(pr Procedures) { p.procs.Store(&pr) }
 
-// ParseStatement tokenizes one statement, without its trailing
-// semicolons, and returns a parser at its first token.
-func ParseStatement(query string) (*Parser, error) {
-	toks, err := ddlTokens(query)
-	if err != nil {
-		return nil, err
-	}
-	return &Parser{src: query, toks: toks}, nil
+func init() {
+	registerQuery(parse.KindCall, queryRunner{
+		bind: func(p *Planner, ctx context.Context, s Session, st *parse.Statement, _ []any) (*arrow.Schema, error) {
+			return p.callSchema(ctx, s, st.Body.(*parse.Call))
+		},
+		plan: func(p *Planner, ctx context.Context, s Session, st *parse.Statement, workers []Worker, _ []any) (*Plan, error) {
+			return p.call(ctx, s, st.Body.(*parse.Call), workers)
+		},
+	})
 }
-
-// isCall reports whether query is a CALL statement.
-func isCall(query string) bool { return sqltok.FirstWord(query) == "CALL" }
 
 // procedures returns the installed Procedures, or an error when none is.
 func (p *Planner) procedures() (Procedures, error) {
@@ -55,7 +53,7 @@ func (p *Planner) procedures() (Procedures, error) {
 }
 
 // callSchema is the result schema of a CALL, without running it.
-func (p *Planner) callSchema(ctx context.Context, s Session, query string) (*arrow.Schema, error) {
+func (p *Planner) callSchema(ctx context.Context, s Session, query *parse.Call) (*arrow.Schema, error) {
 	pr, err := p.procedures()
 	if err != nil {
 		return nil, err
@@ -73,7 +71,7 @@ func (p *Planner) callSchema(ctx context.Context, s Session, query string) (*arr
 }
 
 // call runs a CALL and plans its result rows as one endpoint.
-func (p *Planner) call(ctx context.Context, s Session, query string, workers []Worker) (*Plan, error) {
+func (p *Planner) call(ctx context.Context, s Session, query *parse.Call, workers []Worker) (*Plan, error) {
 	pr, err := p.procedures()
 	if err != nil {
 		return nil, err

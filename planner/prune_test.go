@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"github.com/icefloe/icefloe/internal/parse"
 	"strings"
 	"testing"
 )
@@ -58,7 +59,7 @@ func TestPruningPitfalls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := p.bind(ctx, conn, s, "SELECT * FROM p WHERE "+c.where, true)
+		b, err := p.bind(ctx, conn, s, parse.Must("SELECT * FROM p WHERE "+c.where), true)
 		conn.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", c.where, err)
@@ -102,7 +103,7 @@ func TestPartitionPruningReadsMatchingFiles(t *testing.T) {
 		{"length(country) = 2", "6 of 6 files"},
 	}
 	for _, c := range cases {
-		plan, err := p.Plan(ctx, s, "SELECT id FROM ev WHERE "+c.where)
+		plan, err := planText(ctx, p, s, "SELECT id FROM ev WHERE "+c.where)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +140,7 @@ func TestColumnPruning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := p.bind(ctx, conn, s, c.query, true)
+		b, err := p.bind(ctx, conn, s, parse.Must(c.query), true)
 		conn.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", c.query, err)

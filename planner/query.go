@@ -26,6 +26,7 @@ import (
 	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/queries"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/internal/tracing"
@@ -84,69 +85,87 @@ type bound struct {
 	standIns bool
 }
 
-// Bind returns the result schema of a query, as every stream of its plan
-// will carry it. args bind the query's parameters (see params.go); without
-// any, parameters bind as typed NULLs.
-func (p *Planner) Bind(ctx context.Context, s Session, query string, args ...any) (*arrow.Schema, error) {
-	if inner, ok := explainTarget(query); ok {
-		return p.explainSchema(ctx, s, inner)
+// Bind returns the result schema of a statement that returns rows, as
+// every stream of its plan will carry it. args bind the statement's
+// parameters (see params.go); without any, parameters bind as typed
+// NULLs.
+func (p *Planner) Bind(ctx context.Context, s Session, st *parse.Statement, args ...any) (*arrow.Schema, error) {
+	r, err := queryRunnerOf(st, args)
+	if err != nil {
+		return nil, err
 	}
-	if isCall(query) {
-		return p.callSchema(ctx, s, query)
+	return r.bind(p, ctx, s, st, args)
+}
+
+// Plan plans a statement that returns rows over the live workers. args
+// bind the statement's parameters, one per placeholder (see params.go).
+func (p *Planner) Plan(ctx context.Context, s Session, st *parse.Statement, args ...any) (*Plan, error) {
+	workers, err := p.LiveWorkers()
+	if err != nil {
+		return nil, err
 	}
-	if sql, ok, err := p.showQuery(ctx, s, query); ok {
-		if err != nil {
-			return nil, err
-		}
-		return p.Bind(ctx, s, sql)
+	r, err := queryRunnerOf(st, args)
+	if err != nil {
+		return nil, err
 	}
+	return r.plan(p, ctx, s, st, workers, args)
+}
+
+// queryRunner answers one kind of statement that returns rows (the kinds
+// whose parse.Info.Runner is parse.RunPlanner): bind gives its result
+// schema, plan its endpoints. Each registers itself (registerQuery) in
+// the file that answers it: queries here, EXPLAIN in explain.go, CALL in
+// procedures.go, SHOW and DESCRIBE in show.go.
+type queryRunner struct {
+	bind func(p *Planner, ctx context.Context, s Session, st *parse.Statement, args []any) (*arrow.Schema, error)
+	plan func(p *Planner, ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any) (*Plan, error)
+}
+
+var queryRunners = map[parse.Kind]queryRunner{}
+
+func registerQuery(k parse.Kind, r queryRunner) { queryRunners[k] = r }
+
+// queryRunnerOf is the runner of st's kind, or why there is none.
+func queryRunnerOf(st *parse.Statement, args []any) (queryRunner, error) {
+	r, ok := queryRunners[st.Kind]
+	if !ok {
+		return r, fmt.Errorf("%w: %s returns no rows; run it as an update", ErrUnsupported, st.Kind)
+	}
+	if len(args) > 0 && !st.Info().Params {
+		return r, fmt.Errorf("%w: parameters in %s", ErrUnsupported, st.Kind)
+	}
+	return r, nil
+}
+
+func init() {
+	q := queryRunner{bind: (*Planner).bindQuery, plan: (*Planner).planQuery}
+	registerQuery(parse.KindSelect, q)
+	registerQuery(parse.KindSummarize, q)
+}
+
+// bindQuery is Bind of a query DuckDB parses.
+func (p *Planner) bindQuery(ctx context.Context, s Session, st *parse.Statement, args []any) (*arrow.Schema, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	b, err := p.bind(ctx, conn, s, query, false, args...)
+	b, err := p.bind(ctx, conn, s, st, false, args...)
 	if err != nil {
 		return nil, err
 	}
 	return b.schema, nil
 }
 
-// Plan plans a query over the live workers. args bind the query's
-// parameters, one per placeholder (see params.go).
-func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any) (plan *Plan, err error) {
-	workers, err := p.LiveWorkers()
-	if err != nil {
-		return nil, err
-	}
-	if inner, ok := explainTarget(query); ok {
-		if q, ok := analyzeTarget(inner); ok {
-			return p.explainAnalyze(ctx, s, q, workers)
-		}
-		if explainsWrite(inner) {
-			return nil, fmt.Errorf("%w: EXPLAIN of a write here; statement.Executor runs it as a dry run", ErrUnsupported)
-		}
-		return p.explain(ctx, s, inner, workers)
-	}
-	if isCall(query) {
-		if len(args) > 0 {
-			return nil, fmt.Errorf("%w: parameters in CALL", ErrUnsupported)
-		}
-		return p.call(ctx, s, query, workers)
-	}
-	if sql, ok, err := p.showQuery(ctx, s, query); ok {
-		if err != nil {
-			return nil, err
-		}
-		return p.Plan(ctx, s, sql)
-	}
+// planQuery is Plan of a query DuckDB parses.
+func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any) (plan *Plan, err error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	// Strategies that bind fragments load the stand-ins they need.
-	b, err := p.bind(ctx, conn, s, query, false, args...)
+	b, err := p.bind(ctx, conn, s, st, false, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +174,7 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 	}
 	// The tickets carry the statement's span, not the plan's: the
 	// fragments run after planning, under the statement.
-	st := stampOf(ctx)
+	stamp := stampOf(ctx)
 	ctx, span := tracing.Span(ctx, "plan")
 	defer func() {
 		if plan != nil {
@@ -170,7 +189,7 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		}
 		in.groups, in.places = assignGroups(in.tasks, workers, p.opts.TargetGroupBytes)
 	}
-	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, stamp: st,
+	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, stamp: stamp,
 		plan:    &Plan{QueryID: newQueryID(ctx), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
@@ -187,7 +206,7 @@ func (p *Planner) Plan(ctx context.Context, s Session, query string, args ...any
 		return nil, err
 	}
 	pb.explain = append(pb.explain, explainLines(res, pb.scans)...)
-	pb.redacted = append(pb.redacted, redactedLines(res, pb.scans)...)
+	pb.redacted = append(pb.redacted, redactedLines(res, pb.scans, &pb.rplan)...)
 	return pb.finish()
 }
 
@@ -216,6 +235,8 @@ type planBuilder struct {
 	// redacted are the lines of Plan.Redacted: notes as they are (they
 	// hold names and figures), the plan without the client's values.
 	redacted []string
+	// rplan holds the fragments' SQL of Plan.Redacted.
+	rplan RedactedPlan
 	// scans describe the inputs for the plan (rules.go).
 	scans   []*plan.Scan
 	tickets []*wire.Ticket
@@ -289,7 +310,7 @@ func (pb *planBuilder) finish() (*Plan, error) {
 		pb.note("endpoint "+strconv.Itoa(i), "%s (fallback %s), %d scans, %d children", locs[0], strings.Join(locs[1:], ","), len(t.Scans), len(t.Children))
 	}
 	pb.plan.Explain = strings.Join(pb.explain, "\n") + "\n"
-	pb.plan.Redacted = strings.Join(pb.redacted, "\n") + "\n"
+	pb.plan.Redacted = &RedactedPlan{lines: pb.redacted, sql: pb.rplan.sql}
 	return pb.plan, nil
 }
 
@@ -626,7 +647,7 @@ func newQueryID(ctx context.Context) string {
 // Without standIns (a schema-only bind), a query bound before over the
 // same table versions is answered from the bind memo (bindcache.go)
 // without DuckDB.
-func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query string, standIns bool, args ...any) (b *bound, err error) {
+func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query *parse.Statement, standIns bool, args ...any) (b *bound, err error) {
 	ast, err := p.parse(ctx, conn, query)
 	if err != nil {
 		return nil, err
@@ -649,7 +670,7 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 			return nil, err
 		}
 	}
-	b = &bound{ast: ast, aliases: map[string]*input{}, quoted: quotedIdents(query), names: map[string]string{}}
+	b = &bound{ast: ast, aliases: map[string]*input{}, quoted: query.QuotedNames(), names: map[string]string{}}
 	if err := p.resolve(ctx, conn, s, b); err != nil {
 		return nil, err
 	}
@@ -699,10 +720,14 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 
 // parse has DuckDB's parser check query and returns its syntax tree; the
 // parse is memoised by the query's text (bindcache.go).
-func (p *Planner) parse(ctx context.Context, conn *engine.Conn, query string) (_ *parsed, err error) {
+func (p *Planner) parse(ctx context.Context, conn *engine.Conn, query *parse.Statement) (_ *parsed, err error) {
 	ctx, span := tracing.Span(ctx, "parse")
 	defer func() { tracing.End(span, err) }()
-	text, err := p.serialize(ctx, conn, temporalClauses(quoteQualifiers(query)))
+	q := query.Query()
+	if q == nil {
+		return nil, fmt.Errorf("%w: %s is not a query", ErrUnsupported, query.Kind)
+	}
+	text, err := p.serialize(ctx, conn, q.Duck)
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ var twoWorkers = fixedWorkers{{Location: "grpc://w1:1", Slots: 2}, {Location: "g
 
 func TestPlanScatterSpreadsGroups(t *testing.T) {
 	p, key := testPlanner(t, twoWorkers, 8)
-	plan, err := p.Plan(context.Background(), Session{Catalog: "local", Schema: "default"}, "SELECT id FROM t WHERE id > 3")
+	plan, err := planText(context.Background(), p, Session{Catalog: "local", Schema: "default"}, "SELECT id FROM t WHERE id > 3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestPlanStrategies(t *testing.T) {
 		{"SELECT id, s FROM t WHERE id > 3", Scatter, false},
 	}
 	for _, c := range cases {
-		plan, err := p.Plan(ctx, s, c.q)
+		plan, err := planText(ctx, p, s, c.q)
 		if err != nil {
 			t.Fatalf("%s: %v", c.q, err)
 		}
@@ -193,7 +193,7 @@ func TestPlanStrategies(t *testing.T) {
 			t.Errorf("%s: final ticket has %d children over %d files and %d scans, want 2 or 3 children over 3 files", c.q, len(tk.Children), files, len(tk.Scans))
 		}
 	}
-	plan, err := p.Plan(ctx, s, "SELECT 1 AS x")
+	plan, err := planText(ctx, p, s, "SELECT 1 AS x")
 	if err != nil || len(plan.Endpoints) != 1 {
 		t.Fatalf("SELECT 1: %v %v", plan, err)
 	}
@@ -216,20 +216,20 @@ func TestPlanErrors(t *testing.T) {
 		{"SELECT 1; SELECT 2", ErrInvalid},
 	}
 	for _, c := range cases {
-		_, err := p.Plan(ctx, s, c.q)
+		_, err := planText(ctx, p, s, c.q)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.q, err, c.want)
 		}
 	}
 	none, _ := testPlanner(t, fixedWorkers{}, 1)
-	if _, err := none.Plan(ctx, s, "SELECT 1"); !errors.Is(err, ErrNoWorkers) {
+	if _, err := planText(ctx, none, s, "SELECT 1"); !errors.Is(err, ErrNoWorkers) {
 		t.Errorf("no workers: %v", err)
 	}
 }
 
 func TestEmptyTableOneGroup(t *testing.T) {
 	p, _ := testPlanner(t, twoWorkers, 0)
-	plan, err := p.Plan(context.Background(), Session{Catalog: "local", Schema: "default"}, "SELECT * FROM t")
+	plan, err := planText(context.Background(), p, Session{Catalog: "local", Schema: "default"}, "SELECT * FROM t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,28 +278,6 @@ func TestGroupTasks(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
-	p := &Planner{}
-	for q, want := range map[string]Kind{
-		"SELECT 1": KindQuery, "  -- c\n with x as (select 1) select * from x": KindQuery,
-		"/* x */ (SELECT 1)": KindQuery, "VALUES (1)": KindQuery, "FROM t": KindQuery,
-		"create table t (a int)": KindUpdate, "INSERT INTO t VALUES (1)": KindUpdate, "DROP TABLE t": KindUpdate,
-	} {
-		got, err := p.Classify(q)
-		if err != nil || got != want {
-			t.Errorf("%q: got %v %v, want %v", q, got, err, want)
-		}
-	}
-	for q, want := range map[string]error{
-		"COPY t TO 'x'": ErrRefused, "attach 'x'": ErrRefused, "SET x = 1": ErrRefused, "PRAGMA version": ErrRefused,
-		"INSTALL httpfs": ErrRefused, "LOAD httpfs": ErrRefused, "": ErrSyntax, "blah": ErrSyntax,
-	} {
-		if _, err := p.Classify(q); !errors.Is(err, want) {
-			t.Errorf("%q: got %v, want %v", q, err, want)
-		}
-	}
-}
-
 // The bound schema carries Flight SQL column metadata: DuckDB's type name
 // and, where they apply, precision and scale; the plan's tickets carry the
 // same schema, so every stream agrees with it.
@@ -307,7 +285,7 @@ func TestBindColumnMetadata(t *testing.T) {
 	e := newDDLEnv(t)
 	ctx := context.Background()
 	e.exec(t, `CREATE TABLE m (id BIGINT NOT NULL, amount DECIMAL(12,2), u UUID, tz TIMESTAMPTZ, s VARCHAR)`)
-	sc, err := e.p.Bind(ctx, e.sess, "SELECT amount, id, u, tz, s, sum(id) OVER () AS total, amount AS amount FROM m")
+	sc, err := bindText(ctx, e.p, e.sess, "SELECT amount, id, u, tz, s, sum(id) OVER () AS total, amount AS amount FROM m")
 	if err != nil {
 		t.Fatal(err)
 	}

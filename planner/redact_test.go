@@ -24,7 +24,7 @@ func TestPlanRedacted(t *testing.T) {
 		{"SELECT id FROM t WHERE id = 4242424242 OR s IN ('in-secret-1', 'in-secret-2')", []string{"4242424242", "in-secret-1", "in-secret-2"}},
 		{"SELECT s, count(*) FROM t WHERE id > 987654321 GROUP BY s", []string{"987654321"}},
 	} {
-		plan, err := p.Plan(ctx, Session{Catalog: "local", Schema: "default"}, c.sql)
+		plan, err := planText(ctx, p, Session{Catalog: "local", Schema: "default"}, c.sql)
 		if err != nil {
 			t.Fatalf("%s: %v", c.sql, err)
 		}
@@ -32,13 +32,13 @@ func TestPlanRedacted(t *testing.T) {
 			if !strings.Contains(plan.Explain, secret) {
 				t.Errorf("%s: the client's EXPLAIN lost %q:\n%s", c.sql, secret, plan.Explain)
 			}
-			if strings.Contains(plan.Redacted, secret) {
-				t.Errorf("%s: the redacted plan shows %q:\n%s", c.sql, secret, plan.Redacted)
+			if strings.Contains(plan.Redacted.Text(), secret) {
+				t.Errorf("%s: the redacted plan shows %q:\n%s", c.sql, secret, plan.Redacted.Text())
 			}
 		}
 		for _, keep := range []string{"fragment\t", "plan\tResult ", "endpoint 0\t", "table\tlocal.default.t"} {
-			if !strings.Contains(plan.Redacted, keep) {
-				t.Errorf("%s: the redacted plan lost %q:\n%s", c.sql, keep, plan.Redacted)
+			if !strings.Contains(plan.Redacted.Text(), keep) {
+				t.Errorf("%s: the redacted plan lost %q:\n%s", c.sql, keep, plan.Redacted.Text())
 			}
 		}
 	}

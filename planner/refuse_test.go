@@ -52,7 +52,7 @@ func TestDuckDBCatalogUnreachable(t *testing.T) {
 		{"SELECT * FROM t UNION ALL (WITH pg_tables AS (SELECT 1, 'x') SELECT * FROM pg_tables) UNION ALL SELECT * FROM pg_tables", ErrNotFound, "pg_tables"},
 	}
 	for _, c := range cases {
-		_, err := p.Plan(ctx, s, c.q)
+		_, err := planText(ctx, p, s, c.q)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.word) {
 			t.Errorf("%s: got %v, want %v naming %s", c.q, err, c.want, c.word)
 		}
@@ -66,7 +66,7 @@ func TestDuckDBCatalogUnreachable(t *testing.T) {
 		"WITH c AS (SELECT 1 AS x) SELECT * FROM c UNION ALL SELECT * FROM c",
 		"SELECT * FROM (WITH t AS (SELECT 7 AS id) SELECT id FROM t) x, t",
 	} {
-		if _, err := p.Plan(ctx, s, q); err != nil {
+		if _, err := planText(ctx, p, s, q); err != nil {
 			t.Errorf("%s: %v", q, err)
 		}
 	}

@@ -4,33 +4,24 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/icefloe/icefloe/internal/parse"
 )
 
 // The session in SQL: USE changes the defaults for unqualified names, and
 // current_catalog() / current_schema() (and current_database()) answer
 // them, as DuckDB's do for its own session.
 
-// Use runs `USE catalog.schema` or `USE schema` and returns the session it
-// sets; ok is false for any other statement. Each name resolves as in
-// queries (names.go) and must exist.
-func (p *Planner) Use(ctx context.Context, s Session, query string) (Session, bool, error) {
-	toks, err := ddlTokens(query)
-	if err != nil || len(toks) == 0 || !toks[0].Is("USE") {
-		return s, false, nil
-	}
-	ps := &Parser{src: query, toks: toks, Pos: 1}
-	parts, err := ps.Name(2)
-	if err != nil {
-		return s, true, err
-	}
-	if err := ps.End(); err != nil {
-		return s, true, err
-	}
-	quoted := quotedIdents(query)
+// Use runs `USE catalog.schema` or `USE schema` (st, a USE) and returns
+// the session it sets. Each name resolves as in queries (names.go) and
+// must exist.
+func (p *Planner) Use(ctx context.Context, s Session, st *parse.Statement) (Session, error) {
+	parts := st.Body.(*parse.Use).Name
 	out := s
+	var err error
 	if len(parts) == 2 {
-		if out.Catalog, err = p.resolveCatalog(ctx, parts[0], quoted[parts[0]]); err != nil {
-			return s, true, err
+		if out.Catalog, err = p.resolveCatalog(ctx, parts[0], st.Quoted(parts[0])); err != nil {
+			return s, err
 		}
 		parts = parts[1:]
 	} else if _, cerr := p.resolveCatalog(ctx, parts[0], true); cerr == nil {
@@ -38,14 +29,14 @@ func (p *Planner) Use(ctx context.Context, s Session, query string) (Session, bo
 		// session's schema name, if it has one, as in DuckDB.
 		out.Catalog = parts[0]
 		if _, err := p.resolveSchema(ctx, out.Catalog, out.Schema, true); err != nil {
-			return s, true, err
+			return s, err
 		}
-		return out, true, nil
+		return out, nil
 	}
-	if out.Schema, err = p.resolveSchema(ctx, out.Catalog, parts[0], quoted[parts[0]]); err != nil {
-		return s, true, err
+	if out.Schema, err = p.resolveSchema(ctx, out.Catalog, parts[0], st.Quoted(parts[0])); err != nil {
+		return s, err
 	}
-	return out, true, nil
+	return out, nil
 }
 
 // sessionFunctions are the functions that answer the session's defaults.

@@ -2,7 +2,9 @@ package planner
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/apache/arrow-go/v18/arrow"
 	"slices"
 	"strings"
 
@@ -11,7 +13,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/parse"
 )
 
 // The statements that describe what a session can see, each answered as a
@@ -28,57 +30,61 @@ import (
 // SUMMARIZE runs as DuckDB's own over the resolved tables (refuse.go lets
 // it through). Names resolve as in queries (names.go).
 
-// showQuery returns the query that answers a SHOW or DESCRIBE statement;
-// ok is false for any other statement.
-func (p *Planner) showQuery(ctx context.Context, s Session, query string) (sql string, ok bool, err error) {
-	toks, err := ddlTokens(query)
-	if err != nil || len(toks) == 0 {
-		return "", false, nil
-	}
-	ps := &Parser{src: query, toks: toks}
-	quoted := quotedIdents(query)
-	switch {
-	case ps.Accept("DESCRIBE"), ps.Accept("DESC"):
-		if ps.AtQuery() || ps.At("VALUES") {
-			sql, err = p.describeQuery(ctx, s, query[toks[1].Pos:])
-			return sql, true, err
-		}
-		sql, err = p.showColumns(ctx, s, ps, quoted, false)
-	case ps.Accept("SHOW", "CATALOGS"):
-		sql, err = p.showCatalogs(ctx, ps, "Catalog")
-	case ps.Accept("SHOW", "DATABASES"):
-		sql, err = p.showCatalogs(ctx, ps, "database_name")
-	case ps.Accept("SHOW", "SCHEMAS"):
-		sql, err = p.showSchemas(ctx, s, ps, quoted)
-	case ps.Accept("SHOW", "TABLES"):
-		sql, err = p.showTables(ctx, s, ps, quoted)
-	case ps.Accept("SHOW", "COLUMNS"):
-		if !ps.Accept("FROM") && !ps.Accept("IN") {
-			return "", true, ps.Unexpected()
-		}
-		sql, err = p.showColumns(ctx, s, ps, quoted, true)
-	case ps.Accept("SHOW", "CREATE", "TABLE"):
-		sql, err = p.showCreateTable(ctx, s, ps, quoted)
-	case ps.At("SHOW"):
-		return "", true, fmt.Errorf("%w: %s; icefloe has SHOW CATALOGS, SCHEMAS, TABLES, COLUMNS and CREATE TABLE", ErrUnsupported, strings.TrimRight(ps.Text(0, min(1, len(toks)-1)), ";"))
-	default:
-		return "", false, nil
-	}
-	return sql, true, err
+func init() {
+	registerQuery(parse.KindShow, queryRunner{
+		bind: func(p *Planner, ctx context.Context, s Session, st *parse.Statement, _ []any) (*arrow.Schema, error) {
+			q, err := p.showQuery(ctx, s, st)
+			if err != nil {
+				return nil, err
+			}
+			return p.Bind(ctx, s, q)
+		},
+		plan: func(p *Planner, ctx context.Context, s Session, st *parse.Statement, _ []Worker, _ []any) (*Plan, error) {
+			q, err := p.showQuery(ctx, s, st)
+			if err != nil {
+				return nil, err
+			}
+			return p.Plan(ctx, s, q)
+		},
+	})
 }
 
-// like reads an optional LIKE 'pattern' and the end of the statement, and
-// returns the filter on col ("" for none).
-func (ps *Parser) like(col string) (string, error) {
-	var where string
-	if ps.Accept("LIKE") {
-		if ps.Pos >= len(ps.toks) || ps.toks[ps.Pos].Kind != sqltok.String {
-			return "", ps.Unexpected()
-		}
-		where = " WHERE " + engine.Quote(col) + " LIKE " + engine.QuoteString(ps.toks[ps.Pos].Value)
-		ps.Pos++
+// showQuery returns the query that answers a SHOW or DESCRIBE statement:
+// SQL icefloe builds from the catalogs' values.
+func (p *Planner) showQuery(ctx context.Context, s Session, st *parse.Statement) (*parse.Statement, error) {
+	sh := st.Body.(*parse.Show)
+	var sql string
+	var err error
+	switch sh.What {
+	case parse.DescribeQuery:
+		sql, err = p.describeQuery(ctx, s, sh.Query)
+	case parse.DescribeTable:
+		sql, err = p.showColumns(ctx, s, st, sh, false)
+	case parse.ShowColumns:
+		sql, err = p.showColumns(ctx, s, st, sh, true)
+	case parse.ShowCatalogs:
+		sql = listing("Catalog", p.visibleCatalogs(ctx), like("Catalog", sh))
+	case parse.ShowDatabases:
+		sql = listing("database_name", p.visibleCatalogs(ctx), like("database_name", sh))
+	case parse.ShowSchemas:
+		sql, err = p.showSchemas(ctx, s, st, sh)
+	case parse.ShowTables:
+		sql, err = p.showTables(ctx, s, st, sh)
+	case parse.ShowCreateTable:
+		sql, err = p.showCreateTable(ctx, s, st, sh)
 	}
-	return where, ps.End()
+	if err != nil {
+		return nil, err
+	}
+	return parse.Built(sql, nil), nil
+}
+
+// like is the filter on col of LIKE 'p' ("" for none).
+func like(col string, sh *parse.Show) string {
+	if sh.Like == nil {
+		return ""
+	}
+	return " WHERE " + engine.Quote(col) + " LIKE " + engine.QuoteString(*sh.Like)
 }
 
 // listing is a one-column, sorted answer.
@@ -90,58 +96,35 @@ func listing(col string, names []string, where string) string {
 	return "SELECT * FROM (" + valuesSQL([]infoColumn{{col, "VARCHAR"}}, rows) + ") AS listing" + where + " ORDER BY 1"
 }
 
-func (p *Planner) showCatalogs(ctx context.Context, ps *Parser, col string) (string, error) {
-	where, err := ps.like(col)
-	if err != nil {
-		return "", err
-	}
-	return listing(col, p.visibleCatalogs(ctx), where), nil
-}
-
-func (p *Planner) showSchemas(ctx context.Context, s Session, ps *Parser, quoted map[string]bool) (string, error) {
+func (p *Planner) showSchemas(ctx context.Context, s Session, st *parse.Statement, sh *parse.Show) (string, error) {
 	cat := s.Catalog
-	if ps.Accept("FROM") || ps.Accept("IN") {
-		c, err := ps.Ident()
-		if err != nil {
-			return "", err
-		}
-		cat = c
+	if sh.Name != nil {
+		cat = sh.Name[0]
 	}
-	where, err := ps.like("Schema")
+	cat, err := p.resolveCatalog(ctx, cat, st.Quoted(cat))
 	if err != nil {
-		return "", err
-	}
-	if cat, err = p.resolveCatalog(ctx, cat, quoted[cat]); err != nil {
 		return "", err
 	}
 	names, err := p.schemaNames(ctx, cat)
 	if err != nil {
 		return "", err
 	}
-	return listing("Schema", names, where), nil
+	return listing("Schema", names, like("Schema", sh)), nil
 }
 
-func (p *Planner) showTables(ctx context.Context, s Session, ps *Parser, quoted map[string]bool) (string, error) {
+func (p *Planner) showTables(ctx context.Context, s Session, st *parse.Statement, sh *parse.Show) (string, error) {
 	cat, sch := s.Catalog, s.Schema
-	if ps.Accept("FROM") || ps.Accept("IN") {
-		parts, err := ps.Name(2)
-		if err != nil {
-			return "", err
-		}
-		if len(parts) == 2 {
-			cat, sch = parts[0], parts[1]
-		} else {
-			sch = parts[0]
-		}
+	switch len(sh.Name) {
+	case 2:
+		cat, sch = sh.Name[0], sh.Name[1]
+	case 1:
+		sch = sh.Name[0]
 	}
-	where, err := ps.like("name")
+	cat, err := p.resolveCatalog(ctx, cat, st.Quoted(cat))
 	if err != nil {
 		return "", err
 	}
-	if cat, err = p.resolveCatalog(ctx, cat, quoted[cat]); err != nil {
-		return "", err
-	}
-	if sch, err = p.resolveSchema(ctx, cat, sch, quoted[sch]); err != nil {
+	if sch, err = p.resolveSchema(ctx, cat, sch, st.Quoted(sch)); err != nil {
 		return "", err
 	}
 	names, err := p.tableNames(ctx, cat, sch)
@@ -154,20 +137,16 @@ func (p *Planner) showTables(ctx context.Context, s Session, ps *Parser, quoted 
 	}
 	names = append(names, views...)
 	slices.Sort(names)
-	return listing("name", names, where), nil
+	return listing("name", names, like("name", sh)), nil
 }
 
-// tableArg reads a table name and resolves it.
-func (p *Planner) tableArg(ctx context.Context, s Session, ps *Parser, quoted map[string]bool) (catalog.TableRef, error) {
-	parts, err := ps.Name(3)
-	if err != nil {
-		return catalog.TableRef{}, err
-	}
+// tableArg resolves the table a SHOW statement names.
+func (p *Planner) tableArg(ctx context.Context, s Session, st *parse.Statement, parts []string) (catalog.TableRef, error) {
 	ref, err := TableName(s, parts)
 	if err != nil {
 		return ref, err
 	}
-	return p.resolveRef(ctx, ref, quoted)
+	return p.resolveRef(ctx, ref, st.QuotedNames())
 }
 
 // loadResolved loads a resolved table, checking SELECT on it.
@@ -181,19 +160,14 @@ func (p *Planner) loadResolved(ctx context.Context, ref catalog.TableRef) (*tabl
 
 // showColumns answers DESCRIBE t (DuckDB's columns) or SHOW COLUMNS FROM t
 // (Trino's).
-func (p *Planner) showColumns(ctx context.Context, s Session, ps *Parser, quoted map[string]bool, trino bool) (string, error) {
-	ref, err := p.tableArg(ctx, s, ps, quoted)
+func (p *Planner) showColumns(ctx context.Context, s Session, st *parse.Statement, sh *parse.Show, trino bool) (string, error) {
+	ref, err := p.tableArg(ctx, s, st, sh.Name)
 	if err != nil {
 		return "", err
 	}
 	where := ""
 	if trino {
-		where, err = ps.like("Column")
-	} else {
-		err = ps.End()
-	}
-	if err != nil {
-		return "", err
+		where = like("Column", sh)
 	}
 	tbl, err := p.loadResolved(ctx, ref)
 	if err != nil {
@@ -233,7 +207,7 @@ func duckTypeName(t iceberg.Type) string {
 }
 
 // describeQuery answers DESCRIBE <query> from the query's bound result.
-func (p *Planner) describeQuery(ctx context.Context, s Session, inner string) (string, error) {
+func (p *Planner) describeQuery(ctx context.Context, s Session, inner *parse.Statement) (string, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return "", err
@@ -257,12 +231,9 @@ func (p *Planner) describeQuery(ctx context.Context, s Session, inner string) (s
 // showCreateTable answers the CREATE TABLE statement that makes the table
 // again as it is now: columns, partition spec, sort order and properties,
 // in icefloe's own DDL.
-func (p *Planner) showCreateTable(ctx context.Context, s Session, ps *Parser, quoted map[string]bool) (string, error) {
-	ref, err := p.tableArg(ctx, s, ps, quoted)
+func (p *Planner) showCreateTable(ctx context.Context, s Session, st *parse.Statement, sh *parse.Show) (string, error) {
+	ref, err := p.tableArg(ctx, s, st, sh.Name)
 	if err != nil {
-		return "", err
-	}
-	if err := ps.End(); err != nil {
 		return "", err
 	}
 	tbl, err := p.loadResolved(ctx, ref)

@@ -85,7 +85,7 @@ func TestShuffleDecision(t *testing.T) {
 		{one, "SELECT * FROM t JOIN u ON t.id = u.k", Gather, "one worker"},
 	}
 	for _, c := range cases {
-		plan, err := c.p.Plan(ctx, s, c.q)
+		plan, err := planText(ctx, c.p, s, c.q)
 		if err != nil {
 			t.Fatalf("%s: %v", c.q, err)
 		}
@@ -145,7 +145,7 @@ func TestShuffleTickets(t *testing.T) {
 			t.Errorf("partition %d reads files %v, want t's 4 and u's 3", j, files)
 		}
 	}
-	plan, err := p.Plan(ctx, s, "SELECT t.id, u.x FROM t JOIN u ON t.id = u.k")
+	plan, err := planText(ctx, p, s, "SELECT t.id, u.x FROM t JOIN u ON t.id = u.k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestShuffleTickets(t *testing.T) {
 		t.Errorf("%d producers, want one per group of t and u", len(producers))
 	}
 	clear(producers) // another plan names its producers anew
-	plan, err = p.Plan(ctx, s, "SELECT count(*) FROM t JOIN u ON t.id = u.k")
+	plan, err = planText(ctx, p, s, "SELECT count(*) FROM t JOIN u ON t.id = u.k")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,80 +7,32 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icefloe/icefloe/internal/parse"
 )
-
-// SortItem is one entry of ORDERED BY.
-type SortItem struct {
-	column     string
-	desc       bool
-	nullsFirst *bool
-}
-
-// sortItems reads "( col [ASC|DESC] [NULLS FIRST|LAST], … )".
-func (p *Parser) SortItems() ([]SortItem, error) {
-	if !p.AcceptPunct("(") {
-		return nil, p.Unexpected()
-	}
-	var items []SortItem
-	for {
-		col, err := p.Name(16)
-		if err != nil {
-			return nil, err
-		}
-		it := SortItem{column: joinDots(col)}
-		switch {
-		case p.Accept("DESC"):
-			it.desc = true
-		case p.Accept("ASC"):
-		}
-		switch {
-		case p.Accept("NULLS", "FIRST"):
-			v := true
-			it.nullsFirst = &v
-		case p.Accept("NULLS", "LAST"):
-			v := false
-			it.nullsFirst = &v
-		}
-		items = append(items, it)
-		if p.AcceptPunct(")") {
-			return items, nil
-		}
-		if !p.AcceptPunct(",") {
-			return nil, p.Unexpected()
-		}
-	}
-}
-
-func joinDots(parts []string) string {
-	out := parts[0]
-	for _, p := range parts[1:] {
-		out += "." + p
-	}
-	return out
-}
 
 // SortOrderOf builds the table's sort order; no items is the unsorted
 // order. Nulls sort first ascending and last descending unless given.
-func SortOrderOf(schema *iceberg.Schema, items []SortItem) (table.SortOrder, error) {
+func SortOrderOf(schema *iceberg.Schema, items []parse.SortItem) (table.SortOrder, error) {
 	if len(items) == 0 {
 		return table.UnsortedSortOrder, nil
 	}
 	fields := make([]table.SortField, len(items))
 	for i, it := range items {
-		f, ok := schema.FindFieldByName(it.column)
+		f, ok := schema.FindFieldByName(it.Column)
 		if !ok {
-			f, ok = schema.FindFieldByNameCaseInsensitive(it.column)
+			f, ok = schema.FindFieldByNameCaseInsensitive(it.Column)
 		}
 		if !ok {
-			return table.SortOrder{}, fmt.Errorf("%w: sort column %q is not a column of the table", ErrInvalid, it.column)
+			return table.SortOrder{}, fmt.Errorf("%w: sort column %q is not a column of the table", ErrInvalid, it.Column)
 		}
 		sf := table.SortField{SourceIDs: []int{f.ID}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}
-		if it.desc {
+		if it.Desc {
 			sf.Direction, sf.NullOrder = table.SortDESC, table.NullsLast
 		}
-		if it.nullsFirst != nil {
+		if it.NullsFirst != nil {
 			sf.NullOrder = table.NullsLast
-			if *it.nullsFirst {
+			if *it.NullsFirst {
 				sf.NullOrder = table.NullsFirst
 			}
 		}
@@ -96,7 +48,7 @@ func SortOrderOf(schema *iceberg.Schema, items []SortItem) (table.SortOrder, err
 // ParseSortOrder reads Spark's sort_order ('col [ASC|DESC] [NULLS
 // FIRST|LAST], …'), with the column names as tbl spells them; empty means
 // the table's sort order, which must exist.
-func ParseSortOrder(tbl *table.Table, text string) ([]SortItem, error) {
+func ParseSortOrder(tbl *table.Table, text string) ([]parse.SortItem, error) {
 	if strings.TrimSpace(text) == "" {
 		if tbl.SortOrder().IsUnsorted() {
 			return nil, errors.New("strategy 'sort' needs a sort_order: the table has none")
@@ -106,14 +58,7 @@ func ParseSortOrder(tbl *table.Table, text string) ([]SortItem, error) {
 	if strings.Contains(strings.ToLower(text), "zorder") {
 		return nil, errors.New("sort_order: zorder(…) is not supported")
 	}
-	ps, err := ParseStatement("(" + text + ")")
-	if err != nil {
-		return nil, err
-	}
-	items, err := ps.SortItems()
-	if err == nil {
-		err = ps.End()
-	}
+	items, err := parse.SortOrder(text)
 	if err != nil {
 		return nil, fmt.Errorf("sort_order %q: %v", text, err)
 	}
@@ -121,11 +66,11 @@ func ParseSortOrder(tbl *table.Table, text string) ([]SortItem, error) {
 		return nil, err
 	}
 	for i, it := range items {
-		f, ok := tbl.Schema().FindFieldByName(it.column)
+		f, ok := tbl.Schema().FindFieldByName(it.Column)
 		if !ok {
-			f, _ = tbl.Schema().FindFieldByNameCaseInsensitive(it.column)
+			f, _ = tbl.Schema().FindFieldByNameCaseInsensitive(it.Column)
 		}
-		items[i].column = f.Name
+		items[i].Column = f.Name
 	}
 	return items, nil
 }

@@ -49,7 +49,7 @@ func TestEmptyStringPartitionPrunes(t *testing.T) {
 		{"name < 'a'", "1 of 2"},
 		{"name >= ''", "2 of 2"},
 	} {
-		plan, err := e.p.Plan(ctx, e.sess, "SELECT name FROM e WHERE "+c.where)
+		plan, err := planText(ctx, e.p, e.sess, "SELECT name FROM e WHERE "+c.where)
 		if err != nil {
 			t.Fatal(err)
 		}

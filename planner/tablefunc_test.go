@@ -23,7 +23,7 @@ func TestPureTableFunctions(t *testing.T) {
 		"SELECT t.id, u.x FROM t, unnest([t.id, t.id + 1]) u(x)",
 		"SELECT unnest([1, 2]) AS x FROM t",
 	} {
-		if _, err := p.Plan(ctx, s, q); err != nil {
+		if _, err := planText(ctx, p, s, q); err != nil {
 			t.Errorf("%s: %v", q, err)
 		}
 	}
@@ -41,7 +41,7 @@ func TestPureTableFunctions(t *testing.T) {
 		{"SELECT * FROM range(3), duckdb_settings()", ErrRefused, "duckdb_settings"},
 		{"SELECT * FROM range(length(current_setting('temp_directory')))", ErrRefused, "current_setting"},
 	} {
-		_, err := p.Plan(ctx, s, c.q)
+		_, err := planText(ctx, p, s, c.q)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.word) {
 			t.Errorf("%s: got %v, want %v naming %s", c.q, err, c.want, c.word)
 		}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/commit"
-	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // pinnedInput is a table reference resolved to what one input reads: the
@@ -212,98 +211,6 @@ func inputSchema(ctx context.Context, in *input) (*arrow.Schema, error) {
 		return metaTableSchema(ctx, in.pinned.Table, in.meta)
 	}
 	return catalog.ScanSchema(in.pinned.Table, 0, in.cols)
-}
-
-// ---- Spark's and Trino's time-travel spellings ----
-
-// temporalClauses rewrites the time-travel clauses DuckDB's parser does
-// not know into its AT clause: [FOR] VERSION AS OF v, [FOR] SYSTEM_VERSION
-// AS OF v, [FOR] TIMESTAMP AS OF t and [FOR] SYSTEM_TIME AS OF t become
-// AT (VERSION => v) / AT (TIMESTAMP => t), moved after a table alias that
-// follows (DuckDB wants the alias first). v and t are one literal as
-// written (a string, a number, or TIMESTAMP '…'); anything else is left
-// for DuckDB to refuse. A statement the lexer cannot read is returned as
-// it is.
-func temporalClauses(query string) string {
-	toks, err := sqltok.Tokenize(query)
-	if err != nil {
-		return query
-	}
-	var out strings.Builder
-	last := 0
-	for i := 0; i < len(toks); i++ {
-		j := i
-		if toks[j].Is("FOR") {
-			j++
-		}
-		if j+2 >= len(toks) || !toks[j+1].Is("AS") || !toks[j+2].Is("OF") {
-			continue
-		}
-		unit := ""
-		switch {
-		case toks[j].Is("VERSION"), toks[j].Is("SYSTEM_VERSION"):
-			unit = "VERSION"
-		case toks[j].Is("TIMESTAMP"), toks[j].Is("SYSTEM_TIME"):
-			unit = "TIMESTAMP"
-		default:
-			continue
-		}
-		v := j + 3
-		end, ok := temporalValue(toks, v)
-		if !ok {
-			continue
-		}
-		at := "AT (" + unit + " => " + query[toks[v].Pos:toks[end].End] + ")"
-		aliasEnd := temporalAlias(toks, end+1)
-		out.WriteString(query[last:toks[i].Pos])
-		if aliasEnd > end {
-			out.WriteString(query[toks[end+1].Pos:toks[aliasEnd].End])
-			out.WriteString(" ")
-		}
-		out.WriteString(at)
-		last = toks[max(end, aliasEnd)].End
-		i = max(end, aliasEnd)
-	}
-	if last == 0 {
-		return query
-	}
-	out.WriteString(query[last:])
-	return out.String()
-}
-
-// temporalValue returns the last token of the literal starting at i.
-func temporalValue(toks []sqltok.Token, i int) (int, bool) {
-	switch {
-	case i >= len(toks):
-		return 0, false
-	case toks[i].Kind == sqltok.String, toks[i].Kind == sqltok.Number:
-		return i, true
-	case (toks[i].Is("TIMESTAMP") || toks[i].Is("TIMESTAMPTZ") || toks[i].Is("DATE")) && i+1 < len(toks) && toks[i+1].Kind == sqltok.String:
-		return i + 1, true
-	}
-	return 0, false
-}
-
-// notAlias are the words that may follow a table reference without being
-// its alias.
-var notAlias = map[string]bool{
-	"WHERE": true, "JOIN": true, "INNER": true, "LEFT": true, "RIGHT": true, "FULL": true, "CROSS": true,
-	"NATURAL": true, "POSITIONAL": true, "ASOF": true, "ANTI": true, "SEMI": true, "ON": true, "USING": true,
-	"GROUP": true, "ORDER": true, "HAVING": true, "WINDOW": true, "QUALIFY": true, "LIMIT": true,
-	"OFFSET": true, "FETCH": true, "UNION": true, "EXCEPT": true, "INTERSECT": true, "LATERAL": true,
-	"TABLESAMPLE": true, "USING_SAMPLE": true, "RETURNING": true, "SET": true, "AND": true, "OR": true,
-}
-
-// temporalAlias returns the last token of a table alias starting at i
-// ("AS name", or a name that is not a keyword), or i-1 when none.
-func temporalAlias(toks []sqltok.Token, i int) int {
-	if i < len(toks) && toks[i].Is("AS") && i+1 < len(toks) && toks[i+1].IsIdent() {
-		return i + 1
-	}
-	if i < len(toks) && (toks[i].Kind == sqltok.QuotedIdent || toks[i].Kind == sqltok.Word && !notAlias[strings.ToUpper(toks[i].Value)]) {
-		return i
-	}
-	return i - 1
 }
 
 // pinRef checks SELECT on the table ref names and pins it (see

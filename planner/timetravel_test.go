@@ -65,7 +65,7 @@ func TestTimeTravelPinsSnapshot(t *testing.T) {
 		{"SELECT * FROM t", 0, 3},
 	}
 	for _, c := range cases {
-		plan, err := p.Plan(ctx, s, c.q)
+		plan, err := planText(ctx, p, s, c.q)
 		if err != nil {
 			t.Fatalf("%s: %v", c.q, err)
 		}
@@ -82,7 +82,7 @@ func TestTimeTravelPinsSnapshot(t *testing.T) {
 		}
 	}
 	// Two versions of one table are two inputs.
-	plan, err := p.Plan(ctx, s, fmt.Sprintf("SELECT (SELECT count(*) FROM t) - (SELECT count(*) FROM t AT (VERSION => %d))", ids[0]))
+	plan, err := planText(ctx, p, s, fmt.Sprintf("SELECT (SELECT count(*) FROM t) - (SELECT count(*) FROM t AT (VERSION => %d))", ids[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestTimeTravelErrors(t *testing.T) {
 		`SELECT * FROM "t$snapshots" AT (VERSION => 'main')`:       ErrUnsupported,
 		`SELECT * FROM "nope$snapshots"`:                           ErrNotFound,
 	} {
-		if _, err := p.Plan(ctx, s, q); !errors.Is(err, want) {
+		if _, err := planText(ctx, p, s, q); !errors.Is(err, want) {
 			t.Errorf("%s: got %v, want %v", q, err, want)
 		}
 	}
@@ -116,7 +116,7 @@ func TestMetadataTablePlanned(t *testing.T) {
 	s := Session{Catalog: "local", Schema: "default"}
 	for _, kind := range []string{"snapshots", "history", "files", "manifests", "partitions", "refs"} {
 		q := fmt.Sprintf(`SELECT count(*) FROM "t$%s"`, kind)
-		plan, err := p.Plan(ctx, s, q)
+		plan, err := planText(ctx, p, s, q)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -126,28 +126,11 @@ func TestMetadataTablePlanned(t *testing.T) {
 		}
 	}
 	// Columns of the metadata table bind, with SQL on top.
-	if _, err := p.Plan(ctx, s, `SELECT snapshot_id, committed_at FROM "t$snapshots" WHERE operation = 'append' ORDER BY 2`); err != nil {
+	if _, err := planText(ctx, p, s, `SELECT snapshot_id, committed_at FROM "t$snapshots" WHERE operation = 'append' ORDER BY 2`); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func refOf(cat, schema, table string) catalog.TableRef {
 	return catalog.TableRef{Catalog: cat, Schema: schema, Table: table}
-}
-
-func TestTemporalClauses(t *testing.T) {
-	for in, want := range map[string]string{
-		`SELECT * FROM t FOR VERSION AS OF 'b'`:                             `SELECT * FROM t AT (VERSION => 'b')`,
-		`SELECT * FROM t VERSION AS OF 42 WHERE x = 1`:                      `SELECT * FROM t AT (VERSION => 42) WHERE x = 1`,
-		`SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2024-01-01' AS x`: `SELECT * FROM t AS x AT (TIMESTAMP => TIMESTAMP '2024-01-01')`,
-		`SELECT * FROM t FOR VERSION AS OF 'b' y JOIN u ON y.a = u.a`:       `SELECT * FROM t y AT (VERSION => 'b') JOIN u ON y.a = u.a`,
-		`SELECT * FROM t FOR TIMESTAMP AS OF '2024-01-01' JOIN u USING (a)`: `SELECT * FROM t AT (TIMESTAMP => '2024-01-01') JOIN u USING (a)`,
-		`SELECT 'FOR VERSION AS OF 1' FROM t`:                               `SELECT 'FOR VERSION AS OF 1' FROM t`,
-		`SELECT version AS of FROM t`:                                       `SELECT version AS of FROM t`,
-		`SELECT * FROM t FOR VERSION AS OF (SELECT 1)`:                      `SELECT * FROM t FOR VERSION AS OF (SELECT 1)`,
-	} {
-		if got := temporalClauses(in); got != want {
-			t.Errorf("%s\n got %s\nwant %s", in, got, want)
-		}
-	}
 }

@@ -15,7 +15,7 @@ func TestValueSizeGuard(t *testing.T) {
 	p, key := testPlanner(t, twoWorkers, 1)
 	ctx := context.Background()
 	s := Session{Catalog: "local", Schema: "default"}
-	plan, err := p.Plan(ctx, s, "SELECT repeat(s, 2), lpad(s, 5, '-') AS padded, length(repeat('ab', id)) FROM t")
+	plan, err := planText(ctx, p, s, "SELECT repeat(s, 2), lpad(s, 5, '-') AS padded, length(repeat('ab', id)) FROM t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestValueSizeGuard(t *testing.T) {
 		t.Fatalf("fragment SQL without the guards: %s", tk.SQL)
 	}
 	deep := "SELECT repeat(repeat(repeat(repeat(repeat('x', 2), 2), 2), 2), 2)"
-	if _, err := p.Plan(ctx, s, deep); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "nest 5 deep") {
+	if _, err := planText(ctx, p, s, deep); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "nest 5 deep") {
 		t.Fatalf("five nested repeats: %v", err)
 	}
 }

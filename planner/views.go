@@ -63,7 +63,7 @@ func (r *resolver) expandView(ctx context.Context, n node, ref catalog.TableRef)
 	if vs.Schema == "" {
 		vs.Schema = ref.Schema
 	}
-	text, err := r.conn.SerializeSQL(ctx, temporalClauses(quoteQualifiers(v.SQL)))
+	text, err := r.p.serializeView(ctx, r.conn, v.SQL)
 	var ast *parsed
 	if err == nil {
 		ast, err = parseAST(text)

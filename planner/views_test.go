@@ -39,7 +39,7 @@ func TestStoredViewSQLIsChecked(t *testing.T) {
 		"SELECT * FROM state": ErrRefused,
 		"SELECT * FROM ping":  ErrInvalid,
 	} {
-		if _, err := e.p.Plan(ctx, e.sess, q); !errors.Is(err, want) {
+		if _, err := planText(ctx, e.p, e.sess, q); !errors.Is(err, want) {
 			t.Errorf("%s: %v, want %v", q, err, want)
 		}
 	}

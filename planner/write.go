@@ -18,6 +18,7 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -167,7 +168,7 @@ type InsertBinding struct {
 // named columns, a value for every NOT NULL column, and an implicit cast
 // from each query column to its table column. Errors wrap ErrInvalid
 // (or the binding's sentinels).
-func (p *Planner) BindInsert(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query string) (*InsertBinding, error) {
+func (p *Planner) BindInsert(ctx context.Context, sess Session, tgt *WriteTarget, cols []string, query *parse.Statement) (*InsertBinding, error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err

@@ -15,376 +15,294 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/planner"
 )
 
-// alterTable runs ALTER TABLE: schema evolution, properties, partition
-// spec evolution, identifier fields and branches and tags (refs.go), each
-// as one metadata commit, and RENAME TO (grammar in docs/sql.md).
-func (e *Executor) alterTable(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
-	ps.Pos = 1
-	if !ps.Accept("TABLE") {
-		return fmt.Errorf("%w: ALTER %s", planner.ErrUnsupported, ps.Kind())
-	}
-	ifExists := ps.Accept("IF", "EXISTS")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return err
-	}
+func init() { runs(parse.KindAlterTable, (*Executor).alterTable) }
+
+// alterTable runs ALTER TABLE: it loads the table and applies the
+// statement's one typed action (parse.AlterAction): schema evolution,
+// properties, partition spec evolution and identifier fields, each as one
+// metadata commit; branches and tags (refs.go); RENAME TO; EXECUTE
+// (maintenance.go). Grammar in docs/sql.md.
+func (e *Executor) alterTable(ctx context.Context, sess planner.Session, a *parse.AlterTable) (int64, error) {
 	// Every form, identifier fields and branch and tag DDL included, asks
 	// ALTER on the table (docs/security.md).
-	identifiers, refs := identifierStatement(ps), refStatement(ps)
-	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Alter)
+	tgt, err := e.LoadTarget(ctx, sess, a.Name, authz.Alter)
 	if err != nil {
-		if ifExists && errors.Is(err, planner.ErrNotFound) {
-			return nil
+		if a.IfExists && errors.Is(err, planner.ErrNotFound) {
+			return 0, nil
 		}
-		return err
+		return 0, err
 	}
-	if identifiers {
-		return e.alterIdentifierFields(ctx, tgt, ps)
+	switch x := a.Action.(type) {
+	case *parse.Execute:
+		return e.alterExecute(ctx, sess, tgt, x)
+	case *parse.RenameTable:
+		return 0, renameTable(ctx, tgt, x)
+	case *parse.SetIdentifierFields:
+		return 0, e.alterIdentifierFields(ctx, tgt, x.Columns, true)
+	case *parse.DropIdentifierFields:
+		return 0, e.alterIdentifierFields(ctx, tgt, x.Columns, false)
+	case *parse.RefChange:
+		return 0, e.alterRefs(ctx, tgt, x)
 	}
-	if refs {
-		return e.alterRefs(ctx, tgt, ps)
-	}
-	if ps.Accept("RENAME", "TO") {
-		to, err := ps.Name(3)
-		if err != nil {
-			return err
-		}
-		if err := ps.End(); err != nil {
-			return err
-		}
-		dst, err := planner.TableName(planner.Session{Catalog: tgt.Ref.Catalog, Schema: tgt.Ref.Schema}, to)
-		if err != nil {
-			return err
-		}
-		if dst.Catalog != tgt.Ref.Catalog {
-			return fmt.Errorf("%w: a table cannot move to another catalog", planner.ErrInvalid)
-		}
-		if _, err := tgt.Mount().Catalog.RenameTable(ctx, tgt.Ref.Ident(), dst.Ident()); err != nil {
-			if errors.Is(err, icecat.ErrTableAlreadyExists) {
-				return fmt.Errorf("%w: table %s", planner.ErrExists, dst)
-			}
-			return fmt.Errorf("rename %s: %w", tgt.Ref, err)
-		}
-		return nil
-	}
-	change, err := e.alterAction(ctx, tgt, ps)
-	if err != nil {
-		return err
-	}
-	if change == nil {
-		return nil
+	change, err := e.alterChange(ctx, tgt, a.Action)
+	if err != nil || change == nil {
+		return 0, err
 	}
 	err = e.commitChange(ctx, tgt, nil, change, nil)
 	if err != nil && !errors.Is(err, planner.ErrConflict) && !errors.Is(err, planner.ErrCommitUnknown) && !errors.Is(err, planner.ErrInvalid) {
-		return fmt.Errorf("%w: alter table %s: %v", planner.ErrInvalid, tgt.Ref, err)
+		return 0, fmt.Errorf("%w: alter table %s: %v", planner.ErrInvalid, tgt.Ref, err)
 	}
-	return err
+	return 0, err
 }
 
-// alterAction parses one ALTER TABLE action into a change of the
-// transaction; nil means nothing to do (IF [NOT] EXISTS).
-func (e *Executor) alterAction(ctx context.Context, tgt *planner.WriteTarget, ps *planner.Parser) (func(*table.Transaction) error, error) {
+// txChange is one ALTER TABLE action as a change of the commit's
+// transaction; a nil change means nothing to do (IF [NOT] EXISTS).
+type txChange = func(*table.Transaction) error
+
+// alterChange applies a schema, partition spec or property action to the
+// table as loaded: a change of the transaction, checked against it.
+func (e *Executor) alterChange(ctx context.Context, tgt *planner.WriteTarget, action parse.AlterAction) (txChange, error) {
+	switch x := action.(type) {
+	case *parse.AddPartitionField:
+		return addPartitionField(tgt, x)
+	case *parse.DropPartitionField:
+		return dropPartitionField(tgt, x)
+	case *parse.AddColumn:
+		return e.addColumn(ctx, tgt, x)
+	case *parse.DropColumn:
+		return dropColumn(tgt, x)
+	case *parse.RenameColumn:
+		return renameColumn(tgt, x)
+	case *parse.SetColumnType:
+		return e.setColumnType(ctx, tgt, x)
+	case *parse.DropNotNull:
+		return dropNotNull(tgt, x)
+	case *parse.SetNotNull:
+		if _, err := findColumn(tgt, x.Column); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: SET NOT NULL: existing rows may hold NULLs", planner.ErrUnsupported)
+	case *parse.SetProperties:
+		return e.setProperties(ctx, tgt, x)
+	case *parse.UnsetProperties:
+		return unsetProperties(x)
+	}
+	return nil, fmt.Errorf("%w: ALTER TABLE action %T", planner.ErrUnsupported, action)
+}
+
+// lookupColumn finds a top-level or nested column of the table by name,
+// as written or else but for case.
+func lookupColumn(tgt *planner.WriteTarget, name string) (iceberg.NestedField, bool) {
 	schema := tgt.Pinned.Table.Schema()
-	find := func(name string) (iceberg.NestedField, bool) {
-		if f, ok := schema.FindFieldByName(name); ok {
-			return f, true
-		}
-		return schema.FindFieldByNameCaseInsensitive(name)
+	if f, ok := schema.FindFieldByName(name); ok {
+		return f, true
 	}
-	schemaChange := func(fn func(u *table.UpdateSchema)) func(*table.Transaction) error {
-		return func(tx *table.Transaction) error {
-			u := tx.UpdateSchema(true, false)
-			fn(u)
-			if err := u.Commit(); err != nil {
-				return fmt.Errorf("%w: %v", planner.ErrInvalid, err)
-			}
-			return nil
-		}
+	return schema.FindFieldByNameCaseInsensitive(name)
+}
+
+// findColumn is lookupColumn, failing when there is no such column.
+func findColumn(tgt *planner.WriteTarget, name string) (iceberg.NestedField, error) {
+	f, ok := lookupColumn(tgt, name)
+	if !ok {
+		return f, fmt.Errorf("%w: table %s has no column %q", planner.ErrInvalid, tgt.Ref, name)
 	}
-	specChange := func(fn func(u *table.UpdateSpec)) func(*table.Transaction) error {
-		return func(tx *table.Transaction) error {
-			u := tx.UpdateSpec(true)
-			fn(u)
-			if err := u.Commit(); err != nil {
-				return fmt.Errorf("%w: %v", planner.ErrInvalid, err)
-			}
-			return nil
+	return f, nil
+}
+
+// schemaChange and specChange make a change that evolves the schema or
+// the partition spec with fn.
+func schemaChange(fn func(u *table.UpdateSchema)) txChange {
+	return evolve(func(tx *table.Transaction) *table.UpdateSchema { return tx.UpdateSchema(true, false) }, fn)
+}
+
+func specChange(fn func(u *table.UpdateSpec)) txChange {
+	return evolve(func(tx *table.Transaction) *table.UpdateSpec { return tx.UpdateSpec(true) }, fn)
+}
+
+// evolve makes the change that starts an update of the transaction,
+// applies fn to it and commits it; a refused update is ErrInvalid.
+func evolve[U interface{ Commit() error }](start func(*table.Transaction) U, fn func(U)) txChange {
+	return func(tx *table.Transaction) error {
+		u := start(tx)
+		fn(u)
+		if err := u.Commit(); err != nil {
+			return fmt.Errorf("%w: %v", planner.ErrInvalid, err)
 		}
+		return nil
 	}
-	switch {
-	case ps.Accept("ADD", "PARTITION", "FIELD"), ps.Accept("ADD", "PARTITION", "KEY"):
-		it, err := ps.PartitionItem()
+}
+
+// partitionField is the table's field and the partition field's
+// transform and name suffix of a partition item.
+func partitionField(tgt *planner.WriteTarget, it parse.PartitionItem) (iceberg.NestedField, iceberg.Transform, string, error) {
+	tr, suffix, err := planner.PartitionTransform(it)
+	if err != nil {
+		return iceberg.NestedField{}, nil, "", err
+	}
+	f, ok := lookupColumn(tgt, it.Column)
+	if !ok {
+		return f, nil, "", fmt.Errorf("%w: partition column %q is not a column of %s", planner.ErrInvalid, it.Column, tgt.Ref)
+	}
+	return f, tr, suffix, nil
+}
+
+func addPartitionField(tgt *planner.WriteTarget, x *parse.AddPartitionField) (txChange, error) {
+	f, tr, suffix, err := partitionField(tgt, x.Item)
+	if err != nil {
+		return nil, err
+	}
+	added := iceberg.PartitionField{SourceIDs: []int{f.ID}, Name: f.Name + suffix, Transform: tr}
+	spec := tgt.Pinned.Table.Spec()
+	if err := planner.CheckDecimalPartitions(&spec, &added, tgt.Pinned.Table.Schema()); err != nil {
+		return nil, err
+	}
+	return specChange(func(u *table.UpdateSpec) { u.AddField(f.Name, tr, f.Name+suffix) }), nil
+}
+
+func dropPartitionField(tgt *planner.WriteTarget, x *parse.DropPartitionField) (txChange, error) {
+	name := x.Name
+	if x.Item != nil {
+		f, _, suffix, err := partitionField(tgt, *x.Item)
 		if err != nil {
 			return nil, err
 		}
-		tr, suffix, err := it.Transform()
-		if err != nil {
-			return nil, err
-		}
-		f, ok := find(it.Column())
-		if !ok {
-			return nil, fmt.Errorf("%w: partition column %q is not a column of %s", planner.ErrInvalid, it.Column(), tgt.Ref)
-		}
-		added := iceberg.PartitionField{SourceIDs: []int{f.ID}, Name: f.Name + suffix, Transform: tr}
-		spec := tgt.Pinned.Table.Spec()
-		if err := planner.CheckDecimalPartitions(&spec, &added, schema); err != nil {
-			return nil, err
-		}
-		return specChange(func(u *table.UpdateSpec) { u.AddField(f.Name, tr, f.Name+suffix) }), nil
-	case ps.Accept("DROP", "PARTITION", "FIELD"), ps.Accept("DROP", "PARTITION", "KEY"):
-		name := ""
-		if ps.Pos+1 < len(ps.Tokens()) && ps.Tokens()[ps.Pos+1].IsOp("(") {
-			it, err := ps.PartitionItem()
-			if err != nil {
-				return nil, err
-			}
-			_, suffix, err := it.Transform()
-			if err != nil {
-				return nil, err
-			}
-			f, ok := find(it.Column())
-			if !ok {
-				return nil, fmt.Errorf("%w: partition column %q is not a column of %s", planner.ErrInvalid, it.Column(), tgt.Ref)
-			}
-			name = f.Name + suffix
-		} else {
-			var err error
-			if name, err = ps.Ident(); err != nil {
-				return nil, err
-			}
-			if err := ps.End(); err != nil {
-				return nil, err
-			}
-		}
-		return specChange(func(u *table.UpdateSpec) { u.RemoveField(name) }), nil
-	case ps.Accept("ADD"):
-		ps.Accept("COLUMN")
-		ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
-		if ps.Pos >= len(ps.Tokens()) {
-			return nil, ps.Unexpected()
-		}
-		if !sqltok.Balanced(ps.Tokens()[ps.Pos:]) {
-			return nil, fmt.Errorf("%w: unbalanced parentheses in the column definition", planner.ErrSyntax)
-		}
-		name := ps.Tokens()[ps.Pos].Value
-		def := ps.Text(ps.Pos, len(ps.Tokens())-1)
-		ps.Pos = len(ps.Tokens())
-		if _, ok := find(name); ok {
-			if ifNotExists {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("%w: column %q of %s", planner.ErrExists, name, tgt.Ref)
-		}
-		added, err := e.ParseColumns(ctx, "__icefloe_add", "("+def+")")
-		if err != nil {
-			return nil, err
-		}
-		if len(added.Fields()) != 1 {
-			return nil, fmt.Errorf("%w: ADD COLUMN adds one column", planner.ErrInvalid)
-		}
-		f := added.Fields()[0]
-		if f.Required {
-			return nil, fmt.Errorf("%w: an added column cannot be NOT NULL: the table's existing rows have no value for %q", planner.ErrInvalid, f.Name)
-		}
-		return schemaChange(func(u *table.UpdateSchema) { u.AddColumn([]string{f.Name}, f.Type, "", false, nil) }), nil
-	case ps.Accept("DROP"):
-		ps.Accept("COLUMN")
-		ifExists := ps.Accept("IF", "EXISTS")
-		name, err := ps.Ident()
-		if err != nil {
-			return nil, err
-		}
-		if err := ps.End(); err != nil {
-			return nil, err
-		}
-		f, ok := find(name)
-		if !ok {
-			if ifExists {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("%w: table %s has no column %q", planner.ErrInvalid, tgt.Ref, name)
-		}
-		spec := tgt.Pinned.Table.Spec()
-		if pfs := spec.FieldsBySourceID(f.ID); len(pfs) > 0 {
-			return nil, fmt.Errorf("%w: column %q is a source of the partition spec; drop partition field %s first", planner.ErrInvalid, f.Name, pfs[0].Name)
-		}
-		return schemaChange(func(u *table.UpdateSchema) { u.DeleteColumn([]string{f.Name}) }), nil
-	case ps.Accept("RENAME"):
-		ps.Accept("COLUMN")
-		from, err := ps.Ident()
-		if err != nil {
-			return nil, err
-		}
-		if !ps.Accept("TO") {
-			return nil, ps.Unexpected()
-		}
-		to, err := ps.Ident()
-		if err != nil {
-			return nil, err
-		}
-		if err := ps.End(); err != nil {
-			return nil, err
-		}
-		f, ok := find(from)
-		if !ok {
-			return nil, fmt.Errorf("%w: table %s has no column %q", planner.ErrInvalid, tgt.Ref, from)
-		}
-		if _, ok := find(to); ok && !strings.EqualFold(from, to) {
-			return nil, fmt.Errorf("%w: column %q of %s", planner.ErrExists, to, tgt.Ref)
-		}
-		return schemaChange(func(u *table.UpdateSchema) { u.RenameColumn([]string{f.Name}, to) }), nil
-	case ps.Accept("ALTER"):
-		ps.Accept("COLUMN")
-		name, err := ps.Ident()
-		if err != nil {
-			return nil, err
-		}
-		f, ok := find(name)
-		if !ok {
-			return nil, fmt.Errorf("%w: table %s has no column %q", planner.ErrInvalid, tgt.Ref, name)
-		}
-		if ps.Accept("DROP", "NOT", "NULL") {
-			if err := ps.End(); err != nil {
-				return nil, err
-			}
-			return schemaChange(func(u *table.UpdateSchema) {
-				u.UpdateColumn([]string{f.Name}, table.ColumnUpdate{Required: iceberg.Optional[bool]{Val: false, Valid: true}})
-			}), nil
-		}
-		if ps.Accept("SET", "NOT", "NULL") {
-			return nil, fmt.Errorf("%w: SET NOT NULL: existing rows may hold NULLs", planner.ErrUnsupported)
-		}
-		if !ps.Accept("SET", "DATA", "TYPE") && !ps.Accept("TYPE") {
-			return nil, ps.Unexpected()
-		}
-		if ps.Pos >= len(ps.Tokens()) {
-			return nil, ps.Unexpected()
-		}
-		if !sqltok.Balanced(ps.Tokens()[ps.Pos:]) {
-			return nil, fmt.Errorf("%w: unbalanced parentheses in the type", planner.ErrSyntax)
-		}
-		typText := ps.Text(ps.Pos, len(ps.Tokens())-1)
-		ps.Pos = len(ps.Tokens())
-		s, err := e.ParseColumns(ctx, "__icefloe_alter", "("+engine.Quote(f.Name)+" "+typText+")")
-		if err != nil {
-			return nil, err
-		}
-		if len(s.Fields()) != 1 {
-			return nil, fmt.Errorf("%w: ALTER COLUMN … TYPE takes one type", planner.ErrInvalid)
-		}
-		typ := s.Fields()[0].Type
-		if typ.Equals(f.Type) {
+		name = f.Name + suffix
+	}
+	return specChange(func(u *table.UpdateSpec) { u.RemoveField(name) }), nil
+}
+
+func (e *Executor) addColumn(ctx context.Context, tgt *planner.WriteTarget, x *parse.AddColumn) (txChange, error) {
+	if _, ok := lookupColumn(tgt, x.Column); ok {
+		if x.IfNotExists {
 			return nil, nil
 		}
-		if _, err := iceberg.PromoteType(f.Type, typ); err != nil {
-			return nil, fmt.Errorf("%w: column %q cannot change from %s to %s: only widenings are allowed (int→long, float→double, decimal(P,S)→decimal(P',S) with P'>P)", planner.ErrInvalid, f.Name, f.Type, typ)
-		}
-		return schemaChange(func(u *table.UpdateSchema) {
-			u.UpdateColumn([]string{f.Name}, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Val: typ, Valid: true}})
-		}), nil
-	case ps.Accept("SET"):
-		ps.Accept("TBLPROPERTIES")
-		ps.Accept("PROPERTIES")
-		props := iceberg.Properties{}
-		if err := ps.Properties(props); err != nil {
-			return nil, err
-		}
-		if err := ps.End(); err != nil {
-			return nil, err
-		}
-		if err := planner.CheckPlacement(tgt.Mount(), props); err != nil {
-			return nil, err
-		}
-		if _, ok := props[catalog.LocationKey]; ok {
-			return nil, fmt.Errorf("%w: a table's location cannot change; location is not a table property", planner.ErrUnsupported)
-		}
-		if err := e.placeProps(ctx, tgt, props); err != nil {
-			return nil, err
-		}
-		if err := fixedEncryption(props); err != nil {
-			return nil, err
-		}
-		return func(tx *table.Transaction) error { return tx.SetProperties(props) }, nil
-	case ps.Accept("UNSET"):
-		ps.Accept("TBLPROPERTIES")
-		ps.Accept("PROPERTIES")
-		if !ps.AcceptPunct("(") {
-			return nil, ps.Unexpected()
-		}
-		var keys []string
-		for {
-			if ps.Pos < len(ps.Tokens()) && ps.Tokens()[ps.Pos].Kind == sqltok.String {
-				keys = append(keys, ps.Tokens()[ps.Pos].Value)
-				ps.Pos++
-			} else {
-				var b strings.Builder
-				for {
-					w, err := ps.Ident()
-					if err != nil {
-						return nil, err
-					}
-					b.WriteString(w)
-					if !ps.AtPunct(".") && !ps.AtPunct("-") {
-						break
-					}
-					b.WriteString(ps.Tokens()[ps.Pos].Value)
-					ps.Pos++
-				}
-				keys = append(keys, b.String())
-			}
-			if ps.AcceptPunct(")") {
-				break
-			}
-			if !ps.AcceptPunct(",") {
-				return nil, ps.Unexpected()
-			}
-		}
-		if err := ps.End(); err != nil {
-			return nil, err
-		}
-		if err := fixedEncryption(keys); err != nil {
-			return nil, err
-		}
-		return func(tx *table.Transaction) error { return tx.RemoveProperties(keys) }, nil
+		return nil, fmt.Errorf("%w: column %q of %s", planner.ErrExists, x.Column, tgt.Ref)
 	}
-	return nil, ps.Unexpected()
+	added, err := e.ParseColumns(ctx, "__icefloe_add", "("+x.Def+")")
+	if err != nil {
+		return nil, err
+	}
+	if len(added.Fields()) != 1 {
+		return nil, fmt.Errorf("%w: ADD COLUMN adds one column", planner.ErrInvalid)
+	}
+	f := added.Fields()[0]
+	if f.Required {
+		return nil, fmt.Errorf("%w: an added column cannot be NOT NULL: the table's existing rows have no value for %q", planner.ErrInvalid, f.Name)
+	}
+	return schemaChange(func(u *table.UpdateSchema) { u.AddColumn([]string{f.Name}, f.Type, "", false, nil) }), nil
 }
 
-// identifierStatement reports whether the ALTER TABLE action at ps sets
-// or drops the identifier fields.
-func identifierStatement(ps *planner.Parser) bool {
-	return ps.At("SET", "IDENTIFIER", "FIELDS") || ps.At("DROP", "IDENTIFIER", "FIELDS")
+func dropColumn(tgt *planner.WriteTarget, x *parse.DropColumn) (txChange, error) {
+	f, ok := lookupColumn(tgt, x.Column)
+	if !ok {
+		if x.IfExists {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: table %s has no column %q", planner.ErrInvalid, tgt.Ref, x.Column)
+	}
+	spec := tgt.Pinned.Table.Spec()
+	if pfs := spec.FieldsBySourceID(f.ID); len(pfs) > 0 {
+		return nil, fmt.Errorf("%w: column %q is a source of the partition spec; drop partition field %s first", planner.ErrInvalid, f.Name, pfs[0].Name)
+	}
+	return schemaChange(func(u *table.UpdateSchema) { u.DeleteColumn([]string{f.Name}) }), nil
 }
 
-// alterIdentifierFields runs SET IDENTIFIER FIELDS a, b and DROP
-// IDENTIFIER FIELDS [a, b] (dropping the named ones, or all).
-func (e *Executor) alterIdentifierFields(ctx context.Context, tgt *planner.WriteTarget, ps *planner.Parser) error {
-	set := ps.Accept("SET", "IDENTIFIER", "FIELDS")
-	if !set && !ps.Accept("DROP", "IDENTIFIER", "FIELDS") {
-		return ps.Unexpected()
+func renameColumn(tgt *planner.WriteTarget, x *parse.RenameColumn) (txChange, error) {
+	f, err := findColumn(tgt, x.From)
+	if err != nil {
+		return nil, err
 	}
-	var names []string
-	for ps.Pos < len(ps.Tokens()) {
-		n, err := ps.Name(16)
-		if err != nil {
-			return err
-		}
-		names = append(names, strings.Join(n, "."))
-		if !ps.AcceptPunct(",") {
-			break
-		}
+	if _, ok := lookupColumn(tgt, x.To); ok && !strings.EqualFold(x.From, x.To) {
+		return nil, fmt.Errorf("%w: column %q of %s", planner.ErrExists, x.To, tgt.Ref)
 	}
-	if err := ps.End(); err != nil {
+	return schemaChange(func(u *table.UpdateSchema) { u.RenameColumn([]string{f.Name}, x.To) }), nil
+}
+
+func dropNotNull(tgt *planner.WriteTarget, x *parse.DropNotNull) (txChange, error) {
+	f, err := findColumn(tgt, x.Column)
+	if err != nil {
+		return nil, err
+	}
+	return schemaChange(func(u *table.UpdateSchema) {
+		u.UpdateColumn([]string{f.Name}, table.ColumnUpdate{Required: iceberg.Optional[bool]{Val: false, Valid: true}})
+	}), nil
+}
+
+// setColumnType widens a column's type (Iceberg's promotions only).
+func (e *Executor) setColumnType(ctx context.Context, tgt *planner.WriteTarget, x *parse.SetColumnType) (txChange, error) {
+	f, err := findColumn(tgt, x.Column)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.ParseColumns(ctx, "__icefloe_alter", "("+engine.Quote(f.Name)+" "+x.Type+")")
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Fields()) != 1 {
+		return nil, fmt.Errorf("%w: ALTER COLUMN … TYPE takes one type", planner.ErrInvalid)
+	}
+	typ := s.Fields()[0].Type
+	if typ.Equals(f.Type) {
+		return nil, nil
+	}
+	if _, err := iceberg.PromoteType(f.Type, typ); err != nil {
+		return nil, fmt.Errorf("%w: column %q cannot change from %s to %s: only widenings are allowed (int→long, float→double, decimal(P,S)→decimal(P',S) with P'>P)", planner.ErrInvalid, f.Name, f.Type, typ)
+	}
+	return schemaChange(func(u *table.UpdateSchema) {
+		u.UpdateColumn([]string{f.Name}, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Val: typ, Valid: true}})
+	}), nil
+}
+
+func (e *Executor) setProperties(ctx context.Context, tgt *planner.WriteTarget, x *parse.SetProperties) (txChange, error) {
+	props := iceberg.Properties(x.Props)
+	if err := planner.CheckPlacement(tgt.Mount(), props); err != nil {
+		return nil, err
+	}
+	if _, ok := props[catalog.LocationKey]; ok {
+		return nil, fmt.Errorf("%w: a table's location cannot change; location is not a table property", planner.ErrUnsupported)
+	}
+	if err := e.placeProps(ctx, tgt, props); err != nil {
+		return nil, err
+	}
+	if err := fixedEncryption(props); err != nil {
+		return nil, err
+	}
+	return func(tx *table.Transaction) error { return tx.SetProperties(props) }, nil
+}
+
+func unsetProperties(x *parse.UnsetProperties) (txChange, error) {
+	if err := fixedEncryption(x.Keys); err != nil {
+		return nil, err
+	}
+	return func(tx *table.Transaction) error { return tx.RemoveProperties(x.Keys) }, nil
+}
+
+// renameTable runs RENAME TO, within the table's catalog.
+func renameTable(ctx context.Context, tgt *planner.WriteTarget, x *parse.RenameTable) error {
+	dst, err := planner.TableName(planner.Session{Catalog: tgt.Ref.Catalog, Schema: tgt.Ref.Schema}, x.To)
+	if err != nil {
 		return err
 	}
-	if set && len(names) == 0 {
-		return ps.Unexpected()
+	if dst.Catalog != tgt.Ref.Catalog {
+		return fmt.Errorf("%w: a table cannot move to another catalog", planner.ErrInvalid)
 	}
+	if _, err := tgt.Mount().Catalog.RenameTable(ctx, tgt.Ref.Ident(), dst.Ident()); err != nil {
+		if errors.Is(err, icecat.ErrTableAlreadyExists) {
+			return fmt.Errorf("%w: table %s", planner.ErrExists, dst)
+		}
+		return fmt.Errorf("rename %s: %w", tgt.Ref, err)
+	}
+	return nil
+}
+
+// alterIdentifierFields runs SET IDENTIFIER FIELDS names (set) and DROP
+// IDENTIFIER FIELDS [names] (dropping the named ones, or all).
+func (e *Executor) alterIdentifierFields(ctx context.Context, tgt *planner.WriteTarget, names []string, set bool) error {
 	schema := tgt.Pinned.Table.Schema()
 	current := map[string]bool{}
 	for _, id := range schema.IdentifierFieldIDs {

@@ -88,10 +88,10 @@ func TestCommitOutcome(t *testing.T) {
 	ctx := context.Background()
 	p, m, faulty, dir := newFaultyEnv(t)
 	s := planner.Session{Catalog: "local", Schema: "default"}
-	if _, err := p.Exec(ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
+	if _, err := run(ctx, p, s, "CREATE TABLE c (id BIGINT)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Exec(ctx, s, "INSERT INTO c VALUES (1)"); err != nil {
+	if _, err := run(ctx, p, s, "INSERT INTO c VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
 	warehouse := filepath.Join(dir, "warehouse")
@@ -105,7 +105,7 @@ func TestCommitOutcome(t *testing.T) {
 	before, snapsBefore := parquetFiles(t, warehouse), snapshots()
 
 	faulty.mode.Store(1)
-	_, err := p.Exec(ctx, s, "INSERT INTO c VALUES (2)")
+	_, err := run(ctx, p, s, "INSERT INTO c VALUES (2)")
 	if !errors.Is(err, planner.ErrCommitUnknown) || !strings.Contains(err.Error(), "may or may not") {
 		t.Fatalf("unknown outcome: got %v, want planner.ErrCommitUnknown saying the outcome is unknown", err)
 	}
@@ -119,7 +119,7 @@ func TestCommitOutcome(t *testing.T) {
 	kept := parquetFiles(t, warehouse)
 
 	faulty.mode.Store(2)
-	_, err = p.Exec(ctx, s, "INSERT INTO c VALUES (3)")
+	_, err = run(ctx, p, s, "INSERT INTO c VALUES (3)")
 	if !errors.Is(err, planner.ErrConflict) {
 		t.Fatalf("lost race: got %v, want planner.ErrConflict", err)
 	}
@@ -140,7 +140,7 @@ func TestStatementID(t *testing.T) {
 	ctx := context.Background()
 	p, m, faulty, dir := newFaultyEnv(t)
 	s := planner.Session{Catalog: "local", Schema: "default"}
-	if _, err := p.Exec(ctx, s, "CREATE TABLE c (id BIGINT)"); err != nil {
+	if _, err := run(ctx, p, s, "CREATE TABLE c (id BIGINT)"); err != nil {
 		t.Fatal(err)
 	}
 	ref := catalog.TableRef{Catalog: "local", Schema: "default", Table: "c"}
@@ -155,7 +155,7 @@ func TestStatementID(t *testing.T) {
 		}
 		return out
 	}
-	if _, err := p.Exec(ctx, s, "INSERT INTO c VALUES (1)"); err != nil {
+	if _, err := run(ctx, p, s, "INSERT INTO c VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(); len(got) != 1 || len(got[0]) != 36 {
@@ -165,7 +165,7 @@ func TestStatementID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := p.Exec(sctx, s, "INSERT INTO c VALUES (10), (11), (12)"); err != nil || n != 3 {
+	if n, err := run(sctx, p, s, "INSERT INTO c VALUES (10), (11), (12)"); err != nil || n != 3 {
 		t.Fatalf("first run: %d, %v", n, err)
 	}
 	warehouse := filepath.Join(dir, "warehouse")
@@ -175,7 +175,7 @@ func TestStatementID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = p.Exec(again, s, q)
+		_, err = run(again, p, s, q)
 		if !errors.Is(err, commit.ErrAlreadyCommitted) || !strings.Contains(err.Error(), "load-2026-12-01:part.7") {
 			t.Fatalf("run again under the same id: %v, want ErrAlreadyCommitted naming the id", err)
 		}
@@ -188,16 +188,16 @@ func TestStatementID(t *testing.T) {
 	}
 	// The same id sent by another principal is another statement; its
 	// own retry commits nothing again.
-	for run := range 2 {
+	for try := range 2 {
 		bob, err := commit.WithStatementID(ctx, "load-2026-12-01:part.7", "bob")
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := p.Exec(bob, s, "INSERT INTO c VALUES (20)")
-		if run == 0 && (err != nil || n != 1) {
+		n, err := run(bob, p, s, "INSERT INTO c VALUES (20)")
+		if try == 0 && (err != nil || n != 1) {
 			t.Fatalf("another principal under the same id: %d, %v; want 1 row", n, err)
 		}
-		if run == 1 && !errors.Is(err, commit.ErrAlreadyCommitted) {
+		if try == 1 && !errors.Is(err, commit.ErrAlreadyCommitted) {
 			t.Fatalf("that principal's retry: %v, want ErrAlreadyCommitted", err)
 		}
 	}
@@ -208,7 +208,7 @@ func TestStatementID(t *testing.T) {
 	}
 	// The catalog applies the commit and the answer is lost.
 	faulty.mode.Store(3)
-	n, err := p.Exec(ctx, s, "INSERT INTO c VALUES (5)")
+	n, err := run(ctx, p, s, "INSERT INTO c VALUES (5)")
 	faulty.mode.Store(0)
 	if err != nil || n != 1 {
 		t.Fatalf("a commit that landed but whose answer was lost: %d, %v; want 1 row, no error", n, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/icefloe/icefloe/internal/parse"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,7 @@ func startRaceEnv(t *testing.T) *raceEnv {
 
 func (e *raceEnv) exec(t *testing.T, q string) {
 	t.Helper()
-	if _, err := statement.New(e.p).Exec(context.Background(), e.sess, q); err != nil {
+	if _, err := statement.New(e.p).Exec(context.Background(), e.sess, parse.Must(q)); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
@@ -97,7 +98,7 @@ func (e *raceEnv) compact(t *testing.T, name, concurrent string) error {
 	})
 	defer statement.SetBeforeRewriteCommit(nil)
 	_, err := e.p.Plan(context.Background(), e.sess,
-		fmt.Sprintf(`CALL system.rewrite_data_files(table => '%s', options => map('min-input-files', '2'))`, name))
+		parse.Must(fmt.Sprintf(`CALL system.rewrite_data_files(table => '%s', options => map('min-input-files', '2'))`, name)))
 	return err
 }
 
@@ -194,7 +195,7 @@ func TestRewritePositionDeletesConflict(t *testing.T) {
 	var once sync.Once
 	statement.SetBeforeRewriteCommit(func() { once.Do(func() { e.exec(t, `DELETE FROM pdrace WHERE id = 10`) }) })
 	defer statement.SetBeforeRewriteCommit(nil)
-	_, err := e.p.Plan(context.Background(), e.sess, `CALL system.rewrite_position_delete_files(table => 'pdrace', options => map('min-input-files', '2'))`)
+	_, err := e.p.Plan(context.Background(), e.sess, parse.Must(`CALL system.rewrite_position_delete_files(table => 'pdrace', options => map('min-input-files', '2'))`))
 	if !errors.Is(err, planner.ErrConflict) {
 		t.Fatalf("rewrite racing a DELETE: %v, want ErrConflict", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -22,13 +23,18 @@ import (
 // catalog, and for AS made and filled under a staging name first
 // (staged).
 
+func init() {
+	runs(parse.KindCreateTable, (*Executor).createTable)
+	runs(parse.KindReplaceTable, (*Executor).createOrReplace)
+}
+
 // createTable runs a CREATE TABLE statement (with a column list or AS).
-func (e *Executor) createTable(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
-	d, err := e.readTableDef(ctx, sess, ps)
+func (e *Executor) createTable(ctx context.Context, sess planner.Session, t *parse.CreateTable) (int64, error) {
+	d, err := e.readTableDef(ctx, sess, t)
 	if err != nil {
 		return 0, err
 	}
-	if d.c.query == "" && planner.DryRunOf(ctx) != nil {
+	if d.c.query == nil && planner.DryRunOf(ctx) != nil {
 		return 0, fmt.Errorf("%w: EXPLAIN of CREATE TABLE without AS (EXPLAIN shows INSERT, UPDATE, DELETE and CREATE TABLE … AS)", planner.ErrUnsupported)
 	}
 	exists, err := d.mt.Catalog.CheckTableExists(ctx, d.ref.Ident())
@@ -44,7 +50,7 @@ func (e *Executor) createTable(ctx context.Context, sess planner.Session, ps *pl
 	if err != nil {
 		return 0, err
 	}
-	if d.c.query == "" {
+	if d.c.query == nil {
 		return 0, e.createWithColumns(ctx, d, opts)
 	}
 	return e.ctas(ctx, sess, d, opts)
@@ -74,28 +80,10 @@ type tableDef struct {
 // readTableDef reads CREATE TABLE [IF NOT EXISTS] name (columns) … or
 // … AS query: DuckDB types the columns (for AS, of the query, whose
 // reads are authorized with CREATE on the name).
-func (e *Executor) readTableDef(ctx context.Context, sess planner.Session, ps *planner.Parser) (*tableDef, error) {
-	ps.Pos = 2
-	d := &tableDef{ifNotExists: ps.Accept("IF", "NOT", "EXISTS")}
-	parts, err := ps.Name(3)
-	if err != nil {
-		return nil, err
-	}
-	withColumns := ps.AtPunct("(")
-	if withColumns {
-		open, closing, err := ps.Group()
-		if err != nil {
-			return nil, err
-		}
-		d.columns = ps.Text(open, closing)
-	}
-	if d.c, err = readTableClauses(ps, !withColumns); err != nil {
-		return nil, err
-	}
-	if !withColumns && d.c.query == "" {
-		return nil, syntaxf("CREATE TABLE needs a column list or AS query")
-	}
-	ref, err := planner.TableName(sess, parts)
+func (e *Executor) readTableDef(ctx context.Context, sess planner.Session, t *parse.CreateTable) (*tableDef, error) {
+	d := &tableDef{ifNotExists: t.IfNotExists, columns: t.Columns, c: clausesOf(t)}
+	withColumns := t.As == nil
+	ref, err := planner.TableName(sess, t.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -167,48 +155,23 @@ func (e *Executor) ctas(ctx context.Context, sess planner.Session, d *tableDef, 
 
 // tableClauses are the clauses of CREATE TABLE after its name (and
 // column list): PARTITIONED BY, ORDERED BY, WITH and, for CREATE TABLE …
-// AS, the query.
+// AS, the query (nil with a column list).
 type tableClauses struct {
-	partItems []planner.PartitionItem
-	sortItems []planner.SortItem
+	partItems []parse.PartitionItem
+	sortItems []parse.SortItem
 	props     iceberg.Properties // WITH, over the commit retries icefloe sets
-	query     string
+	query     *parse.Statement
 }
 
-// readTableClauses reads the clauses of CREATE TABLE to the end of the
-// statement, or with asQuery to the end of AS query (without asQuery, AS
-// is unsupported there).
-func readTableClauses(ps *planner.Parser, asQuery bool) (tableClauses, error) {
-	c := tableClauses{props: iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}}
-	var seenPart, seenWith, seenOrder bool
-	var err error
-	n := len(ps.Tokens())
-	for ps.Pos < n && c.query == "" {
-		switch {
-		case !seenPart && ps.Accept("PARTITIONED", "BY"):
-			seenPart = true
-			if c.partItems, err = ps.PartitionItems(); err != nil {
-				return c, err
-			}
-		case !seenOrder && ps.Accept("ORDERED", "BY"):
-			seenOrder = true
-			if c.sortItems, err = ps.SortItems(); err != nil {
-				return c, err
-			}
-		case !seenWith && ps.Accept("WITH"):
-			seenWith = true
-			if err := ps.Properties(c.props); err != nil {
-				return c, err
-			}
-		case !asQuery && ps.At("AS"):
-			return c, fmt.Errorf("%w: CREATE TABLE … AS SELECT", planner.ErrUnsupported)
-		case asQuery && ps.At("AS") && ps.Pos+1 < n:
-			c.query = ps.Text(ps.Pos+1, n-1)
-		default:
-			return c, ps.Unexpected()
-		}
+// clausesOf are the clauses of t, its properties over the commit retries
+// icefloe sets.
+func clausesOf(t *parse.CreateTable) tableClauses {
+	c := tableClauses{partItems: t.Partition, sortItems: t.Order, query: t.As,
+		props: iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}}
+	for k, v := range t.With {
+		c.props[k] = v
 	}
-	return c, nil
+	return c
 }
 
 // tableOpts checks the definition d of a new table and returns the
@@ -331,7 +294,7 @@ func (e *Executor) stillFree(ctx context.Context, d *tableDef, ref catalog.Table
 
 // explainCTAS notes the table a CREATE TABLE … AS would create and the
 // plan of its query, and stops the dry run.
-func (e *Executor) explainCTAS(ctx context.Context, sess planner.Session, d *planner.DryRun, ref fmt.Stringer, columns, query string) error {
+func (e *Executor) explainCTAS(ctx context.Context, sess planner.Session, d *planner.DryRun, ref fmt.Stringer, columns string, query *parse.Statement) error {
 	d.Note("create", "table %s %s", ref, columns)
 	plan, err := e.Plan(ctx, sess, query)
 	if err != nil {
@@ -340,9 +303,4 @@ func (e *Executor) explainCTAS(ctx context.Context, sess planner.Session, d *pla
 	d.NotePlan(plan.Explain)
 	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(plan.Endpoints), ref)
 	return d.Commit("create the table, then append the written files in one snapshot")
-}
-
-// syntaxf is an error wrapping planner.ErrSyntax.
-func syntaxf(f string, a ...any) error {
-	return fmt.Errorf("%w: "+f, append([]any{planner.ErrSyntax}, a...)...)
 }

@@ -13,28 +13,27 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
 // The DDL of schemas and of dropping tables: it runs on the coordinator
 // against the mounted catalogs.
 
+func init() {
+	runsDDL(parse.KindCreateSchema, (*Executor).createSchema)
+	runsDDL(parse.KindDropSchema, (*Executor).dropSchema)
+	runsDDL(parse.KindDropTable, (*Executor).dropTable)
+}
+
 // createSchema runs CREATE SCHEMA [IF NOT EXISTS] [catalog.]name [WITH (props)].
-func (e *Executor) createSchema(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
-	ps.Pos = 2
-	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
-	parts, err := ps.Name(2)
-	if err != nil {
-		return err
-	}
+func (e *Executor) createSchema(ctx context.Context, sess planner.Session, cs *parse.CreateSchema) error {
+	ifNotExists := cs.IfNotExists
 	var props iceberg.Properties
-	if ps.Accept("WITH") {
-		props = iceberg.Properties{}
-		if err := ps.Properties(props); err != nil {
-			return err
-		}
+	if cs.Props != nil {
+		props = iceberg.Properties(cs.Props)
 	}
-	mt, catName, schema, err := e.schemaAt(sess, ps, parts)
+	mt, catName, schema, err := e.schemaAt(sess, cs.Name)
 	if err != nil {
 		return err
 	}
@@ -65,12 +64,9 @@ func (e *Executor) createSchema(ctx context.Context, sess planner.Session, ps *p
 	return fmt.Errorf("create schema %s.%s: %w", catName, schema, err)
 }
 
-// schemaAt ends the statement and resolves the schema parts name: its
-// catalog's mount, the catalog's name and the schema's.
-func (e *Executor) schemaAt(sess planner.Session, ps *planner.Parser, parts []string) (*catalog.Mount, string, string, error) {
-	if err := ps.End(); err != nil {
-		return nil, "", "", err
-	}
+// schemaAt resolves the schema parts name: its catalog's mount, the
+// catalog's name and the schema's.
+func (e *Executor) schemaAt(sess planner.Session, parts []string) (*catalog.Mount, string, string, error) {
 	catName, schema, err := schemaName(sess, parts)
 	if err != nil {
 		return nil, "", "", err
@@ -81,18 +77,9 @@ func (e *Executor) schemaAt(sess planner.Session, ps *planner.Parser, parts []st
 
 // dropSchema runs DROP SCHEMA [IF EXISTS] [catalog.]name [CASCADE | RESTRICT]:
 // CASCADE drops its tables and views first.
-func (e *Executor) dropSchema(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
-	ps.Pos = 2
-	ifExists := ps.Accept("IF", "EXISTS")
-	parts, err := ps.Name(2)
-	if err != nil {
-		return err
-	}
-	cascade := ps.Accept("CASCADE")
-	if !cascade {
-		ps.Accept("RESTRICT")
-	}
-	mt, catName, schema, err := e.schemaAt(sess, ps, parts)
+func (e *Executor) dropSchema(ctx context.Context, sess planner.Session, ds *parse.DropSchema) error {
+	ifExists, cascade := ds.IfExists, ds.Cascade
+	mt, catName, schema, err := e.schemaAt(sess, ds.Name)
 	if err != nil {
 		return err
 	}
@@ -165,18 +152,9 @@ func collect(seq iter.Seq2[table.Identifier, error]) ([]table.Identifier, error)
 }
 
 // dropTable runs DROP TABLE [IF EXISTS] name [PURGE].
-func (e *Executor) dropTable(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
-	ps.Pos = 2
-	ifExists := ps.Accept("IF", "EXISTS")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return err
-	}
-	purge := ps.Accept("PURGE")
-	if err := ps.End(); err != nil {
-		return err
-	}
-	ref, err := planner.TableName(sess, parts)
+func (e *Executor) dropTable(ctx context.Context, sess planner.Session, dt *parse.DropTable) error {
+	ifExists, purge := dt.IfExists, dt.Purge
+	ref, err := planner.TableName(sess, dt.Name)
 	if err != nil {
 		return err
 	}

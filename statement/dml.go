@@ -12,6 +12,7 @@ import (
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/icemeta"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -22,18 +23,23 @@ import (
 // rewrite's fragments run on the workers and their files are committed in
 // one snapshot that replaces the rewritten files.
 
+func init() {
+	runsPerRow(parse.KindUpdate, (*Executor).dml)
+	runsPerRow(parse.KindDelete, (*Executor).dml)
+	runsPerRow(parse.KindMerge, (*Executor).dml)
+}
+
 // dml runs an UPDATE, DELETE or MERGE with one set of parameter values
 // (args; MERGE takes none).
-func (e *Executor) dml(ctx context.Context, sess planner.Session, ps *planner.Parser, args []any) (int64, error) {
-	del, merge := ps.At("DELETE"), ps.At("MERGE")
-	d, err := e.PlanDML(ctx, sess, ps, args)
+func (e *Executor) dml(ctx context.Context, sess planner.Session, st *parse.Statement, args []any) (int64, error) {
+	d, err := e.PlanDML(ctx, sess, st, args)
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case del:
+	switch st.Kind {
+	case parse.KindDelete:
 		return e.delete(ctx, sess, d, args)
-	case merge:
+	case parse.KindMerge:
 		return e.merge(ctx, sess, d)
 	}
 	return e.rewrite(ctx, sess, d, commit.OpUpdate)
@@ -68,7 +74,7 @@ func (e *Executor) delete(ctx context.Context, sess planner.Session, d *planner.
 // converts exactly to an Iceberg filter; ok is false otherwise and the
 // caller rewrites the files instead. The matching rows are counted on the
 // coordinator with the same filter.
-func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, match string, args []any) (n int64, ok bool, err error) {
+func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, match *parse.Statement, args []any) (n int64, ok bool, err error) {
 	pinned, expr, exact, err := e.ExactFilter(ctx, sess, tgt, match, args)
 	if err != nil || !exact {
 		return 0, false, err
@@ -210,7 +216,7 @@ func (e *Executor) merge(ctx context.Context, sess planner.Session, d *planner.D
 	// the one it loaded (the insert reads a version no older).
 	scope := readScope(tgt, commit.OpMerge, nil, rw.deleted)
 	added, n := rw.added, rw.affected
-	if d.Insert != "" {
+	if d.Insert != nil {
 		res, err := e.writeSelect(ctx, sess, tgt, nil, d.Insert)
 		if err != nil {
 			e.removeOnly(tgt, rw.added)
@@ -266,7 +272,7 @@ func (e *Executor) mergeFilter(ctx context.Context, sess planner.Session, tgt *p
 // queryLiterals runs query, planned like any SELECT, and returns every
 // value of its columns, row by row, as literals of typ; a null or a type
 // it cannot convert fails it.
-func (e *Executor) queryLiterals(ctx context.Context, sess planner.Session, query string, typ iceberg.Type) ([]iceberg.Literal, error) {
+func (e *Executor) queryLiterals(ctx context.Context, sess planner.Session, query *parse.Statement, typ iceberg.Type) ([]iceberg.Literal, error) {
 	plan, err := e.Planner.Plan(ctx, sess, query)
 	if err != nil {
 		return nil, err

@@ -4,16 +4,18 @@
 // hold for execution. statement imports planner, never the reverse, and
 // worker imports neither: what crosses to a worker is a wire value.
 //
-// It parses and runs every update statement (exec.go dispatches): CREATE
+// It runs every update statement, parsed by internal/parse: Exec runs the
+// runner the statement's kind registered (exec.go holds the registry;
+// each file registers its kinds in an init): CREATE
 // and DROP SCHEMA, CREATE TABLE with a column list or AS (create.go),
 // CREATE OR REPLACE TABLE (orreplace.go), INSERT with parameter batches
 // (insert.go), bulk ingest and its replace mode (ingest.go, replace.go),
 // UPDATE, DELETE and MERGE (dml.go, eqdeletes.go; planner plans them),
 // DROP TABLE, TRUNCATE, CREATE and DROP VIEW (views.go) and ALTER TABLE
-// (alter.go: schema, property, partition and identifier-field evolution,
-// RENAME, the branch and tag DDL in refs.go; ALTER TABLE … EXECUTE in
-// maintenance.go). It runs the CALL procedures (procedures.go: the
-// registry, argument parsing and binding; the procedures in
+// (alter.go: one function per typed action — schema, property,
+// partition and identifier-field evolution, RENAME; the branch and tag
+// DDL in refs.go; ALTER TABLE … EXECUTE in maintenance.go). It runs the
+// CALL procedures (procedures.go: the registry and argument binding; the procedures in
 // maintenance.go, compact.go, housekeeping.go, posdeletes.go,
 // refprocs.go, partstats.go and runtime.go), which planner's query path
 // reaches through the planner.Procedures that New installs. It answers

@@ -47,7 +47,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) exec(t *testing.T, q string) int64 {
 	t.Helper()
-	n, err := e.x.Exec(context.Background(), e.sess, q)
+	n, err := run(context.Background(), e.x, e.sess, q)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
@@ -58,7 +58,7 @@ func (e *env) exec(t *testing.T, q string) int64 {
 // holds every one of words.
 func (e *env) execErr(t *testing.T, q string, want error, words ...string) {
 	t.Helper()
-	_, err := e.x.Exec(context.Background(), e.sess, q)
+	_, err := run(context.Background(), e.x, e.sess, q)
 	if !errors.Is(err, want) {
 		t.Fatalf("%s: got error %v, want %v", q, err, want)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/icemeta"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -35,7 +36,7 @@ const DeleteKindKey = "icefloe.delete-kind"
 // so it is used only when the keys select exactly the matching rows (no
 // other row shares one of them); ok is false otherwise, and the caller
 // deletes another way. args bind the WHERE clause's parameters.
-func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, match string, args []any) (n int64, ok bool, err error) {
+func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, match *parse.Statement, args []any) (n int64, ok bool, err error) {
 	tbl := tgt.Pinned.Table
 	if tbl.Properties().Get(DeleteKindKey, "") != "equality" {
 		return 0, false, nil

@@ -7,24 +7,23 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/icefloe/icefloe/internal/commit"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
-// runner runs one parsed statement and returns its update count.
-type runner func(ctx context.Context, sess planner.Session) (int64, error)
-
-// Exec runs one statement that returns no rows and returns its update
-// count: the rows an INSERT added, updated or deleted, 0 for DDL (the
-// grammar is in docs/sql.md). Unqualified names take sess.Catalog and
-// sess.Schema. args bind the parameters of an INSERT, UPDATE or DELETE.
-// Anything that is not a statement of this package returns an error
-// wrapping planner.ErrUnsupported.
-func (e *Executor) Exec(ctx context.Context, sess planner.Session, query string, args ...any) (int64, error) {
+// Exec runs one statement that returns no rows (a statement of a kind
+// whose runner is parse.RunExecutor) and returns its update count: the
+// rows an INSERT added, updated or deleted, 0 for DDL (the grammar is in
+// docs/sql.md). Unqualified names take sess.Catalog and sess.Schema.
+// args bind the parameters of an INSERT, UPDATE or DELETE. Anything that
+// is not a statement of this package returns an error wrapping
+// planner.ErrUnsupported.
+func (e *Executor) Exec(ctx context.Context, sess planner.Session, st *parse.Statement, args ...any) (int64, error) {
 	var b params
 	if len(args) > 0 {
 		b.rows = [][]any{args}
 	}
-	return e.execBatch(ctx, sess, query, &b)
+	return e.execBatch(ctx, sess, st, &b)
 }
 
 // ExecBatch runs an update for every row of the parameter batches (one
@@ -34,94 +33,81 @@ func (e *Executor) Exec(ctx context.Context, sess planner.Session, query string,
 // per row, in order, each with its own commit, and stop at the first
 // error. An error names its parameter row when there are several. The
 // caller keeps its batches.
-func (e *Executor) ExecBatch(ctx context.Context, sess planner.Session, query string, recs []arrow.RecordBatch) (int64, error) {
-	return e.execBatch(ctx, sess, query, &params{recs: recs})
+func (e *Executor) ExecBatch(ctx context.Context, sess planner.Session, st *parse.Statement, recs []arrow.RecordBatch) (int64, error) {
+	return e.execBatch(ctx, sess, st, &params{recs: recs})
 }
 
-func (e *Executor) execBatch(ctx context.Context, sess planner.Session, query string, b *params) (int64, error) {
+func (e *Executor) execBatch(ctx context.Context, sess planner.Session, st *parse.Statement, b *params) (int64, error) {
 	ctx = commit.WithStatement(ctx)
-	ps, err := planner.ParseUpdate(query)
-	if err != nil {
-		return 0, err
+	run, ok := runners[st.Kind]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s statements", planner.ErrUnsupported, st.Kind)
 	}
-	dml := ps.At("INSERT") || ps.At("UPDATE") || ps.At("DELETE")
-	if b.len() > 0 && !dml {
+	if b.len() > 0 && !st.Info().Params {
 		return 0, fmt.Errorf("%w: parameters outside INSERT, UPDATE and DELETE", planner.ErrUnsupported)
 	}
-	if ps.At("INSERT") {
-		return e.insert(ctx, sess, ps, b)
+	return run(e, ctx, sess, st, b)
+}
+
+// runner runs one statement of a kind with the statement's parameter
+// rows and returns its update count.
+type runner func(e *Executor, ctx context.Context, sess planner.Session, st *parse.Statement, b *params) (int64, error)
+
+// runners are the runners of the kinds this package runs, by kind. Each
+// file that runs a kind registers it (in an init func) with runs,
+// runsDDL, runsPerRow or runsWithParams.
+var runners = map[parse.Kind]runner{}
+
+// runs registers run, over the typed body of kind k's statements, which
+// take no parameters.
+func runs[B parse.Body](k parse.Kind, run func(e *Executor, ctx context.Context, sess planner.Session, body B) (int64, error)) {
+	runners[k] = func(e *Executor, ctx context.Context, sess planner.Session, st *parse.Statement, _ *params) (int64, error) {
+		return run(e, ctx, sess, st.Body.(B))
 	}
-	rows, err := b.values()
-	if err != nil {
-		return 0, err
+}
+
+// runsDDL registers a runner whose update count is 0.
+func runsDDL[B parse.Body](k parse.Kind, run func(e *Executor, ctx context.Context, sess planner.Session, body B) error) {
+	runs(k, func(e *Executor, ctx context.Context, sess planner.Session, body B) (int64, error) {
+		return 0, run(e, ctx, sess, body)
+	})
+}
+
+// runsWithParams registers a runner that takes every parameter row at
+// once (INSERT, which writes them in one commit).
+func runsWithParams[B parse.Body](k parse.Kind, run func(e *Executor, ctx context.Context, sess planner.Session, body B, b *params) (int64, error)) {
+	runners[k] = func(e *Executor, ctx context.Context, sess planner.Session, st *parse.Statement, b *params) (int64, error) {
+		return run(e, ctx, sess, st.Body.(B), b)
 	}
-	if len(rows) <= 1 {
-		var args []any
-		if len(rows) == 1 {
-			args = rows[0]
-		}
-		return e.exec(ctx, sess, ps, args)
-	}
-	var total int64
-	for i, row := range rows {
-		n, err := e.exec(ctx, sess, ps.WithTokens(ps.Tokens()), row)
+}
+
+// runsPerRow registers a runner that runs once per parameter row (once
+// without values when there are none), in order, each with its own
+// commit, and stops at the first error: UPDATE, DELETE, MERGE. It gets
+// the whole statement (the planner prints the statements it runs for it).
+func runsPerRow(k parse.Kind, run func(e *Executor, ctx context.Context, sess planner.Session, st *parse.Statement, args []any) (int64, error)) {
+	runners[k] = func(e *Executor, ctx context.Context, sess planner.Session, st *parse.Statement, b *params) (int64, error) {
+		rows, err := b.values()
 		if err != nil {
-			return total, rowError(i, len(rows), err)
+			return 0, err
 		}
-		total += n
-	}
-	return total, nil
-}
-
-// exec runs one statement other than INSERT with one set of parameter
-// values (only UPDATE and DELETE take any).
-func (e *Executor) exec(ctx context.Context, sess planner.Session, ps *planner.Parser, args []any) (int64, error) {
-	if run := e.own(ps); run != nil {
-		return run(ctx, sess)
-	}
-	return e.dml(ctx, sess, ps, args)
-}
-
-// own returns the runner of the statement ps when it takes no
-// parameters, else nil: it is UPDATE, DELETE or MERGE (dml), or not a
-// statement this package runs.
-func (e *Executor) own(ps *planner.Parser) runner {
-	var run func(context.Context, planner.Session, *planner.Parser) error
-	switch {
-	case ps.At("TRUNCATE"):
-		return func(ctx context.Context, sess planner.Session) (int64, error) { return e.truncate(ctx, sess, ps) }
-	case ps.At("ALTER"):
-		return func(ctx context.Context, sess planner.Session) (int64, error) { return e.alter(ctx, sess, ps) }
-	case ps.At("CREATE", "TABLE"):
-		return func(ctx context.Context, sess planner.Session) (int64, error) { return e.createTable(ctx, sess, ps) }
-	case ps.At("CREATE", "OR", "REPLACE", "TABLE"):
-		return func(ctx context.Context, sess planner.Session) (int64, error) {
-			return e.createOrReplace(ctx, sess, ps)
+		if len(rows) <= 1 {
+			var args []any
+			if len(rows) == 1 {
+				args = rows[0]
+			}
+			return run(e, ctx, sess, st, args)
 		}
-	case ps.At("CREATE", "SCHEMA"):
-		run = e.createSchema
-	case ps.At("DROP", "SCHEMA"):
-		run = e.dropSchema
-	case ps.At("DROP", "TABLE"):
-		run = e.dropTable
-	case ps.At("CREATE", "VIEW"), ps.At("CREATE", "OR", "REPLACE", "VIEW"):
-		run = e.createView
-	case ps.At("DROP", "VIEW"):
-		run = e.dropView
-	default:
-		return nil
+		var total int64
+		for i, row := range rows {
+			n, err := run(e, ctx, sess, st, row)
+			if err != nil {
+				return total, rowError(i, len(rows), err)
+			}
+			total += n
+		}
+		return total, nil
 	}
-	return func(ctx context.Context, sess planner.Session) (int64, error) { return 0, run(ctx, sess, ps) }
-}
-
-// alter runs an ALTER statement: ALTER TABLE … EXECUTE
-// (alterMaintenance), else schema, property, partition and
-// identifier-field evolution, branches and tags and RENAME (alterTable).
-func (e *Executor) alter(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
-	if n, ok, err := e.alterMaintenance(ctx, sess, ps); ok {
-		return n, err
-	}
-	return 0, e.alterTable(ctx, sess, ps)
 }
 
 // params is the parameter rows of one update: a client's Arrow batches

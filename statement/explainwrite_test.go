@@ -44,7 +44,7 @@ func TestExplainWritesChangeNothing(t *testing.T) {
 		{`EXPLAIN TRUNCATE TABLE mor`, []string{"rows\t4 rows of local.default.mor", "commit\tdelete: every live data and delete file"}},
 		{`EXPLAIN CREATE TABLE made AS SELECT id, s FROM cow`, []string{"create\ttable local.default.made (\"id\" BIGINT, \"s\" VARCHAR)", "read strategy\t", "commit\tcreate the table, then append"}},
 	} {
-		plan, err := e.x.Plan(ctx, e.sess, c.q)
+		plan, err := planText(ctx, e.x, e.sess, c.q)
 		if err != nil {
 			t.Errorf("%s: %v", c.q, err)
 			continue
@@ -72,7 +72,7 @@ func TestExplainWritesChangeNothing(t *testing.T) {
 		t.Error("EXPLAIN CREATE TABLE … AS created the table")
 	}
 	for _, q := range []string{`EXPLAIN CREATE TABLE plain (id BIGINT)`, `EXPLAIN DROP TABLE cow`, `EXPLAIN ALTER TABLE cow ADD COLUMN x INT`} {
-		if _, err := e.x.Plan(ctx, e.sess, q); err == nil {
+		if _, err := planText(ctx, e.x, e.sess, q); err == nil {
 			t.Errorf("%s: planned, want an error", q)
 		} else if !errors.Is(err, planner.ErrUnsupported) && !errors.Is(err, planner.ErrSyntax) && !errors.Is(err, planner.ErrInvalid) {
 			t.Errorf("%s: %v", q, err)
@@ -121,4 +121,29 @@ func countFiles(t *testing.T, dir string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestWriteTargetsResolveAsWritten: an UPDATE, DELETE or MERGE whose
+// target is written unquoted in another case resolves it as queries do
+// (case-insensitively): the statements icefloe prints for it resolve
+// names as the client wrote them, quoted or not.
+func TestWriteTargetsResolveAsWritten(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.exec(t, `CREATE TABLE cased (id BIGINT, s VARCHAR)`)
+	e.exec(t, `INSERT INTO cased VALUES (1, 'a'), (2, 'b')`)
+	for _, q := range []string{
+		`EXPLAIN UPDATE CASED SET s = 'z' WHERE id = 2`,
+		`EXPLAIN DELETE FROM Cased WHERE id = 1`,
+		`EXPLAIN DELETE FROM Cased`,
+		`EXPLAIN TRUNCATE CASED`,
+		`EXPLAIN MERGE INTO CaSeD USING (VALUES (2, 'x')) AS src(id, s) ON CaSeD.id = src.id WHEN MATCHED THEN UPDATE SET s = src.s`,
+	} {
+		if _, err := planText(ctx, e.x, e.sess, q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	if _, err := planText(ctx, e.x, e.sess, `EXPLAIN UPDATE "CASED" SET s = 'z'`); !errors.Is(err, planner.ErrNotFound) {
+		t.Errorf("a quoted name in another case: %v, want not found", err)
+	}
 }

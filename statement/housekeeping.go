@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -396,7 +397,7 @@ func (e *Executor) rewriteManifests(ctx context.Context, tgt *planner.WriteTarge
 // remove_orphan_files(retention_threshold => '7d'); the update count is
 // how many files they removed (manifests rewritten for
 // optimize_manifests).
-func (e *Executor) trinoHousekeeping(ctx context.Context, _ planner.Session, tgt *planner.WriteTarget, name string, args []callArg) (int64, error) {
+func (e *Executor) trinoHousekeeping(ctx context.Context, _ planner.Session, tgt *planner.WriteTarget, name string, args []parse.Arg) (int64, error) {
 	if name == "optimize_manifests" {
 		if _, err := trinoArgs(name, args); err != nil {
 			return 0, err

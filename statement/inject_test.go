@@ -68,7 +68,7 @@ func TestExecInjection(t *testing.T) {
 		for _, sep := range injectionSeparators {
 			for _, attack := range injectionAttacks(spill) {
 				q := fmt.Sprintf(stmt, sep, attack)
-				_, err := e.x.Exec(ctx, e.sess, q)
+				_, err := run(ctx, e.x, e.sess, q)
 				if !errors.Is(err, planner.ErrSyntax) && !errors.Is(err, planner.ErrInvalid) && !errors.Is(err, planner.ErrUnsupported) && !errors.Is(err, planner.ErrRefused) {
 					t.Errorf("%q: got %v, want the statement refused", q, err)
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/icefloe/icefloe/internal/conform"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/icemeta"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -30,66 +31,24 @@ import (
 // allocator.
 var alloc memory.Allocator = memory.DefaultAllocator
 
+func init() { runsWithParams(parse.KindInsert, (*Executor).insert) }
+
 // insert runs an INSERT, once per parameter row (none: once without
 // values). INSERT … VALUES writes all rows in one commit; INSERT … SELECT
 // commits once per row.
-func (e *Executor) insert(ctx context.Context, sess planner.Session, ps *planner.Parser, b *params) (int64, error) {
-	ps.Pos = 1
-	toks := ps.Tokens()
-	if ps.At("OR") {
-		return 0, fmt.Errorf("%w: INSERT OR …", planner.ErrUnsupported)
-	}
-	if !ps.Accept("INTO") {
-		return 0, ps.Unexpected()
-	}
-	parts, err := ps.Name(3)
-	if err != nil {
-		return 0, err
+func (e *Executor) insert(ctx context.Context, sess planner.Session, ins *parse.Insert, b *params) (int64, error) {
+	if ins.Query != nil {
+		return e.insertQueryRows(ctx, sess, ins.Name, ins.Columns, ins.Query, b)
 	}
 	columns := ""
-	var colNames []string
-	if ps.AtPunct("(") {
-		open, closing, err := ps.Group()
-		if err != nil {
-			return 0, err
-		}
-		inner := ps.WithTokens(toks[open+1 : closing])
-		if inner.AtQuery() {
-			return e.insertQueryRows(ctx, sess, parts, nil, ps.Text(open, len(toks)-1), b)
-		}
-		if colNames, err = inner.ColumnNames(); err != nil {
-			return 0, err
-		}
-		columns = "(" + planner.QuotedNames(colNames) + ")"
+	if ins.Columns != nil {
+		columns = "(" + planner.QuotedNames(ins.Columns) + ")"
 	}
-	switch {
-	case ps.AtQuery():
-		return e.insertQueryRows(ctx, sess, parts, colNames, ps.Text(ps.Pos, len(toks)-1), b)
-	case ps.At("DEFAULT", "VALUES"):
-		return 0, fmt.Errorf("%w: INSERT … DEFAULT VALUES", planner.ErrUnsupported)
-	case ps.At("BY"):
-		return 0, fmt.Errorf("%w: INSERT … BY NAME / BY POSITION", planner.ErrUnsupported)
-	case !ps.At("VALUES"):
-		return 0, ps.Unexpected()
-	}
-	for i, depth := ps.Pos, 0; i < len(toks); i++ {
-		t := toks[i]
-		switch {
-		case t.IsOp("("):
-			depth++
-		case t.IsOp(")"):
-			depth--
-		case depth == 0 && t.Is("RETURNING"):
-			return 0, fmt.Errorf("%w: INSERT … RETURNING", planner.ErrUnsupported)
-		case depth == 0 && t.Is("ON") && i+1 < len(toks) && toks[i+1].Is("CONFLICT"):
-			return 0, fmt.Errorf("%w: INSERT … ON CONFLICT", planner.ErrUnsupported)
-		}
-	}
-	return e.insertValues(ctx, sess, parts, columns, ps.Text(ps.Pos, len(toks)-1), b)
+	return e.insertValues(ctx, sess, ins.Name, columns, ins.Values, b)
 }
 
 // insertQueryRows runs INSERT … SELECT once per parameter row.
-func (e *Executor) insertQueryRows(ctx context.Context, sess planner.Session, parts, cols []string, query string, b *params) (int64, error) {
+func (e *Executor) insertQueryRows(ctx context.Context, sess planner.Session, parts, cols []string, query *parse.Statement, b *params) (int64, error) {
 	rows, err := b.values()
 	if err != nil {
 		return 0, err
@@ -308,7 +267,7 @@ func conformRecord(rec arrow.RecordBatch, target *arrow.Schema, firstRow int64) 
 }
 
 // insertQuery runs INSERT INTO parts [(cols)] query.
-func (e *Executor) insertQuery(ctx context.Context, sess planner.Session, parts, cols []string, query string, args ...any) (int64, error) {
+func (e *Executor) insertQuery(ctx context.Context, sess planner.Session, parts, cols []string, query *parse.Statement, args ...any) (int64, error) {
 	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return 0, err
@@ -319,7 +278,7 @@ func (e *Executor) insertQuery(ctx context.Context, sess planner.Session, parts,
 // insertSelect runs INSERT INTO target [(cols)] query: the query is
 // planned as any other, each of its endpoints becomes a write fragment, and
 // the files they write are committed in one snapshot.
-func (e *Executor) insertSelect(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, cols []string, query string, args ...any) (int64, error) {
+func (e *Executor) insertSelect(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, cols []string, query *parse.Statement, args ...any) (int64, error) {
 	res, err := e.writeSelect(ctx, sess, tgt, cols, query, args...)
 	if err != nil {
 		return 0, err

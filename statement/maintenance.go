@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -129,87 +129,31 @@ func rewriteSpec(tbl *table.Table, c *procCall) (planner.CompactSpec, error) {
 	return spec, nil
 }
 
-// alterMaintenance runs the ALTER TABLE statement of this file set,
-// EXECUTE procedure[(args)] [WHERE …], with ps at its first token. ok is
-// false, and ps is back at its first token, for every other ALTER
-// (schema, property and partition evolution, identifier fields, branches
-// and tags, RENAME), which alterTable runs.
-func (e *Executor) alterMaintenance(ctx context.Context, sess planner.Session, ps *planner.Parser) (n int64, ok bool, err error) {
-	defer func() {
-		if !ok {
-			ps.Pos = 0
-		}
-	}()
-	ps.Pos = 1
-	if !ps.Accept("TABLE") {
-		return 0, false, nil
-	}
-	ifExists := ps.Accept("IF", "EXISTS")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return 0, false, nil
-	}
-	switch {
-	case ps.At("EXECUTE"):
-	default:
-		return 0, false, nil
-	}
-	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Alter)
-	if err != nil {
-		if ifExists && errors.Is(err, planner.ErrNotFound) {
-			return 0, true, nil
-		}
-		return 0, true, err
-	}
-	ps.Accept("EXECUTE")
-	n, err = e.alterExecute(ctx, sess, tgt, ps)
-	return n, true, err
-}
-
 // alterExecute runs Trino's ALTER TABLE t EXECUTE name[(args)] [WHERE
 // pred]: optimize (compaction; the update count is the number of data
 // files rewritten), optimize_manifests, expire_snapshots and
 // remove_orphan_files (counts of what they removed).
-func (e *Executor) alterExecute(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, ps *planner.Parser) (int64, error) {
-	name, err := ps.Ident()
-	if err != nil {
-		return 0, err
-	}
-	var args []callArg
-	if ps.AtPunct("(") {
-		if args, err = readCallArgs(ps); err != nil {
-			return 0, err
-		}
-	}
-	where := ""
-	if ps.Pos < len(ps.Tokens()) {
-		if !strings.EqualFold(name, "optimize") {
-			return 0, ps.Unexpected()
-		}
-		if where, err = ps.Where("ALTER TABLE … EXECUTE optimize"); err != nil {
-			return 0, err
-		}
-	}
-	switch strings.ToLower(name) {
+func (e *Executor) alterExecute(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, x *parse.Execute) (int64, error) {
+	switch name := strings.ToLower(x.Procedure); name {
 	case "optimize":
-		return e.trinoOptimize(ctx, sess, tgt, args, where)
+		return e.trinoOptimize(ctx, sess, tgt, x.Args, x.Where)
 	case "optimize_manifests", "expire_snapshots", "remove_orphan_files":
-		return e.trinoHousekeeping(ctx, sess, tgt, strings.ToLower(name), args)
+		return e.trinoHousekeeping(ctx, sess, tgt, name, x.Args)
 	}
-	return 0, fmt.Errorf("%w: ALTER TABLE … EXECUTE %s (known: optimize, optimize_manifests, expire_snapshots, remove_orphan_files)", planner.ErrNotFound, name)
+	return 0, fmt.Errorf("%w: ALTER TABLE … EXECUTE %s (known: optimize, optimize_manifests, expire_snapshots, remove_orphan_files)", planner.ErrNotFound, x.Procedure)
 }
 
 // trinoArgs binds Trino's named EXECUTE arguments, each a string.
-func trinoArgs(proc string, args []callArg, known ...string) (map[string]string, error) {
+func trinoArgs(proc string, args []parse.Arg, known ...string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, a := range args {
-		if a.name == "" || !slices.Contains(known, a.name) {
+		if a.Name == "" || !slices.Contains(known, a.Name) {
 			return nil, fmt.Errorf("%w: %s takes only named arguments: %s", planner.ErrInvalid, proc, strings.Join(known, ", "))
 		}
-		if a.val.ctor != "" {
-			return nil, fmt.Errorf("%w: %s: argument %s must be a string", planner.ErrInvalid, proc, a.name)
+		if a.Value.Ctor != "" {
+			return nil, fmt.Errorf("%w: %s: argument %s must be a string", planner.ErrInvalid, proc, a.Name)
 		}
-		out[a.name] = a.val.text
+		out[a.Name] = a.Value.Text
 	}
 	return out, nil
 }
@@ -218,7 +162,7 @@ func trinoArgs(proc string, args []callArg, known ...string) (map[string]string,
 // than file_size_threshold (default 100MB) is a candidate, and a
 // partition's candidates are rewritten when there are at least two of
 // them or one has deletes.
-func (e *Executor) trinoOptimize(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, args []callArg, where string) (int64, error) {
+func (e *Executor) trinoOptimize(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, args []parse.Arg, where string) (int64, error) {
 	a, err := trinoArgs("optimize", args, "file_size_threshold")
 	if err != nil {
 		return 0, err

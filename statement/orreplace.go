@@ -11,7 +11,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
-	"github.com/icefloe/icefloe/internal/sqltok"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -38,21 +38,10 @@ import (
 //     catalog calls a reader finds no table.
 
 // createOrReplace runs CREATE OR REPLACE TABLE.
-func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
-	// The statement as CREATE TABLE: the same tokens without OR REPLACE.
-	all := ps.Tokens()
-	plain := ps.WithTokens(append([]sqltok.Token{all[0]}, all[3:]...))
-	plain.Pos = 2
-	if plain.At("IF", "NOT", "EXISTS") {
-		return 0, syntaxf("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together")
-	}
-	parts, err := plain.Name(3)
-	if err != nil {
-		return 0, err
-	}
-	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Drop, authz.Create)
+func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, t *parse.CreateTable) (int64, error) {
+	tgt, err := e.LoadTarget(ctx, sess, t.Name, authz.Drop, authz.Create)
 	if errors.Is(err, planner.ErrNotFound) {
-		return e.createTable(ctx, sess, plain)
+		return e.createTable(ctx, sess, t)
 	}
 	if err != nil {
 		return 0, err
@@ -60,13 +49,13 @@ func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, ps
 	if tgt.Branch != "" {
 		return 0, fmt.Errorf("%w: CREATE OR REPLACE TABLE while writing to branch %s", planner.ErrUnsupported, tgt.Branch)
 	}
-	d, err := e.readTableDef(ctx, sess, plain)
+	d, err := e.readTableDef(ctx, sess, t)
 	if err != nil {
 		return 0, err
 	}
 	d.ref, d.mt = tgt.Ref, tgt.Mount()
 	if dr := planner.DryRunOf(ctx); dr != nil {
-		if d.c.query == "" {
+		if d.c.query == nil {
 			return 0, fmt.Errorf("%w: EXPLAIN of CREATE OR REPLACE TABLE without AS", planner.ErrUnsupported)
 		}
 		return 0, e.explainCTAS(ctx, sess, dr, d.ref, d.columns, d.c.query)
@@ -90,7 +79,7 @@ func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, ps
 		return e.stillFree(ctx, d, staging, false)
 	}
 	fill := func(st *planner.WriteTarget) (int64, error) {
-		if d.c.query == "" {
+		if d.c.query == nil {
 			return 0, nil
 		}
 		return e.insertSelect(ctx, sess, st, nil, d.c.query)
@@ -132,7 +121,7 @@ func (e *Executor) replaceInPlace(ctx context.Context, sess planner.Session, tgt
 		}
 	}
 	res := &writeResults{}
-	if d.c.query != "" {
+	if d.c.query != nil {
 		var err error
 		if res, err = e.writeSelect(ctx, sess, tgt, nil, d.c.query); err != nil {
 			return 0, err

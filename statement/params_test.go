@@ -47,7 +47,7 @@ func TestParameterSchemaTypes(t *testing.T) {
 		{"DELETE FROM p WHERE amount > ? OR dt = ?", []string{"decimal(12, 2)", "date32"}},
 	}
 	for _, c := range cases {
-		sc, err := e.x.Parameters(ctx, e.sess, c.q)
+		sc, err := parameters(ctx, e.x, e.sess, c.q)
 		if err != nil {
 			t.Fatalf("%s: %v", c.q, err)
 		}
@@ -94,12 +94,12 @@ func TestExecBatchInsertsInOneCommit(t *testing.T) {
 	e.exec(t, `CREATE TABLE b (id BIGINT NOT NULL, amount DECIMAL(12,2), ts TIMESTAMP) PARTITIONED BY (bucket(4, id))`)
 	rec := paramRecord(t, checked, 1000)
 	defer rec.Release()
-	n, err := e.x.ExecBatch(ctx, e.sess, "INSERT INTO b VALUES (?, ?, ?)", []arrow.RecordBatch{rec})
+	n, err := runBatch(ctx, e.x, e.sess, "INSERT INTO b VALUES (?, ?, ?)", []arrow.RecordBatch{rec})
 	if err != nil || n != 1000 {
 		t.Fatalf("batch insert: %d, %v", n, err)
 	}
 	// An expression over the placeholders, and $n.
-	n, err = e.x.ExecBatch(ctx, e.sess, "INSERT INTO b (ts, id, amount) VALUES ($3, $1 + 1000, $2 * 2)", []arrow.RecordBatch{rec})
+	n, err = runBatch(ctx, e.x, e.sess, "INSERT INTO b (ts, id, amount) VALUES ($3, $1 + 1000, $2 * 2)", []arrow.RecordBatch{rec})
 	if err != nil || n != 1000 {
 		t.Fatalf("batch insert of expressions: %d, %v", n, err)
 	}
@@ -112,7 +112,7 @@ func TestExecBatchInsertsInOneCommit(t *testing.T) {
 		t.Fatalf("rows %v, want %s", got, want)
 	}
 	// Row by row (a multi-row VALUES clause) gives the same rows.
-	n, err = e.x.ExecBatch(ctx, e.sess, "INSERT INTO b VALUES (?, ?, ?), (-1, NULL, NULL)", []arrow.RecordBatch{rec})
+	n, err = runBatch(ctx, e.x, e.sess, "INSERT INTO b VALUES (?, ?, ?), (-1, NULL, NULL)", []arrow.RecordBatch{rec})
 	if err != nil || n != 2000 {
 		t.Fatalf("row-by-row batch insert: %d, %v", n, err)
 	}
@@ -122,7 +122,7 @@ func TestExecBatchInsertsInOneCommit(t *testing.T) {
 	defer ids.Release()
 	nullID := array.NewRecordBatch(bad.Schema(), []arrow.Array{ids, bad.Column(1), bad.Column(2)}, 10)
 	defer nullID.Release()
-	_, err = e.x.ExecBatch(ctx, e.sess, "INSERT INTO b VALUES (?, ?, ?)", []arrow.RecordBatch{nullID})
+	_, err = runBatch(ctx, e.x, e.sess, "INSERT INTO b VALUES (?, ?, ?)", []arrow.RecordBatch{nullID})
 	if !errors.Is(err, planner.ErrInvalid) || !strings.Contains(err.Error(), "parameter row 7") || !strings.Contains(err.Error(), "NOT NULL") {
 		t.Fatalf("NULL id in row 7: %v", err)
 	}
@@ -216,24 +216,24 @@ func TestParamWritesReachBranch(t *testing.T) {
 			}
 
 			insert := "INSERT INTO " + name + ".branch_b VALUES (?, ?, ?)"
-			sc, err := e.x.Parameters(ctx, e.sess, insert)
+			sc, err := parameters(ctx, e.x, e.sess, insert)
 			if err != nil || sc.NumFields() != 3 {
 				t.Fatalf("parameters of %s: %v, %v", insert, sc, err)
 			}
 			rec := paramRecord(t, memory.DefaultAllocator, 10)
 			defer rec.Release()
-			if n, err := e.x.ExecBatch(ctx, e.sess, insert, []arrow.RecordBatch{rec}); err != nil || n != 10 {
+			if n, err := runBatch(ctx, e.x, e.sess, insert, []arrow.RecordBatch{rec}); err != nil || n != 10 {
 				t.Fatalf("batch insert into the branch: %d, %v", n, err)
 			}
-			if n, err := e.x.Exec(ctx, e.sess, insert, int64(100), nil, nil); err != nil || n != 1 {
+			if n, err := run(ctx, e.x, e.sess, insert, int64(100), nil, nil); err != nil || n != 1 {
 				t.Fatalf("one-row insert into the branch: %d, %v", n, err)
 			}
 			del := "DELETE FROM " + name + ".branch_b WHERE id = ?"
-			if n, err := e.x.Exec(ctx, e.sess, del, int64(3)); err != nil || n != 1 {
+			if n, err := run(ctx, e.x, e.sess, del, int64(3)); err != nil || n != 1 {
 				t.Fatalf("%s (3): %d, %v", del, n, err)
 			}
 			del = "DELETE FROM " + name + ".branch_b WHERE id >= ? AND id < ?"
-			if n, err := e.x.Exec(ctx, e.sess, del, int64(5), int64(7)); err != nil || n != 2 {
+			if n, err := run(ctx, e.x, e.sess, del, int64(5), int64(7)); err != nil || n != 2 {
 				t.Fatalf("%s (5, 7): %d, %v", del, n, err)
 			}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/sqltok"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -78,19 +79,19 @@ func registerProcedure(pr *procedure) { procedures[pr.name] = pr }
 // Plan and asks it for the CALL's result as a query.
 type procedureHook struct{ e *Executor }
 
-// CallShape is a query with the result columns of the CALL query and no
-// rows, without running it.
-func (h procedureHook) CallShape(_ context.Context, s planner.Session, query string) (string, error) {
-	c, err := parseCall(s, query)
+// CallShape is a query with the result columns of the CALL and no rows,
+// without running it.
+func (h procedureHook) CallShape(_ context.Context, s planner.Session, call *parse.Call) (string, error) {
+	c, err := bindCall(s, call)
 	if err != nil {
 		return "", err
 	}
 	return rowsSQL(c.proc.columns, nil), nil
 }
 
-// Call runs the CALL query and returns a query over its result rows.
-func (h procedureHook) Call(ctx context.Context, s planner.Session, query string) (string, error) {
-	c, err := parseCall(s, query)
+// Call runs the CALL and returns a query over its result rows.
+func (h procedureHook) Call(ctx context.Context, s planner.Session, call *parse.Call) (string, error) {
+	c, err := bindCall(s, call)
 	if err != nil {
 		return "", err
 	}
@@ -143,20 +144,10 @@ func sqlLiteral(v any) string {
 	return engine.QuoteString(fmt.Sprint(v))
 }
 
-// parseCall reads CALL [catalog.]system.name( [name =>] value, … ) and
-// binds the arguments to the procedure's parameters.
-func parseCall(s planner.Session, query string) (*procCall, error) {
-	ps, err := planner.ParseStatement(query)
-	if err != nil {
-		return nil, err
-	}
-	if !ps.Accept("CALL") {
-		return nil, ps.Unexpected()
-	}
-	parts, err := ps.Name(3)
-	if err != nil {
-		return nil, err
-	}
+// bindCall finds the procedure of CALL [catalog.]system.name(…) and
+// binds its arguments to the procedure's parameters.
+func bindCall(s planner.Session, call *parse.Call) (*procCall, error) {
+	parts := call.Name
 	name := strings.ToLower(parts[len(parts)-1])
 	if len(parts) >= 2 && !strings.EqualFold(parts[len(parts)-2], "system") {
 		return nil, fmt.Errorf("%w: procedure %s: procedures live in the system namespace (CALL system.%s(…))", planner.ErrNotFound, strings.Join(parts, "."), name)
@@ -168,14 +159,7 @@ func parseCall(s planner.Session, query string) (*procCall, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: procedure system.%s (known: %s)", planner.ErrNotFound, name, strings.Join(procedureNames(), ", "))
 	}
-	args, err := readCallArgs(ps)
-	if err != nil {
-		return nil, err
-	}
-	if err := ps.End(); err != nil {
-		return nil, err
-	}
-	bound, err := bindArgs(pr, args)
+	bound, err := bindArgs(pr, call.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -191,120 +175,24 @@ func procedureNames() []string {
 	return out
 }
 
-// callArg is one argument as written: its name (empty when positional)
-// and its value.
-type callArg struct {
-	name string
-	val  callValue
-}
-
-// callValue is a parsed argument value: a literal or a map/array
-// constructor.
-type callValue struct {
-	kind  sqltok.Kind // sqltok.String, sqltok.Number, sqltok.Word (TRUE, FALSE, NULL)
-	text  string
-	typed string      // TIMESTAMP for TIMESTAMP '…'
-	items []callValue // map(…) and array(…) arguments
-	ctor  string      // "map" or "array"
-}
-
-// readCallArgs reads "( [name =>] value, … )".
-func readCallArgs(p *planner.Parser) ([]callArg, error) {
-	toks := p.Tokens()
-	if !p.AcceptPunct("(") {
-		return nil, p.Unexpected()
-	}
-	var args []callArg
-	if p.AcceptPunct(")") {
-		return nil, nil
-	}
-	for {
-		var a callArg
-		switch {
-		case p.Pos+1 < len(toks) && toks[p.Pos].IsIdent() && toks[p.Pos+1].IsOp("=>"):
-			a.name = strings.ToLower(toks[p.Pos].Value)
-			p.Pos += 2
-		case p.Pos+2 < len(toks) && toks[p.Pos].IsIdent() && toks[p.Pos+1].IsOp("=") && toks[p.Pos+2].IsOp(">"):
-			a.name = strings.ToLower(toks[p.Pos].Value)
-			p.Pos += 3
-		}
-		v, err := readCallValue(p)
-		if err != nil {
-			return nil, err
-		}
-		a.val = v
-		args = append(args, a)
-		if p.AcceptPunct(")") {
-			return args, nil
-		}
-		if !p.AcceptPunct(",") {
-			return nil, p.Unexpected()
-		}
-	}
-}
-
-// readCallValue reads one literal: 'string', a number (optionally negative),
-// TRUE, FALSE, NULL, TIMESTAMP 'text', map(k, v, …) or array(v, …).
-func readCallValue(p *planner.Parser) (callValue, error) {
-	toks := p.Tokens()
-	if p.Pos >= len(toks) {
-		return callValue{}, p.Unexpected()
-	}
-	t := toks[p.Pos]
-	switch {
-	case t.Kind == sqltok.String, t.Kind == sqltok.Number:
-		p.Pos++
-		return callValue{kind: t.Kind, text: t.Value}, nil
-	case t.IsOp("-") && p.Pos+1 < len(toks) && toks[p.Pos+1].Kind == sqltok.Number:
-		p.Pos += 2
-		return callValue{kind: sqltok.Number, text: "-" + toks[p.Pos-1].Value}, nil
-	case t.Is("TRUE"), t.Is("FALSE"), t.Is("NULL"):
-		p.Pos++
-		return callValue{kind: sqltok.Word, text: strings.ToUpper(t.Value)}, nil
-	case (t.Is("TIMESTAMP") || t.Is("TIMESTAMPTZ") || t.Is("DATE")) && p.Pos+1 < len(toks) && toks[p.Pos+1].Kind == sqltok.String:
-		p.Pos += 2
-		return callValue{kind: sqltok.String, text: toks[p.Pos-1].Value, typed: "TIMESTAMP"}, nil
-	case (t.Is("map") || t.Is("array")) && p.Pos+1 < len(toks) && toks[p.Pos+1].IsOp("("):
-		p.Pos += 2
-		v := callValue{ctor: strings.ToLower(t.Value)}
-		if p.AcceptPunct(")") {
-			return v, nil
-		}
-		for {
-			item, err := readCallValue(p)
-			if err != nil {
-				return callValue{}, err
-			}
-			v.items = append(v.items, item)
-			if p.AcceptPunct(")") {
-				return v, nil
-			}
-			if !p.AcceptPunct(",") {
-				return callValue{}, p.Unexpected()
-			}
-		}
-	}
-	return callValue{}, fmt.Errorf("%w: argument at offset %d: want a literal (string, number, boolean, TIMESTAMP '…', map(…) or array(…))", planner.ErrInvalid, t.Pos)
-}
-
 // bindArgs matches arguments to parameters: all by name or all by
 // position (as Spark requires), each converted to its parameter's kind.
-func bindArgs(pr *procedure, args []callArg) (map[string]any, error) {
+func bindArgs(pr *procedure, args []parse.Arg) (map[string]any, error) {
 	out := map[string]any{}
-	named := len(args) > 0 && args[0].name != ""
+	named := len(args) > 0 && args[0].Name != ""
 	for i, a := range args {
-		if (a.name != "") != named {
+		if (a.Name != "") != named {
 			return nil, fmt.Errorf("%w: %s: pass all arguments by name or all by position", planner.ErrInvalid, pr.name)
 		}
 		var prm *procParam
 		if named {
 			for j := range pr.params {
-				if pr.params[j].name == a.name {
+				if pr.params[j].name == a.Name {
 					prm = &pr.params[j]
 				}
 			}
 			if prm == nil {
-				return nil, fmt.Errorf("%w: %s has no argument %q (arguments: %s)", planner.ErrInvalid, pr.name, a.name, paramNames(pr))
+				return nil, fmt.Errorf("%w: %s has no argument %q (arguments: %s)", planner.ErrInvalid, pr.name, a.Name, paramNames(pr))
 			}
 		} else {
 			if i >= len(pr.params) {
@@ -315,10 +203,10 @@ func bindArgs(pr *procedure, args []callArg) (map[string]any, error) {
 		if _, dup := out[prm.name]; dup {
 			return nil, fmt.Errorf("%w: %s: argument %q given twice", planner.ErrInvalid, pr.name, prm.name)
 		}
-		if a.val.kind == sqltok.Word && a.val.text == "NULL" && a.val.ctor == "" {
+		if a.Value.Null() {
 			continue
 		}
-		v, err := convertArg(prm.kind, a.val)
+		v, err := convertArg(prm.kind, a.Value)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: argument %s must be %s: %v", planner.ErrInvalid, pr.name, prm.name, prm.kind, err)
 		}
@@ -342,24 +230,24 @@ func paramNames(pr *procedure) string {
 
 // convertArg converts a parsed value to kind: string, int64, bool,
 // time.Time, map[string]string or []int64.
-func convertArg(kind procKind, v callValue) (any, error) {
-	if v.ctor != "" {
+func convertArg(kind procKind, v parse.Value) (any, error) {
+	if v.Ctor != "" {
 		switch {
-		case kind == argMap && v.ctor == "map":
-			if len(v.items)%2 != 0 {
+		case kind == argMap && v.Ctor == "map":
+			if len(v.Items)%2 != 0 {
 				return nil, errors.New("map(…) takes key, value pairs")
 			}
 			m := map[string]string{}
-			for i := 0; i < len(v.items); i += 2 {
-				if v.items[i].ctor != "" || v.items[i+1].ctor != "" {
+			for i := 0; i < len(v.Items); i += 2 {
+				if v.Items[i].Ctor != "" || v.Items[i+1].Ctor != "" {
 					return nil, errors.New("map keys and values are literals")
 				}
-				m[strings.ToLower(v.items[i].text)] = v.items[i+1].text
+				m[strings.ToLower(v.Items[i].Text)] = v.Items[i+1].Text
 			}
 			return m, nil
-		case kind == argLongArray && v.ctor == "array":
+		case kind == argLongArray && v.Ctor == "array":
 			var ids []int64
-			for _, it := range v.items {
+			for _, it := range v.Items {
 				n, err := convertArg(argInt, it)
 				if err != nil {
 					return nil, err
@@ -368,46 +256,46 @@ func convertArg(kind procKind, v callValue) (any, error) {
 			}
 			return ids, nil
 		}
-		return nil, fmt.Errorf("got %s(…)", v.ctor)
+		return nil, fmt.Errorf("got %s(…)", v.Ctor)
 	}
 	switch kind {
 	case argString:
-		if v.kind == sqltok.Word {
-			return nil, fmt.Errorf("got %s", v.text)
+		if v.Kind == sqltok.Word {
+			return nil, fmt.Errorf("got %s", v.Text)
 		}
-		return v.text, nil
+		return v.Text, nil
 	case argInt:
-		n, err := strconv.ParseInt(v.text, 10, 64)
-		if err != nil || v.kind == sqltok.Word {
-			return nil, fmt.Errorf("got %q", v.text)
+		n, err := strconv.ParseInt(v.Text, 10, 64)
+		if err != nil || v.Kind == sqltok.Word {
+			return nil, fmt.Errorf("got %q", v.Text)
 		}
 		return n, nil
 	case argBool:
-		switch strings.ToLower(v.text) {
+		switch strings.ToLower(v.Text) {
 		case "true":
 			return true, nil
 		case "false":
 			return false, nil
 		}
-		return nil, fmt.Errorf("got %q", v.text)
+		return nil, fmt.Errorf("got %q", v.Text)
 	case argTimestamp:
-		if v.kind == sqltok.Number {
-			ms, err := strconv.ParseInt(v.text, 10, 64)
+		if v.Kind == sqltok.Number {
+			ms, err := strconv.ParseInt(v.Text, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("got %q", v.text)
+				return nil, fmt.Errorf("got %q", v.Text)
 			}
 			return time.UnixMilli(ms).UTC(), nil
 		}
-		if v.kind != sqltok.String {
-			return nil, fmt.Errorf("got %s", v.text)
+		if v.Kind != sqltok.String {
+			return nil, fmt.Errorf("got %s", v.Text)
 		}
-		ts, err := planner.AtTimestamp(v.text, "VARCHAR")
+		ts, err := planner.AtTimestamp(v.Text, "VARCHAR")
 		if err != nil {
-			return nil, fmt.Errorf("got %q", v.text)
+			return nil, fmt.Errorf("got %q", v.Text)
 		}
 		return ts, nil
 	case argMap, argLongArray:
-		return nil, fmt.Errorf("got %q", v.text)
+		return nil, fmt.Errorf("got %q", v.Text)
 	}
 	return nil, fmt.Errorf("unknown kind %d", kind)
 }
@@ -455,14 +343,7 @@ func (c *procCall) target(ctx context.Context, e *Executor) (*planner.WriteTarge
 
 // procTableRef resolves a table name given as a string argument.
 func procTableRef(s planner.Session, name string) (catalog.TableRef, error) {
-	ps, err := planner.ParseStatement(name)
-	if err != nil {
-		return catalog.TableRef{}, err
-	}
-	parts, err := ps.Name(3)
-	if err == nil {
-		err = ps.End()
-	}
+	parts, err := parse.TableName(name)
 	if err != nil {
 		return catalog.TableRef{}, fmt.Errorf("%w: table argument %q: want table, schema.table or catalog.schema.table", planner.ErrInvalid, name)
 	}

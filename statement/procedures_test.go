@@ -6,8 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
+
+// parseCall parses a CALL and binds it to its procedure.
+func parseCall(s planner.Session, q string) (*procCall, error) {
+	st, err := parse.Parse(q)
+	if err != nil {
+		return nil, err
+	}
+	return bindCall(s, st.Body.(*parse.Call))
+}
 
 func TestParseCall(t *testing.T) {
 	s := planner.Session{Catalog: "local", Schema: "default"}

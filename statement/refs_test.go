@@ -3,27 +3,28 @@ package statement
 import (
 	"testing"
 
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
 func TestRefDDL(t *testing.T) {
-	parse := func(q string) (*refDDL, error) {
-		ps, err := planner.ParseUpdate(q)
+	parseRef := func(q string) (*parse.RefChange, error) {
+		st, err := parse.Parse("ALTER TABLE t " + q)
 		if err != nil {
 			return nil, err
 		}
-		return parseRefDDL(ps)
+		return st.Body.(*parse.AlterTable).Action.(*parse.RefChange), nil
 	}
-	d, err := parse(`CREATE OR REPLACE BRANCH b AS OF VERSION 7 RETAIN 3 DAYS WITH SNAPSHOT RETENTION 2 SNAPSHOTS 5 MINUTES`)
+	d, err := parseRef(`CREATE OR REPLACE BRANCH b AS OF VERSION 7 RETAIN 3 DAYS WITH SNAPSHOT RETENTION 2 SNAPSHOTS 5 MINUTES`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.create || !d.replace || d.name != "b" || *d.version != 7 || d.retain != 3*86400000 || d.minSnapshots != 2 || d.maxSnapshotAge != 300000 {
+	if !d.Create || !d.Replace || d.Name != "b" || *d.Version != 7 || d.RetainMs != 3*86400000 || d.MinSnapshots != 2 || d.MaxSnapshotAgeMs != 300000 {
 		t.Fatalf("%+v", d)
 	}
 	for _, bad := range []string{`CREATE TAG t WITH SNAPSHOT RETENTION 2 SNAPSHOTS`, `CREATE BRANCH b RETAIN 3 WEEKS`,
 		`DROP BRANCH b AS OF VERSION 1`, `CREATE BRANCH`, `CREATE BRANCH b RETAIN -1 DAYS`} {
-		if _, err := parse(bad); err == nil {
+		if _, err := parseRef(bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}

@@ -9,24 +9,18 @@ import (
 
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/commit"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
+
+func init() { runs(parse.KindTruncate, (*Executor).truncate) }
 
 // truncate runs TRUNCATE [TABLE] name: one snapshot of operation
 // delete that removes every live data file and delete file, committed on
 // the coordinator (no file is read or written). The count is the rows the
 // table held.
-func (e *Executor) truncate(ctx context.Context, sess planner.Session, ps *planner.Parser) (int64, error) {
-	ps.Pos = 1
-	ps.Accept("TABLE")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return 0, err
-	}
-	if err := ps.End(); err != nil {
-		return 0, err
-	}
-	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Delete)
+func (e *Executor) truncate(ctx context.Context, sess planner.Session, t *parse.Truncate) (int64, error) {
+	tgt, err := e.LoadTarget(ctx, sess, t.Name, authz.Delete)
 	if err != nil {
 		return 0, err
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -17,27 +17,19 @@ import (
 // Iceberg views in the catalogs that keep them (planner.Planner.Views);
 // the planner expands them in queries (planner/views.go).
 
+func init() {
+	runsDDL(parse.KindCreateView, (*Executor).createView)
+	runsDDL(parse.KindDropView, (*Executor).dropView)
+}
+
 // createView runs CREATE [OR REPLACE] VIEW [IF NOT EXISTS] name AS
 // query. The query must plan (its names resolving in the view's schema);
 // its result columns are the view's schema. OR REPLACE drops the old view
 // and stores the new one (two catalog calls: iceberg-go v0.7.0 has no
 // view replace for the SQL catalog).
-func (e *Executor) createView(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
-	ps.Pos = 1
-	replace := ps.Accept("OR", "REPLACE")
-	if !ps.Accept("VIEW") {
-		return ps.Unexpected()
-	}
-	ifNotExists := ps.Accept("IF", "NOT", "EXISTS")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return err
-	}
-	if !ps.At("AS") || ps.Pos+1 >= len(ps.Tokens()) {
-		return fmt.Errorf("%w: CREATE VIEW needs AS query", planner.ErrSyntax)
-	}
-	query := strings.TrimSpace(ps.Text(ps.Pos+1, len(ps.Tokens())-1))
-	ref, err := planner.TableName(sess, parts)
+func (e *Executor) createView(ctx context.Context, sess planner.Session, cv *parse.CreateView) error {
+	replace, ifNotExists, query := cv.OrReplace, cv.IfNotExists, cv.Query
+	ref, err := planner.TableName(sess, cv.Name)
 	if err != nil {
 		return err
 	}
@@ -75,7 +67,7 @@ func (e *Executor) createView(ctx context.Context, sess planner.Session, ps *pla
 			return fmt.Errorf("replace view %s: %w", ref, err)
 		}
 	}
-	if err := views.CreateView(ctx, ref.Ident(), schema, query); err != nil {
+	if err := views.CreateView(ctx, ref.Ident(), schema, query.Text); err != nil {
 		switch {
 		case errors.Is(err, icecat.ErrViewAlreadyExists), errors.Is(err, icecat.ErrTableAlreadyExists):
 			return fmt.Errorf("%w: %s", planner.ErrExists, ref)
@@ -88,17 +80,9 @@ func (e *Executor) createView(ctx context.Context, sess planner.Session, ps *pla
 }
 
 // dropView runs DROP VIEW [IF EXISTS] name.
-func (e *Executor) dropView(ctx context.Context, sess planner.Session, ps *planner.Parser) error {
-	ps.Pos = 2
-	ifExists := ps.Accept("IF", "EXISTS")
-	parts, err := ps.Name(3)
-	if err != nil {
-		return err
-	}
-	if ps.Pos < len(ps.Tokens()) {
-		return ps.Unexpected()
-	}
-	ref, err := planner.TableName(sess, parts)
+func (e *Executor) dropView(ctx context.Context, sess planner.Session, dv *parse.DropView) error {
+	ifExists := dv.IfExists
+	ref, err := planner.TableName(sess, dv.Name)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/orphans"
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/partstats"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
@@ -43,7 +44,7 @@ var errWorkerGone = errors.New("worker unavailable")
 
 // writeSelect runs the write fragments of INSERT INTO target [(cols)]
 // query (BindInsert) and returns their files, not yet committed.
-func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, cols []string, query string, args ...any) (*writeResults, error) {
+func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, cols []string, query *parse.Statement, args ...any) (*writeResults, error) {
 	if len(args) > 0 {
 		return nil, fmt.Errorf("%w: parameters in INSERT … SELECT", planner.ErrUnsupported)
 	}

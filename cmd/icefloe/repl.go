@@ -12,6 +12,7 @@ import (
 
 	"github.com/peterh/liner"
 
+	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
@@ -113,8 +114,8 @@ func (s *replSession) enter(ctx context.Context, text string) (quit bool) {
 			printREPLError(s.stderr, err)
 			continue
 		}
-		if sqltok.FirstWord(st.Text) != "SELECT" {
-			s.comp.load(ctx, s.c) // DDL may have made or dropped tables
+		if p, err := parse.Parse(st.Text); err != nil || !p.Info().Rows {
+			s.comp.load(ctx, s.c) // an update may have made or dropped tables
 		}
 	}
 	return false

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/parse"
 )
 
 // Events.
@@ -138,12 +139,13 @@ func (l *Log) WithNode(node string) *Log {
 	return &Log{opts: o, log: l.log, out: l.out}
 }
 
-// SQL is what the log records of a statement's text.
-func (l *Log) SQL(sql string) string {
+// SQL is what the log records of a statement's text: the text, or with
+// RedactLiterals its literals redacted.
+func (l *Log) SQL(st *parse.Statement) string {
 	if l == nil || !l.opts.RedactLiterals {
-		return sql
+		return st.Text
 	}
-	return Redact(sql)
+	return st.Redacted()
 }
 
 // Write writes one line; err, when set, gives the outcome and, unless e

@@ -65,8 +65,11 @@ type Info struct {
 	Start    time.Time
 	End      time.Time // zero while it runs
 	Strategy string
-	// Plan is the distributed plan (EXPLAIN's text).
-	Plan           string
+	// Plan is the distributed plan (EXPLAIN's text), made from Planned's
+	// PlanText when the statement is first read (List, Get, Cancel).
+	Plan string
+	// pending makes Plan; nil once it has.
+	pending        PlanText
 	Rows, Bytes    int64
 	EndpointsDone  int
 	EndpointsTotal int
@@ -209,8 +212,24 @@ func truncate(s string, limit int) string {
 	return s[:cut] + fmt.Sprintf("… (%d bytes more)", len(s)-cut)
 }
 
-// textSize is what the registry counts of i against MaxBytes.
-func textSize(i *Info) int64 { return int64(len(i.SQL) + len(i.Plan) + len(i.Error)) }
+// textSize is what the registry counts of i against MaxBytes: its text,
+// and what a plan not made yet holds.
+func textSize(i *Info) int64 {
+	n := len(i.SQL) + len(i.Plan) + len(i.Error)
+	if i.pending != nil {
+		n += i.pending.Len()
+	}
+	return int64(n)
+}
+
+// PlanText is a plan's text as the registry shows it (its literals
+// redacted), made when the statement is first read rather than on the
+// statement's path: Text makes it (and may be slow), Len is how many
+// bytes it holds until then.
+type PlanText interface {
+	Text() string
+	Len() int
+}
 
 // Query is one registered statement.
 type Query struct {
@@ -314,14 +333,20 @@ func (q *Query) Run() {
 }
 
 // Planned records a query's plan: its endpoints are read from the workers
-// from now on, until expires.
-func (q *Query) Planned(strategy, plan string, endpoints int, expires time.Time) {
+// from now on, until expires. Its text is made from plan when the
+// statement is first read, off the statement's path; a plan too large to
+// keep unmade is made now, and cut.
+func (q *Query) Planned(strategy string, plan PlanText, endpoints int, expires time.Time) {
 	q.update(func(i *Info) {
+		before := textSize(i)
+		i.Strategy, i.EndpointsTotal = strategy, endpoints
+		i.Plan, i.pending = "", plan
 		if q.r != nil {
-			plan = truncate(plan, q.r.o.MaxPlanBytes)
-			q.r.bytes += int64(len(plan) - len(i.Plan))
+			if plan.Len() > q.r.o.MaxPlanBytes {
+				i.Plan, i.pending = truncate(plan.Text(), q.r.o.MaxPlanBytes), nil
+			}
+			q.r.bytes += textSize(i) - before
 		}
-		i.Strategy, i.Plan, i.EndpointsTotal = strategy, plan, endpoints
 		i.PlanTime = time.Since(i.Start) - i.QueueWait
 		q.expires = expires
 	})
@@ -439,6 +464,16 @@ func (q *Query) endLocked(i *Info, err error) {
 	}
 }
 
+// planned makes i's plan text, once, and returns i; r.mu is held.
+func (r *Registry) planned(i *Info) Info {
+	if i.pending != nil {
+		before := textSize(i)
+		i.Plan, i.pending = truncate(i.pending.Text(), r.o.MaxPlanBytes), nil
+		r.bytes += textSize(i) - before
+	}
+	return *i
+}
+
 func (r *Registry) report(i Info) {
 	if r != nil && r.ended != nil {
 		r.ended(i)
@@ -465,9 +500,11 @@ func (r *Registry) List(ctx context.Context) []Info {
 	r.mu.Lock()
 	out := make([]Info, 0, len(r.running)+len(r.recent))
 	for _, q := range r.running {
-		out = append(out, q.info)
+		out = append(out, r.planned(&q.info))
 	}
-	out = append(out, r.recent...)
+	for k := range r.recent {
+		out = append(out, r.planned(&r.recent[k]))
+	}
 	r.mu.Unlock()
 	slices.SortFunc(out, func(a, b Info) int { return b.Start.Compare(a.Start) })
 	return out
@@ -591,7 +628,7 @@ func (r *Registry) Cancel(ctx context.Context, id string, may func(principal str
 	}
 	q.info.State = Cancelled
 	q.endLocked(&q.info, fmt.Errorf("%w: %s", ErrCancelled, id))
-	info, expires := q.info, q.expires
+	info, expires := r.planned(&q.info), q.expires
 	r.mu.Unlock()
 	q.cancel(fmt.Errorf("%w: %s", ErrCancelled, id))
 	var err error

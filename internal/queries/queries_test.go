@@ -39,15 +39,20 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal("the statement's context does not carry it")
 	}
 	q.Planning()
-	q.Planned("scatter", "strategy\tscatter", 2, time.Now().Add(time.Hour))
+	// The plan's text is made when the statement is first read, once.
+	made := 0
+	q.Planned("scatter", &planText{text: "strategy\tscatter", made: &made}, 2, time.Now().Add(time.Hour))
 	q.Done(nil, -1)
+	if made != 0 {
+		t.Fatal("the plan's text was made on the statement's path")
+	}
 	w.prog[id] = Progress{Rows: 10, Bytes: 80, EndpointsDone: 1}
-	if i, _ := r.Get(ctx, id); i.State != Running || i.Rows != 10 || i.EndpointsDone != 1 {
+	if i, _ := r.Get(ctx, id); i.State != Running || i.Rows != 10 || i.EndpointsDone != 1 || i.Plan != "strategy\tscatter" {
 		t.Fatalf("half read: %+v", i)
 	}
 	w.prog[id] = Progress{Rows: 20, Bytes: 160, EndpointsDone: 2}
-	if i, _ := r.Get(ctx, id); i.State != Finished || i.Rows != 20 || i.End.IsZero() {
-		t.Fatalf("all read: %+v", i)
+	if i, _ := r.Get(ctx, id); i.State != Finished || i.Rows != 20 || i.End.IsZero() || i.Plan != "strategy\tscatter" || made != 1 {
+		t.Fatalf("all read: %+v (plan made %d times)", i, made)
 	}
 
 	// An update ends when it is done; a failure keeps its error.
@@ -57,7 +62,7 @@ func TestLifecycle(t *testing.T) {
 
 	// Cancel: only if may says so; ends the context with ErrCancelled.
 	cctx, c := r.Begin(ctx, "bob", "query", "SELECT")
-	c.Planned("gather", "", 1, time.Now().Add(time.Hour))
+	c.Planned("gather", &planText{}, 1, time.Now().Add(time.Hour))
 	c.Done(nil, -1)
 	cid := IDFrom(cctx)
 	if _, err := r.Cancel(ctx, cid, func(p string) bool { return p == "ana" }); !errors.Is(err, ErrNotYours) {
@@ -81,6 +86,21 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
+// planText is a plan's text that counts how often it was made.
+type planText struct {
+	text string
+	made *int
+}
+
+func (p *planText) Text() string {
+	if p.made != nil {
+		*p.made++
+	}
+	return p.text
+}
+
+func (p *planText) Len() int { return len(p.text) }
+
 // TestTextBounded: the registry keeps at most 16 KiB of a statement's
 // SQL and error and 64 KiB of its plan, cut on a character boundary
 // saying so, and at most 8 MiB of text in all, forgetting the oldest
@@ -96,7 +116,7 @@ func TestTextBounded(t *testing.T) {
 	for range 300 {
 		qctx, q := r.Begin(ctx, "ana", "query", sql)
 		q.Planning()
-		q.Planned("gather", plan, 0, time.Time{})
+		q.Planned("gather", &planText{text: plan}, 0, time.Time{})
 		q.Done(errors.New(failure), 0)
 		last = IDFrom(qctx)
 	}
