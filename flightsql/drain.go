@@ -75,7 +75,7 @@ func (g *drainGate) unary(ctx context.Context, req any, info *grpc.UnaryServerIn
 	}
 	ctx, leave, refuse := g.enter(ctx, info.FullMethod)
 	defer leave()
-	if refuse {
+	if refuse && !isPollRetry(req) { // the polls of a running statement are follow-ups
 		return nil, ToStatus(ErrDraining)
 	}
 	res, err := handler(ctx, req)

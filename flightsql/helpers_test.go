@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -71,6 +72,11 @@ type fakePlanner struct {
 	calls []call
 	// endpoints, when set, replace the two planned endpoints.
 	endpoints []planner.Endpoint
+	// expires, when set, is when the plans' tickets expire.
+	expires time.Time
+	// block, when set, holds every Exec and Plan until it is closed or
+	// the statement's context ends.
+	block chan struct{}
 }
 
 func (f *fakePlanner) record(method string, s planner.Session, q string, args ...any) {
@@ -114,21 +120,29 @@ func failure(st *parse.Statement) error {
 	return nil
 }
 
-func (f *fakePlanner) Plan(_ context.Context, s planner.Session, st *parse.Statement, args ...any) (*planner.Plan, error) {
+func (f *fakePlanner) Plan(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (*planner.Plan, error) {
 	f.record("Plan", s, st.Text, args...)
 	if err := failure(st); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
-	eps := f.endpoints
+	eps, expires, block := f.endpoints, f.expires, f.block
 	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
 	if eps != nil {
-		return &planner.Plan{QueryID: "q-1", Strategy: planner.Scatter, Schema: planSchema, Endpoints: eps}, nil
+		return &planner.Plan{QueryID: "q-1", Strategy: planner.Scatter, Schema: planSchema, Endpoints: eps, ExpiresAt: expires}, nil
 	}
 	return &planner.Plan{
-		QueryID:  "q-1",
-		Strategy: planner.Scatter,
-		Schema:   planSchema,
+		QueryID:   "q-1",
+		Strategy:  planner.Scatter,
+		Schema:    planSchema,
+		ExpiresAt: expires,
 		Endpoints: []planner.Endpoint{
 			{Ticket: []byte("ticket-1"), Locations: []string{"grpc://10.0.0.1:4001", "grpc://10.0.0.2:4001"}},
 			{Ticket: []byte("ticket-2"), Locations: []string{"grpc://10.0.0.2:4001"}},
@@ -153,10 +167,20 @@ func (f *fakePlanner) Bind(_ context.Context, s planner.Session, st *parse.State
 	return planSchema, nil
 }
 
-func (f *fakePlanner) Exec(_ context.Context, s planner.Session, st *parse.Statement, args ...any) (int64, error) {
+func (f *fakePlanner) Exec(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (int64, error) {
 	f.record("Exec", s, st.Text, args...)
 	if err := failure(st); err != nil {
 		return 0, err
+	}
+	f.mu.Lock()
+	block := f.block
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		}
 	}
 	return 7, nil
 }

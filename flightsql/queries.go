@@ -89,6 +89,8 @@ func (w QueryWorkers) Progress(ctx context.Context, ids []string) (map[string]qu
 				sum.Rows += p.Rows
 				sum.Bytes += p.Bytes
 				sum.EndpointsDone += p.Endpoints
+				sum.ReadFiles += p.ReadFiles
+				sum.ReadBytes += p.ReadBytes
 				out[id] = sum
 			}
 		}

@@ -185,6 +185,8 @@ type Server struct {
 	// statements admits statements (admission.go).
 	statements *admit.Limiter
 	queries    *queries.Registry
+	// polls are the statements started by PollFlightInfo (poll.go).
+	polls pollTable
 }
 
 var _ flightsql.Server = (*Server)(nil)
@@ -475,6 +477,7 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 		if st.Info().Rows {
 			return 0, ErrNotQuery
 		}
+		queries.From(ctx).Run()
 		var err error
 		n, err = s.execute(ctx, s.sessionOf(ctx), st)
 		return n, err
@@ -547,7 +550,12 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 	if err != nil {
 		return nil, ToStatus(err)
 	}
-	var info *flight.FlightInfo
+	info, err := s.runPrepared(ctx, h, desc)
+	return info, ToStatus(err)
+}
+
+// runPrepared plans a prepared query, or runs a prepared update.
+func (s *Server) runPrepared(ctx context.Context, h preparedHandle, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
 	kind := kindQuery
 	if h.Update {
 		kind = kindUpdate
@@ -559,7 +567,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flights
 		}
 		return info.TotalRecords, nil
 	})
-	return info, ToStatus(err)
+	return info, err
 }
 
 // GetSchemaPreparedStatement returns the schema GetFlightInfoPreparedStatement would.

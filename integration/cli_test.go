@@ -170,7 +170,7 @@ func TestSQLInteractive(t *testing.T) {
 	// A long query shows its progress; Ctrl-C cancels it and the prompt
 	// comes back, ready for the next statement.
 	term.send(slowQuery + ";\r")
-	term.expect(`endpoints \d+/\d+, [0-9.]+s elapsed`, 30*time.Second)
+	term.expect(`endpoints \d+/\d+ · [0-9.]+m?s elapsed`, 30*time.Second)
 	start := time.Now()
 	term.send("\x03")
 	out = term.expect(`local\.default> $`, 15*time.Second)

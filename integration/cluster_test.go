@@ -28,6 +28,7 @@ type clusterConfig struct {
 	memory   string
 	metrics  prometheus.Registerer
 	rest     bool
+	group    int64
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -66,6 +67,10 @@ func RESTCatalog() Option { return func(c *clusterConfig) { c.rest = true } }
 // WithMetrics registers the cluster's metrics on reg.
 func WithMetrics(reg prometheus.Registerer) Option { return func(c *clusterConfig) { c.metrics = reg } }
 
+// GroupBytes sets the size a scan's task groups aim for
+// (planner.Options.TargetGroupBytes); 1 plans one group per file.
+func GroupBytes(n int64) Option { return func(c *clusterConfig) { c.group = n } }
+
 // StartCluster starts a coordinator and workers in this process on
 // 127.0.0.1:0 over a fresh embedded catalog, and stops them when t ends.
 func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
@@ -95,6 +100,8 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		Limits:       cfg.limits,
 		Metrics:      cfg.metrics,
 		REST:         restOptions(cfg.rest),
+
+		TargetGroupBytes: cfg.group,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)

@@ -105,13 +105,13 @@ func TestHelmChart(t *testing.T) {
 			if res, err := run(t, ".", checker, "-crd", crd, rendered); err != nil {
 				t.Fatalf("manifests invalid: %v\n%s", err, res)
 			}
-			checkRendered(t, out, strings.Contains(v, "keda"))
+			checkRendered(t, out, strings.Contains(v, "keda"), strings.Contains(v, "dashboard"))
 		})
 	}
 }
 
 // checkRendered checks the chart's promises on one rendering.
-func checkRendered(t *testing.T, rendered string, keda bool) {
+func checkRendered(t *testing.T, rendered string, keda, dashboard bool) {
 	t.Helper()
 	kinds := map[string]int{}
 	dec := yaml.NewDecoder(strings.NewReader(rendered))
@@ -127,6 +127,10 @@ func checkRendered(t *testing.T, rendered string, keda bool) {
 		kinds[kind]++
 		switch kind {
 		case "ConfigMap":
+			if name, _ := dig(doc, "metadata", "name").(string); strings.HasSuffix(name, "-dashboard") {
+				checkDashboardMap(t, doc)
+				break
+			}
 			checkConfigs(t, doc)
 		case "Deployment":
 			checkPods(t, doc)
@@ -136,6 +140,9 @@ func checkRendered(t *testing.T, rendered string, keda bool) {
 	if keda {
 		want["ScaledObject"], want["HorizontalPodAutoscaler"] = 1, 0
 	}
+	if dashboard {
+		want["ConfigMap"]++
+	}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d %s, want %d (all: %v)", kinds[k], k, n, kinds)
@@ -143,6 +150,22 @@ func checkRendered(t *testing.T, rendered string, keda bool) {
 	}
 	if keda && !strings.Contains(rendered, "icefloe_queued_queries") {
 		t.Error("the ScaledObject does not scale on icefloe_queued_queries")
+	}
+}
+
+// checkDashboardMap checks the dashboard's ConfigMap: the sidecar's
+// label, the namespace asked for, and the dashboard file as it is.
+func checkDashboardMap(t *testing.T, cm map[string]any) {
+	t.Helper()
+	want, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := dig(cm, "data", "icefloe.json").(string); got != strings.TrimRight(string(want), "\n") {
+		t.Errorf("the dashboard ConfigMap holds %d bytes, not the %d of %s", len(got), len(want), dashboardFile)
+	}
+	if dig(cm, "metadata", "labels", "grafana_dashboard") != "1" || dig(cm, "metadata", "namespace") != "monitoring" {
+		t.Errorf("dashboard ConfigMap metadata: %v", cm["metadata"])
 	}
 }
 

@@ -130,7 +130,8 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	if len(data) != 1 || sample(fams, "icefloe_bytes_written_total") != float64(data[0].FileSizeBytes()) {
 		t.Errorf("bytes written %v, files of m %d", sample(fams, "icefloe_bytes_written_total"), len(data))
 	}
-	for _, name := range []string{"icefloe_commit_attempts_total", "icefloe_metadata_cache_misses_total", "icefloe_duckdb_memory_bytes", "icefloe_metadata_cache_bytes", "icefloe_duckdb_memory_limit_bytes"} {
+	for _, name := range []string{"icefloe_commit_attempts_total", "icefloe_metadata_cache_misses_total", "icefloe_duckdb_memory_bytes", "icefloe_metadata_cache_bytes", "icefloe_duckdb_memory_limit_bytes",
+		"icefloe_coordinator_cache_misses_total", "icefloe_coordinator_cache_bytes", "icefloe_worker_read_files_total", "icefloe_worker_read_bytes_total"} {
 		if got := sample(fams, name); got <= 0 {
 			t.Errorf("%s = %v, want > 0", name, got)
 		}

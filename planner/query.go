@@ -594,27 +594,41 @@ func snapshotID(in *input) int64 {
 }
 
 // stamp is what every ticket of a statement carries about it: the
-// principal it is bound to, the statement's deadline and its trace.
+// principal it is bound to, the statement's deadline and its trace; and
+// the statement's registry entry, which counts the files its tickets
+// will read.
 type stamp struct {
 	principal string
 	deadline  admit.Deadline
 	trace     string
+	query     *queries.Query
 }
 
 // stampOf is the stamp of ctx's statement.
 func stampOf(ctx context.Context) stamp {
-	return stamp{principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), trace: tracing.Traceparent(ctx)}
+	return stamp{principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), trace: tracing.Traceparent(ctx), query: queries.From(ctx)}
 }
 
 // seal stamps a ticket with st and the time it was planned, and seals it:
-// every ticket the planner makes goes through here.
+// every ticket the planner makes goes through here, so the files and
+// bytes its scans name are the statement's planned work, which its
+// progress is measured against (the workers count the same of each
+// ticket they served).
 func (p *Planner) seal(st stamp, t *wire.Ticket) ([]byte, error) {
 	t.Principal, t.Trace = st.principal, st.trace
 	t.Deadline, t.Timeout = st.deadline.At, st.deadline.Timeout
 	if t.IssuedAt.IsZero() {
 		t.IssuedAt = time.Now()
 	}
-	return p.opts.Key.Seal(t)
+	sealed, err := p.opts.Key.Seal(t)
+	if err == nil {
+		var files, bytes int64
+		for _, sc := range t.Scans {
+			files, bytes = files+int64(len(sc.Tasks)), bytes+sc.Bytes
+		}
+		st.query.Plans(files, bytes)
+	}
+	return sealed, err
 }
 
 // newQueryID is the id of the statement ctx runs (the coordinator's query
@@ -1035,6 +1049,7 @@ func encodeScan(in *input, tasks []table.FileScanTask) (wire.Scan, error) {
 	}
 	schema := md.CurrentSchema()
 	for _, t := range tasks {
+		scan.Bytes += t.Length
 		if enc, ok := in.encoded[taskKey(t)]; ok {
 			scan.Tasks = append(scan.Tasks, enc)
 			continue

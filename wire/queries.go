@@ -24,11 +24,15 @@ type ProgressRequest struct {
 }
 
 // QueryProgress is what one worker served of one query's endpoints
-// (child fragments pulled by peers and write fragments do not count).
+// (child fragments pulled by peers and write fragments do not count),
+// and the data files its tickets of every kind read: a ticket's scans
+// count (their files and Scan.Bytes) once it ended without error.
 type QueryProgress struct {
 	Rows      int64 `json:"r"`
 	Bytes     int64 `json:"b"`
 	Endpoints int   `json:"e"`
+	ReadFiles int64 `json:"rf,omitempty"`
+	ReadBytes int64 `json:"rb,omitempty"`
 }
 
 // ProgressReply is a worker's progress by query id; a query it never

@@ -110,6 +110,9 @@ type Scan struct {
 	RowFilter string `json:"f,omitempty"`
 	// Tasks are the group's file tasks, encoded with iceberg-go's codec.
 	Tasks []Task `json:"tasks,omitempty"`
+	// Bytes is the size of the tasks' data files: the work a query's
+	// progress counts as read once the scan was (with len(Tasks) files).
+	Bytes int64 `json:"b,omitempty"`
 	// Props are the storage properties the worker opens files with. They
 	// may hold credentials: they exist only inside the sealed ticket.
 	Props map[string]string `json:"p,omitempty"`

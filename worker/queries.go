@@ -28,6 +28,10 @@ type tracked struct {
 	done        int // guarded by queryTracker.mu
 	until       time.Time
 	active      map[*int]context.CancelCauseFunc
+
+	// readFiles and readBytes are the files (and their bytes) the
+	// query's tickets of every kind read.
+	readFiles, readBytes atomic.Int64
 }
 
 // queryTracker follows the queries whose tickets the worker serves, until
@@ -71,6 +75,17 @@ func (qt *queryTracker) begin(ctx context.Context, t *wire.Ticket) (context.Cont
 		qt.mu.Unlock()
 		cancel(nil)
 	}, nil
+}
+
+// read counts the files of t's scans (and their bytes) as read by the
+// query, once t ended without error, and returns them.
+func (q *tracked) read(t *wire.Ticket) (files, bytes int64) {
+	for _, sc := range t.Scans {
+		files, bytes = files+int64(len(sc.Tasks)), bytes+sc.Bytes
+	}
+	q.readFiles.Add(files)
+	q.readBytes.Add(bytes)
+	return files, bytes
 }
 
 func later(a, b time.Time) time.Time {
@@ -118,7 +133,8 @@ func (qt *queryTracker) progress(ids []string) wire.ProgressReply {
 	out := wire.ProgressReply{Queries: map[string]wire.QueryProgress{}}
 	for _, id := range ids {
 		if q := qt.live[id]; q != nil {
-			out.Queries[id] = wire.QueryProgress{Rows: q.rows.Load(), Bytes: q.bytes.Load(), Endpoints: q.done}
+			out.Queries[id] = wire.QueryProgress{Rows: q.rows.Load(), Bytes: q.bytes.Load(), Endpoints: q.done,
+				ReadFiles: q.readFiles.Load(), ReadBytes: q.readBytes.Load()}
 		}
 	}
 	return out

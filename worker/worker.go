@@ -447,6 +447,10 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errQueryCancelled) {
 		err = cause
 	}
+	if err == nil {
+		files, bytes := q.read(t)
+		s.opts.Metrics.Read(files, bytes)
+	}
 	end(err)
 	var first time.Duration
 	if !ms.first.IsZero() {

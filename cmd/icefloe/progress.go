@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"golang.org/x/term"
 )
@@ -22,21 +25,29 @@ const (
 	progressEvery = 250 * time.Millisecond
 )
 
-// progress draws one line on stderr (a terminal) while a statement runs:
-// rows and bytes received, endpoints done and the time so far. Results
-// printed to the same terminal first erase it. A nil *progress does
-// nothing, for stderr that is not a terminal.
+// progress draws one line on stderr (a terminal) while a statement runs
+// longer than progressDelay: a bar of the fraction of its work the server
+// reports done (the bytes its tickets read of those planned, through
+// incremental execution), the percent, rows and bytes received, endpoints
+// read and the time so far. Results printed to the same terminal first
+// erase it. A nil *progress does nothing, for stderr that is not a
+// terminal.
 type progress struct {
 	stderr io.Writer
+	fd     int
 	out    *bufio.Writer
 	begin  time.Time
 
 	rows, bytes, eps, epsDone atomic.Int64
+	// done is the server's fraction (math.Float64bits), known once a
+	// poll answered one.
+	done  atomic.Uint64
+	known atomic.Bool
 
 	mu    sync.Mutex // held while the line or a result is written
 	shown bool
 
-	quit, done chan struct{}
+	quit, finished chan struct{}
 }
 
 // startProgress starts the line's clock and its drawing, or returns nil
@@ -46,13 +57,13 @@ func startProgress(stderr io.Writer, out *bufio.Writer) *progress {
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	p := &progress{stderr: stderr, out: out, begin: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
+	p := &progress{stderr: stderr, fd: int(f.Fd()), out: out, begin: time.Now(), quit: make(chan struct{}), finished: make(chan struct{})}
 	go p.run()
 	return p
 }
 
 func (p *progress) run() {
-	defer close(p.done)
+	defer close(p.finished)
 	select {
 	case <-time.After(progressDelay):
 	case <-p.quit:
@@ -61,8 +72,12 @@ func (p *progress) run() {
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	for {
+		width := 0
+		if w, _, err := term.GetSize(p.fd); err == nil {
+			width = w
+		}
 		p.mu.Lock()
-		fmt.Fprint(p.stderr, "\r\x1b[K"+p.text())
+		fmt.Fprint(p.stderr, "\r\x1b[K"+p.text(width))
 		p.shown = true
 		p.mu.Unlock()
 		select {
@@ -73,15 +88,50 @@ func (p *progress) run() {
 	}
 }
 
-// text is the line: "12000 rows, 1.5 MB, endpoints 2/4, 3.2s elapsed".
-func (p *progress) text() string {
-	elapsed := time.Since(p.begin).Truncate(100 * time.Millisecond)
-	eps := p.eps.Load()
-	if eps == 0 {
-		return fmt.Sprintf("running, %s elapsed (Ctrl-C cancels)", elapsed)
+// barWidth is how many cells the bar has.
+const barWidth = 24
+
+// text is the line, at most width cells (0: any):
+// "[=========>              ]  42% · 12000 rows · 1.5 MB · endpoints 2/4 · 3.2s (Ctrl-C cancels)";
+// the bar and percent once the server reported a fraction, the rows, bytes
+// and endpoints once a query's endpoints are being read.
+func (p *progress) text(width int) string {
+	var parts []string
+	if p.known.Load() {
+		f := math.Float64frombits(p.done.Load())
+		parts = append(parts, bar(f)+fmt.Sprintf(" %3d%%", int(f*100)))
+	} else {
+		parts = append(parts, "running")
 	}
-	return fmt.Sprintf("%d rows, %s, endpoints %d/%d, %s elapsed (Ctrl-C cancels)",
-		p.rows.Load(), byteText(p.bytes.Load()), p.epsDone.Load(), eps, elapsed)
+	if eps := p.eps.Load(); eps > 0 {
+		parts = append(parts, fmt.Sprintf("%d rows", p.rows.Load()), byteText(p.bytes.Load()), fmt.Sprintf("endpoints %d/%d", p.epsDone.Load(), eps))
+	}
+	parts = append(parts, time.Since(p.begin).Truncate(100*time.Millisecond).String()+" elapsed")
+	line := strings.Join(parts, " · ") + " (Ctrl-C cancels)"
+	if r := []rune(line); width > 0 && len(r) >= width {
+		line = string(r[:width-1]) // a full line would wrap
+	}
+	return line
+}
+
+// bar is f (in [0, 1]) as a bar of barWidth cells.
+func bar(f float64) string {
+	f = min(max(f, 0), 1)
+	n := int(f * barWidth)
+	head := ""
+	if n < barWidth {
+		head = ">"
+	}
+	return "[" + strings.Repeat("=", n) + head + strings.Repeat(" ", barWidth-n-len(head)) + "]"
+}
+
+// polled takes the fraction done a poll of the statement reported.
+func (p *progress) polled(pi *flight.PollInfo) {
+	if p == nil || pi.Progress == nil {
+		return
+	}
+	p.done.Store(math.Float64bits(pi.GetProgress()))
+	p.known.Store(true)
 }
 
 // clearLocked erases the line; the caller holds mu.
@@ -98,7 +148,7 @@ func (p *progress) stop() {
 		return
 	}
 	close(p.quit)
-	<-p.done
+	<-p.finished
 	p.mu.Lock()
 	p.clearLocked()
 	p.mu.Unlock()

@@ -339,7 +339,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		zap.Bool("auth", sec.Auth != nil),
 		zap.Strings("workers", locs),
 		zap.Strings("catalogs", s.Mounts.Names()),
-		zap.String("data_dir", *r.dataDir))
+		zap.String("data_dir", *r.dataDir),
+		zap.String("http", web.Addr()))
 	<-ctx.Done()
 	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
 	s.Drain(*r.drain, flightsql.DefaultDrainQuiet)
@@ -442,7 +443,8 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	defer web.Close()
 	ready()
 	log.Info("icefloe coordinator ready", zap.String("coordinator", c.Scheme+c.Addr), zap.String("rest", c.RESTURL()),
-		zap.Strings("workers", pool.Known()), zap.String("worker_dns", *workerDNS), zap.Bool("auth", sec.Auth != nil))
+		zap.Strings("workers", pool.Known()), zap.String("worker_dns", *workerDNS), zap.Bool("auth", sec.Auth != nil),
+		zap.String("http", web.Addr()))
 	<-ctx.Done()
 	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
 	if n := c.Drain(*r.drain, flightsql.DefaultDrainQuiet); n > 0 {
@@ -566,7 +568,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer web.Close()
 	ready()
-	log.Info("icefloe worker ready", zap.String("worker", w.Location()), zap.Strings("announce", announce))
+	log.Info("icefloe worker ready", zap.String("worker", w.Location()), zap.Strings("announce", announce), zap.String("http", web.Addr()))
 	<-ctx.Done()
 	log.Info("draining", zap.Duration("drain_timeout", *r.drain))
 	w.Drain(*r.drain, flightsql.DefaultDrainQuiet)

@@ -384,6 +384,10 @@ func (c *sqlClient) execute(ctx context.Context, stmt string, w resultWriter) er
 		ds := prep.DatasetSchema()
 		update = ds == nil || ds.NumFields() == 0
 	}
+	if polled, err := c.executePolled(ctx, prep, update, w); polled || err != nil {
+		return err
+	}
+	// A server without incremental execution (poll.go).
 	if update {
 		n, err := prep.ExecuteUpdate(ctx)
 		if err != nil {
@@ -391,11 +395,15 @@ func (c *sqlClient) execute(ctx context.Context, stmt string, w resultWriter) er
 		}
 		return w.affected(n)
 	}
-
 	info, err := prep.Execute(ctx)
 	if err != nil {
 		return rpcErr(err)
 	}
+	return c.result(ctx, prep, info, w)
+}
+
+// result reads a query's FlightInfo: its schema, then its endpoints.
+func (c *sqlClient) result(ctx context.Context, prep *flightsql.PreparedStatement, info *flight.FlightInfo, w resultWriter) (err error) {
 	schema := prep.DatasetSchema()
 	if len(info.GetSchema()) > 0 {
 		if schema, err = flight.DeserializeSchema(info.GetSchema(), c.alloc); err != nil {

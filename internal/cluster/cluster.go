@@ -391,7 +391,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		return fail(err)
 	}
 	if o.Metrics != nil {
-		cm = metrics.NewCoordinator(o.Metrics, coordinatorSources(reg, srv, reach, ex))
+		cm = metrics.NewCoordinator(o.Metrics, coordinatorSources(reg, srv, reach, ex, o.Mounts))
 	}
 	o.Security.guard(o.Mounts, ex, o.Logger)
 	dropStaging(ctx, o.Mounts, o.Limits.StagingGrace, o.Logger)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/metrics"
@@ -13,7 +14,7 @@ import (
 )
 
 // coordinatorSources are what a coordinator's gauges read.
-func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flightsql.QueryWorkers, ex *statement.Executor) metrics.CoordinatorSources {
+func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flightsql.QueryWorkers, ex *statement.Executor, mounts *catalog.Mounts) metrics.CoordinatorSources {
 	return metrics.CoordinatorSources{
 		Active:  reg.Running,
 		Queued:  func() int { return srv.AdmissionStats().Queued },
@@ -28,6 +29,11 @@ func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flig
 		Commits: func() (int64, int64, int64, int64) {
 			c := ex.Commits()
 			return c.Attempts.Load(), c.Conflicts.Load(), c.Retries.Load(), c.Written.Load()
+		},
+		Cache: func() metrics.CacheStats {
+			c := mounts.Cache().Snapshot()
+			return metrics.CacheStats{MetadataHits: c.Hits, MetadataMisses: c.Misses, FileHits: c.Files.Hits, FileMisses: c.Files.Misses,
+				MemoHits: c.Memos.Hits, MemoMisses: c.Memos.Misses, Entries: c.Entries, Bytes: c.Bytes, MaxBytes: c.MaxBytes, Evictions: c.Evictions}
 		},
 	}
 }

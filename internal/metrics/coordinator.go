@@ -24,6 +24,19 @@ type CoordinatorSources struct {
 	Workers func() map[string]int
 	// Commits are the planner's commit counters.
 	Commits func() (attempts, conflicts, retries, written int64)
+	// Cache reads the coordinator's metadata cache's counters.
+	Cache func() CacheStats
+}
+
+// CacheStats are a coordinator's metadata cache counters: table metadata,
+// manifest lists and manifests (files), memoised plans and binds (memos).
+type CacheStats struct {
+	MetadataHits, MetadataMisses uint64
+	FileHits, FileMisses         uint64
+	MemoHits, MemoMisses         uint64
+	Entries                      int
+	Bytes, MaxBytes              int64
+	Evictions                    uint64
 }
 
 // Coordinator holds a coordinator's metrics.
@@ -93,6 +106,8 @@ func (c *Coordinator) Ended(i queries.Info) {
 
 type coordinatorDescs struct {
 	active, queued, running, workers, attempts, conflicts, retries, written *prometheus.Desc
+
+	cacheHits, cacheMisses, cacheEntries, cacheBytes, cacheMax, cacheEvictions *prometheus.Desc
 }
 
 func newCoordinatorDescs() coordinatorDescs {
@@ -106,6 +121,15 @@ func newCoordinatorDescs() coordinatorDescs {
 		conflicts: prometheus.NewDesc("icefloe_commit_conflicts_total", "Commits that lost a race to, or conflicted with, a concurrent commit.", nil, nil),
 		retries:   prometheus.NewDesc("icefloe_commit_retries_total", "Commit attempts after the first of one statement's commit.", nil, nil),
 		written:   prometheus.NewDesc("icefloe_bytes_written_total", "Bytes of the data and delete files that committed snapshots added.", nil, nil),
+
+		cacheHits: prometheus.NewDesc("icefloe_coordinator_cache_hits_total",
+			"Reads the coordinator's metadata cache served, by what (metadata: table metadata; files: manifest lists and manifests; memos: plans and binds).", []string{"cache"}, nil),
+		cacheMisses: prometheus.NewDesc("icefloe_coordinator_cache_misses_total",
+			"Reads the coordinator's metadata cache made from storage (or computed), by what (metadata, files, memos).", []string{"cache"}, nil),
+		cacheEntries:   prometheus.NewDesc("icefloe_coordinator_cache_entries", "Entries the coordinator's metadata cache holds.", nil, nil),
+		cacheBytes:     prometheus.NewDesc("icefloe_coordinator_cache_bytes", "Bytes the coordinator's metadata cache holds (measured).", nil, nil),
+		cacheMax:       prometheus.NewDesc("icefloe_coordinator_cache_max_bytes", "The bound of the coordinator's metadata cache.", nil, nil),
+		cacheEvictions: prometheus.NewDesc("icefloe_coordinator_cache_evictions_total", "Entries the coordinator's metadata cache dropped to stay within its bound.", nil, nil),
 	}
 }
 
@@ -117,7 +141,8 @@ type coordinatorGauges struct {
 
 func (g coordinatorGauges) Describe(ch chan<- *prometheus.Desc) {
 	d := g.descs
-	for _, x := range []*prometheus.Desc{d.active, d.queued, d.running, d.workers, d.attempts, d.conflicts, d.retries, d.written} {
+	for _, x := range []*prometheus.Desc{d.active, d.queued, d.running, d.workers, d.attempts, d.conflicts, d.retries, d.written,
+		d.cacheHits, d.cacheMisses, d.cacheEntries, d.cacheBytes, d.cacheMax, d.cacheEvictions} {
 		ch <- x
 	}
 }
@@ -148,5 +173,19 @@ func (g coordinatorGauges) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d.conflicts, prometheus.CounterValue, float64(c))
 		ch <- prometheus.MustNewConstMetric(d.retries, prometheus.CounterValue, float64(r))
 		ch <- prometheus.MustNewConstMetric(d.written, prometheus.CounterValue, float64(w))
+	}
+	if s.Cache != nil {
+		c, counter, gauge := s.Cache(), prometheus.CounterValue, prometheus.GaugeValue
+		for _, k := range []struct {
+			name         string
+			hits, misses uint64
+		}{{"metadata", c.MetadataHits, c.MetadataMisses}, {"files", c.FileHits, c.FileMisses}, {"memos", c.MemoHits, c.MemoMisses}} {
+			ch <- prometheus.MustNewConstMetric(d.cacheHits, counter, float64(k.hits), k.name)
+			ch <- prometheus.MustNewConstMetric(d.cacheMisses, counter, float64(k.misses), k.name)
+		}
+		ch <- prometheus.MustNewConstMetric(d.cacheEntries, gauge, float64(c.Entries))
+		ch <- prometheus.MustNewConstMetric(d.cacheBytes, gauge, float64(c.Bytes))
+		ch <- prometheus.MustNewConstMetric(d.cacheMax, gauge, float64(c.MaxBytes))
+		ch <- prometheus.MustNewConstMetric(d.cacheEvictions, counter, float64(c.Evictions))
 	}
 }

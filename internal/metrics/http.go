@@ -153,8 +153,14 @@ func Listen(o ServerOptions) (*Server, error) {
 	return s, nil
 }
 
-// Addr is the address the listener is bound to.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+// Addr is the address the listener is bound to; "" for none (a nil
+// Server: no --http-addr).
+func (s *Server) Addr() string {
+	if s == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
 
 // Close stops the listener.
 func (s *Server) Close() error {

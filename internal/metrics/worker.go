@@ -31,6 +31,8 @@ type Worker struct {
 	fragment   *prometheus.HistogramVec
 	firstBatch prometheus.Histogram
 	yielded    prometheus.Counter
+	readFiles  prometheus.Counter
+	readBytes  prometheus.Counter
 
 	mu      sync.Mutex
 	sources []WorkerSource
@@ -58,8 +60,12 @@ func NewWorker(reg prometheus.Registerer) *Worker {
 			Help: "Time from a ticket's arrival to its first record batch on the wire.", Buckets: latencyBuckets}),
 		yielded: prometheus.NewCounter(prometheus.CounterOpts{Name: "icefloe_worker_yielded_fragments_total",
 			Help: "Fragments that ran out of DuckDB's memory or spill while older queries ran, waited for them and ran again."}),
+		readFiles: prometheus.NewCounter(prometheus.CounterOpts{Name: "icefloe_worker_read_files_total",
+			Help: "Data files the workers' tickets read (counted when a ticket ended without error)."}),
+		readBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "icefloe_worker_read_bytes_total",
+			Help: "Bytes of the data files the workers' tickets read (counted when a ticket ended without error)."}),
 	}
-	reg.MustRegister(w.tickets, w.rows, w.bytes, w.fragment, w.firstBatch, w.yielded, workerGauges{w: w, d: newWorkerDescs()})
+	reg.MustRegister(w.tickets, w.rows, w.bytes, w.fragment, w.firstBatch, w.yielded, w.readFiles, w.readBytes, workerGauges{w: w, d: newWorkerDescs()})
 	return w
 }
 
@@ -85,6 +91,14 @@ func (w *Worker) Served(kind, code string, rows, bytes int64, took, firstBatch t
 	w.fragment.WithLabelValues(kind).Observe(took.Seconds())
 	if firstBatch > 0 {
 		w.firstBatch.Observe(firstBatch.Seconds())
+	}
+}
+
+// Read records the data files (and their bytes) a ticket read.
+func (w *Worker) Read(files, bytes int64) {
+	if w != nil {
+		w.readFiles.Add(float64(files))
+		w.readBytes.Add(float64(bytes))
 	}
 }
 

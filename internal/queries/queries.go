@@ -73,7 +73,15 @@ type Info struct {
 	Rows, Bytes    int64
 	EndpointsDone  int
 	EndpointsTotal int
-	Error          string
+	// PlannedFiles and PlannedBytes are the data files (and their bytes)
+	// the tickets planned for the statement read, counted once per
+	// ticket that reads them; ReadFiles and ReadBytes what the workers
+	// reported of them as read (a ticket's files count once it ended).
+	PlannedFiles, PlannedBytes int64
+	ReadFiles, ReadBytes       int64
+	// Served says a worker began serving one of its tickets.
+	Served bool
+	Error  string
 	// Code is the gRPC code the statement ended with ("OK" while it runs).
 	Code string
 	// QueueWait is how long it waited for a slot; PlanTime how long it
@@ -89,10 +97,39 @@ func (i Info) Elapsed() time.Duration {
 	return i.End.Sub(i.Start)
 }
 
-// Progress is what the workers report of a query's endpoints.
+// MaxRunningProgress is the most Info.Progress says of a statement that
+// has not ended: its last step (an update's commit, a final fragment
+// streaming what it computed) still runs when every file was read.
+const MaxRunningProgress = 0.99
+
+// Progress is the fraction of its work a statement has done, in [0, 1]:
+// 1 once it finished; while it runs, the bytes its tickets read of those
+// planned (the files read when no byte was planned, else the endpoints
+// read), at most MaxRunningProgress. A statement that failed or was
+// cancelled keeps what it had done.
+func (i Info) Progress() float64 {
+	if i.State == Finished {
+		return 1
+	}
+	var f float64
+	switch {
+	case i.PlannedBytes > 0:
+		f = float64(i.ReadBytes) / float64(i.PlannedBytes)
+	case i.PlannedFiles > 0:
+		f = float64(i.ReadFiles) / float64(i.PlannedFiles)
+	case i.EndpointsTotal > 0:
+		f = float64(i.EndpointsDone) / float64(i.EndpointsTotal)
+	}
+	return min(f, MaxRunningProgress)
+}
+
+// Progress is what the workers report of a statement: the rows and
+// bytes its endpoints streamed, the endpoints read, and the files (and
+// their bytes) its tickets read.
 type Progress struct {
-	Rows, Bytes   int64
-	EndpointsDone int
+	Rows, Bytes          int64
+	EndpointsDone        int
+	ReadFiles, ReadBytes int64
 }
 
 // Workers is how the registry reaches the workers: it asks them for the
@@ -207,6 +244,15 @@ type idKey struct{}
 
 type queryKey struct{}
 
+type presetKey struct{}
+
+// WithID returns ctx under which Begin registers the statement with id
+// (from NewID) instead of a fresh one: for a caller that must name the
+// statement before it starts.
+func WithID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, presetKey{}, id)
+}
+
 // From returns the Query ctx runs, nil outside one (a nil *Query's
 // methods do nothing).
 func From(ctx context.Context) *Query {
@@ -231,7 +277,10 @@ func NewID() string {
 // carries its id, and ends when it is cancelled) and the Query to report
 // on. The caller calls Query.Done.
 func (r *Registry) Begin(ctx context.Context, principal, kind, sql string) (context.Context, *Query) {
-	id := NewID()
+	id, _ := ctx.Value(presetKey{}).(string)
+	if id == "" || id == IDFrom(ctx) {
+		id = NewID()
+	}
 	ctx = context.WithValue(ctx, idKey{}, id)
 	ctx, cancel := context.WithCancelCause(ctx)
 	q := &Query{r: r, cancel: cancel, info: Info{ID: id, Principal: principal, Kind: kind, SQL: sql, State: Queued, Start: time.Now()}}
@@ -303,6 +352,15 @@ func (q *Query) Planned(strategy string, plan PlanText, endpoints int, expires t
 	})
 }
 
+// Plans adds a ticket's files and bytes to the statement's planned work
+// (the planner calls it for every ticket it seals).
+func (q *Query) Plans(files, bytes int64) {
+	if files == 0 && bytes == 0 {
+		return
+	}
+	q.update(func(i *Info) { i.PlannedFiles, i.PlannedBytes = i.PlannedFiles+files, i.PlannedBytes+bytes })
+}
+
 // SetKind corrects the statement's kind (a query that was an update).
 func (q *Query) SetKind(kind string) { q.update(func(i *Info) { i.Kind = kind }) }
 
@@ -323,6 +381,7 @@ func (q *Query) Done(err error, rows int64) {
 		return
 	}
 	var ended *Info
+	settle := false
 	q.update(func(i *Info) {
 		if i.State.Ended() {
 			return
@@ -337,6 +396,7 @@ func (q *Query) Done(err error, rows int64) {
 		if err == nil && rows > 0 {
 			i.Rows = rows
 		}
+		settle = q.followed() && q.r != nil && q.r.workers != nil
 		q.endLocked(i, err)
 		c := *i
 		ended = &c
@@ -344,6 +404,34 @@ func (q *Query) Done(err error, rows int64) {
 	if ended != nil {
 		q.cancel(nil)
 		q.r.report(*ended)
+	}
+	if settle {
+		go q.r.settle(ended.ID)
+	}
+}
+
+// settleTimeout bounds asking the workers what an ended statement read.
+const settleTimeout = 10 * time.Second
+
+// settle asks the workers what the ended statement id's tickets read
+// since the registry last asked (its last fragments), for the recent
+// statements it shows.
+func (r *Registry) settle(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	prog, _ := r.workers.Progress(ctx, []string{id})
+	p, ok := prog[id]
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.recent) - 1; i >= 0; i-- {
+		if e := &r.recent[i]; e.ID == id {
+			e.Served = true
+			e.ReadFiles, e.ReadBytes = min(p.ReadFiles, e.PlannedFiles), min(p.ReadBytes, e.PlannedBytes)
+			return
+		}
 	}
 }
 
@@ -437,8 +525,9 @@ func (r *Registry) Running() map[State]int {
 }
 
 // Refresh asks the workers for the progress of the queries reading their
-// endpoints, and ends those all of whose endpoints were read or whose
-// tickets expired.
+// endpoints and of the other statements whose tickets they run (an
+// INSERT … SELECT's write fragments), and ends the queries all of whose
+// endpoints were read or whose tickets expired.
 func (r *Registry) Refresh(ctx context.Context) {
 	if r == nil {
 		return
@@ -446,11 +535,20 @@ func (r *Registry) Refresh(ctx context.Context) {
 	r.mu.Lock()
 	var ids []string
 	for id, q := range r.running {
-		if q.reading {
+		if q.followed() {
 			ids = append(ids, id)
 		}
 	}
 	r.mu.Unlock()
+	r.refresh(ctx, ids)
+}
+
+// followed says whether the workers run q's tickets; r.mu is held.
+func (q *Query) followed() bool { return q.reading || q.info.PlannedFiles > 0 }
+
+// refresh asks the workers for the progress of the statements ids that
+// are followed, and ends the queries done reading.
+func (r *Registry) refresh(ctx context.Context, ids []string) {
 	var prog map[string]Progress
 	if len(ids) > 0 && r.workers != nil {
 		prog, _ = r.workers.Progress(ctx, ids) // what could not be asked stays as it was
@@ -459,10 +557,18 @@ func (r *Registry) Refresh(ctx context.Context) {
 	r.mu.Lock()
 	for _, id := range ids {
 		q, ok := r.running[id]
-		if !ok || !q.reading {
+		if !ok || !q.followed() {
 			continue
 		}
-		if p, ok := prog[id]; ok {
+		p, ok := prog[id]
+		if ok {
+			q.info.Served = true
+			q.info.ReadFiles, q.info.ReadBytes = min(p.ReadFiles, q.info.PlannedFiles), min(p.ReadBytes, q.info.PlannedBytes)
+		}
+		if !q.reading {
+			continue
+		}
+		if ok {
 			q.info.Rows, q.info.Bytes, q.info.EndpointsDone = p.Rows, p.Bytes, min(p.EndpointsDone, q.info.EndpointsTotal)
 		}
 		if q.info.EndpointsDone >= q.info.EndpointsTotal || time.Now().After(q.expires) {
@@ -474,6 +580,32 @@ func (r *Registry) Refresh(ctx context.Context) {
 	for _, i := range ended {
 		r.report(i)
 	}
+}
+
+// Progress refreshes the statement id from the workers, when they run
+// its tickets, and returns it, running or recent.
+func (r *Registry) Progress(ctx context.Context, id string) (Info, bool) {
+	if r == nil {
+		return Info{}, false
+	}
+	r.mu.Lock()
+	q, ok := r.running[id]
+	follow := ok && q.followed()
+	r.mu.Unlock()
+	if follow {
+		r.refresh(ctx, []string{id})
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if q, ok := r.running[id]; ok {
+		return q.info, true
+	}
+	for i := len(r.recent) - 1; i >= 0; i-- {
+		if r.recent[i].ID == id {
+			return r.recent[i], true
+		}
+	}
+	return Info{}, false
 }
 
 // Cancel cancels the running statement id: its work on the coordinator

@@ -138,3 +138,58 @@ func TestTextBounded(t *testing.T) {
 		t.Fatal("the newest statement was forgotten")
 	}
 }
+
+// TestProgress: a statement's progress is the bytes its tickets read of
+// those planned (files when no byte was planned, else endpoints), below 1
+// while it runs and 1 once it finished; the workers are asked for an
+// update's reads too while it runs, and Progress refreshes one statement.
+func TestProgress(t *testing.T) {
+	w := &fakeWorkers{prog: map[string]Progress{}}
+	r, err := New(Options{Workers: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	uctx, u := r.Begin(WithID(ctx, "0123456789abcdef"), "ana", "update", "INSERT INTO t SELECT ?")
+	id := IDFrom(uctx)
+	if id != "0123456789abcdef" {
+		t.Fatalf("id %q, want the one given", id)
+	}
+	u.Run()
+	u.Plans(2, 100)
+	u.Plans(2, 300)
+	if i, _ := r.Progress(ctx, id); i.PlannedFiles != 4 || i.PlannedBytes != 400 || i.Progress() != 0 || i.Served {
+		t.Fatalf("planned: %+v, progress %v", i, i.Progress())
+	}
+	w.prog[id] = Progress{ReadFiles: 2, ReadBytes: 100}
+	if i, _ := r.Progress(ctx, id); i.ReadFiles != 2 || i.Progress() != 0.25 || !i.Served || i.State != Running {
+		t.Fatalf("a quarter read: %+v, progress %v", i, i.Progress())
+	}
+	w.prog[id] = Progress{ReadFiles: 4, ReadBytes: 400}
+	if i, _ := r.Progress(ctx, id); i.Progress() != MaxRunningProgress {
+		t.Fatalf("all read, still committing: progress %v", i.Progress())
+	}
+	u.Done(nil, 7)
+	if i, ok := r.Progress(ctx, id); !ok || i.State != Finished || i.Progress() != 1 || i.Rows != 7 {
+		t.Fatalf("finished: %+v, progress %v", i, i.Progress())
+	}
+
+	// Without bytes, files; without files, endpoints.
+	for _, c := range []struct {
+		i    Info
+		want float64
+	}{
+		{Info{PlannedFiles: 4, ReadFiles: 1}, 0.25},
+		{Info{EndpointsTotal: 4, EndpointsDone: 2}, 0.5},
+		{Info{}, 0},
+		{Info{State: Failed, PlannedBytes: 10, ReadBytes: 5}, 0.5},
+	} {
+		if got := c.i.Progress(); got != c.want {
+			t.Errorf("%+v: progress %v, want %v", c.i, got, c.want)
+		}
+	}
+	if _, ok := r.Progress(ctx, "nope"); ok {
+		t.Fatal("an unknown id has progress")
+	}
+}

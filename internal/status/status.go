@@ -7,6 +7,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -22,9 +23,24 @@ import (
 var files embed.FS
 
 var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
-	"ms":    func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"ended": func(s queries.State) bool { return s.Ended() },
+	"ms":      func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"ended":   func(s queries.State) bool { return s.Ended() },
+	"percent": func(f float64) int { return int(f * 100) },
+	"size":    size,
 }).ParseFS(files, "page.html"))
+
+// size is n bytes in B, kB, MB, GB or TB (powers of 1000, one decimal).
+func size(n int64) string {
+	units := []string{"kB", "MB", "GB", "TB"}
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, u := float64(n)/1000, 0
+	for f >= 1000 && u < len(units)-1 {
+		f, u = f/1000, u+1
+	}
+	return fmt.Sprintf("%.1f %s", f, units[u])
+}
 
 // Options configure a Handler.
 type Options struct {

@@ -16,7 +16,8 @@ import (
 type fakeRuntime struct{ cancelled []string }
 
 func (f *fakeRuntime) Queries(context.Context) []queries.Info {
-	return []queries.Info{{ID: "q1", Principal: "", State: queries.Running, SQL: "SELECT <b>?</b>", Start: time.Now()}}
+	return []queries.Info{{ID: "q1", Principal: "", State: queries.Running, SQL: "SELECT <b>?</b>", Start: time.Now(),
+		PlannedFiles: 4, ReadFiles: 1, PlannedBytes: 4000, ReadBytes: 1000, Rows: 1200, Bytes: 2500000}}
 }
 
 func (f *fakeRuntime) Workers(context.Context) []planner.RuntimeWorker {
@@ -45,6 +46,13 @@ func TestPageAndCancel(t *testing.T) {
 	}
 	if strings.Contains(body, "<b>?</b>") {
 		t.Fatal("SQL is not escaped")
+	}
+	// The running query's progress: the bar and percent of the bytes
+	// read, the files and bytes read of those planned, rows and bytes.
+	for _, want := range []string{`<progress max="100" value="25">`, "25%", "1/4 files, 1.0 kB of 4.0 kB", "<td>1200</td>", "2.5 MB"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page has no %q:\n%s", want, body)
+		}
 	}
 	post := func(token, origin, site string) int {
 		form := url.Values{"query_id": {"q1"}, "token": {token}}
