@@ -734,6 +734,10 @@ func (p *Planner) parse(ctx context.Context, conn *engine.Conn, query *parse.Sta
 	return parseAST(text)
 }
 
+// standInWait bounds how long a stand-in that failed for memory waits
+// for other statements to release it before it fails too.
+const standInWait = 5 * time.Second
+
 // loadStandIns makes each input's view an empty temp table with the exact
 // Arrow schema the workers will load, once: what queries and fragments
 // bind against on the coordinator.
@@ -747,17 +751,27 @@ func (b *bound) loadStandIns(ctx context.Context, conn *engine.Conn) error {
 		if err != nil {
 			return fmt.Errorf("schema of %s: %w", in.ref, err)
 		}
-		empty, err := array.NewRecordReader(sch, nil)
-		if err != nil {
-			return err
+		err = loadEmpty(ctx, conn, in.view, sch)
+		if engine.IsOutOfMemory(err) && conn.WaitForMemory(ctx, standInWait) {
+			// A table of no rows needs next to no memory: another
+			// statement held it. Once that one let go, load it again.
+			err = loadEmpty(ctx, conn, in.view, sch)
 		}
-		err = conn.LoadTable(ctx, in.view, empty)
-		empty.Release()
 		if err != nil {
 			return fmt.Errorf("stand-in for %s: %w", in.ref, err)
 		}
 	}
 	return nil
+}
+
+// loadEmpty makes name a temp table of no rows with schema sch.
+func loadEmpty(ctx context.Context, conn *engine.Conn, name string, sch *arrow.Schema) error {
+	empty, err := array.NewRecordReader(sch, nil)
+	if err != nil {
+		return err
+	}
+	defer empty.Release()
+	return conn.LoadTable(ctx, name, empty)
 }
 
 // resultSchema sets b.schema, the bound query's result schema, and
