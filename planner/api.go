@@ -192,7 +192,7 @@ type Plan struct {
 	// restricted refuses EXPLAIN: the plan reads a table under the
 	// caller's row filter or column masks, and its files, bytes and row
 	// estimates describe the hidden rows too (restrict.go).
-	restricted *UserError
+	restricted error
 }
 
 // Endpoint is one ticket and the locations that can serve it, owner first.

@@ -214,6 +214,15 @@ func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement,
 	return pb.finish()
 }
 
+// boundInputs are the inputs of the plan's query; none for plans of no
+// query (LinesPlan).
+func (pb *planBuilder) boundInputs() []*input {
+	if pb.b == nil {
+		return nil
+	}
+	return pb.b.inputs
+}
+
 // LiveWorkers returns the workers a plan may use now, or ErrNoWorkers
 // when none is serving.
 func (p *Planner) LiveWorkers() ([]Worker, error) {
@@ -315,11 +324,11 @@ func (pb *planBuilder) finish() (*Plan, error) {
 	}
 	pb.plan.Explain = strings.Join(pb.explain, "\n") + "\n"
 	pb.plan.Redacted = &RedactedPlan{lines: pb.redacted, sql: pb.rplan.sql}
-	for _, in := range pb.b.inputs {
+	for _, in := range pb.boundInputs() {
 		if in.restriction != nil {
 			pb.plan.restricted = restrictedError(in.ref, in.restriction, pb.stamp.principal,
 				"EXPLAIN would describe the files and rows hidden from "+pb.stamp.principal+", so it is refused")
-			pb.plan.Explain = "plan\t" + pb.plan.restricted.Msg + "\n"
+			pb.plan.Explain = "plan\t" + pb.plan.restricted.Error() + "\n"
 			pb.plan.Redacted = &RedactedPlan{lines: strings.Split(strings.TrimSuffix(pb.plan.Explain, "\n"), "\n")}
 			break
 		}

@@ -69,10 +69,10 @@ func (p *Planner) restriction(ctx context.Context, ref catalog.TableRef) *authz.
 
 // restrictedError refuses reading ref in a way its restriction cannot be
 // applied to; how says what was refused.
-func restrictedError(ref catalog.TableRef, r *authz.Restriction, who, how string) *UserError {
+func restrictedError(ref catalog.TableRef, r *authz.Restriction, who, how string) error {
 	base := ref
 	base.Table, _ = splitMetaTable(ref.Table)
-	return &UserError{Kind: ErrDenied, Msg: fmt.Sprintf("%s reads %s under %s; %s", who, base, r, how)}
+	return fmt.Errorf("%w: %s reads %s under %s; %s", ErrDenied, who, base, r, how)
 }
 
 // restrict wraps the reference n (already renamed to in's view) in the
