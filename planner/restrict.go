@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/parse"
+	"github.com/icefloe/icefloe/internal/sqltok"
 )
 
 // Row filters and column masks (authz.Restriction) are applied where name
@@ -115,6 +117,16 @@ func (r *resolver) restrict(ctx context.Context, n node, in *input) (bool, error
 // parser, and the caller's name and attributes are substituted as
 // constants.
 func (p *Planner) restrictedScan(ctx context.Context, conn *engine.Conn, ref catalog.TableRef, rs *authz.Restriction, view, alias string, cols []string) (node, error) {
+	fail := func(err error) error {
+		return fmt.Errorf("%w: the row filter or column masks of %s's grants on %s: %v", ErrInvalid, auth.Name(ctx), ref, err)
+	}
+	for _, a := range rs.Arms {
+		for _, e := range append(slices.Collect(maps.Values(a.Masks)), a.Where) {
+			if err := oneExpression(e); err != nil {
+				return nil, fail(err)
+			}
+		}
+	}
 	where := make([]string, len(rs.Arms))
 	for i, a := range rs.Arms {
 		where[i] = "true"
@@ -128,9 +140,6 @@ func (p *Planner) restrictedScan(ctx context.Context, conn *engine.Conn, ref cat
 	}
 	sql := "SELECT * FROM (SELECT " + strings.Join(list, ", ") + " FROM " + engine.Quote(view) + " AS " + engine.Quote(alias) +
 		" WHERE " + strings.Join(where, " OR ") + ") AS " + engine.Quote(alias)
-	fail := func(err error) error {
-		return fmt.Errorf("%w: the row filter or column masks of %s's grants on %s: %v", ErrInvalid, auth.Name(ctx), ref, err)
-	}
 	st, err := parse.Parse(sql)
 	if err != nil || st.Query() == nil {
 		if err == nil {
@@ -158,6 +167,19 @@ func (p *Planner) restrictedScan(ctx context.Context, conn *engine.Conn, ref cat
 		return nil, fail(err)
 	}
 	return from, nil
+}
+
+// oneExpression checks that the text e stays one expression between
+// parentheses: its tokens balance them and hold no statement separator.
+func oneExpression(e string) error {
+	toks, err := sqltok.Tokenize(e)
+	if err != nil {
+		return err
+	}
+	if !sqltok.Balanced(toks) || slices.ContainsFunc(toks, func(t sqltok.Token) bool { return t.IsOp(";") }) {
+		return fmt.Errorf("%q is not one expression", e)
+	}
+	return nil
 }
 
 // maskedColumn is the expression of column c: itself when an arm leaves
