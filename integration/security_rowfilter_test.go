@@ -231,6 +231,26 @@ func TestSecurityRowFilters(t *testing.T) {
 		}
 	})
 
+	t.Run("no oracle through errors", func(t *testing.T) {
+		// A predicate that fails on a hidden row would tell of it, were
+		// it evaluated before the filter.
+		for _, q := range []string{
+			"SELECT count(*) FROM hr.people WHERE CASE WHEN name = 'cat' THEN error('cat is there') ELSE true END",
+			"SELECT count(*) FROM hr.people WHERE CASE WHEN ssn LIKE '333%' THEN error('333 is there') ELSE true END",
+			"SELECT count(*) FROM hr.people WHERE id = 3 AND error('3 is there')",
+			"SELECT count(*) FROM hr.people p JOIN hr.ssns s ON p.ssn = s.ssn OR (p.name = 'cat' AND error('cat is there'))",
+		} {
+			if _, err := query(t, alice, q); err != nil && strings.Contains(err.Error(), "is there") {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+		// The same probe of a visible row fails: the probes above ran.
+		q := "SELECT count(*) FROM hr.people WHERE CASE WHEN name = 'ana' THEN error('ana is there') ELSE true END"
+		if _, err := query(t, alice, q); err == nil || !strings.Contains(err.Error(), "ana is there") {
+			t.Errorf("%s: %v, want the error of a visible row", q, err)
+		}
+	})
+
 	t.Run("writes", func(t *testing.T) {
 		for _, q := range []string{
 			"DELETE FROM hr.people WHERE id = 3",

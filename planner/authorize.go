@@ -17,3 +17,8 @@ func (p *Planner) Authorize(ctx context.Context, obj authz.Object, privs ...auth
 	}
 	return nil
 }
+
+// GrantsVersion names the grants every answer is planned under
+// (authz.Policy.Version): a cache of answers holds it in its key, so a
+// change of grants, filters or masks misses.
+func (p *Planner) GrantsVersion() string { return p.opts.Policy.Version() }
