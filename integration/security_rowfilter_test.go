@@ -14,8 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/icefloe/icefloe/internal/auth"
@@ -75,6 +73,41 @@ func startRowSecurity(t *testing.T) *secureEnv {
 	})
 	e.auth = a
 	return e
+}
+
+// preparedInt64 prepares q, binds v to its one parameter and returns
+// the rows it answers.
+func preparedInt64(t *testing.T, cnxn adbc.Connection, q string, v int64) []string {
+	t.Helper()
+	ctx := context.Background()
+	stmt := newStatement(t, cnxn, q)
+	defer stmt.Close()
+	if err := stmt.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.Append(v)
+	col := b.NewArray()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "p", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
+	col.Release()
+	b.Release()
+	defer rec.Release()
+	if err := stmt.Bind(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	rdr, _, err := stmt.ExecuteQuery(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	var rows []string
+	for rdr.Next() {
+		rows = append(rows, rowsOf(rdr.RecordBatch())...)
+	}
+	if err := rdr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 // refused runs q and wants PermissionDenied whose message holds words.
@@ -164,31 +197,7 @@ func TestSecurityRowFilters(t *testing.T) {
 	})
 
 	t.Run("prepared statements", func(t *testing.T) {
-		ctx := context.Background()
-		stmt := newStatement(t, alice, "SELECT count(*), sum(salary) FROM hr.people WHERE salary > ?")
-		defer stmt.Close()
-		if err := stmt.Prepare(ctx); err != nil {
-			t.Fatal(err)
-		}
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		b.Append(150)
-		col := b.NewArray()
-		rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "p", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
-		col.Release()
-		b.Release()
-		defer rec.Release()
-		if err := stmt.Bind(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		rdr, _, err := stmt.ExecuteQuery(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rows []string
-		for rdr.Next() {
-			rows = append(rows, rowsOf(rdr.RecordBatch())...)
-		}
-		rdr.Release()
+		rows := preparedInt64(t, alice, "SELECT count(*), sum(salary) FROM hr.people WHERE salary > ?", 150)
 		if !slices.Equal(rows, []string{"2 | 800"}) {
 			t.Errorf("prepared: %v, want [2 | 800]", rows)
 		}
@@ -275,27 +284,13 @@ func TestSecurityRowFilters(t *testing.T) {
 	})
 
 	t.Run("external JWT attributes", func(t *testing.T) {
-		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: e.idp}, (&jose.SignerOptions{}).WithHeader("kid", "idp-1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: idpIssuer, Audience: jwt.Audience{idpAudience}, Subject: "uma",
-			Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour))}).Claims(map[string]any{"roles": []string{"eu_reader"}, "region": "US"}).Serialize()
-		if err != nil {
-			t.Fatal(err)
-		}
-		uma, err := e.withToken(t, tok)
+		uma, err := e.withToken(t, e.jwtClaims(t, "uma", time.Hour, map[string]any{"roles": []string{"eu_reader"}, "region": "US"}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantRows(t, uma, "SELECT id, ssn FROM hr.people", "3 | ***-**-3333", "4 | ***-**-4444")
 		// Without the attribute the filter compares with NULL: nothing.
-		tok2, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: idpIssuer, Audience: jwt.Audience{idpAudience}, Subject: "vic",
-			Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour))}).Claims(map[string]any{"roles": []string{"eu_reader"}}).Serialize()
-		if err != nil {
-			t.Fatal(err)
-		}
-		vic, err := e.withToken(t, tok2)
+		vic, err := e.withToken(t, e.jwt(t, "vic", []string{"eu_reader"}, time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
