@@ -95,10 +95,16 @@ func (r *resolver) restrict(ctx context.Context, n node, in *input) (bool, error
 		return false, err
 	}
 	cols := make([]string, 0, sch.NumFields())
+	types := map[string]string{}
 	for _, f := range sch.Fields() {
 		cols = append(cols, f.Name)
 	}
-	sub, err := r.p.restrictedScan(ctx, r.conn, in.ref, rs, in.view, str(n, "alias"), cols)
+	for _, f := range in.pinned.Table.Schema().Fields() {
+		if t, err := DuckTypeOf(f.Type); err == nil {
+			types[f.Name] = t
+		}
+	}
+	sub, err := r.p.restrictedScan(ctx, r.conn, in.ref, rs, in.view, str(n, "alias"), cols, types)
 	if err != nil {
 		return false, err
 	}
@@ -112,11 +118,12 @@ func (r *resolver) restrict(ctx context.Context, n node, in *input) (bool, error
 }
 
 // restrictedScan is the SUBQUERY table reference that reads view (of
-// ref, whose columns are cols) as rs lets the caller: its SQL is printed
+// ref, whose columns are cols, of DuckDB types types) as rs lets the
+// caller: a masked column keeps its type (the mask is cast to it). Its SQL is printed
 // from the policy's expressions, checked by the front end and DuckDB's
 // parser, and the caller's name and attributes are substituted as
 // constants.
-func (p *Planner) restrictedScan(ctx context.Context, conn *engine.Conn, ref catalog.TableRef, rs *authz.Restriction, view, alias string, cols []string) (node, error) {
+func (p *Planner) restrictedScan(ctx context.Context, conn *engine.Conn, ref catalog.TableRef, rs *authz.Restriction, view, alias string, cols []string, types map[string]string) (node, error) {
 	fail := func(err error) error {
 		return fmt.Errorf("%w: the row filter or column masks of %s's grants on %s: %v", ErrInvalid, auth.Name(ctx), ref, err)
 	}
@@ -136,7 +143,11 @@ func (p *Planner) restrictedScan(ctx context.Context, conn *engine.Conn, ref cat
 	}
 	list := make([]string, len(cols))
 	for i, c := range cols {
-		list[i] = maskedColumn(rs, where, c) + " AS " + engine.Quote(c)
+		e := maskedColumn(rs, where, c)
+		if t, ok := types[c]; ok && rs.Masked(strings.ToLower(c)) {
+			e = "CAST(" + e + " AS " + t + ")"
+		}
+		list[i] = e + " AS " + engine.Quote(c)
 	}
 	sql := "SELECT * FROM (SELECT " + strings.Join(list, ", ") + " FROM " + engine.Quote(view) + " AS " + engine.Quote(alias) +
 		" WHERE " + strings.Join(where, " OR ") + ") AS " + engine.Quote(alias)

@@ -2,7 +2,9 @@ package planner
 
 import (
 	"context"
+
 	"errors"
+	"github.com/apache/arrow-go/v18/arrow"
 	"strings"
 	"testing"
 
@@ -66,6 +68,22 @@ func TestRestrictedScanSQL(t *testing.T) {
 	}
 	if !strings.Contains(b3.sql, "(b = NULL)") {
 		t.Errorf("bound without the attribute: %s", b3.sql)
+	}
+}
+
+// TestMaskKeepsType: a masked column keeps its type (the mask is cast),
+// so result schemas do not change with who reads them.
+func TestMaskKeepsType(t *testing.T) {
+	p := pruneFixture(t)
+	b, err := restrictedBind(t, p, authz.Grant{Masks: []authz.Mask{{Column: "a", Expr: "NULL"}, {Column: "c", Expr: "a * 0"}}}, nil, "SELECT a, c FROM p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.schema.Field(0).Type; got != arrow.PrimitiveTypes.Int32 {
+		t.Errorf("masked a is %s, want int32", got)
+	}
+	if got := b.schema.Field(1).Type; got != arrow.PrimitiveTypes.Int64 {
+		t.Errorf("masked c is %s, want int64", got)
 	}
 }
 
