@@ -189,6 +189,10 @@ func TestSecurityRowFilters(t *testing.T) {
 		wantRows(t, alice, "SELECT id, ssn FROM hr.people AT (VERSION => "+first+")", "1 | ***-**-1111", "2 | ***-**-2222")
 		wantRows(t, alice, "SELECT count(*) FROM hr.people FOR VERSION AS OF "+first, "2")
 		wantRows(t, root, "SELECT count(*) FROM hr.people FOR VERSION AS OF "+first, "3")
+		// A branch (Spark's spelling) is the same table.
+		execUpdate(t, root, "ALTER TABLE hr.people CREATE BRANCH audit")
+		wantRows(t, alice, "SELECT count(*), sum(salary) FROM hr.people.branch_audit", "3 | 900")
+		wantRows(t, alice, "SELECT count(*) FROM hr.people AT (VERSION => 'audit')", "3")
 	})
 
 	t.Run("views read with the reader's filter", func(t *testing.T) {
