@@ -34,6 +34,8 @@ var rowRoles = []authz.Role{
 		{Privileges: []authz.Privilege{authz.Select}, On: "local.hr.ssns"},
 		{Privileges: []authz.Privilege{authz.Select}, On: "local.hr.people_v"},
 		{Privileges: []authz.Privilege{authz.All}, On: "local.sandbox"},
+		{Privileges: []authz.Privilege{authz.Select}, On: "local.default.ledger", Where: "id < 2"},
+		{Privileges: []authz.Privilege{authz.Insert, authz.Delete}, On: "local.default.ledger"},
 	}},
 	{Name: "own_row", Grants: []authz.Grant{
 		{Privileges: []authz.Privilege{authz.Select}, On: "local.hr.people", Where: "name = current_user"},
@@ -282,6 +284,24 @@ func TestSecurityRowFilters(t *testing.T) {
 		execUpdate(t, alice, "CREATE TABLE sandbox.t (id INTEGER, ssn VARCHAR)")
 		execUpdate(t, alice, "MERGE INTO sandbox.t t USING hr.people s ON t.id = s.id WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.ssn)")
 		wantRows(t, alice, "SELECT id, ssn FROM sandbox.t", "1 | ***-**-1111", "2 | ***-**-2222", "6 | ***-**-6666")
+		// Bulk ingest replace would delete the hidden rows too.
+		execUpdate(t, root, "CREATE TABLE ledger AS SELECT * FROM range(5) AS t(id)")
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		b.Append(9)
+		col := b.NewArray()
+		sch := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+		rec := array.NewRecordBatch(sch, []arrow.Array{col}, 1)
+		col.Release()
+		b.Release()
+		rdr, err := array.NewRecordReader(sch, []arrow.RecordBatch{rec})
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ingestCancel(t, alice, "ledger", adbc.OptionValueIngestModeReplace, rdr)
+		rdr.Release()
+		wantADBC(t, "ingest replace", err, adbc.StatusUnauthorized, "permission denied", "local.default.ledger", "row filter", "bulk ingest replace")
+		wantRows(t, root, "SELECT count(*) FROM ledger", "5")
 		// Inserting is no read: allowed.
 		execUpdate(t, alice, "INSERT INTO hr.people VALUES (7, 'EU', 'gus', '777-77-7777', 700)")
 		wantRows(t, alice, "SELECT count(*) FROM hr.people", "4")

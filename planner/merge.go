@@ -44,7 +44,7 @@ func (p *Planner) planMerge(ctx context.Context, sess Session, st *parse.Stateme
 		return nil, err
 	}
 	defer conn.Close()
-	if err := p.refuseRestrictedWrite(ctx, tgt.Ref, "MERGE"); err != nil {
+	if err := p.RefuseRestrictedWrite(ctx, tgt.Ref, "MERGE"); err != nil {
 		// Even an insert-only MERGE tells which source rows match.
 		return nil, err
 	}

@@ -320,14 +320,15 @@ func mapValue(v any, key string) any {
 	return m[key]
 }
 
-// refuseRestrictedWrite refuses a statement (what) that reads the rows of
+// RefuseRestrictedWrite refuses a statement (what) that reads the rows of
 // its target ref to change them, when the caller's grants filter or mask
 // ref: it would change or learn of rows and values hidden from the
 // caller.
-func (p *Planner) refuseRestrictedWrite(ctx context.Context, ref catalog.TableRef, what string) error {
+func (p *Planner) RefuseRestrictedWrite(ctx context.Context, ref catalog.TableRef, what string) error {
 	rs := p.restriction(ctx, ref)
 	if rs == nil {
 		return nil
 	}
-	return restrictedError(ref, rs, auth.Name(ctx), what+" read every row of the table they change, so they are refused")
+	who := auth.Name(ctx)
+	return restrictedError(ref, rs, who, what+" would change or tell of rows and values hidden from "+who+", so it is refused")
 }

@@ -136,7 +136,7 @@ func (p *Planner) LoadTargetRef(ctx context.Context, ref catalog.TableRef, privs
 		return nil, err
 	}
 	if slices.Contains(privs, authz.Update) || slices.Contains(privs, authz.Delete) {
-		if err := p.refuseRestrictedWrite(ctx, ref, "UPDATE and DELETE"); err != nil {
+		if err := p.RefuseRestrictedWrite(ctx, ref, "UPDATE and DELETE"); err != nil {
 			return nil, err
 		}
 	}
