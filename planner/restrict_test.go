@@ -139,3 +139,33 @@ func TestMaskedColumn(t *testing.T) {
 		t.Errorf("an arm of every row unmasked: %s", got)
 	}
 }
+
+// TestCheckPolicy: the coordinator refuses, at start, filters and masks
+// DuckDB's parser or the allowed functions refuse, naming the role and
+// the grant, and takes those that check.
+func TestCheckPolicy(t *testing.T) {
+	p := pruneFixture(t)
+	policy, err := authz.NewPolicy([]authz.Role{
+		{Name: "good", Grants: []authz.Grant{{Privileges: []authz.Privilege{authz.Select}, On: "local.*.t*",
+			Where: "region = current_user_attribute('region') OR owner = current_user",
+			Masks: []authz.Mask{{Column: "ssn", Expr: "'***' || right(ssn, 4)"}}}}},
+		{Name: "bad", Grants: []authz.Grant{
+			{Privileges: []authz.Privilege{authz.Select}, On: "local.a.t", Where: "random() < 0.5"},
+			{Privileges: []authz.Privilege{authz.Select}, On: "local.a.u", Where: "x = = 1"},
+			{Privileges: []authz.Privilege{authz.Select}, On: "local.a.v", Masks: []authz.Mask{{Column: "c", Expr: "(SELECT 1)"}}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.opts.Policy = policy
+	err = p.CheckPolicy(context.Background())
+	for _, want := range []string{"role bad, grant on local.a.t: function random is not allowed", "role bad, grant on local.a.u: ", "role bad, grant on local.a.v: subquery is not allowed"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckPolicy: %v, want %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "role good") {
+		t.Errorf("CheckPolicy refused a good grant: %v", err)
+	}
+}

@@ -143,6 +143,30 @@ func (p *Policy) Restriction(pr *auth.Principal, obj Object) *Restriction {
 	return &Restriction{Arms: arms}
 }
 
+// RestrictedGrant is one grant with a row filter or column masks, as
+// compiled (masks by lower-cased column), for checking its expressions.
+type RestrictedGrant struct {
+	Role, On, Where string
+	Masks           map[string]string
+}
+
+// RestrictedGrants lists the grants with a row filter or column masks, by
+// role name and in grant order.
+func (p *Policy) RestrictedGrants() []RestrictedGrant {
+	if p == nil {
+		return nil
+	}
+	var out []RestrictedGrant
+	for _, name := range slices.Sorted(maps.Keys(p.roles)) {
+		for _, g := range p.roles[name] {
+			if g.where != "" || len(g.masks) > 0 {
+				out = append(out, RestrictedGrant{Role: name, On: strings.Join(g.pattern, "."), Where: g.where, Masks: g.masks})
+			}
+		}
+	}
+	return out
+}
+
 // Version names the policy's content: two policies with the same roles,
 // grants, filters and masks have the same version, any change gives
 // another. Caches of answers that depend on grants hold it in their keys.
