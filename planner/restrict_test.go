@@ -169,3 +169,34 @@ func TestCheckPolicy(t *testing.T) {
 		t.Errorf("CheckPolicy refused a good grant: %v", err)
 	}
 }
+
+// TestGrantsVersion: the key a cache of answers holds changes with the
+// policy and with everything of the principal filters read.
+func TestGrantsVersion(t *testing.T) {
+	p := pruneFixture(t)
+	at := func(name string, roles []string, attrs map[string]string) string {
+		return p.GrantsVersion(auth.NewContext(context.Background(), &auth.Principal{Name: name, Roles: roles, Attributes: attrs}))
+	}
+	base := at("ann", []string{"a", "b"}, map[string]string{"region": "EU"})
+	if base != at("ann", []string{"b", "a"}, map[string]string{"region": "EU"}) {
+		t.Error("the order of roles changes the version")
+	}
+	for what, v := range map[string]string{
+		"name":      at("bob", []string{"a", "b"}, map[string]string{"region": "EU"}),
+		"roles":     at("ann", []string{"a"}, map[string]string{"region": "EU"}),
+		"attribute": at("ann", []string{"a", "b"}, map[string]string{"region": "US"}),
+		"no attrs":  at("ann", []string{"a", "b"}, nil),
+	} {
+		if v == base {
+			t.Errorf("another %s keeps the version", what)
+		}
+	}
+	policy, err := authz.NewPolicy([]authz.Role{{Name: "a", Grants: []authz.Grant{{Privileges: []authz.Privilege{authz.Select}, On: "local", Where: "true"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.opts.Policy = policy
+	if at("ann", []string{"a", "b"}, map[string]string{"region": "EU"}) == base {
+		t.Error("another policy keeps the version")
+	}
+}
