@@ -189,6 +189,10 @@ type Plan struct {
 	// that are not planned queries.
 	tree    *plan.Result
 	streams []stream
+	// restricted refuses EXPLAIN: the plan reads a table under the
+	// caller's row filter or column masks, and its files, bytes and row
+	// estimates describe the hidden rows too (restrict.go).
+	restricted error
 }
 
 // Endpoint is one ticket and the locations that can serve it, owner first.

@@ -54,6 +54,9 @@ func (p *Planner) explainAnalyze(ctx context.Context, s Session, query *parse.St
 	if err != nil {
 		return nil, err
 	}
+	if plan.restricted != nil {
+		return nil, plan.restricted
+	}
 	var children, endpoints []*fragment
 	for i, e := range plan.Endpoints {
 		t, err := p.opts.Key.Open(e.Ticket, time.Now())

@@ -23,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
@@ -58,6 +59,9 @@ type input struct {
 	// snapshot (time travel) and meta (metadata table): see pinnedInput.
 	snapshot int64
 	meta     string
+	// restriction: the caller's grants filter or mask the table, and
+	// every reference reads it through restrictedScan (restrict.go).
+	restriction *authz.Restriction
 }
 
 // bound is a parsed, resolved and bound query.
@@ -210,6 +214,15 @@ func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement,
 	return pb.finish()
 }
 
+// boundInputs are the inputs of the plan's query; none for plans of no
+// query (LinesPlan).
+func (pb *planBuilder) boundInputs() []*input {
+	if pb.b == nil {
+		return nil
+	}
+	return pb.b.inputs
+}
+
 // LiveWorkers returns the workers a plan may use now, or ErrNoWorkers
 // when none is serving.
 func (p *Planner) LiveWorkers() ([]Worker, error) {
@@ -311,6 +324,15 @@ func (pb *planBuilder) finish() (*Plan, error) {
 	}
 	pb.plan.Explain = strings.Join(pb.explain, "\n") + "\n"
 	pb.plan.Redacted = &RedactedPlan{lines: pb.redacted, sql: pb.rplan.sql}
+	for _, in := range pb.boundInputs() {
+		if in.restriction != nil {
+			pb.plan.restricted = restrictedError(in.ref, in.restriction, pb.stamp.principal,
+				"EXPLAIN would describe the files and rows hidden from "+pb.stamp.principal+", so it is refused")
+			pb.plan.Explain = "plan\t" + pb.plan.restricted.Error() + "\n"
+			pb.plan.Redacted = &RedactedPlan{lines: strings.Split(strings.TrimSuffix(pb.plan.Explain, "\n"), "\n")}
+			break
+		}
+	}
 	return pb.plan, nil
 }
 
@@ -332,7 +354,7 @@ func fieldNames(s *arrow.Schema) []string {
 // iceberg-go reads, so workers may stream the scan without DuckDB.
 func (pb *planBuilder) passthrough(in *input) bool {
 	root, _ := pb.b.ast.root["node"].(node)
-	if root == nil || root["where_clause"] != nil || in.meta != "" || len(pb.b.inputs) != 1 {
+	if root == nil || root["where_clause"] != nil || in.meta != "" || in.restriction != nil || len(pb.b.inputs) != 1 {
 		return false
 	}
 	list, _ := root["select_list"].([]any)
@@ -1038,6 +1060,13 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 		alias = name
 		n["alias"] = name
 	}
+	n["catalog_name"], n["schema_name"], n["table_name"] = "", "", in.view
+	if wrapped, err := r.restrict(ctx, n, in); err != nil || wrapped {
+		// A restricted table's alias names the subquery: no column
+		// reference through it reaches the table's pruning.
+		r.err = err
+		return
+	}
 	if prev, dup := b.aliases[strings.ToLower(alias)]; dup && prev != in {
 		// The same alias names two tables in different scopes: column
 		// references cannot be told apart, so read everything.
@@ -1045,7 +1074,6 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	} else {
 		b.aliases[strings.ToLower(alias)] = in
 	}
-	n["catalog_name"], n["schema_name"], n["table_name"] = "", "", in.view
 }
 
 // encodeScan encodes one group of the input's tasks.

@@ -135,6 +135,11 @@ func (p *Planner) LoadTargetRef(ctx context.Context, ref catalog.TableRef, privs
 	if err := p.Authorize(ctx, authz.TableObject(ref), privs...); err != nil {
 		return nil, err
 	}
+	if slices.Contains(privs, authz.Update) || slices.Contains(privs, authz.Delete) {
+		if err := p.RefuseRestrictedWrite(ctx, ref, "UPDATE and DELETE"); err != nil {
+			return nil, err
+		}
+	}
 	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
 		return nil, err

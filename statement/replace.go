@@ -48,6 +48,10 @@ func (e *Executor) replace(ctx context.Context, mt *catalog.Mount, ref catalog.T
 	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Insert, authz.Delete); err != nil {
 		return 0, err
 	}
+	if err := e.RefuseRestrictedWrite(ctx, ref, "bulk ingest replace"); err != nil {
+		// It deletes the rows the caller's row filter hides too.
+		return 0, err
+	}
 	return e.ingestReplace(ctx, mt.Internal(), ref, in)
 }
 
