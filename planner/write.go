@@ -73,13 +73,6 @@ func (t *WriteTarget) Mount() *catalog.Mount { return t.mount }
 // commits go through the mount's internal catalog.
 func (t *WriteTarget) Made() bool { return t.made }
 
-// Fresh is the target of the same table in the same mount, pinned at p,
-// on main and not made by the statement (what a follow-up metadata
-// commit, such as partition statistics, commits to).
-func (t *WriteTarget) Fresh(p *catalog.Pinned) *WriteTarget {
-	return &WriteTarget{Ref: t.Ref, mount: t.mount, Pinned: p}
-}
-
 // Unreachable tells the worker pool, if it listens, that loc failed as
 // unreachable.
 func (p *Planner) Unreachable(loc string) {

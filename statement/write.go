@@ -33,8 +33,7 @@ import (
 // wire.Write and sealed again, all pulled at once), their files decoded,
 // and the statement's commits through internal/commit (commitTx, and for
 // its common uses commitAppend, commitFiles, commitChange and
-// commitReplace; commitMeta for hand-made metadata commits), with the
-// partition statistics a table asks for written after each commit.
+// commitReplace; commitMeta for hand-made metadata commits).
 // A statement that fails deletes its files (removeFiles, removeOnly)
 // unless its commit's outcome is unknown (keepOrRemove).
 
@@ -339,22 +338,21 @@ func (e *Executor) keepOrRemove(tgt *planner.WriteTarget, err error, files []ice
 
 // commitTx commits r's Tx (with its Scope, Append, Pinned and OwnFiles) to the
 // target's table through commit.Run, the target following the table each
-// attempt loads; once committed, the audit log records the snapshot and
-// the table's partition statistics are written. Under EXPLAIN it stops
-// before anything is committed.
+// attempt loads; once committed, the audit log records the snapshot (the
+// partition statistics a table asks for are in the same commit:
+// internal/commit). Under EXPLAIN it stops before anything is committed.
 func (e *Executor) commitTx(ctx context.Context, tgt *planner.WriteTarget, r commit.Request) error {
 	if err := planner.DryRunOf(ctx).Stop(); err != nil {
 		return err
 	}
 	base := e.commitRequest(tgt)
 	base.Tx, base.Scope, base.Append, base.Pinned, base.OwnFiles = r.Tx, r.Scope, r.Append, r.Pinned, r.OwnFiles
-	base.After = func(ctx context.Context, before table.Metadata, committed *table.Table) {
+	base.After = func(ctx context.Context, _ table.Metadata, committed *table.Table) {
 		var snap int64
 		if s := committed.CurrentSnapshot(); s != nil {
 			snap = s.SnapshotID
 		}
 		audit.From(ctx).Wrote(tgt.Ref.String(), snap)
-		e.afterCommit(ctx, tgt, before, committed)
 	}
 	return commit.Run(ctx, base)
 }
@@ -370,6 +368,9 @@ func (e *Executor) commitRequest(tgt *planner.WriteTarget) commit.Request {
 	return commit.Request{
 		Name: tgt.Ref.String(), Ident: tgt.Ref.Ident(),
 		Table: tgt.Pinned.Table, Catalog: cat, Branch: tgt.Branch, Stats: e.Commits(),
+		Warn: func(err error) {
+			e.log.Warn("write partition statistics", zap.String("table", tgt.Ref.String()), zap.Error(err))
+		},
 		Reload: func(ctx context.Context) (*table.Table, error) {
 			fresh, err := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
 			if err != nil {
@@ -525,40 +526,9 @@ func (e *Executor) writePartitionStats(ctx context.Context, tgt *planner.WriteTa
 	return f, err
 }
 
-// afterCommit writes the partition statistics of the snapshot a commit
-// made, when the table asks for them. A failure is logged, not returned:
-// the statement's commit has landed.
-func (e *Executor) afterCommit(ctx context.Context, tgt *planner.WriteTarget, before table.Metadata, committed *table.Table) {
-	if committed == nil || committed.Properties().Get(planner.PartitionStatsKey, "false") != "true" || !partitioned(committed) {
-		return
-	}
-	branch := tgt.Branch
-	if branch == "" {
-		branch = table.MainBranch
-	}
-	snap := committed.SnapshotByName(branch)
-	if snap == nil || before.SnapshotByID(snap.SnapshotID) != nil {
-		return // no new snapshot
-	}
-	fresh, err := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
-	if err == nil {
-		_, err = e.writePartitionStats(ctx, tgt.Fresh(fresh), snap)
-	}
-	if err != nil {
-		tracing.Logger(ctx, e.log).Warn("planner: write partition statistics", zap.String("table", tgt.Ref.String()), zap.Int64("snapshot", snap.SnapshotID), zap.Error(err))
-	}
-}
-
 // partitioned reports whether any spec of tbl partitions (partition
 // statistics exist for partitioned tables only).
-func partitioned(tbl *table.Table) bool {
-	for _, spec := range tbl.Metadata().PartitionSpecs() {
-		if spec.NumFields() > 0 {
-			return true
-		}
-	}
-	return false
-}
+func partitioned(tbl *table.Table) bool { return partstats.Partitioned(tbl.Metadata()) }
 
 // commitMeta commits change, a metadata commit computed from the current
 // table, to tgt's table through commit.Run, recomputing it from the
