@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -290,28 +289,6 @@ func FragmentUUID(stmt string, i int) string {
 	id := uuid.MustParse(stmt)
 	id[10], id[11], id[12] = byte(i>>16), byte(i>>8), byte(i)
 	return id.String()
-}
-
-// WriteTickets seals the tickets of n write fragments of w that a
-// statement streams to the workers itself (bulk ingest's DoPut):
-// fragment i writes with FragmentUUID(w.WriteUUID, i). All carry the
-// statement's query id and the caller's principal, deadline and trace,
-// and expire after the ticket TTL.
-func (p *Planner) WriteTickets(ctx context.Context, w *wire.Write, n int) ([][]byte, error) {
-	expires := time.Now().Add(p.opts.TicketTTL)
-	queryID := newQueryID(ctx)
-	st := stampOf(ctx)
-	out := make([][]byte, n)
-	for i := range out {
-		fw := *w
-		fw.WriteUUID = FragmentUUID(w.WriteUUID, i)
-		sealed, err := p.seal(st, &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
-		if err != nil {
-			return nil, err
-		}
-		out[i] = sealed
-	}
-	return out, nil
 }
 
 // resultSchemaBytes is a non-empty schema for tickets built here (the

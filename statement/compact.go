@@ -50,7 +50,7 @@ func (e *Executor) compact(ctx context.Context, sess planner.Session, tgt *plann
 	if cp == nil {
 		return &compactResult{}, nil
 	}
-	res, err := e.runWrite(ctx, tgt, cp.Write, cp.Endpoints)
+	res, err := e.runWrite(ctx, tgt, &cp.WritePlan)
 	if err != nil {
 		return nil, err
 	}

@@ -179,9 +179,8 @@ func (e *Executor) rewriteFiles(ctx context.Context, sess planner.Session, d *pl
 	if err != nil || plan == nil {
 		return &rewritten{}, err
 	}
-	w := e.NewWrite(tgt)
-	w.Rewrite, w.MatchSQL, w.Lineage = true, plan.MatchSQL, plan.Lineage
-	res, err := e.runWrite(ctx, tgt, w, plan.Endpoints)
+	w := plan.Write
+	res, err := e.runWrite(ctx, tgt, &plan.WritePlan)
 	if err != nil {
 		return nil, err
 	}

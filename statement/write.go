@@ -29,8 +29,8 @@ import (
 )
 
 // The write core: a statement's write fragments run on the workers
-// (runWrite: each endpoint's sealed ticket opened, given the statement's
-// wire.Write and sealed again, all pulled at once), their files decoded,
+// (runWrite: the endpoints of its planner.WritePlan, whose tickets carry
+// the statement's wire.Write, all pulled at once), their files decoded,
 // and the statement's commits through internal/commit (commitTx, and for
 // its common uses commitAppend, commitFiles, commitChange and
 // commitReplace; commitMeta for hand-made metadata commits).
@@ -54,7 +54,9 @@ func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *p
 	var res *writeResults
 	var gone error // the failure of the attempt before, a worker gone
 	for attempt := 0; ; attempt++ {
-		plan, err := e.Plan(ctx, sess, query)
+		w := e.NewWrite(tgt)
+		w.Project, w.InputColumns, w.OrderBy = ib.Project, ib.InputColumns, ib.OrderBy
+		wp, err := e.PlanWrite(ctx, sess, tgt, query, w)
 		if err != nil && gone != nil {
 			// The first failure says what happened (which worker went
 			// away, how); the re-run's only that it could not run.
@@ -64,11 +66,9 @@ func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *p
 			return nil, err
 		}
 		if d := planner.DryRunOf(ctx); d != nil && attempt == 0 {
-			d.NotePlan(plan.Explain)
+			d.NotePlan(wp.Explain)
 		}
-		w := e.NewWrite(tgt)
-		w.Project, w.InputColumns, w.OrderBy = ib.Project, ib.InputColumns, ib.OrderBy
-		res, err = e.runWrite(ctx, tgt, w, plan.Endpoints)
+		res, err = e.runWrite(ctx, tgt, wp)
 		if err == nil {
 			break
 		}
@@ -102,27 +102,16 @@ type writeResults struct {
 	Affected int64 // rows deleted or updated (rewrites)
 }
 
-// runWrite turns each endpoint into a write fragment with w, runs them
-// all in parallel on their workers and decodes their files. If any
-// fragment fails, it deletes every file of the statement and fails.
-func (e *Executor) runWrite(ctx context.Context, tgt *planner.WriteTarget, w *wire.Write, endpoints []planner.Endpoint) (*writeResults, error) {
+// runWrite runs the write fragments of wp (each endpoint's ticket, as
+// the planner sealed it with the statement's write spec) all in parallel
+// on their workers and decodes their files. If any fragment fails, it
+// deletes every file of the statement and fails.
+func (e *Executor) runWrite(ctx context.Context, tgt *planner.WriteTarget, wp *planner.WritePlan) (*writeResults, error) {
 	if d := planner.DryRunOf(ctx); d != nil {
-		return nil, d.Fragments(tgt.Ref.String(), w, endpoints)
+		return nil, d.Fragments(wp)
 	}
-	tickets := make([][]byte, len(endpoints))
-	for i, ep := range endpoints {
-		t, err := e.opts.Key.Open(ep.Ticket, time.Now())
-		if err != nil {
-			return nil, err
-		}
-		fw := *w
-		fw.WriteUUID = planner.FragmentUUID(w.WriteUUID, i)
-		t.Write = &fw
-		if tickets[i], err = e.opts.Key.Seal(t); err != nil {
-			return nil, err
-		}
-	}
-	raw, err := e.pullWrites(ctx, endpoints, tickets)
+	w := wp.Write
+	raw, err := e.pullWrites(ctx, wp.Endpoints)
 	res, derr := decodeResults(tgt.Pinned.Table, raw)
 	if err == nil {
 		err = derr
@@ -195,7 +184,7 @@ func (e *Executor) removeFiles(ctx context.Context, tgt *planner.WriteTarget, st
 // pullWrites DoGets every write ticket at its endpoint's first location,
 // all at once, and returns every result that came back, also when one
 // failed (so their files can be deleted).
-func (e *Executor) pullWrites(ctx context.Context, endpoints []planner.Endpoint, tickets [][]byte) ([]wire.WriteResult, error) {
+func (e *Executor) pullWrites(ctx context.Context, endpoints []planner.Endpoint) ([]wire.WriteResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -212,7 +201,7 @@ func (e *Executor) pullWrites(ctx context.Context, endpoints []planner.Endpoint,
 		go func() {
 			defer wg.Done()
 			loc := ep.Locations[0]
-			res, err := e.pullWrite(ctx, loc, tickets[i])
+			res, err := e.pullWrite(ctx, loc, ep.Ticket)
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, res...)
