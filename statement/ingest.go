@@ -135,7 +135,7 @@ func (e *Executor) Ingest(ctx context.Context, sess planner.Session, in Ingest) 
 	if err != nil {
 		return 0, err
 	}
-	return e.commitAppend(ctx, tgt, res)
+	return e.finishAppend(ctx, tgt, res)
 }
 
 // errIngestMadeMeanwhile: the table an ingest was to create was made by
@@ -163,7 +163,7 @@ func (e *Executor) ingestCreate(ctx context.Context, mt *catalog.Mount, ref cata
 		if err != nil {
 			return 0, err
 		}
-		return e.commitAppend(ctx, tgt, res)
+		return e.finishAppend(ctx, tgt, res)
 	}
 	return e.staged(ctx, cat, ref, false, create, fill)
 }

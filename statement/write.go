@@ -28,14 +28,15 @@ import (
 	"github.com/icefloe/icefloe/wire"
 )
 
-// The write core: a statement's write fragments run on the workers
-// (runWrite: the endpoints of its planner.WritePlan, whose tickets carry
-// the statement's wire.Write, all pulled at once), their files decoded,
-// and the statement's commits through internal/commit (commitTx, and for
-// its common uses commitAppend, commitFiles, commitChange and
-// commitReplace; commitMeta for hand-made metadata commits).
-// A statement that fails deletes its files (removeFiles, removeOnly)
-// unless its commit's outcome is unknown (keepOrRemove).
+// The write core, the steps of the write protocol (writeprotocol.go): a
+// statement's write fragments run on the workers (runWrite: the
+// endpoints of its planner.WritePlan, whose tickets carry the
+// statement's wire.Write, all pulled at once), their files decoded, and
+// the statement's commits through internal/commit (commitTx, the one
+// way to commit.Run for a statement's transaction; commitMeta for
+// hand-made metadata commits). A statement that fails deletes its files
+// (removeFiles, removeOnly) unless its commit's outcome is unknown
+// (keepOrRemove).
 
 // errWorkerGone marks a write fragment whose worker could not be
 // reached or went away (Unavailable).
@@ -265,57 +266,6 @@ func (e *Executor) pullWrite(ctx context.Context, loc string, ticket []byte) ([]
 	return out, err
 }
 
-// commitAppend adds the statement's files in one snapshot.
-func (e *Executor) commitAppend(ctx context.Context, tgt *planner.WriteTarget, res *writeResults) (int64, error) {
-	if len(res.Added) == 0 {
-		return 0, nil
-	}
-	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, nil, nil, res.Added), res.Added); err != nil {
-		return 0, err
-	}
-	return res.Rows, nil
-}
-
-// commitFiles commits worker-written files: added alone as an append, or
-// replacing deleted (copy-on-write) under scope, what the statement read
-// to choose them. Each attempt builds the snapshot on the table as it
-// then is (commit.Run), so on a v3 table each added file gets its
-// first_row_id from the table the attempt starts from (see rowids.go).
-func (e *Executor) commitFiles(ctx context.Context, tgt *planner.WriteTarget, scope *commit.Scope, deleted, added []iceberg.DataFile) error {
-	err := e.commitTx(ctx, tgt, commit.Request{Scope: scope, Append: len(deleted) == 0,
-		Tx: func(tx *table.Transaction, base table.Metadata) error {
-			files, err := withFirstRowIDs(base, added)
-			if err != nil {
-				return err
-			}
-			if len(deleted) == 0 {
-				// Workers name every file they write anew (the statement's
-				// write UUID), so none can be in the table yet: skip
-				// iceberg-go's duplicate check, which reads every manifest
-				// of the table and made each append cost O(snapshots).
-				return tx.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck())
-			}
-			return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, files, nil)
-		}})
-	if err == nil {
-		audit.From(ctx).AddBytes(fileBytes(added))
-	}
-	return err
-}
-
-// commitChange applies change to a transaction on the target and commits
-// it, scope (nil for none) being what the change depends on. When the
-// commit fails for good the statement's files are deleted; when its
-// outcome is unknown they are kept.
-func (e *Executor) commitChange(ctx context.Context, tgt *planner.WriteTarget, scope *commit.Scope, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
-	err := e.commitTx(ctx, tgt, commit.Request{Scope: scope,
-		Tx: func(tx *table.Transaction, _ table.Metadata) error { return change(tx) }})
-	if err == nil {
-		audit.From(ctx).AddBytes(fileBytes(files))
-	}
-	return e.keepOrRemove(tgt, err, files)
-}
-
 // keepOrRemove deletes files unless err is nil or leaves the commit's
 // outcome unknown, and returns err.
 func (e *Executor) keepOrRemove(tgt *planner.WriteTarget, err error, files []iceberg.DataFile) error {
@@ -403,51 +353,6 @@ func (e *Executor) removeOnly(tgt *planner.WriteTarget, files []iceberg.DataFile
 			_ = fsys.Remove(df.FilePath())
 		}
 	}
-}
-
-// commitReplace commits res in place of every live file of the target's
-// current snapshot, in one snapshot.
-//
-// Concurrency: each attempt lists the files to remove from the table it
-// is built on and asserts (AssertRefSnapshotID) that main still points at
-// that snapshot, so a concurrent commit (an append included: its rows
-// must not survive the replace) makes the attempt lose its race and the
-// next one list the files again. If every attempt loses, or the table was
-// dropped or replaced meanwhile, nothing is committed and the new files
-// are deleted; the old table is untouched.
-//
-// props (may be nil) are set in the same commit.
-func (e *Executor) commitReplace(ctx context.Context, tgt *planner.WriteTarget, res *writeResults, props iceberg.Properties) (int64, error) {
-	err := e.commitTx(ctx, tgt, commit.Request{Tx: func(tx *table.Transaction, base table.Metadata) error {
-		if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-			return err
-		}
-		if len(props) > 0 {
-			if err := tx.SetProperties(props); err != nil {
-				return err
-			}
-		}
-		fsys, err := tgt.Pinned.Table.FS(ctx) // the table the attempt loaded
-		if err != nil {
-			return err
-		}
-		data, deletes, err := liveFiles(base, fsys)
-		if err != nil {
-			return err
-		}
-		files, err := withFirstRowIDs(base, res.Added)
-		if err != nil {
-			return err
-		}
-		if len(data) == 0 && len(deletes) == 0 && len(files) == 0 {
-			return nil
-		}
-		return tx.ReplaceFiles(ctx, data, files, deletes, nil)
-	}})
-	if err != nil {
-		return 0, e.keepOrRemove(tgt, err, res.Added)
-	}
-	return res.Rows, nil
 }
 
 // liveFiles lists the live data files and delete files (positional,
