@@ -16,7 +16,7 @@ import (
 // plan of what its fragments read: a query's plan for INSERT … SELECT,
 // CREATE TABLE … AS and a MERGE's insert, the groups of whole files of a
 // copy-on-write rewrite (dml.go) or a compaction (compact.go); an ingest's
-// fragments read the client's stream (WriteTickets). Every ticket of a
+// fragments read the client's stream (PlanIngest). Every ticket of a
 // write is sealed where every ticket of a query is (planBuilder.finish,
 // Planner.seal), each endpoint's carrying the statement's write spec with
 // its own fragment UUID, so nothing downstream opens or seals a ticket
@@ -126,22 +126,24 @@ func (pb *planBuilder) withWrite(t *wire.Ticket, i int) {
 	t.Write = &fw
 }
 
-// WriteTickets seals the tickets of n write fragments of w that a
-// statement streams to the workers itself (bulk ingest's DoPut):
-// fragment i writes with FragmentUUID(w.WriteUUID, i). All carry the
+// PlanIngest plans a bulk ingest of a client's stream into tgt with w:
+// one write fragment per worker, which the statement streams its share
+// of the rows into itself (DoPut; no scans, no SQL). Fragment i writes
+// with FragmentUUID(w.WriteUUID, i) on workers[i]. Its tickets carry the
 // statement's query id and the caller's principal, deadline and trace,
 // and expire after the ticket TTL.
-func (p *Planner) WriteTickets(ctx context.Context, w *wire.Write, n int) ([][]byte, error) {
-	pb := p.sinkBuilder(ctx, nil, w, nil)
-	out := make([][]byte, n)
-	for i := range out {
+func (p *Planner) PlanIngest(ctx context.Context, tgt *WriteTarget, w *wire.Write, workers []Worker) (*WritePlan, error) {
+	pb := p.sinkBuilder(ctx, workers, w, nil)
+	wp := &WritePlan{Write: w,
+		Tree: &plan.Write{Sink: plan.SinkIngest, Table: tgt.Ref.String(), Snapshot: headOf(tgt), Fragments: len(workers)}}
+	for i, wk := range workers {
 		t := &wire.Ticket{QueryID: pb.plan.QueryID, ExpiresAt: pb.expires}
 		pb.withWrite(t, i)
 		sealed, err := pb.seal(t)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = sealed
+		wp.Endpoints = append(wp.Endpoints, Endpoint{Ticket: sealed, Locations: []string{wk.Location}})
 	}
-	return out, nil
+	return wp, nil
 }

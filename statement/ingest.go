@@ -384,7 +384,7 @@ func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var shares []*ingestShare
-	tickets, err := e.WriteTickets(ctx, w, len(workers))
+	wp, err := e.PlanIngest(ctx, tgt, w, workers)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +400,7 @@ func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget
 			return nil, fragmentError(wk.Location, err)
 		}
 		sh.wr = flight.NewRecordWriter(sh.stream, ipc.WithSchema(target))
-		sh.wr.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: tickets[i]})
+		sh.wr.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: wp.Endpoints[i].Ticket})
 	}
 	var sendErr error
 	k := 0

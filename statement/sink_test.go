@@ -14,7 +14,7 @@ import (
 )
 
 // TestWritePlansSealed: the write plans of INSERT … SELECT, a
-// copy-on-write UPDATE and a compaction come with their sink over their
+// copy-on-write UPDATE, a compaction and an ingest come with their sink over their
 // input as a plan value, and every fragment's ticket is sealed by the
 // planner with the statement's principal, deadline and issue time and
 // its own fragment of the write spec — nothing opens and seals them
@@ -103,17 +103,12 @@ func TestWritePlansSealed(t *testing.T) {
 	}
 	check("compaction", &cp.WritePlan, plan.SinkCompact, "Write rewrite files into local.default.c", "Fragment compact [×", "4 of 4 files")
 
-	tickets, err := e.x.WriteTickets(ctx, w, 2)
+	ip, err := e.x.PlanIngest(ctx, tgt, w, []planner.Worker{{Location: "grpc://127.0.0.1:1"}, {Location: "grpc://127.0.0.1:2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, sealed := range tickets {
-		tk, err := e.key.Open(sealed, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tk.Principal != "alice" || tk.IssuedAt.IsZero() || tk.Deadline.IsZero() || tk.Write.WriteUUID != planner.FragmentUUID(w.WriteUUID, i) {
-			t.Errorf("ingest ticket %d: %+v", i, tk)
-		}
+	check("ingest", ip, plan.SinkIngest, "Write ingest into local.default.c")
+	if ip.Tree.In != nil || ip.Endpoints[1].Locations[0] != "grpc://127.0.0.1:2" {
+		t.Errorf("ingest plan: %s, fragment 1 at %v", ip.Tree.Head(), ip.Endpoints[1].Locations)
 	}
 }

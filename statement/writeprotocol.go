@@ -22,7 +22,7 @@ import (
 //     input (planner.WritePlan, printed by EXPLAIN), one ticket per
 //     fragment, each sealed by the planner with the statement's write
 //     spec (planner.Planner.PlanWrite, PlanRewrite, PlanCompaction,
-//     WriteTickets for ingest).
+//     PlanIngest for ingest).
 //  2. fragments: the workers run the fragments and return the files they
 //     wrote (runWrite; ingest streams the client's rows into its
 //     fragments, ingest.go; INSERT … VALUES writes its one fragment on
