@@ -82,9 +82,7 @@ func (d *DryRun) NotePlan(explain string) {
 // fragments it would send and the commit they would end in, and stops
 // the dry run.
 func (d *DryRun) Fragments(wp *WritePlan) error {
-	for _, l := range strings.Split(strings.TrimSuffix(wp.String(), "\n"), "\n") {
-		d.Note("write plan", "%s", l)
-	}
+	d.NoteWritePlan(wp)
 	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(wp.Endpoints), wp.Tree.Table)
 	for i, e := range wp.Endpoints {
 		d.Note(fmt.Sprintf("fragment %d", i), "%s", strings.Join(e.Locations, ", "))
@@ -96,4 +94,12 @@ func (d *DryRun) Fragments(wp *WritePlan) error {
 		return d.Commit("rewrite files: the written files replace the compacted ones, in one snapshot")
 	}
 	return d.Commit("append: the written files are added in one snapshot")
+}
+
+// NoteWritePlan notes the plan tree of a write, its sink at the root
+// ("write plan" lines).
+func (d *DryRun) NoteWritePlan(wp *WritePlan) {
+	for _, l := range strings.Split(strings.TrimSuffix(wp.String(), "\n"), "\n") {
+		d.Note("write plan", "%s", l)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner/plan"
@@ -55,19 +56,28 @@ func (p *Planner) PlanWrite(ctx context.Context, s Session, tgt *WriteTarget, qu
 	if err != nil {
 		return nil, err
 	}
-	wp := &WritePlan{Write: w, Endpoints: pl.Endpoints, Explain: pl.Explain,
-		Tree: &plan.Write{Sink: plan.SinkAppend, Table: tgt.Ref.String(), Snapshot: headOf(tgt), Fragments: len(pl.Endpoints)}}
+	wp := pl.Into(plan.SinkAppend, tgt.Ref.String(), headOf(tgt))
+	wp.Write = w
+	return wp, nil
+}
+
+// Into is the write of pl's rows into table (which need not exist yet:
+// EXPLAIN of CREATE TABLE … AS), at snapshot, through sink: a plan
+// value only, its tickets carry no write spec (PlanWrite seals those).
+func (pl *Plan) Into(sink plan.Sink, table string, snapshot int64) *WritePlan {
+	wp := &WritePlan{Endpoints: pl.Endpoints, Explain: pl.Explain,
+		Tree: &plan.Write{Sink: sink, Table: table, Snapshot: snapshot, Fragments: len(pl.Endpoints)}}
 	if pl.tree != nil {
 		wp.Tree.In = pl.tree
 	}
-	return wp, nil
+	return wp
 }
 
 // headOf is the snapshot of tgt's branch the write begins on (0: none).
 func headOf(tgt *WriteTarget) int64 {
 	branch := tgt.Branch
 	if branch == "" {
-		branch = "main"
+		branch = table.MainBranch
 	}
 	if s := tgt.Pinned.Table.SnapshotByName(branch); s != nil {
 		return s.SnapshotID

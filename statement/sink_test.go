@@ -2,6 +2,7 @@ package statement
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,36 @@ func TestWritePlansSealed(t *testing.T) {
 	check("ingest", ip, plan.SinkIngest, "Write ingest into local.default.c")
 	if ip.Tree.In != nil || ip.Endpoints[1].Locations[0] != "grpc://127.0.0.1:2" {
 		t.Errorf("ingest plan: %s, fragment 1 at %v", ip.Tree.Head(), ip.Endpoints[1].Locations)
+	}
+}
+
+// TestExplainPrintsWritePlan: EXPLAIN of INSERT … SELECT, CREATE TABLE …
+// AS and a copy-on-write DELETE prints the write's plan: its sink, at the
+// target's snapshot, over the plan its fragments read.
+func TestExplainPrintsWritePlan(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.exec(t, `CREATE TABLE w (id BIGINT, s VARCHAR)`)
+	e.exec(t, `INSERT INTO w VALUES (1, 'a'), (2, 'b')`)
+	head := e.load(t, "default", "w").CurrentSnapshot().SnapshotID
+	for _, c := range []struct{ q, sink, under string }{
+		{`EXPLAIN INSERT INTO w SELECT id + 10, s FROM w`, fmt.Sprintf("write plan\tWrite append into local.default.w at snapshot %d: 1 fragments, one commit", head), "write plan\t  Result "},
+		{`EXPLAIN CREATE TABLE w2 AS SELECT * FROM w`, "write plan\tWrite append into local.default.w2", "write plan\t  Result "},
+		{`EXPLAIN DELETE FROM w WHERE id = 1`, fmt.Sprintf("write plan\tWrite row delta into local.default.w at snapshot %d", head), "write plan\t  Fragment rewrite [×1, per group]"},
+	} {
+		plan, err := planText(ctx, e.x, e.sess, c.q)
+		if err != nil {
+			t.Fatalf("%s: %v", c.q, err)
+		}
+		tk, err := e.key.Open(plan.Endpoints[0].Ticket, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := explainText(t, e, tk.SQL)
+		for _, w := range []string{c.sink, c.under, "write plan\t    "} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: the plan has no %q:\n%s", c.q, w, out)
+			}
+		}
 	}
 }

@@ -56,6 +56,9 @@ func (c statsCatalog) CommitTable(ctx context.Context, ident table.Identifier, r
 // when the table as committed asks for them and is partitioned; nil when
 // there are none to write.
 func (c statsCatalog) stats(ctx context.Context, ident table.Identifier, updates []table.Update) (*table.PartitionStatisticsFile, error) {
+	if !mayWantStats(c.meta, updates) {
+		return nil, nil
+	}
 	added, ok := AddedSnapshots(updates)
 	if !ok || len(added) == 0 {
 		return nil, nil
@@ -101,4 +104,19 @@ func (c statsCatalog) stats(ctx context.Context, ident table.Identifier, updates
 		return nil, fmt.Errorf("partition statistics of snapshot %d: %w", head.SnapshotID, err)
 	}
 	return &f, nil
+}
+
+// mayWantStats says, without building the committed metadata, whether
+// the table may ask for partition statistics once updates apply: it asks
+// already, or updates set properties.
+func mayWantStats(meta table.Metadata, updates []table.Update) bool {
+	if meta.Properties().Get(partstats.EnabledKey, "false") == "true" {
+		return true
+	}
+	for _, u := range updates {
+		if u.Action() == table.UpdateSetProperties {
+			return true
+		}
+	}
+	return false
 }
