@@ -162,7 +162,14 @@ func (p *Planner) bindQuery(ctx context.Context, s Session, st *parse.Statement,
 }
 
 // planQuery is Plan of a query DuckDB parses.
-func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any) (plan *Plan, err error) {
+func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any) (*Plan, error) {
+	return p.planQueryInto(ctx, s, st, workers, args, nil)
+}
+
+// planQueryInto plans a query DuckDB parses; with sink, its endpoints
+// are the fragments of that write (PlanWrite): lowering seals each
+// endpoint's ticket with the write spec.
+func (p *Planner) planQueryInto(ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any, sink *wire.Write) (plan *Plan, err error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -193,7 +200,7 @@ func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement,
 		}
 		in.groups, in.places = assignGroups(in.tasks, workers, p.opts.TargetGroupBytes)
 	}
-	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, stamp: stamp,
+	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, stamp: stamp, write: sink,
 		plan:    &Plan{QueryID: newQueryID(ctx), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
@@ -238,7 +245,11 @@ type planBuilder struct {
 	p *Planner
 	// stamp is who plans, the statement's deadline and trace: every
 	// ticket carries it.
-	stamp   stamp
+	stamp stamp
+	// write, when set, is the write spec every endpoint's ticket carries
+	// (a write's fragments: sink.go), endpoint i writing with
+	// FragmentUUID(write.WriteUUID, i).
+	write   *wire.Write
 	b       *bound
 	conn    *engine.Conn
 	workers []Worker
@@ -305,16 +316,33 @@ func (pb *planBuilder) endpointAt(t *wire.Ticket, pl place) {
 // child seals t as a child fragment run at pl.
 func (pb *planBuilder) child(view string, t *wire.Ticket, pl place) (wire.Child, error) {
 	t.Child = true
-	sealed, err := pb.p.seal(pb.stamp, t)
+	sealed, err := pb.seal(t)
 	if err != nil {
 		return wire.Child{}, err
 	}
 	return wire.Child{View: view, Ticket: sealed, Locations: pb.locations(pl)}, nil
 }
 
+// seal seals one ticket of the plan (Planner.seal) and keeps its shape,
+// so that EXPLAIN ANALYZE reads the plan's tickets without opening them.
+func (pb *planBuilder) seal(t *wire.Ticket) ([]byte, error) {
+	sealed, err := pb.p.seal(pb.stamp, t)
+	if err != nil {
+		return nil, err
+	}
+	if pb.plan.shapes == nil {
+		pb.plan.shapes = map[string]ticketShape{}
+	}
+	pb.plan.shapes[string(sealed)] = ticketShape{scans: len(t.Scans), children: t.Children}
+	return sealed, nil
+}
+
+// finish seals the plan's endpoint tickets, a write's each with its
+// fragment of the write spec, and completes the plan.
 func (pb *planBuilder) finish() (*Plan, error) {
 	for i, t := range pb.tickets {
-		sealed, err := pb.p.seal(pb.stamp, t)
+		pb.withWrite(t, i)
+		sealed, err := pb.seal(t)
 		if err != nil {
 			return nil, err
 		}
@@ -632,7 +660,10 @@ func stampOf(ctx context.Context) stamp {
 }
 
 // seal stamps a ticket with st and the time it was planned, and seals it:
-// every ticket the planner makes goes through here, so the files and
+// every ticket the planner makes goes through here — the endpoints and
+// children of queries and writes (planBuilder.seal), ingest's write
+// tickets and renewed tickets (with the stamp they were planned with) —
+// so that each carries its principal, deadline, trace and issue time, and so the files and
 // bytes its scans name are the statement's planned work, which its
 // progress is measured against (the workers count the same of each
 // ticket they served).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -72,13 +71,6 @@ func (t *WriteTarget) Mount() *catalog.Mount { return t.mount }
 // Made says the statement made the table itself (LoadMadeTarget): its
 // commits go through the mount's internal catalog.
 func (t *WriteTarget) Made() bool { return t.made }
-
-// Fresh is the target of the same table in the same mount, pinned at p,
-// on main and not made by the statement (what a follow-up metadata
-// commit, such as partition statistics, commits to).
-func (t *WriteTarget) Fresh(p *catalog.Pinned) *WriteTarget {
-	return &WriteTarget{Ref: t.Ref, mount: t.mount, Pinned: p}
-}
 
 // Unreachable tells the worker pool, if it listens, that loc failed as
 // unreachable.
@@ -302,28 +294,6 @@ func FragmentUUID(stmt string, i int) string {
 	id := uuid.MustParse(stmt)
 	id[10], id[11], id[12] = byte(i>>16), byte(i>>8), byte(i)
 	return id.String()
-}
-
-// WriteTickets seals the tickets of n write fragments of w that a
-// statement streams to the workers itself (bulk ingest's DoPut):
-// fragment i writes with FragmentUUID(w.WriteUUID, i). All carry the
-// statement's query id and the caller's principal, deadline and trace,
-// and expire after the ticket TTL.
-func (p *Planner) WriteTickets(ctx context.Context, w *wire.Write, n int) ([][]byte, error) {
-	expires := time.Now().Add(p.opts.TicketTTL)
-	queryID := newQueryID(ctx)
-	st := stampOf(ctx)
-	out := make([][]byte, n)
-	for i := range out {
-		fw := *w
-		fw.WriteUUID = FragmentUUID(w.WriteUUID, i)
-		sealed, err := p.seal(st, &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
-		if err != nil {
-			return nil, err
-		}
-		out[i] = sealed
-	}
-	return out, nil
 }
 
 // resultSchemaBytes is a non-empty schema for tickets built here (the

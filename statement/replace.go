@@ -70,7 +70,7 @@ func (e *Executor) ingestReplace(ctx context.Context, cat icecat.Catalog, ref ca
 		if err != nil {
 			return 0, err
 		}
-		return e.commitReplace(ctx, tgt, res, nil)
+		return e.finishReplace(ctx, tgt, res, nil)
 	}
 	return e.replaceStaged(ctx, cat, tgt.Mount().TableLocation(ctx, ref), ref, schema, in)
 }
@@ -140,7 +140,7 @@ func (e *Executor) replaceStaged(ctx context.Context, cat icecat.Catalog, loc st
 		if err != nil {
 			return 0, err
 		}
-		return e.commitAppend(ctx, tgt, res)
+		return e.finishAppend(ctx, tgt, res)
 	}
 	return e.staged(ctx, cat, ref, true, create, fill)
 }
