@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 )
 
 // Concurrent writers on one table through real clients: a stream of

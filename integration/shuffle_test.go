@@ -13,8 +13,8 @@ import (
 	"github.com/apache/arrow-adbc/go/adbc"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/flightsql"
-	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"

@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"

@@ -1,6 +1,6 @@
 // Package statement runs the statements that are not planned queries.
 // Its Executor wraps a *planner.Planner, so it plans queries exactly as
-// the planner does, and is what the Flight SQL server and internal/cluster
+// the planner does, and is what the Flight SQL server and cluster
 // hold for execution. statement imports planner, never the reverse, and
 // worker imports neither: what crosses to a worker is a wire value.
 //

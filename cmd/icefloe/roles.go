@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/flightsql"
-	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
