@@ -28,12 +28,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/integration/testproc"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/wire"
 )
 

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
@@ -28,7 +29,6 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/queries"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
@@ -566,7 +566,7 @@ func cachedFiles(tasks []table.FileScanTask) bool {
 }
 
 // encryptedInput tells whether the input's files are encrypted
-// (internal/tablecrypt): the workers' data caches do not keep them, so
+// (catalog/tablecrypt): the workers' data caches do not keep them, so
 // DuckDB cannot read them from copies.
 func encryptedInput(in *input) bool {
 	return in.pinned.Table.Properties()[tablecrypt.KeyIDProp] != ""

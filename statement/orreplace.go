@@ -10,9 +10,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/planner"
 )
 
