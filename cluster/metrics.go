@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/metrics"
@@ -14,7 +15,7 @@ import (
 )
 
 // coordinatorSources are what a coordinator's gauges read.
-func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flightsql.QueryWorkers, ex *statement.Executor, mounts *catalog.Mounts) metrics.CoordinatorSources {
+func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach fleet.QueryWorkers, ex *statement.Executor, mounts *catalog.Mounts) metrics.CoordinatorSources {
 	return metrics.CoordinatorSources{
 		Active:  reg.Running,
 		Queued:  func() int { return srv.AdmissionStats().Queued },

@@ -135,8 +135,6 @@ type Membership interface {
 	Unreachable(location string)
 }
 
-var _ Membership = (*WorkerPool)(nil)
-
 // Validate reports every problem with o at once.
 func (o Options) Validate() error {
 	var errs []error
