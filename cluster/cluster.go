@@ -30,7 +30,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/metrics"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/restcatalog"
 	"github.com/icefloe/icefloe/statement"
@@ -312,7 +312,7 @@ type Coordinator struct {
 	// Queries registers the coordinator's statements; Runtime is what the
 	// system.runtime tables (and the status page) show of them and of the
 	// workers.
-	Queries     *queries.Registry
+	Queries     *queryreg.Registry
 	Runtime     fleet.Runtime
 	stopRefresh context.CancelFunc
 	security    Security
@@ -340,7 +340,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	reach := fleet.QueryWorkers{Workers: o.Workers, Flight: pool}
 	var cm *metrics.Coordinator // set before the first statement arrives
-	reg, err := queries.New(queries.Options{Workers: reach, Ended: func(i queries.Info) { cm.Ended(i) }})
+	reg, err := queryreg.New(queryreg.Options{Workers: reach, Ended: func(i queryreg.Info) { cm.Ended(i) }})
 	if err != nil {
 		return fail(err)
 	}

@@ -9,13 +9,13 @@ import (
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/metrics"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/internal/status"
 	"github.com/icefloe/icefloe/statement"
 )
 
 // coordinatorSources are what a coordinator's gauges read.
-func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach fleet.QueryWorkers, ex *statement.Executor, mounts *catalog.Mounts) metrics.CoordinatorSources {
+func coordinatorSources(reg *queryreg.Registry, srv *flightsql.Server, reach fleet.QueryWorkers, ex *statement.Executor, mounts *catalog.Mounts) metrics.CoordinatorSources {
 	return metrics.CoordinatorSources{
 		Active:  reg.Running,
 		Queued:  func() int { return srv.AdmissionStats().Queued },

@@ -16,7 +16,7 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -99,9 +99,9 @@ var codeTable = []struct {
 	{ErrNoSession, codes.FailedPrecondition},
 	{icecat.ErrNamespaceNotEmpty, codes.FailedPrecondition},
 	{catalog.ErrEncrypted, codes.FailedPrecondition},
-	{queries.ErrCancelled, codes.Canceled},
-	{queries.ErrNotFound, codes.NotFound},
-	{queries.ErrNotYours, codes.PermissionDenied},
+	{queryreg.ErrCancelled, codes.Canceled},
+	{queryreg.ErrNotFound, codes.NotFound},
+	{queryreg.ErrNotYours, codes.PermissionDenied},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
 )
@@ -170,7 +170,7 @@ func (s *Server) updateWithParameters(ctx context.Context, h preparedHandle, st 
 // execBatch runs an update once, or for every row of the parameter
 // batches, and returns the total count.
 func (s *Server) execBatch(ctx context.Context, sess planner.Session, st *parse.Statement, recs []arrow.RecordBatch) (int64, error) {
-	queries.From(ctx).Run()
+	queryreg.From(ctx).Run()
 	if len(recs) == 0 {
 		return s.execute(ctx, sess, st)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
@@ -120,9 +120,9 @@ type Options struct {
 	// Membership, when set, takes the workers' announcements and hears of
 	// workers the coordinator's own calls could not reach.
 	Membership Membership
-	// Queries registers every statement (internal/queries); nil means a
+	// Queries registers every statement (internal/queryreg); nil means a
 	// registry of the coordinator's own that follows no worker.
-	Queries *queries.Registry
+	Queries *queryreg.Registry
 }
 
 // Membership is the worker pool as the Flight service sees it;
@@ -182,7 +182,7 @@ type Server struct {
 	gate    *drainGate
 	// statements admits statements (admission.go).
 	statements *admit.Limiter
-	queries    *queries.Registry
+	queries    *queryreg.Registry
 	// polls are the statements started by PollFlightInfo (poll.go).
 	polls pollTable
 }
@@ -220,7 +220,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	if o.Queries == nil {
-		if o.Queries, err = queries.New(queries.Options{}); err != nil {
+		if o.Queries, err = queryreg.New(queryreg.Options{}); err != nil {
 			return nil, err
 		}
 	}
@@ -346,7 +346,7 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 func (s *Server) run(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
 	err = s.auditedStatement(ctx, "", query, func(ctx context.Context, st *parse.Statement, _ *audit.Entry) (int64, error) {
 		if !st.Info().Rows {
-			queries.From(ctx).Run()
+			queryreg.From(ctx).Run()
 			if info, err = s.updateInfo(ctx, sess, st, desc); err != nil {
 				return 0, err
 			}
@@ -378,7 +378,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, st *parse.
 			eps[i].ExpirationTime = timestamppb.New(plan.ExpiresAt)
 		}
 	}
-	queries.From(ctx).Planned(string(plan.Strategy), plan.Redacted, len(eps), plan.ExpiresAt)
+	queryreg.From(ctx).Planned(string(plan.Strategy), plan.Redacted, len(eps), plan.ExpiresAt)
 	tracing.Logger(ctx, s.log).Debug("planned query", zap.String("query_id", plan.QueryID),
 		zap.String("strategy", string(plan.Strategy)), zap.Int("endpoints", len(eps)))
 	info := &flight.FlightInfo{
@@ -475,7 +475,7 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 		if st.Info().Rows {
 			return 0, ErrNotQuery
 		}
-		queries.From(ctx).Run()
+		queryreg.From(ctx).Run()
 		var err error
 		n, err = s.execute(ctx, s.sessionOf(ctx), st)
 		return n, err

@@ -28,7 +28,7 @@ import (
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
@@ -601,12 +601,12 @@ type stamp struct {
 	principal string
 	deadline  admit.Deadline
 	trace     string
-	query     *queries.Query
+	query     *queryreg.Query
 }
 
 // stampOf is the stamp of ctx's statement.
 func stampOf(ctx context.Context) stamp {
-	return stamp{principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), trace: tracing.Traceparent(ctx), query: queries.From(ctx)}
+	return stamp{principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), trace: tracing.Traceparent(ctx), query: queryreg.From(ctx)}
 }
 
 // seal stamps a ticket with st and the time it was planned, and seals it:
@@ -635,10 +635,10 @@ func (p *Planner) seal(st stamp, t *wire.Ticket) ([]byte, error) {
 // registry gave it one), else a fresh one: every ticket of a statement
 // carries the same id, by which the workers report and cancel it.
 func newQueryID(ctx context.Context) string {
-	if id := queries.IDFrom(ctx); id != "" {
+	if id := queryreg.IDFrom(ctx); id != "" {
 		return id
 	}
-	return queries.NewID()
+	return queryreg.NewID()
 }
 
 // bind parses, resolves, rewrites and binds a query on conn, leaving the
