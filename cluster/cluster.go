@@ -242,6 +242,9 @@ func (w *Worker) close() error {
 	return errors.Join(err, w.srv.Close(), w.engine.Close())
 }
 
+// The worker pool is the coordinator's Membership (see CoordinatorOptions).
+var _ flightsql.Membership = (*fleet.WorkerPool)(nil)
+
 // CoordinatorOptions configure a coordinator.
 type CoordinatorOptions struct {
 	Listen  string
@@ -369,7 +372,8 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	ex := statement.New(pl)
 	srv, err := flightsql.New(flightsql.Options{
-		Planner:        ex,
+		Backend:        ex,
+		Capabilities:   flightsql.ExecutorCapabilities(ex),
 		Mounts:         o.Mounts,
 		DefaultCatalog: o.DefaultCatalog,
 		DefaultSchema:  o.DefaultSchema,

@@ -41,9 +41,9 @@ var (
 	// ErrStatementTooLarge: a statement's text is longer than
 	// Options.MaxStatementBytes (ResourceExhausted).
 	ErrStatementTooLarge = errors.New("flightsql: statement too large")
-	// errNoRenew: RenewFlightEndpoint on a server whose planner cannot
+	// errNoRenew: RenewFlightEndpoint on a server whose backend cannot
 	// renew tickets (Unimplemented).
-	errNoRenew = errors.New("flightsql: RenewFlightEndpoint: the planner cannot renew tickets")
+	errNoRenew = errors.New("flightsql: RenewFlightEndpoint: the backend cannot renew tickets")
 	// ErrSessionOption: a session option's value is over its size
 	// (InvalidArgument).
 	ErrSessionOption = errors.New("flightsql: session option too large")
