@@ -28,7 +28,7 @@ func coordinatorSources(reg *queryreg.Registry, srv *flightsql.Server, reach fle
 			return n
 		},
 		Commits: func() (int64, int64, int64, int64) {
-			c := ex.Commits()
+			c := ex.Planner().Commits()
 			return c.Attempts.Load(), c.Conflicts.Load(), c.Retries.Load(), c.Written.Load()
 		},
 		Cache: func() metrics.CacheStats {

@@ -87,21 +87,21 @@ func (e *Executor) readTableDef(ctx context.Context, sess planner.Session, t *pa
 	if err != nil {
 		return nil, err
 	}
-	d.ref = e.ExistingSchema(ctx, ref)
+	d.ref = e.planner.ExistingSchema(ctx, ref)
 	if !withColumns {
-		if err := e.Authorize(ctx, authz.TableObject(d.ref), authz.Create); err != nil {
+		if err := e.planner.Authorize(ctx, authz.TableObject(d.ref), authz.Create); err != nil {
 			return nil, err
 		}
 	}
-	if d.mt, err = e.Mount(d.ref.Catalog); err != nil {
+	if d.mt, err = e.planner.Mount(d.ref.Catalog); err != nil {
 		return nil, err
 	}
 	if !withColumns {
-		if d.columns, err = e.QueryColumns(ctx, sess, d.c.query); err != nil {
+		if d.columns, err = e.planner.QueryColumns(ctx, sess, d.c.query); err != nil {
 			return nil, err
 		}
 	}
-	if d.schema, err = e.ParseColumns(ctx, d.ref.Table, d.columns); err != nil {
+	if d.schema, err = e.planner.ParseColumns(ctx, d.ref.Table, d.columns); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -223,7 +223,7 @@ func (e *Executor) placeTable(ctx context.Context, d *tableDef, replacing *plann
 		d.replacing = &replacing.Ref
 	}
 	if len(d.claimed) > 0 {
-		if err := e.Authorize(ctx, authz.TableObject(d.ref), authz.Create, authz.Location); err != nil {
+		if err := e.planner.Authorize(ctx, authz.TableObject(d.ref), authz.Create, authz.Location); err != nil {
 			return nil, err
 		}
 		if err := e.free(ctx, d.claimed, d.replacing); err != nil {
@@ -245,7 +245,7 @@ func (e *Executor) placeProps(ctx context.Context, tgt *planner.WriteTarget, pro
 	if len(claimed) == 0 {
 		return nil
 	}
-	if err := e.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Location); err != nil {
+	if err := e.planner.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Location); err != nil {
 		return err
 	}
 	return e.free(ctx, claimed, &tgt.Ref)

@@ -1,7 +1,8 @@
 // Package statement runs the statements that are not planned queries.
-// Its Executor wraps a *planner.Planner, so it plans queries exactly as
-// the planner does, and is what the Flight SQL server and cluster
-// hold for execution. statement imports planner, never the reverse, and
+// Its Executor has its own Options (each defaulting to its planner's) and
+// holds the *planner.Planner it plans queries with as a field, forwarding
+// Plan, Bind, Use, Parameters and Renew to it; it is what the Flight SQL
+// server and cluster hold for execution. statement imports planner, never the reverse, and
 // worker imports neither: what crosses to a worker is a wire value.
 //
 // It runs every update statement, parsed by internal/parse: Exec runs the

@@ -16,9 +16,9 @@ import (
 func (e *Executor) Plan(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (*planner.Plan, error) {
 	ex, ok := st.Body.(*parse.Explain)
 	if !ok || ex.Analyze || !ex.Inner.Info().DryRun {
-		return e.Planner.Plan(ctx, s, st, args...)
+		return e.planner.Plan(ctx, s, st, args...)
 	}
-	workers, err := e.LiveWorkers()
+	workers, err := e.planner.LiveWorkers()
 	if err != nil {
 		return nil, err
 	}
@@ -44,5 +44,5 @@ func (e *Executor) explainWrite(ctx context.Context, s planner.Session, st, inne
 	default:
 		d.Note("commit", "none: the statement changes no row")
 	}
-	return e.LinesPlan(ctx, workers, schema, d.Lines())
+	return e.planner.LinesPlan(ctx, workers, schema, d.Lines())
 }

@@ -338,7 +338,7 @@ func (c *procCall) target(ctx context.Context, e *Executor) (*planner.WriteTarge
 	if err != nil {
 		return nil, err
 	}
-	return e.LoadTargetRef(ctx, ref, authz.Alter)
+	return e.planner.LoadTargetRef(ctx, ref, authz.Alter)
 }
 
 // procTableRef resolves a table name given as a string argument.

@@ -48,7 +48,7 @@ func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *p
 	if len(args) > 0 {
 		return nil, fmt.Errorf("%w: parameters in INSERT … SELECT", planner.ErrUnsupported)
 	}
-	ib, err := e.BindInsert(ctx, sess, tgt, cols, query)
+	ib, err := e.planner.BindInsert(ctx, sess, tgt, cols, query)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *p
 		if d := planner.DryRunOf(ctx); d != nil && attempt == 0 {
 			d.NotePlan(plan.Explain)
 		}
-		w := e.NewWrite(tgt)
+		w := e.planner.NewWrite(tgt)
 		w.Project, w.InputColumns, w.OrderBy = ib.Project, ib.InputColumns, ib.OrderBy
 		res, err = e.runWrite(ctx, tgt, w, plan.Endpoints)
 		if err == nil {
@@ -258,7 +258,7 @@ func fragmentError(loc string, err error) error {
 func (e *Executor) pullWrite(ctx context.Context, loc string, ticket []byte) ([]wire.WriteResult, error) {
 	var out []wire.WriteResult
 	// A worker that answers Unavailable leaves planning (main's pool).
-	o := flightclient.PullOptions{OnUnavailable: e.Unreachable}
+	o := flightclient.PullOptions{OnUnavailable: e.planner.Unreachable}
 	err := e.opts.Flight.Pull(ctx, []string{loc}, ticket, o, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		col, ok := rec.Column(0).(*array.Binary)
@@ -369,7 +369,7 @@ func (e *Executor) commitRequest(tgt *planner.WriteTarget) commit.Request {
 	}
 	return commit.Request{
 		Name: tgt.Ref.String(), Ident: tgt.Ref.Ident(),
-		Table: tgt.Pinned.Table, Catalog: cat, Branch: tgt.Branch, Stats: e.Commits(),
+		Table: tgt.Pinned.Table, Catalog: cat, Branch: tgt.Branch, Stats: e.planner.Commits(),
 		Reload: func(ctx context.Context) (*table.Table, error) {
 			fresh, err := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
 			if err != nil {
