@@ -2,7 +2,6 @@ package planner
 
 import (
 	"errors"
-	"sync/atomic"
 
 	"go.uber.org/zap"
 )
@@ -15,8 +14,6 @@ type Planner struct {
 	aggregates aggregateNames
 	stats      statsCache
 	commits    CommitStats
-	// procs runs CALL statements (SetProcedures).
-	procs atomic.Pointer[Procedures]
 }
 
 // New returns a planner; Mounts, Engine, Key, Workers and Flight are required.

@@ -114,8 +114,9 @@ func (p *Planner) Plan(ctx context.Context, s Session, st *parse.Statement, args
 // queryRunner answers one kind of statement that returns rows (the kinds
 // whose parse.Info.Runner is parse.RunPlanner): bind gives its result
 // schema, plan its endpoints. Each registers itself (registerQuery) in
-// the file that answers it: queries here, EXPLAIN in explain.go, CALL in
-// procedures.go, SHOW and DESCRIBE in show.go.
+// the file that answers it: queries here, EXPLAIN in explain.go, SHOW and
+// DESCRIBE in show.go. CALL has none: statement.Executor runs it and plans
+// its rows (PlanRows).
 type queryRunner struct {
 	bind func(p *Planner, ctx context.Context, s Session, st *parse.Statement, args []any) (*arrow.Schema, error)
 	plan func(p *Planner, ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any) (*Plan, error)
@@ -128,6 +129,9 @@ func registerQuery(k parse.Kind, r queryRunner) { queryRunners[k] = r }
 // queryRunnerOf is the runner of st's kind, or why there is none.
 func queryRunnerOf(st *parse.Statement, args []any) (queryRunner, error) {
 	r, ok := queryRunners[st.Kind]
+	if !ok && st.Info().Rows {
+		return r, fmt.Errorf("%w: %s runs through statement.Executor", ErrUnsupported, st.Kind)
+	}
 	if !ok {
 		return r, fmt.Errorf("%w: %s returns no rows; run it as an update", ErrUnsupported, st.Kind)
 	}

@@ -18,8 +18,9 @@
 // DDL in refs.go; ALTER TABLE … EXECUTE in maintenance.go). It runs the
 // CALL procedures (procedures.go: the registry and argument binding; the procedures in
 // maintenance.go, compact.go, housekeeping.go, posdeletes.go,
-// refprocs.go, partstats.go and runtime.go), which planner's query path
-// reaches through the planner.Procedures that New installs. It answers
+// refprocs.go, partstats.go and runtime.go) itself: Executor.Plan runs a
+// CALL and has the planner plan its result rows (planner.PlanRows);
+// the planner calls nothing back. It answers
 // EXPLAIN of a write by running the write as a dry run (explainwrite.go),
 // and tells the workers of dropped tables (revoke.go).
 //

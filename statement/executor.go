@@ -113,17 +113,13 @@ type Executor struct {
 	log     *zap.Logger
 }
 
-// NewExecutor returns an executor with o. It installs its CALL procedures
-// in o.Planner (planner.Planner.SetProcedures), so the planner's Bind and
-// Plan run CALL through it.
+// NewExecutor returns an executor with o.
 func NewExecutor(o Options) (*Executor, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	o = o.withDefaults()
-	e := &Executor{planner: o.Planner, opts: o, log: o.Logger}
-	o.Planner.SetProcedures(procedureHook{e})
-	return e, nil
+	return &Executor{planner: o.Planner, opts: o, log: o.Logger}, nil
 }
 
 // New returns an executor over pl with pl's options (NewExecutor with
@@ -139,9 +135,13 @@ func New(pl *planner.Planner) *Executor {
 // Planner is the planner the executor plans with.
 func (e *Executor) Planner() *planner.Planner { return e.planner }
 
-// Bind returns the result schema of a statement that returns rows
-// (planner.Planner.Bind).
+// Bind returns the result schema of a statement that returns rows: a
+// CALL's from its procedure's columns, without running it; any other's
+// from the planner (planner.Planner.Bind).
 func (e *Executor) Bind(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (*arrow.Schema, error) {
+	if st.Kind == parse.KindCall {
+		return e.callSchema(ctx, s, st.Body.(*parse.Call))
+	}
 	return e.planner.Bind(ctx, s, st, args...)
 }
 
