@@ -25,7 +25,7 @@
 // planner does not run writes: it neither pulls write fragments from the
 // workers nor commits. It imports internal/commit only for what queries
 // and the API share with the commits: the error sentinels ErrConflict and
-// ErrCommitUnknown, the commit counters (CommitStats, Planner.Commits,
-// which statement's commits count into), DefaultCommitRetries, and
+// ErrCommitUnknown, the commit counters (Planner.Commits, which
+// statement's commits count into), and
 // commit.FindRef to resolve the branch a query or a write target reads.
 package planner

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"go.uber.org/zap"
+
+	"github.com/icefloe/icefloe/internal/commit"
 )
 
 // Planner plans queries and runs coordinator-side statements. It is safe
@@ -13,7 +15,7 @@ type Planner struct {
 	log        *zap.Logger
 	aggregates aggregateNames
 	stats      statsCache
-	commits    CommitStats
+	commits    commit.Stats
 }
 
 // New returns a planner; Mounts, Engine, Key, Workers and Flight are required.

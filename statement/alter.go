@@ -260,7 +260,7 @@ func (e *Executor) setColumnType(ctx context.Context, tgt *planner.WriteTarget, 
 
 func (e *Executor) setProperties(ctx context.Context, tgt *planner.WriteTarget, x *parse.SetProperties) (txChange, error) {
 	props := iceberg.Properties(x.Props)
-	if err := planner.CheckPlacement(tgt.Mount(), props); err != nil {
+	if err := checkPlacement(tgt.Mount(), props); err != nil {
 		return nil, err
 	}
 	if _, ok := props[catalog.LocationKey]; ok {

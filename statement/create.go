@@ -12,6 +12,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -167,7 +168,7 @@ type tableClauses struct {
 // icefloe sets.
 func clausesOf(t *parse.CreateTable) tableClauses {
 	c := tableClauses{partItems: t.Partition, sortItems: t.Order, query: t.As,
-		props: iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}}
+		props: iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(commit.DefaultRetries)}}
 	for k, v := range t.With {
 		c.props[k] = v
 	}
@@ -209,7 +210,7 @@ func (e *Executor) tableOpts(ctx context.Context, d *tableDef, replacing *planne
 // replaces, aside.
 func (e *Executor) placeTable(ctx context.Context, d *tableDef, replacing *planner.WriteTarget) ([]icecat.CreateTableOpt, error) {
 	props := d.c.props
-	if err := planner.CheckPlacement(d.mt, props); err != nil {
+	if err := checkPlacement(d.mt, props); err != nil {
 		return nil, err
 	}
 	loc, chosen := props[catalog.LocationKey]

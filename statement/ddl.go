@@ -37,7 +37,7 @@ func (e *Executor) createSchema(ctx context.Context, sess planner.Session, cs *p
 	if err != nil {
 		return err
 	}
-	if err := planner.CheckPlacement(mt, props); err != nil {
+	if err := checkPlacement(mt, props); err != nil {
 		return err
 	}
 	// A schema's folder is where its new tables go: choosing it is
@@ -196,4 +196,13 @@ func schemaName(sess planner.Session, parts []string) (cat, schema string, err e
 		return "", "", fmt.Errorf("%w: schema name %q has a dot", planner.ErrInvalid, schema)
 	}
 	return cat, schema, nil
+}
+
+// checkPlacement is catalog.Mount.CheckPlacement, refused as a statement's
+// refusal (planner.ErrRefused).
+func checkPlacement(mt *catalog.Mount, props iceberg.Properties) error {
+	if err := mt.CheckPlacement(props); err != nil {
+		return fmt.Errorf("%w: %w", planner.ErrRefused, err)
+	}
+	return nil
 }

@@ -236,7 +236,7 @@ func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, ro
 // catalog.Mount.TableLocation for the name it will have; "" lets the
 // catalog choose) unless at (staged's) says otherwise.
 func createIngestTable(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, schema *iceberg.Schema, loc string, at []icecat.CreateTableOpt) error {
-	props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}
+	props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(commit.DefaultRetries)}
 	opts := []icecat.CreateTableOpt{icecat.WithProperties(props)}
 	if loc != "" {
 		opts = append(opts, icecat.WithLocation(loc))
