@@ -53,40 +53,26 @@ func (o Options) withDefaults() Options {
 		return o
 	}
 	p := o.Planner.Options()
-	if o.Mounts == nil {
-		o.Mounts = p.Mounts
-	}
-	if o.Engine == nil {
-		o.Engine = p.Engine
-	}
-	if o.Key == nil {
-		o.Key = p.Key
-	}
-	if o.Workers == nil {
-		o.Workers = p.Workers
-	}
-	if o.Policy == nil {
-		o.Policy = p.Policy
-	}
-	if o.Flight == nil {
-		o.Flight = p.Flight
-	}
-	if o.TicketTTL == 0 {
-		o.TicketTTL = p.TicketTTL
-	}
-	if o.MaxValueBytes == 0 {
-		o.MaxValueBytes = p.MaxValueBytes
-	}
-	if o.Runtime == nil {
-		o.Runtime = p.Runtime
-	}
-	if o.Logger == nil {
-		o.Logger = p.Logger
-	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
+	orDefault(&o.Mounts, p.Mounts)
+	orDefault(&o.Engine, p.Engine)
+	orDefault(&o.Key, p.Key)
+	orDefault(&o.Workers, p.Workers)
+	orDefault(&o.Policy, p.Policy)
+	orDefault(&o.Flight, p.Flight)
+	orDefault(&o.TicketTTL, p.TicketTTL)
+	orDefault(&o.MaxValueBytes, p.MaxValueBytes)
+	orDefault(&o.Runtime, p.Runtime)
+	orDefault(&o.Logger, p.Logger)
+	orDefault(&o.Logger, zap.NewNop())
 	return o
+}
+
+// orDefault sets *v to d when *v is its type's zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // Validate reports every problem with o at once.
