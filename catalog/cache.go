@@ -13,8 +13,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 	"github.com/icefloe/icefloe/internal/memsize"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
 
 // DefaultMetadataCacheBytes bounds a MetadataCache made with no positive

@@ -9,7 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 )
 
 // twoVersions returns two metadata locations of one table: before and

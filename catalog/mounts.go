@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go/encryption"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 )
 
 // Errors of this package; they wrap iceberg-go's catalog errors where one

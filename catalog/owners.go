@@ -15,7 +15,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 )
 
 // A table owns its places: its location and every folder a property of

@@ -3,7 +3,7 @@ package catalog
 import (
 	"testing"
 
-	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 )
 
 // TestEncryptionSecretsRedacted: the table key that travels in storage

@@ -12,7 +12,7 @@ import (
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -63,7 +63,7 @@ func (s *Server) admitted(ctx context.Context, st *parse.Statement, run func(con
 			return n, false, te
 		}
 	}
-	if ce := queries.Cause(ctx); ce != nil && err != nil && !errors.Is(err, planner.ErrCommitUnknown) {
+	if ce := queryreg.Cause(ctx); ce != nil && err != nil && !errors.Is(err, planner.ErrCommitUnknown) {
 		return n, false, ce
 	}
 	return n, false, err
@@ -77,7 +77,7 @@ func (s *Server) slotted(ctx context.Context, st *parse.Statement, run func(cont
 		}
 		defer release()
 	}
-	queries.From(ctx).Planning()
+	queryreg.From(ctx).Planning()
 	return run(ctx)
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/internal/tracing"
 )
 
@@ -52,7 +52,7 @@ func (s *Server) auditedStatement(ctx context.Context, kind, text string, run fu
 	if tooLarge {
 		refuse = func(ctx context.Context) error {
 			return fmt.Errorf("%w: query %s: the statement's text is %d bytes, more than %d (limit key %s)",
-				ErrStatementTooLarge, queries.IDFrom(ctx), len(text), s.opts.MaxStatementBytes, KeyMaxStatementBytes)
+				ErrStatementTooLarge, queryreg.IDFrom(ctx), len(text), s.opts.MaxStatementBytes, KeyMaxStatementBytes)
 		}
 	}
 	return s.account(ctx, kind, st, refuse, func(ctx context.Context, e *audit.Entry) (int64, error) {
@@ -86,7 +86,7 @@ func (s *Server) account(ctx context.Context, kind string, st *parse.Statement, 
 	ctx, q := s.queries.Begin(ctx, auth.Name(ctx), kind, sql)
 	var rows int64
 	defer func() {
-		err = namedResource(queries.IDFrom(ctx), err)
+		err = namedResource(queryreg.IDFrom(ctx), err)
 		q.SetCode(status.Code(ToStatus(err)).String())
 		q.Done(err, rows)
 	}()
@@ -123,7 +123,7 @@ func (s *Server) account(ctx context.Context, kind string, st *parse.Statement, 
 func (s *Server) lateWrite(ctx context.Context, kind string, late bool, rows int64) {
 	if late && (kind == kindUpdate || kind == kindIngest) {
 		tracing.Logger(ctx, s.log).Warn("statement finished past its statement_timeout: its commit had begun, and a begun commit runs to its end",
-			zap.String("query_id", queries.IDFrom(ctx)), zap.Duration("statement_timeout", s.statementTimeout(ctx)), zap.Int64("rows", rows))
+			zap.String("query_id", queryreg.IDFrom(ctx)), zap.Duration("statement_timeout", s.statementTimeout(ctx)), zap.Int64("rows", rows))
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc"
 
-	"github.com/icefloe/icefloe/internal/inflight"
+	"github.com/icefloe/icefloe/internal/drain"
 	"github.com/icefloe/icefloe/internal/membership"
 )
 
@@ -41,12 +41,12 @@ var followUps = map[string]bool{
 // drainGate counts the Flight calls in flight and, once draining, refuses
 // the ones that would start new work.
 type drainGate struct {
-	calls    *inflight.Calls
+	calls    *drain.Calls
 	mu       sync.Mutex
 	draining bool
 }
 
-func newDrainGate() *drainGate { return &drainGate{calls: inflight.New()} }
+func newDrainGate() *drainGate { return &drainGate{calls: drain.New()} }
 
 // enter registers a call; refuse says whether the server drains and the
 // call may not start new work given the method alone.

@@ -16,7 +16,7 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -41,9 +41,9 @@ var (
 	// ErrStatementTooLarge: a statement's text is longer than
 	// Options.MaxStatementBytes (ResourceExhausted).
 	ErrStatementTooLarge = errors.New("flightsql: statement too large")
-	// errNoRenew: RenewFlightEndpoint on a server whose planner cannot
+	// errNoRenew: RenewFlightEndpoint on a server whose backend cannot
 	// renew tickets (Unimplemented).
-	errNoRenew = errors.New("flightsql: RenewFlightEndpoint: the planner cannot renew tickets")
+	errNoRenew = errors.New("flightsql: RenewFlightEndpoint: the backend cannot renew tickets")
 	// ErrSessionOption: a session option's value is over its size
 	// (InvalidArgument).
 	ErrSessionOption = errors.New("flightsql: session option too large")
@@ -99,9 +99,9 @@ var codeTable = []struct {
 	{ErrNoSession, codes.FailedPrecondition},
 	{icecat.ErrNamespaceNotEmpty, codes.FailedPrecondition},
 	{catalog.ErrEncrypted, codes.FailedPrecondition},
-	{queries.ErrCancelled, codes.Canceled},
-	{queries.ErrNotFound, codes.NotFound},
-	{queries.ErrNotYours, codes.PermissionDenied},
+	{queryreg.ErrCancelled, codes.Canceled},
+	{queryreg.ErrNotFound, codes.NotFound},
+	{queryreg.ErrNotYours, codes.PermissionDenied},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

@@ -278,7 +278,7 @@ func start(t *testing.T) *env {
 	}
 	pool := flightclient.NewPool(flightclient.Options{}, 0)
 	t.Cleanup(func() { pool.Close() })
-	e.srv, err = New(Options{Planner: e.planner, Mounts: mounts, Key: e.key, Flight: pool, Allocator: srvMem, Version: "test"})
+	e.srv, err = New(Options{Backend: e.planner, Mounts: mounts, Key: e.key, Flight: pool, Allocator: srvMem, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,13 @@ import (
 	"github.com/icefloe/icefloe/statement"
 )
 
-// ingester is the part of the Planner bulk ingest needs;
+// Ingester is the capability bulk ingest needs (Capabilities.Ingest);
 // *statement.Executor implements it.
-type ingester interface {
+type Ingester interface {
 	Ingest(ctx context.Context, s planner.Session, in statement.Ingest) (int64, error)
 }
 
-var _ ingester = (*statement.Executor)(nil)
+var _ Ingester = (*statement.Executor)(nil)
 
 // DoPutCommandStatementIngest runs a bulk ingest (ADBC's adbc_ingest): the
 // client's stream is written into the table as it arrives and committed
@@ -35,8 +35,8 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if cmd.GetTemporary() {
 		return 0, ToStatus(fmt.Errorf("%w: temporary tables (ingest with temporary=true); Iceberg tables are always durable", planner.ErrUnsupported))
 	}
-	ing, ok := s.opts.Planner.(ingester)
-	if !ok {
+	ing := s.opts.Capabilities.Ingest
+	if ing == nil {
 		return 0, ToStatus(fmt.Errorf("%w: bulk ingest", planner.ErrUnsupported))
 	}
 	rows := &budgetedRows{RecordReader: rdr, mem: s.alloc}

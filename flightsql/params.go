@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
 )
@@ -34,9 +34,9 @@ import (
 // maxParamBytes bounds the bound rows carried in a handle.
 const maxParamBytes = 4 << 20
 
-// ParameterSchemer is implemented by planners that can describe a
-// statement's placeholders; *statement.Executor does. Without it prepared
-// statements report an empty parameter schema.
+// ParameterSchemer is the capability of describing a statement's
+// placeholders (Capabilities.Parameters); *statement.Executor has it.
+// Without it prepared statements report an empty parameter schema.
 type ParameterSchemer interface {
 	Parameters(ctx context.Context, s planner.Session, st *parse.Statement) (*arrow.Schema, error)
 }
@@ -45,8 +45,8 @@ var _ ParameterSchemer = (*statement.Executor)(nil)
 
 // parameterSchema is the parameter schema of a prepared statement.
 func (s *Server) parameterSchema(ctx context.Context, sess planner.Session, st *parse.Statement) (*arrow.Schema, error) {
-	ps, ok := s.opts.Planner.(ParameterSchemer)
-	if !ok {
+	ps := s.opts.Capabilities.Parameters
+	if ps == nil {
 		return emptySchema, nil
 	}
 	return ps.Parameters(ctx, sess, st)
@@ -170,11 +170,11 @@ func (s *Server) updateWithParameters(ctx context.Context, h preparedHandle, st 
 // execBatch runs an update once, or for every row of the parameter
 // batches, and returns the total count.
 func (s *Server) execBatch(ctx context.Context, sess planner.Session, st *parse.Statement, recs []arrow.RecordBatch) (int64, error) {
-	queries.From(ctx).Run()
+	queryreg.From(ctx).Run()
 	if len(recs) == 0 {
 		return s.execute(ctx, sess, st)
 	}
-	return s.opts.Planner.ExecBatch(ctx, sess, st, recs)
+	return s.opts.Backend.ExecBatch(ctx, sess, st, recs)
 }
 
 // preparedInfo is GetFlightInfo of a prepared statement (st, parsed from

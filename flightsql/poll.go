@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/icefloe/icefloe/internal/auth"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -28,7 +28,7 @@ import (
 //     coordinator's request; until it ends, each poll answers a FlightInfo
 //     without endpoints, a descriptor to poll again and the fraction of
 //     the bytes its write fragments read of those planned
-//     (queries.Info.Progress). The poll after it ended answers its count
+//     (queryreg.Info.Progress). The poll after it ended answers its count
 //     (the FlightInfo GetFlightInfo answers) and no descriptor.
 //   - A query answers its complete FlightInfo as soon as it is planned:
 //     icefloe plans every endpoint before it answers, and the work is done
@@ -76,7 +76,7 @@ var (
 	errPollsFull = fmt.Errorf("%w: %d statements are executing incrementally on this coordinator; retry later or execute without incremental execution", planner.ErrExhausted, maxPolls)
 	// errPollAbandoned is the cause a running update nobody polled ends
 	// with.
-	errPollAbandoned = fmt.Errorf("%w: nobody polled the statement for %s", queries.ErrCancelled, pollAbandon)
+	errPollAbandoned = fmt.Errorf("%w: nobody polled the statement for %s", queryreg.ErrCancelled, pollAbandon)
 )
 
 // pollHandle is what a poll descriptor carries, sealed.
@@ -215,7 +215,7 @@ func (s *Server) PollFlightInfo(ctx context.Context, desc *flight.FlightDescript
 	}
 	p := s.polls.get(h.ID)
 	if p == nil {
-		return nil, ToStatus(fmt.Errorf("%w: %s: its polls must reach the coordinator that started it, within %s of the last one", queries.ErrNotFound, h.ID, pollAbandon))
+		return nil, ToStatus(fmt.Errorf("%w: %s: its polls must reach the coordinator that started it, within %s of the last one", queryreg.ErrNotFound, h.ID, pollAbandon))
 	}
 	pi, err := s.answerPoll(ctx, p)
 	return pi, ToStatus(err)
@@ -225,7 +225,7 @@ func (s *Server) PollFlightInfo(ctx context.Context, desc *flight.FlightDescript
 // principal, session and statement id but not its deadline, as a call the
 // drain waits for, and answers its first poll.
 func (s *Server) startPoll(ctx context.Context, desc *flight.FlightDescriptor, run func(context.Context) (*flight.FlightInfo, error)) (*flight.PollInfo, error) {
-	id := queries.NewID()
+	id := queryreg.NewID()
 	handle, err := seal(s.opts.Key, pollQueryID, pollHandle{ID: id, Principal: auth.Name(ctx)}, pollHandleTTL)
 	if err != nil {
 		return nil, ToStatus(err)
@@ -234,7 +234,7 @@ func (s *Server) startPoll(ctx context.Context, desc *flight.FlightDescriptor, r
 	if err != nil {
 		return nil, ToStatus(err)
 	}
-	bg, end := s.gate.calls.Begin(queries.WithID(context.WithoutCancel(ctx), id))
+	bg, end := s.gate.calls.Begin(queryreg.WithID(context.WithoutCancel(ctx), id))
 	bg, cancel := context.WithCancelCause(bg)
 	p := &polled{id: id, principal: auth.Name(ctx), retry: retry, cancel: cancel, done: make(chan struct{}), lastPoll: time.Now(),
 		abandon: time.AfterFunc(pollAbandon, func() { cancel(errPollAbandoned) })}
@@ -332,7 +332,7 @@ func (s *Server) answerPoll(ctx context.Context, p *polled) (*flight.PollInfo, e
 
 // awaitServed waits until a worker serves the query id, it ends, or
 // timeout fires; reading says it is served and still running.
-func (s *Server) awaitServed(ctx context.Context, id string, timeout <-chan time.Time) (qi queries.Info, reading bool) {
+func (s *Server) awaitServed(ctx context.Context, id string, timeout <-chan time.Time) (qi queryreg.Info, reading bool) {
 	tick := time.NewTicker(pollWait / 5)
 	defer tick.Stop()
 	for {
@@ -375,22 +375,22 @@ func (s *Server) CancelFlightInfo(ctx context.Context, req *flight.CancelFlightI
 	}
 	admin, me := s.opts.Policy.Admin(ctx), auth.Name(ctx)
 	may := func(principal string) bool { return admin || principal == me }
-	cause := fmt.Errorf("%w: %s", queries.ErrCancelled, id)
+	cause := fmt.Errorf("%w: %s", queryreg.ErrCancelled, id)
 	stopped := false
 	if p := s.polls.get(id); p != nil && !p.ended() {
 		if !may(p.principal) {
-			return flight.CancelFlightInfoResult{Status: flight.CancelStatusNotCancellable}, ToStatus(fmt.Errorf("%w: %s", queries.ErrNotYours, id))
+			return flight.CancelFlightInfoResult{Status: flight.CancelStatusNotCancellable}, ToStatus(fmt.Errorf("%w: %s", queryreg.ErrNotYours, id))
 		}
 		p.cancel(cause)
 		stopped = true
 	}
 	_, err = s.queries.Cancel(ctx, id, may)
 	switch {
-	case err == nil, stopped && errors.Is(err, queries.ErrNotFound):
+	case err == nil, stopped && errors.Is(err, queryreg.ErrNotFound):
 		return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
-	case errors.Is(err, queries.ErrNotFound):
+	case errors.Is(err, queryreg.ErrNotFound):
 		return flight.CancelFlightInfoResult{Status: flight.CancelStatusNotCancellable}, nil // it ended
-	case errors.Is(err, queries.ErrNotYours):
+	case errors.Is(err, queryreg.ErrNotYours):
 		return flight.CancelFlightInfoResult{Status: flight.CancelStatusNotCancellable}, ToStatus(err)
 	}
 	// Cancelled here; a worker not told ends its streams at the tickets'

@@ -11,7 +11,7 @@ import (
 	"github.com/icefloe/icefloe/statement"
 )
 
-// Renewer is the optional Planner method RenewFlightEndpoint needs.
+// Renewer is the capability RenewFlightEndpoint needs (Capabilities.Renew).
 type Renewer interface {
 	// Renew reseals a ticket with freshly vended storage credentials and
 	// returns it with its new expiry.
@@ -28,8 +28,8 @@ func (s *Server) RenewFlightEndpoint(ctx context.Context, req *flight.RenewFligh
 	if ep.GetTicket() == nil {
 		return nil, ToStatus(ErrHandle)
 	}
-	r, ok := s.opts.Planner.(Renewer)
-	if !ok {
+	r := s.opts.Capabilities.Renew
+	if r == nil {
 		return nil, ToStatus(errNoRenew)
 	}
 	sealed, expires, err := r.Renew(ctx, ep.GetTicket().GetTicket())

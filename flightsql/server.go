@@ -25,18 +25,19 @@ import (
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
 	"github.com/icefloe/icefloe/wire"
 )
 
-// Planner plans and runs client statements, each parsed once
+// Backend plans and runs client statements, each parsed once
 // (internal/parse) by this package's entry points: the statement's kind
 // (parse.Info.Runner) says which method runs it. *statement.Executor
-// (which wraps a *planner.Planner) implements it.
-type Planner interface {
+// implements it. What a backend may do beyond these methods it declares in
+// Capabilities.
+type Backend interface {
 	// Plan plans a statement that returns rows into a result schema and
 	// worker endpoints. args bind its parameters (see params.go).
 	Plan(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (*planner.Plan, error)
@@ -53,7 +54,26 @@ type Planner interface {
 	Use(ctx context.Context, s planner.Session, st *parse.Statement) (next planner.Session, err error)
 }
 
-var _ Planner = (*statement.Executor)(nil)
+var _ Backend = (*statement.Executor)(nil)
+
+// Capabilities are the optional parts of a Backend, each named: a nil field
+// is a capability the server does not offer (bulk ingest is then refused as
+// unsupported and not advertised in GetSqlInfo, RenewFlightEndpoint answers
+// Unimplemented, prepared statements report an empty parameter schema).
+type Capabilities struct {
+	// Ingest runs bulk ingest (DoPut CommandStatementIngest).
+	Ingest Ingester
+	// Renew reseals tickets with fresh credentials (RenewFlightEndpoint).
+	Renew Renewer
+	// Parameters describes a prepared statement's placeholders.
+	Parameters ParameterSchemer
+}
+
+// ExecutorCapabilities are the capabilities of a *statement.Executor: all of
+// them.
+func ExecutorCapabilities(ex *statement.Executor) Capabilities {
+	return Capabilities{Ingest: ex, Renew: ex, Parameters: ex}
+}
 
 // Defaults for Options.
 const (
@@ -74,8 +94,10 @@ const countTTL = time.Hour
 
 // Options configure a Server.
 type Options struct {
-	// Planner plans queries and runs updates. Required.
-	Planner Planner
+	// Backend plans queries and runs updates. Required.
+	Backend Backend
+	// Capabilities are what Backend offers beyond Backend's methods.
+	Capabilities Capabilities
 	// Mounts are the catalogs the metadata commands list. Required.
 	Mounts *catalog.Mounts
 	// DefaultCatalog and DefaultSchema resolve unqualified names when a
@@ -120,9 +142,9 @@ type Options struct {
 	// Membership, when set, takes the workers' announcements and hears of
 	// workers the coordinator's own calls could not reach.
 	Membership Membership
-	// Queries registers every statement (internal/queries); nil means a
+	// Queries registers every statement (internal/queryreg); nil means a
 	// registry of the coordinator's own that follows no worker.
-	Queries *queries.Registry
+	Queries *queryreg.Registry
 }
 
 // Membership is the worker pool as the Flight service sees it;
@@ -135,13 +157,11 @@ type Membership interface {
 	Unreachable(location string)
 }
 
-var _ Membership = (*WorkerPool)(nil)
-
 // Validate reports every problem with o at once.
 func (o Options) Validate() error {
 	var errs []error
-	if o.Planner == nil {
-		errs = append(errs, errors.New("flightsql: Planner is required"))
+	if o.Backend == nil {
+		errs = append(errs, errors.New("flightsql: Backend is required"))
 	}
 	if o.Mounts == nil {
 		errs = append(errs, errors.New("flightsql: Mounts is required"))
@@ -184,7 +204,7 @@ type Server struct {
 	gate    *drainGate
 	// statements admits statements (admission.go).
 	statements *admit.Limiter
-	queries    *queries.Registry
+	queries    *queryreg.Registry
 	// polls are the statements started by PollFlightInfo (poll.go).
 	polls pollTable
 }
@@ -222,7 +242,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	if o.Queries == nil {
-		if o.Queries, err = queries.New(queries.Options{}); err != nil {
+		if o.Queries, err = queryreg.New(queryreg.Options{}); err != nil {
 			return nil, err
 		}
 	}
@@ -348,7 +368,7 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.State
 func (s *Server) run(ctx context.Context, sess planner.Session, query string, desc *flight.FlightDescriptor) (info *flight.FlightInfo, err error) {
 	err = s.auditedStatement(ctx, "", query, func(ctx context.Context, st *parse.Statement, _ *audit.Entry) (int64, error) {
 		if !st.Info().Rows {
-			queries.From(ctx).Run()
+			queryreg.From(ctx).Run()
 			if info, err = s.updateInfo(ctx, sess, st, desc); err != nil {
 				return 0, err
 			}
@@ -362,7 +382,7 @@ func (s *Server) run(ctx context.Context, sess planner.Session, query string, de
 
 // queryInfo plans st and answers with its endpoints.
 func (s *Server) queryInfo(ctx context.Context, sess planner.Session, st *parse.Statement, desc *flight.FlightDescriptor, args ...any) (*flight.FlightInfo, error) {
-	plan, err := s.opts.Planner.Plan(ctx, sess, st, args...)
+	plan, err := s.opts.Backend.Plan(ctx, sess, st, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +400,7 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, st *parse.
 			eps[i].ExpirationTime = timestamppb.New(plan.ExpiresAt)
 		}
 	}
-	queries.From(ctx).Planned(string(plan.Strategy), plan.Redacted, len(eps), plan.ExpiresAt)
+	queryreg.From(ctx).Planned(string(plan.Strategy), plan.Redacted, len(eps), plan.ExpiresAt)
 	tracing.Logger(ctx, s.log).Debug("planned query", zap.String("query_id", plan.QueryID),
 		zap.String("strategy", string(plan.Strategy)), zap.Int("endpoints", len(eps)))
 	info := &flight.FlightInfo{
@@ -464,7 +484,7 @@ func (s *Server) schemaOf(ctx context.Context, sess planner.Session, query strin
 	if !st.Info().Rows {
 		return emptySchema, nil
 	}
-	return s.opts.Planner.Bind(ctx, sess, st)
+	return s.opts.Backend.Bind(ctx, sess, st)
 }
 
 // DoPutCommandStatementUpdate runs an update and returns its count.
@@ -477,7 +497,7 @@ func (s *Server) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.
 		if st.Info().Rows {
 			return 0, ErrNotQuery
 		}
-		queries.From(ctx).Run()
+		queryreg.From(ctx).Run()
 		var err error
 		n, err = s.execute(ctx, s.sessionOf(ctx), st)
 		return n, err
@@ -511,7 +531,7 @@ func (s *Server) prepare(ctx context.Context, st *parse.Statement) (flightsql.Ac
 	dataset := emptySchema
 	if !h.Update {
 		var err error
-		if dataset, err = s.opts.Planner.Bind(ctx, sess, st); err != nil {
+		if dataset, err = s.opts.Backend.Bind(ctx, sess, st); err != nil {
 			return res, err
 		}
 	}

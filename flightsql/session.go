@@ -273,9 +273,9 @@ func (s *Server) CloseSession(ctx context.Context, _ *flight.CloseSessionRequest
 // SetSessionOptions); anything else goes to the planner.
 func (s *Server) execute(ctx context.Context, sess planner.Session, st *parse.Statement, args ...any) (int64, error) {
 	if st.Info().Runner != parse.RunSession {
-		return s.opts.Planner.Exec(ctx, sess, st, args...)
+		return s.opts.Backend.Exec(ctx, sess, st, args...)
 	}
-	next, err := s.opts.Planner.Use(ctx, sess, st)
+	next, err := s.opts.Backend.Use(ctx, sess, st)
 	if err != nil {
 		return 0, err
 	}

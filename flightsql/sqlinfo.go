@@ -135,11 +135,8 @@ func sqlInfo(o Options) map[flightsql.SqlInfo]any {
 	}
 }
 
-// canIngest tells whether the planner runs bulk ingest (ingest.go).
-func canIngest(o Options) bool {
-	_, ok := o.Planner.(ingester)
-	return ok
-}
+// canIngest tells whether the backend runs bulk ingest (ingest.go).
+func canIngest(o Options) bool { return o.Capabilities.Ingest != nil }
 
 // supportsConvert lists the CASTs DuckDB performs between the JDBC type
 // groups: numbers among themselves and to text, text to everything it can

@@ -80,7 +80,7 @@ func TestOptionsValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"Planner", "Mounts", "Key", "PreparedTTL"} {
+	for _, want := range []string{"Backend", "Mounts", "Key", "PreparedTTL"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

@@ -57,7 +57,7 @@ func BenchmarkDMLBesideInserts(b *testing.B) {
 		for c := range clients {
 			execUpdate(b, setup, fmt.Sprintf(`INSERT INTO bench_dml SELECT %d + i, %d, 0 FROM range(100) t(i)`, 1000*(c+1), c))
 		}
-		stats := s.Coordinator.Executor.Commits()
+		stats := s.Coordinator.Planner.Commits()
 		attempts0, conflicts0, retries0 := stats.Attempts.Load(), stats.Conflicts.Load(), stats.Retries.Load()
 		start := time.Now()
 		ins := startInserters(b, s, "bench_dml", inserters, 1, func(c, i int) int64 { return int64(1_000_000 + 1_000_000*c + i) })

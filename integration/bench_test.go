@@ -25,8 +25,8 @@ import (
 	"github.com/uptrace/bun/driver/sqliteshim"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/flightsql"
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -208,7 +208,7 @@ func BenchmarkPlanning(b *testing.B) {
 				s.Mounts.SetCache(catalog.NewMetadataCache(0))
 				c, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
 					Listen: "127.0.0.1:0", Key: env.key, Mounts: s.Mounts,
-					Workers:        flightsql.NewStaticWorkers(s.Workers[0].Location(), s.Workers[1].Location()),
+					Workers:        fleet.NewStaticWorkers(s.Workers[0].Location(), s.Workers[1].Location()),
 					DefaultCatalog: catalog.LocalCatalogName, DefaultSchema: catalog.DefaultSchema,
 					Engine: engine.Options{TempDir: b.TempDir()},
 				})

@@ -158,6 +158,33 @@ func sdkErr(err error) error {
 	return err
 }
 
+// dashboardTarget is one query of a dashboard panel.
+type dashboardTarget struct {
+	RefID      string `json:"refId"`
+	Expr       string `json:"expr"`
+	Datasource struct {
+		Type string `json:"type"`
+	} `json:"datasource"`
+}
+
+// dashboardPanel is one panel of a dashboard, as its JSON has it.
+type dashboardPanel struct {
+	ID         int    `json:"id"`
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	GridPos    struct{ H, W, X, Y int }
+	Datasource *struct {
+		Type, UID string
+	} `json:"datasource"`
+	Targets []dashboardTarget `json:"targets"`
+}
+
+// dashboardVariable is one templating variable of a dashboard.
+type dashboardVariable struct {
+	Name, Type string
+	Query      json.RawMessage
+}
+
 // dashboardProblems checks a dashboard's JSON: Grafana's dashboard schema
 // (the Grafana Foundation SDK's strict decoding of it, with every panel
 // and query type it knows), the layout, and each query against what the
@@ -170,33 +197,13 @@ func dashboardProblems(raw []byte, have exported) (problems []string, used map[s
 		problems = append(problems, "not a valid Grafana dashboard: "+err.Error())
 	}
 	// The layout and the queries, from the JSON itself.
-	type target struct {
-		RefID      string `json:"refId"`
-		Expr       string `json:"expr"`
-		Datasource struct {
-			Type string `json:"type"`
-		} `json:"datasource"`
-	}
-	type panel struct {
-		ID         int    `json:"id"`
-		Type       string `json:"type"`
-		Title      string `json:"title"`
-		GridPos    struct{ H, W, X, Y int }
-		Datasource *struct {
-			Type, UID string
-		} `json:"datasource"`
-		Targets []target `json:"targets"`
-	}
 	var doc struct {
-		SchemaVersion int     `json:"schemaVersion"`
-		UID           string  `json:"uid"`
-		Title         string  `json:"title"`
-		Panels        []panel `json:"panels"`
+		SchemaVersion int              `json:"schemaVersion"`
+		UID           string           `json:"uid"`
+		Title         string           `json:"title"`
+		Panels        []dashboardPanel `json:"panels"`
 		Templating    struct {
-			List []struct {
-				Name, Type string
-				Query      json.RawMessage
-			}
+			List []dashboardVariable
 		} `json:"templating"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
@@ -210,46 +217,69 @@ func dashboardProblems(raw []byte, have exported) (problems []string, used map[s
 	cells := map[[2]int]string{} // (x, y) of every grid cell a panel covers
 	for _, p := range doc.Panels {
 		name := fmt.Sprintf("panel %d %q", p.ID, p.Title)
-		if ids[p.ID] || p.ID <= 0 || p.Title == "" {
-			problems = append(problems, name+": an id used twice or none, or no title")
-		}
-		ids[p.ID] = true
-		g := p.GridPos
-		if g.W <= 0 || g.H <= 0 || g.X < 0 || g.Y < 0 || g.X+g.W > 24 {
-			problems = append(problems, fmt.Sprintf("%s: gridPos %+v outside the 24 columns", name, g))
-		}
-		for x := g.X; x < g.X+g.W; x++ {
-			for y := g.Y; y < g.Y+g.H; y++ {
-				if other, ok := cells[[2]int{x, y}]; ok {
-					problems = append(problems, fmt.Sprintf("%s overlaps %s", name, other))
-					x, y = g.X+g.W, g.Y+g.H
-					continue
-				}
-				cells[[2]int{x, y}] = name
-			}
-		}
+		problems = append(problems, panelPlaceProblems(p, name, ids, cells)...)
 		if p.Type == "row" {
 			continue
 		}
-		if p.Datasource == nil || p.Datasource.Type != "prometheus" || p.Datasource.UID != "${datasource}" || len(p.Targets) == 0 {
-			problems = append(problems, name+": no Prometheus data source from the datasource variable, or no query")
-		}
-		refs := map[string]bool{}
-		for _, tg := range p.Targets {
-			if refs[tg.RefID] || tg.RefID == "" || tg.Datasource.Type != "prometheus" {
-				problems = append(problems, fmt.Sprintf("%s: query %q has no refId of its own or no Prometheus data source", name, tg.RefID))
+		problems = append(problems, panelQueryProblems(p, name, have, used)...)
+	}
+	return append(problems, variableProblems(doc.Templating.List, have)...), used
+}
+
+// panelPlaceProblems checks a panel's id, title and place on the grid,
+// against the ids and cells of the panels before it (which it adds to).
+func panelPlaceProblems(p dashboardPanel, name string, ids map[int]bool, cells map[[2]int]string) []string {
+	var problems []string
+	if ids[p.ID] || p.ID <= 0 || p.Title == "" {
+		problems = append(problems, name+": an id used twice or none, or no title")
+	}
+	ids[p.ID] = true
+	g := p.GridPos
+	if g.W <= 0 || g.H <= 0 || g.X < 0 || g.Y < 0 || g.X+g.W > 24 {
+		problems = append(problems, fmt.Sprintf("%s: gridPos %+v outside the 24 columns", name, g))
+	}
+	for x := g.X; x < g.X+g.W; x++ {
+		for y := g.Y; y < g.Y+g.H; y++ {
+			if other, ok := cells[[2]int{x, y}]; ok {
+				problems = append(problems, fmt.Sprintf("%s overlaps %s", name, other))
+				x, y = g.X+g.W, g.Y+g.H
+				continue
 			}
-			refs[tg.RefID] = true
-			names, bad := checkExpr(tg.Expr, have)
-			for _, b := range bad {
-				problems = append(problems, fmt.Sprintf("%s, query %s (%s): %s", name, tg.RefID, tg.Expr, b))
-			}
-			for _, n := range names {
-				used[family(n)] = true
-			}
+			cells[[2]int{x, y}] = name
 		}
 	}
-	for _, v := range doc.Templating.List {
+	return problems
+}
+
+// panelQueryProblems checks a panel's data source and queries against the
+// exported metrics, and marks the metric families they use.
+func panelQueryProblems(p dashboardPanel, name string, have exported, used map[string]bool) []string {
+	var problems []string
+	if p.Datasource == nil || p.Datasource.Type != "prometheus" || p.Datasource.UID != "${datasource}" || len(p.Targets) == 0 {
+		problems = append(problems, name+": no Prometheus data source from the datasource variable, or no query")
+	}
+	refs := map[string]bool{}
+	for _, tg := range p.Targets {
+		if refs[tg.RefID] || tg.RefID == "" || tg.Datasource.Type != "prometheus" {
+			problems = append(problems, fmt.Sprintf("%s: query %q has no refId of its own or no Prometheus data source", name, tg.RefID))
+		}
+		refs[tg.RefID] = true
+		names, bad := checkExpr(tg.Expr, have)
+		for _, b := range bad {
+			problems = append(problems, fmt.Sprintf("%s, query %s (%s): %s", name, tg.RefID, tg.Expr, b))
+		}
+		for _, n := range names {
+			used[family(n)] = true
+		}
+	}
+	return problems
+}
+
+// variableProblems checks that every query variable is label_values of an
+// exported metric's label.
+func variableProblems(vars []dashboardVariable, have exported) []string {
+	var problems []string
+	for _, v := range vars {
 		if v.Type != "query" {
 			continue
 		}
@@ -262,7 +292,7 @@ func dashboardProblems(raw []byte, have exported) (problems []string, used map[s
 			problems = append(problems, fmt.Sprintf("variable %s: query %q is no label_values of an exported metric's label", v.Name, q.Query))
 		}
 	}
-	return problems, used
+	return problems
 }
 
 // The Grafana dashboard the chart ships, against what a real coordinator

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 )
 

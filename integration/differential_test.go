@@ -23,8 +23,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/flightsql"
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -182,7 +182,7 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 			Listen:           "127.0.0.1:0",
 			Key:              key,
 			Mounts:           s.Mounts,
-			Workers:          flightsql.NewStaticWorkers(locs...),
+			Workers:          fleet.NewStaticWorkers(locs...),
 			DefaultCatalog:   catalog.LocalCatalogName,
 			DefaultSchema:    catalog.DefaultSchema,
 			Engine:           engine.Options{Threads: 1, TempDir: t.TempDir()},

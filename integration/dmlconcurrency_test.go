@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 )
 
 // Concurrent writers on one table through real clients: a stream of
@@ -134,7 +134,7 @@ func TestDMLBesideInserts(t *testing.T) {
 				}
 				execUpdate(t, setup, fmt.Sprintf(`INSERT INTO %s VALUES %s`, tbl, strings.Join(vals, ", ")))
 			}
-			before := s.Coordinator.Executor.Commits()
+			before := s.Coordinator.Planner.Commits()
 			attempts0, conflicts0 := before.Attempts.Load(), before.Conflicts.Load()
 			ins := startInserters(t, s, tbl, 16, 3, func(c, i int) int64 { return int64(1_000_000 + 100_000*c + i) })
 			var wg sync.WaitGroup
@@ -190,7 +190,7 @@ func TestDMLBesideInserts(t *testing.T) {
 				failed++
 				t.Error(err)
 			}
-			after := s.Coordinator.Executor.Commits()
+			after := s.Coordinator.Planner.Commits()
 			t.Logf("%s: %d DML statements (%d failed) beside %d inserts; %d commit attempts, %d conflicts",
 				level, statements.Load(), failed, len(keys), after.Attempts.Load()-attempts0, after.Conflicts.Load()-conflicts0)
 			if failed > 0 {

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 )
 
 // vaultCatalog is a SQL catalog on SQLite in dir whose KMS is the static

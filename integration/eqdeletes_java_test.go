@@ -20,7 +20,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 )
 
 // javaTables are the tables EqDeletes.java writes.

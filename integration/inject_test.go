@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-adbc/go/adbc"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 )
 
 // dataDir is the cluster's data directory (the parent of its warehouse).

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/internal/admit"
-	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/flightclient"
 )
 

@@ -28,12 +28,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/flightsql"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
+	"github.com/icefloe/icefloe/cluster"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/integration/testproc"
-	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -536,7 +536,7 @@ func TestObjectStoreAffinityJoinLeave(t *testing.T) {
 	for _, a := range addrs {
 		locs = append(locs, "grpc://"+a)
 	}
-	pool, err := flightsql.NewWorkerPool(key, locs, flightsql.WithHealthInterval(100*time.Millisecond), flightsql.WithHealthTimeout(time.Second))
+	pool, err := fleet.NewWorkerPool(key, locs, fleet.WithHealthInterval(100*time.Millisecond), fleet.WithHealthTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/internal/admit"
-	"github.com/icefloe/icefloe/internal/cluster"
 )
 
 // progressWork is a table of progressFiles files whose rows each cost a

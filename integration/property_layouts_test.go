@@ -174,55 +174,65 @@ func toLayout(ctx context.Context, mem memory.Allocator, r *rand.Rand, a arrow.A
 	case "list_view", "large_list", "large_list_view", "fixed_size_list":
 		return listLayout(ctx, mem, a.(*array.List), name)
 	case "struct of layouts":
-		s := a.(*array.Struct)
-		if s.Data().Offset() != 0 {
-			return nil, "", nil // Field(i) is sliced to the struct's rows
-		}
-		st := s.DataType().(*arrow.StructType)
-		fields := st.Fields()
-		children := make([]arrow.ArrayData, s.NumField())
-		for i := range children {
-			c := s.Field(i)
-			if o, _, err := toLayout(ctx, mem, r, c); err != nil {
-				return nil, "", err
-			} else if o != nil {
-				c = o
-				defer o.Release()
-			}
-			children[i] = c.Data()
-			fields[i].Type = c.DataType()
-		}
-		d := s.Data()
-		data := array.NewData(arrow.StructOf(fields...), s.Len(), []*memory.Buffer{d.Buffers()[0]}, children, d.NullN(), d.Offset())
-		defer data.Release()
-		return array.MakeFromData(data), name, nil
+		return structLayout(ctx, mem, r, a.(*array.Struct), name)
 	case "map of layouts":
-		m := a.(*array.Map)
-		mt := m.DataType().(*arrow.MapType)
-		keys, items := m.Keys(), m.Items()
-		if o, _, err := toLayout(ctx, mem, r, keys); err != nil {
-			return nil, "", err
-		} else if o != nil && o.DataType().ID() != arrow.DICTIONARY && o.DataType().ID() != arrow.RUN_END_ENCODED {
-			keys = o
-			defer o.Release()
-		}
-		if o, _, err := toLayout(ctx, mem, r, items); err != nil {
-			return nil, "", err
-		} else if o != nil {
-			items = o
-			defer o.Release()
-		}
-		kf, vf := mt.KeyField(), mt.ItemField()
-		kf.Type, vf.Type = keys.DataType(), items.DataType()
-		to := arrow.MapOfFields(kf, vf)
-		entries := array.NewData(to.Elem(), keys.Len(), []*memory.Buffer{nil}, []arrow.ArrayData{keys.Data(), items.Data()}, 0, 0)
-		defer entries.Release()
-		d := m.Data()
-		data := array.NewData(to, m.Len(), d.Buffers(), []arrow.ArrayData{entries}, d.NullN(), d.Offset())
-		defer data.Release()
-		return array.MakeFromData(data), name, nil
+		return mapLayout(ctx, mem, r, a.(*array.Map), name)
 	}
 	return nil, "", fmt.Errorf("no layout %s", name)
+}
+
+// structLayout is a struct whose fields each take a layout of their own
+// (toLayout); nil for a sliced struct.
+func structLayout(ctx context.Context, mem memory.Allocator, r *rand.Rand, s *array.Struct, name string) (arrow.Array, string, error) {
+	if s.Data().Offset() != 0 {
+		return nil, "", nil // Field(i) is sliced to the struct's rows
+	}
+	st := s.DataType().(*arrow.StructType)
+	fields := st.Fields()
+	children := make([]arrow.ArrayData, s.NumField())
+	for i := range children {
+		c := s.Field(i)
+		if o, _, err := toLayout(ctx, mem, r, c); err != nil {
+			return nil, "", err
+		} else if o != nil {
+			c = o
+			defer o.Release()
+		}
+		children[i] = c.Data()
+		fields[i].Type = c.DataType()
+	}
+	d := s.Data()
+	data := array.NewData(arrow.StructOf(fields...), s.Len(), []*memory.Buffer{d.Buffers()[0]}, children, d.NullN(), d.Offset())
+	defer data.Release()
+	return array.MakeFromData(data), name, nil
+}
+
+// mapLayout is a map whose keys and values each take a layout of their
+// own (toLayout); keys are never dictionary or run-end encoded.
+func mapLayout(ctx context.Context, mem memory.Allocator, r *rand.Rand, m *array.Map, name string) (arrow.Array, string, error) {
+	mt := m.DataType().(*arrow.MapType)
+	keys, items := m.Keys(), m.Items()
+	if o, _, err := toLayout(ctx, mem, r, keys); err != nil {
+		return nil, "", err
+	} else if o != nil && o.DataType().ID() != arrow.DICTIONARY && o.DataType().ID() != arrow.RUN_END_ENCODED {
+		keys = o
+		defer o.Release()
+	}
+	if o, _, err := toLayout(ctx, mem, r, items); err != nil {
+		return nil, "", err
+	} else if o != nil {
+		items = o
+		defer o.Release()
+	}
+	kf, vf := mt.KeyField(), mt.ItemField()
+	kf.Type, vf.Type = keys.DataType(), items.DataType()
+	to := arrow.MapOfFields(kf, vf)
+	entries := array.NewData(to.Elem(), keys.Len(), []*memory.Buffer{nil}, []arrow.ArrayData{keys.Data(), items.Data()}, 0, 0)
+	defer entries.Release()
+	d := m.Data()
+	data := array.NewData(to, m.Len(), d.Buffers(), []arrow.ArrayData{entries}, d.NullN(), d.Offset())
+	defer data.Release()
+	return array.MakeFromData(data), name, nil
 }
 
 // buildView is a's values appended to b (appendAt appends row i), which

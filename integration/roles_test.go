@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/flightsql"
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -55,7 +55,7 @@ func TestSeparateRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mounts.Close()
-	pool, err := flightsql.NewWorkerPool(key, locs, flightsql.WithHealthInterval(100*time.Millisecond))
+	pool, err := fleet.NewWorkerPool(key, locs, fleet.WithHealthInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,40 +33,10 @@ func binRun(t *testing.T, bin string, env []string, stdin string, args ...string
 func TestSecureBinary(t *testing.T) {
 	bin := icefloeBin(t)
 	dir := t.TempDir()
-	hash := func(pw string) string {
-		out, err := binRun(t, bin, nil, pw+"\n", "passwd")
-		if err != nil || !strings.HasPrefix(out, "$2") {
-			t.Fatalf("icefloe passwd: %v: %s", err, out)
-		}
-		return strings.TrimSpace(out)
-	}
 	cfg := filepath.Join(dir, "icefloe.yaml")
 	auditFile := filepath.Join(dir, "audit.jsonl")
-	writeFile(t, cfg, fmt.Sprintf(`ticket_key: binary-test-cluster-key
-auth:
-  users:
-    - name: admin
-      password_hash: %q
-      roles: [admin]
-    - name: bob
-      password_hash: %q
-      roles: [reader]
-  roles:
-    - name: reader
-      grants:
-        - privileges: [SELECT]
-          on: local.default
-audit:
-  file: %s
-`, hash("admin-pw"), hash("bob-pw"), auditFile))
-
-	if out, err := binRun(t, bin, nil, "", "config", "check", cfg); err != nil || strings.Contains(out, "$2") || !strings.Contains(out, "password_hash: <redacted>") {
-		t.Fatalf("config check shows a password hash or failed: %v\n%s", err, out)
-	}
-	// Without auth, only loopback: a wildcard listen needs the flag.
-	if out, err := binRun(t, bin, nil, "", "serve", "--listen", "0.0.0.0:0", "--data-dir", filepath.Join(dir, "open")); err == nil || !strings.Contains(out, "--insecure-no-auth") {
-		t.Fatalf("serve on 0.0.0.0 without auth: %v\n%s", err, out)
-	}
+	writeBinaryConfig(t, bin, cfg, auditFile)
+	checkBinaryRefusals(t, bin, dir, cfg)
 
 	data := filepath.Join(dir, "data")
 	ready := startRole(t, bin, nil, "serve", "--demo", "--tls", "--config", cfg, "--listen", "127.0.0.1:0", "--data-dir", data)
@@ -115,6 +85,50 @@ audit:
 	raw, err := os.ReadFile(auditFile)
 	if err != nil || !bytes.Contains(raw, []byte(`"principal":"bob"`)) || !bytes.Contains(raw, []byte(`"code":"PermissionDenied"`)) || bytes.Contains(raw, []byte("bob-pw")) || bytes.Contains(raw, []byte(token)) {
 		t.Fatalf("audit file (%v):\n%s", err, raw)
+	}
+}
+
+// writeBinaryConfig writes TestSecureBinary's config: a cluster key, an
+// admin and bob (a reader of local.default) with bcrypt hashes icefloe
+// passwd made, and the audit file.
+func writeBinaryConfig(t *testing.T, bin, cfg, auditFile string) {
+	t.Helper()
+	hash := func(pw string) string {
+		out, err := binRun(t, bin, nil, pw+"\n", "passwd")
+		if err != nil || !strings.HasPrefix(out, "$2") {
+			t.Fatalf("icefloe passwd: %v: %s", err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	writeFile(t, cfg, fmt.Sprintf(`ticket_key: binary-test-cluster-key
+auth:
+  users:
+    - name: admin
+      password_hash: %q
+      roles: [admin]
+    - name: bob
+      password_hash: %q
+      roles: [reader]
+  roles:
+    - name: reader
+      grants:
+        - privileges: [SELECT]
+          on: local.default
+audit:
+  file: %s
+`, hash("admin-pw"), hash("bob-pw"), auditFile))
+}
+
+// checkBinaryRefusals: config check redacts the password hashes, and
+// serve without auth refuses a wildcard listen.
+func checkBinaryRefusals(t *testing.T, bin, dir, cfg string) {
+	t.Helper()
+	if out, err := binRun(t, bin, nil, "", "config", "check", cfg); err != nil || strings.Contains(out, "$2") || !strings.Contains(out, "password_hash: <redacted>") {
+		t.Fatalf("config check shows a password hash or failed: %v\n%s", err, out)
+	}
+	// Without auth, only loopback: a wildcard listen needs the flag.
+	if out, err := binRun(t, bin, nil, "", "serve", "--listen", "0.0.0.0:0", "--data-dir", filepath.Join(dir, "open")); err == nil || !strings.Contains(out, "--insecure-no-auth") {
+		t.Fatalf("serve on 0.0.0.0 without auth: %v\n%s", err, out)
 	}
 }
 

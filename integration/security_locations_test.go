@@ -14,9 +14,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
-	"github.com/icefloe/icefloe/internal/cluster"
 )
 
 // locationRoles: alice may do everything in sandbox but choose where

@@ -18,7 +18,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 )
 
 // rowRoles: eu_reader reads hr.people only in its user's region, with

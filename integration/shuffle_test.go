@@ -13,8 +13,8 @@ import (
 	"github.com/apache/arrow-adbc/go/adbc"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/flightsql"
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
@@ -46,7 +46,7 @@ func TestShuffleJoin(t *testing.T) {
 		locs = append(locs, w.Location())
 	}
 	gc, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
-		Listen: "127.0.0.1:0", Key: key, Mounts: s.Mounts, Workers: flightsql.NewStaticWorkers(locs...),
+		Listen: "127.0.0.1:0", Key: key, Mounts: s.Mounts, Workers: fleet.NewStaticWorkers(locs...),
 		DefaultCatalog: catalog.LocalCatalogName, DefaultSchema: catalog.DefaultSchema,
 		Engine:         engine.Options{Threads: 1, TempDir: t.TempDir()},
 		DirectDirs:     []string{filepath.Join(dataDir, "warehouse")},

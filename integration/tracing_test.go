@@ -188,6 +188,7 @@ func TestTracingAcrossCoordinatorAndWorkers(t *testing.T) {
 	c := startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir, "--config", cfg,
 		"--worker", w1.field("worker"), "--worker", w2.field("worker"))
 	cnxn := adbcConn(t, c.addr())
+	g := &tracingCluster{recv: recv, cnxn: cnxn, w1: w1, w2: w2, c: c}
 	// Files go to workers by rendezvous hashing: 16 of them leave each
 	// worker some (4 left all to one in one run of eight).
 	seedTableFiles(t, cnxn, "t", 4000, 250)
@@ -221,6 +222,26 @@ func TestTracingAcrossCoordinatorAndWorkers(t *testing.T) {
 	if parentID(gather) != root {
 		t.Fatalf("want the gathering fragment a child of the statement %s; spans: %s", root, names(recv.trace(id)))
 	}
+	checkGatherPulls(t, g, id, gather)
+	// The audit lines (their entry is quoted JSON) of the statement, of
+	// the gathering fragment and of a child on each worker.
+	c.waitLog(10*time.Second, "audit", "statement", id)
+	w1.waitLog(10*time.Second, "audit", "fetch", id)
+	w2.waitLog(10*time.Second, "audit", "fetch", id)
+
+	checkWriteTrace(t, g)
+
+	t.Run("error names the trace", func(t *testing.T) { tracingErrorNamesTrace(t, g) })
+
+	t.Run("client traceparent", func(t *testing.T) { tracingClientTraceparent(t, g) })
+}
+
+// checkGatherPulls: the gathering fragment of the trace id pulls from
+// both workers, each pull the parent of one child fragment, and runs
+// DuckDB under it.
+func checkGatherPulls(t *testing.T, g *tracingCluster, id string, gather span) {
+	t.Helper()
+	recv, w1, w2 := g.recv, g.w1, g.w2
 	pulls := recv.waitTrace(t, id, "pull", 2)
 	peers := map[string]bool{}
 	pullIDs := map[string]bool{}
@@ -257,14 +278,13 @@ func TestTracingAcrossCoordinatorAndWorkers(t *testing.T) {
 	if !duck {
 		t.Errorf("no duckdb span under the gathering fragment")
 	}
-	// The audit lines (their entry is quoted JSON) of the statement, of
-	// the gathering fragment and of a child on each worker.
-	c.waitLog(10*time.Second, "audit", "statement", id)
-	w1.waitLog(10*time.Second, "audit", "fetch", id)
-	w2.waitLog(10*time.Second, "audit", "fetch", id)
+}
 
-	// A write: its fragments run under the coordinator's pulls, then the
-	// statement commits once.
+// checkWriteTrace: a write's fragments run under the coordinator's pulls,
+// then the statement commits once.
+func checkWriteTrace(t *testing.T, g *tracingCluster) {
+	t.Helper()
+	recv, cnxn := g.recv, g.cnxn
 	execUpdate(t, cnxn, `INSERT INTO t SELECT id + 4000, g FROM t WHERE id < 100`)
 	wf := recv.waitFor(t, "write fragment", func(s span) bool {
 		return s.Name == "fragment" && attr(s.Attributes, "icefloe.write") == "true"
@@ -281,49 +301,62 @@ func TestTracingAcrossCoordinatorAndWorkers(t *testing.T) {
 	if !pulled {
 		t.Errorf("write fragment's parent is not a coordinator pull under the statement; spans: %s", names(recv.trace(wid)))
 	}
+}
 
-	t.Run("error names the trace", func(t *testing.T) {
-		// Fails on the workers, at run time: the coordinator binds it.
-		_, err := query(t, cnxn, `SELECT CAST(CAST(id AS VARCHAR) || 'x' AS INTEGER) FROM t`)
-		if err == nil {
-			t.Fatal("query of a bad cast succeeded")
-		}
-		m := traceSuffix.FindStringSubmatch(err.Error())
-		if m == nil || !strings.Contains(err.Error(), "Could not convert string") {
-			t.Fatalf("error %q: want DuckDB's message and (trace <id>)", err)
-		}
-		recv.waitFor(t, "fragment failed with the conversion error", func(s span) bool {
-			return hex.EncodeToString(s.TraceId) == m[1] && s.Name == "fragment" &&
-				s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR && strings.Contains(s.Status.GetMessage(), "Could not convert string")
-		})
-		recv.waitTrace(t, m[1], "statement", 1)
-		waitLogged(t, []*role{w1, w2}, "worker: fragment failed", `"trace_id": "`+m[1]+`"`, "Could not convert string")
+// tracingCluster is what TestTracingAcrossCoordinatorAndWorkers's parts
+// share: the span receiver, a client connection, the two workers and the
+// coordinator.
+type tracingCluster struct {
+	recv      *otlpReceiver
+	cnxn      adbc.Connection
+	w1, w2, c *role
+}
 
-		// Failing on the coordinator: the statement's span and log line.
-		_, err = query(t, cnxn, `SELECT * FROM no_such_table`)
-		m = traceSuffix.FindStringSubmatch(fmt.Sprint(err))
-		if m == nil {
-			t.Fatalf("error %v: want (trace <id>)", err)
-		}
-		waitLogged(t, []*role{c}, "statement failed", `"trace_id": "`+m[1]+`"`, "NotFound")
-		s := recv.waitTrace(t, m[1], "statement", 1)
-		if s[0].Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
-			t.Errorf("failed statement's span status %v", s[0].Status)
-		}
+// tracingErrorNamesTrace is the "error names the trace" part of TestTracingAcrossCoordinatorAndWorkers.
+func tracingErrorNamesTrace(t *testing.T, g *tracingCluster) {
+	recv, cnxn, w1, w2, c := g.recv, g.cnxn, g.w1, g.w2, g.c
+	// Fails on the workers, at run time: the coordinator binds it.
+	_, err := query(t, cnxn, `SELECT CAST(CAST(id AS VARCHAR) || 'x' AS INTEGER) FROM t`)
+	if err == nil {
+		t.Fatal("query of a bad cast succeeded")
+	}
+	m := traceSuffix.FindStringSubmatch(err.Error())
+	if m == nil || !strings.Contains(err.Error(), "Could not convert string") {
+		t.Fatalf("error %q: want DuckDB's message and (trace <id>)", err)
+	}
+	recv.waitFor(t, "fragment failed with the conversion error", func(s span) bool {
+		return hex.EncodeToString(s.TraceId) == m[1] && s.Name == "fragment" &&
+			s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR && strings.Contains(s.Status.GetMessage(), "Could not convert string")
 	})
+	recv.waitTrace(t, m[1], "statement", 1)
+	waitLogged(t, []*role{w1, w2}, "worker: fragment failed", `"trace_id": "`+m[1]+`"`, "Could not convert string")
 
-	t.Run("client traceparent", func(t *testing.T) {
-		const traceID, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-		cn := adbcConn(t, c.addr(), map[string]string{
-			"adbc.flight.sql.rpc.call_header.traceparent": "00-" + traceID + "-" + parent + "-01",
-		})
-		mustQuery(t, cn, `SELECT count(*) FROM t`)
-		s := recv.waitTrace(t, traceID, "statement", 1)
-		if parentID(s[0]) != parent {
-			t.Errorf("statement's parent %s, want the client's span %s", parentID(s[0]), parent)
-		}
-		recv.waitTrace(t, traceID, "fragment", 2)
+	// Failing on the coordinator: the statement's span and log line.
+	_, err = query(t, cnxn, `SELECT * FROM no_such_table`)
+	m = traceSuffix.FindStringSubmatch(fmt.Sprint(err))
+	if m == nil {
+		t.Fatalf("error %v: want (trace <id>)", err)
+	}
+	waitLogged(t, []*role{c}, "statement failed", `"trace_id": "`+m[1]+`"`, "NotFound")
+	s := recv.waitTrace(t, m[1], "statement", 1)
+	if s[0].Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("failed statement's span status %v", s[0].Status)
+	}
+}
+
+// tracingClientTraceparent is the "client traceparent" part of TestTracingAcrossCoordinatorAndWorkers.
+func tracingClientTraceparent(t *testing.T, g *tracingCluster) {
+	recv, c := g.recv, g.c
+	const traceID, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	cn := adbcConn(t, c.addr(), map[string]string{
+		"adbc.flight.sql.rpc.call_header.traceparent": "00-" + traceID + "-" + parent + "-01",
 	})
+	mustQuery(t, cn, `SELECT count(*) FROM t`)
+	s := recv.waitTrace(t, traceID, "statement", 1)
+	if parentID(s[0]) != parent {
+		t.Errorf("statement's parent %s, want the client's span %s", parentID(s[0]), parent)
+	}
+	recv.waitTrace(t, traceID, "fragment", 2)
 }
 
 // BenchmarkTracingOverhead runs SELECT 1 and a small distributed query on

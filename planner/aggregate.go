@@ -16,31 +16,8 @@ import (
 // ones) returns a reason and the query gathers. The final fragment is cast
 // to the bound schema by the caller.
 func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
-	if str(sel, "type") != "SELECT_NODE" {
-		return nil, "not a select"
-	}
-	if str(sel, "aggregate_handling") != "STANDARD_HANDLING" {
-		return nil, "group by all"
-	}
-	if m, _ := sel["cte_map"].(node); m != nil {
-		if list, _ := m["map"].([]any); len(list) > 0 {
-			return nil, "common table expression"
-		}
-	}
-	for _, k := range []string{"qualify", "sample"} {
-		if sel[k] != nil {
-			return nil, k
-		}
-	}
-	if sets, _ := sel["group_sets"].([]any); len(sets) > 1 {
-		return nil, "grouping sets"
-	}
-	_, _, distinct, other := modifiersOf(sel)
-	if other || distinct != nil {
-		return nil, "distinct"
-	}
-	if r := exprReason(node{"x": sel["select_list"], "y": sel["having"], "z": sel["modifiers"], "w": sel["where_clause"]}, nil); r != "" {
-		return nil, r
+	if why := aggregateRefusal(sel); why != "" {
+		return nil, why
 	}
 	selectList, _ := sel["select_list"].([]any)
 	items := make([]node, 0, len(selectList))
@@ -48,7 +25,60 @@ func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
 		in, _ := it.(node)
 		items = append(items, in)
 	}
-	// Group expressions, with ordinals and select aliases resolved.
+	groups, why := groupExpressions(sel, items)
+	if why != "" {
+		return nil, why
+	}
+	partials, finals, hasAgg, why := decomposeAggregates(sel, aggregates)
+	if why != "" {
+		return nil, why
+	}
+	if !hasAgg && len(groups) == 0 {
+		return nil, "no aggregate"
+	}
+	partial, why := partialSelect(sel, groups, partials)
+	if why != "" {
+		return nil, why
+	}
+	final := finalSelect(sel, groups, finals, aggregates)
+	if bad := strayColumn(final, items); bad != "" {
+		return nil, "column " + bad + " outside aggregates and group keys"
+	}
+	return &twoPhase{kind: "aggregate", partial: partial, wrap: true, finalAST: final, global: len(groups) == 0}, ""
+}
+
+// aggregateRefusal is why a select cannot be split into partial and final
+// aggregates by its form alone, or "".
+func aggregateRefusal(sel node) string {
+	if str(sel, "type") != "SELECT_NODE" {
+		return "not a select"
+	}
+	if str(sel, "aggregate_handling") != "STANDARD_HANDLING" {
+		return "group by all"
+	}
+	if m, _ := sel["cte_map"].(node); m != nil {
+		if list, _ := m["map"].([]any); len(list) > 0 {
+			return "common table expression"
+		}
+	}
+	for _, k := range []string{"qualify", "sample"} {
+		if sel[k] != nil {
+			return k
+		}
+	}
+	if sets, _ := sel["group_sets"].([]any); len(sets) > 1 {
+		return "grouping sets"
+	}
+	_, _, distinct, other := modifiersOf(sel)
+	if other || distinct != nil {
+		return "distinct"
+	}
+	return exprReason(node{"x": sel["select_list"], "y": sel["having"], "z": sel["modifiers"], "w": sel["where_clause"]}, nil)
+}
+
+// groupExpressions are the select's group expressions, with ordinals and
+// select aliases resolved, or why they cannot be.
+func groupExpressions(sel node, items []node) ([]node, string) {
 	groupList, _ := sel["group_expressions"].([]any)
 	var groups []node
 	for _, g := range groupList {
@@ -74,15 +104,19 @@ func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
 		}
 		groups = append(groups, clone(gn))
 	}
-	// Aggregates, decomposed; equal ones share their partial columns.
-	var partials []node
-	finals := map[string]node{}
-	hasAgg := false
-	var fail string
+	return groups, ""
+}
+
+// decomposeAggregates decomposes the aggregates of the select list, HAVING
+// and the modifiers into partial columns and their final re-aggregation,
+// by canonical text (equal ones share their partial columns); hasAgg says
+// whether there was any, why is why one cannot be decomposed.
+func decomposeAggregates(sel node, aggregates map[string]bool) (partials []node, finals map[string]node, hasAgg bool, why string) {
+	finals = map[string]node{}
 	collect := func(v any) {
 		walk(v, func(n node) bool {
-			if fail != "" || str(n, "class") != "FUNCTION" || !aggregates[strings.ToLower(str(n, "function_name"))] {
-				return fail == ""
+			if why != "" || str(n, "class") != "FUNCTION" || !aggregates[strings.ToLower(str(n, "function_name"))] {
+				return why == ""
 			}
 			hasAgg = true
 			key := canonical(n)
@@ -91,7 +125,7 @@ func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
 			}
 			f, p, reason := decompose(n, len(partials))
 			if reason != "" {
-				fail = reason
+				why = reason
 				return false
 			}
 			finals[key] = f
@@ -102,13 +136,12 @@ func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
 	collect(sel["select_list"])
 	collect(sel["having"])
 	collect(sel["modifiers"])
-	if fail != "" {
-		return nil, fail
-	}
-	if !hasAgg && len(groups) == 0 {
-		return nil, "no aggregate"
-	}
-	// Partial: group expressions and partial aggregates, per group of files.
+	return partials, finals, hasAgg, why
+}
+
+// partialSelect is the partial query: group expressions and partial
+// aggregates, per group of files.
+func partialSelect(sel node, groups, partials []node) (node, string) {
 	partial := clone(sel)
 	var plist []any
 	for j, g := range groups {
@@ -135,8 +168,13 @@ func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
 	} else {
 		partial["group_sets"] = []any{}
 	}
-	// Final: the original query over the partials, aggregates replaced by
-	// their re-aggregation and group expressions by the partial columns.
+	return partial, ""
+}
+
+// finalSelect is the original query over the partials, aggregates
+// replaced by their re-aggregation and group expressions by the partial
+// columns.
+func finalSelect(sel node, groups []node, finals map[string]node, aggregates map[string]bool) node {
 	final := clone(sel)
 	final["from_table"] = baseTable(partialsView)
 	final["where_clause"] = nil
@@ -176,7 +214,12 @@ func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
 	final["select_list"] = rewrite(final["select_list"])
 	final["having"] = rewrite(final["having"])
 	final["modifiers"] = rewrite(final["modifiers"])
-	// Every column left must be ours or a select alias (ORDER BY alias).
+	return final
+}
+
+// strayColumn is a column the final query still reads that is neither
+// ours nor a select alias (ORDER BY alias), or "".
+func strayColumn(final node, items []node) string {
 	aliases := map[string]bool{}
 	for _, it := range items {
 		if a := str(it, "alias"); a != "" {
@@ -194,10 +237,7 @@ func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
 		}
 		return bad == ""
 	})
-	if bad != "" {
-		return nil, "column " + bad + " outside aggregates and group keys"
-	}
-	return &twoPhase{kind: "aggregate", partial: partial, wrap: true, finalAST: final, global: len(groups) == 0}, ""
+	return bad
 }
 
 func orEmpty(l []any) []any {

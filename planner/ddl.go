@@ -17,31 +17,15 @@ import (
 	"github.com/icefloe/icefloe/internal/parse"
 )
 
-// DefaultCommitRetries is the commit.retry.num-retries that CREATE TABLE
-// sets and that INSERT uses on tables that do not set it (see
-// commit.DefaultRetries).
-const DefaultCommitRetries = commit.DefaultRetries
-
-// CommitStats count the planner's commits to the catalogs.
-type CommitStats = commit.Stats
-
-// Commits returns the planner's commit counters.
-func (p *Planner) Commits() *CommitStats { return &p.commits }
+// Commits returns the counters of the commits made for the planner's
+// statements.
+func (p *Planner) Commits() *commit.Stats { return &p.commits }
 
 // ddlAlloc allocates the schemas of the tickets the planner builds for
 // writes.
 var ddlAlloc memory.Allocator = memory.DefaultAllocator
 
 // ---- statements ----
-
-// CheckPlacement is catalog.Mount.CheckPlacement, refused as the
-// planner refuses (ErrRefused).
-func CheckPlacement(mt *catalog.Mount, props iceberg.Properties) error {
-	if err := mt.CheckPlacement(props); err != nil {
-		return fmt.Errorf("%w: %w", ErrRefused, err)
-	}
-	return nil
-}
 
 // ParseColumns has DuckDB parse a CREATE TABLE column list (the text from
 // "(" to ")", parentheses included) into a temp table called name on a connection of its own, and

@@ -18,14 +18,14 @@
 // authorization (Planner.Authorize), DuckDB's reading of a column list
 // and of a query's columns, the schema of a new table or view, a
 // catalog's views, the dry-run notes of an EXPLAIN of a write (DryRun)
-// and the plan of EXPLAIN lines (LinesPlan). CALL reaches the query path
-// (Bind, Plan) and is answered by the Procedures statement installs
-// (SetProcedures).
+// and the plan of EXPLAIN lines (LinesPlan) and of rows the coordinator
+// computed (RowsSchema, PlanRows: package statement runs CALL itself and
+// has its result rows planned so). The planner calls nothing back.
 //
 // planner does not run writes: it neither pulls write fragments from the
 // workers nor commits. It imports internal/commit only for what queries
 // and the API share with the commits: the error sentinels ErrConflict and
-// ErrCommitUnknown, the commit counters (CommitStats, Planner.Commits,
-// which statement's commits count into), DefaultCommitRetries, and
+// ErrCommitUnknown, the commit counters (Planner.Commits, which
+// statement's commits count into), and
 // commit.FindRef to resolve the branch a query or a write target reads.
 package planner

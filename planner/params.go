@@ -199,18 +199,32 @@ func scalarParam(s scalar.Scalar) (paramValue, error) {
 		return blobParam(v.Data()), nil
 	case *scalar.FixedSizeBinary:
 		return blobParam(v.Data()), nil
+	}
+	if p, ok := temporalParam(s); ok {
+		return p, nil
+	}
+	if p, ok, err := textualParam(s); ok {
+		return p, err
+	}
+	return paramValue{}, fmt.Errorf("%w: parameter of Arrow type %s", ErrUnsupported, s.DataType())
+}
+
+// temporalParam normalises a date, time or timestamp scalar; false for
+// other types.
+func temporalParam(s scalar.Scalar) (paramValue, bool) {
+	switch v := s.(type) {
 	case *scalar.Date32:
 		d := int32(v.Value)
-		return typedParam(duckType("DATE"), d, time.Unix(int64(d)*86400, 0).UTC()), nil
+		return typedParam(duckType("DATE"), d, time.Unix(int64(d)*86400, 0).UTC()), true
 	case *scalar.Date64:
 		d := int32(int64(v.Value) / 86400000)
-		return typedParam(duckType("DATE"), d, time.Unix(int64(d)*86400, 0).UTC()), nil
+		return typedParam(duckType("DATE"), d, time.Unix(int64(d)*86400, 0).UTC()), true
 	case *scalar.Time32:
 		unit := v.Type.(*arrow.Time32Type).Unit
-		return timeParam(int64(v.Value) * int64(unit.Multiplier()) / 1000), nil
+		return timeParam(int64(v.Value) * int64(unit.Multiplier()) / 1000), true
 	case *scalar.Time64:
 		unit := v.Type.(*arrow.Time64Type).Unit
-		return timeParam(int64(v.Value) * int64(unit.Multiplier()) / 1000), nil
+		return timeParam(int64(v.Value) * int64(unit.Multiplier()) / 1000), true
 	case *scalar.Timestamp:
 		tt := v.Type.(*arrow.TimestampType)
 		t := v.Value.ToTime(tt.Unit)
@@ -220,26 +234,34 @@ func scalarParam(s scalar.Scalar) (paramValue, error) {
 		}
 		if tt.Unit == arrow.Nanosecond {
 			if tt.TimeZone == "" {
-				return typedParam(duckType("TIMESTAMP_NS"), int64(v.Value), t), nil
+				return typedParam(duckType("TIMESTAMP_NS"), int64(v.Value), t), true
 			}
 		}
-		return typedParam(duckType(id), t.UnixMicro(), t), nil
+		return typedParam(duckType(id), t.UnixMicro(), t), true
+	}
+	return paramValue{}, false
+}
+
+// textualParam normalises a scalar DuckDB takes as typed text (a decimal,
+// a UUID); false for other types.
+func textualParam(s scalar.Scalar) (paramValue, bool, error) {
+	switch v := s.(type) {
 	case *scalar.Decimal128:
 		dt := v.Type.(*arrow.Decimal128Type)
 		text := v.Value.ToString(dt.Scale)
-		return textParam(decimalType(dt.Precision, dt.Scale), text), nil
+		return textParam(decimalType(dt.Precision, dt.Scale), text), true, nil
 	case *scalar.Extension:
 		if _, ok := v.Type.(*extensions.UUIDType); ok {
 			if fb, ok := v.Value.(*scalar.FixedSizeBinary); ok && len(fb.Data()) == 16 {
 				u, err := uuidText(fb.Data())
 				if err != nil {
-					return paramValue{}, err
+					return paramValue{}, true, err
 				}
-				return textParam(duckType("UUID"), u), nil
+				return textParam(duckType("UUID"), u), true, nil
 			}
 		}
 	}
-	return paramValue{}, fmt.Errorf("%w: parameter of Arrow type %s", ErrUnsupported, s.DataType())
+	return paramValue{}, false, nil
 }
 
 func uuidText(b []byte) (string, error) {

@@ -2,9 +2,10 @@ package planner
 
 import (
 	"errors"
-	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/icefloe/icefloe/internal/commit"
 )
 
 // Planner plans queries and runs coordinator-side statements. It is safe
@@ -14,9 +15,7 @@ type Planner struct {
 	log        *zap.Logger
 	aggregates aggregateNames
 	stats      statsCache
-	commits    CommitStats
-	// procs runs CALL statements (SetProcedures).
-	procs atomic.Pointer[Procedures]
+	commits    commit.Stats
 }
 
 // New returns a planner; Mounts, Engine, Key, Workers and Flight are required.

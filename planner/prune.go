@@ -171,148 +171,177 @@ func pushFilters(root node, inputs []*input, aliases map[string]*input, refCount
 func (r columnResolver) convert(n node) (in *input, expr iceberg.BooleanExpression, exact bool) {
 	switch str(n, "class") {
 	case "CONJUNCTION":
-		var parts []iceberg.BooleanExpression
-		allExact := true
-		var owner *input
-		for _, c := range children(n) {
-			cin, ce, cex := r.convert(c)
-			if ce == nil || (owner != nil && cin != owner) {
-				if str(n, "type") == "CONJUNCTION_OR" {
-					return nil, nil, false
-				}
-				allExact = false
-				continue
-			}
-			owner = cin
-			parts = append(parts, ce)
-			allExact = allExact && cex
-		}
-		if len(parts) == 0 {
-			return nil, nil, false
-		}
-		if str(n, "type") == "CONJUNCTION_OR" {
-			if !allExact || len(parts) != len(children(n)) {
+		return r.convertConjunction(n)
+	case "OPERATOR":
+		return r.convertOperator(n)
+	case "COMPARISON":
+		return r.convertComparison(n)
+	case "BETWEEN":
+		return r.convertBetween(n)
+	case "FUNCTION":
+		return r.convertLike(n)
+	}
+	return nil, nil, false
+}
+
+// convertConjunction converts an AND or OR: an OR only when every part
+// converts exactly over one input, an AND from the parts that convert over
+// the first part's input (inexact when any is left out).
+func (r columnResolver) convertConjunction(n node) (*input, iceberg.BooleanExpression, bool) {
+	var parts []iceberg.BooleanExpression
+	allExact := true
+	var owner *input
+	for _, c := range children(n) {
+		cin, ce, cex := r.convert(c)
+		if ce == nil || (owner != nil && cin != owner) {
+			if str(n, "type") == "CONJUNCTION_OR" {
 				return nil, nil, false
 			}
-			if len(parts) == 1 {
-				return owner, parts[0], true
-			}
-			return owner, iceberg.NewOr(parts[0], parts[1], parts[2:]...), true
+			allExact = false
+			continue
 		}
-		if str(n, "type") != "CONJUNCTION_AND" {
+		owner = cin
+		parts = append(parts, ce)
+		allExact = allExact && cex
+	}
+	if len(parts) == 0 {
+		return nil, nil, false
+	}
+	if str(n, "type") == "CONJUNCTION_OR" {
+		if !allExact || len(parts) != len(children(n)) {
 			return nil, nil, false
 		}
 		if len(parts) == 1 {
-			return owner, parts[0], allExact
+			return owner, parts[0], true
 		}
-		return owner, iceberg.NewAnd(parts[0], parts[1], parts[2:]...), allExact
-	case "OPERATOR":
-		kids := children(n)
-		switch str(n, "type") {
-		case "OPERATOR_NOT":
-			if len(kids) != 1 {
-				return nil, nil, false
-			}
-			cin, ce, cex := r.convert(kids[0])
-			if ce == nil || !cex {
-				return nil, nil, false
-			}
-			return cin, iceberg.NewNot(ce), true
-		case "OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL":
-			if len(kids) != 1 || str(kids[0], "class") != "COLUMN_REF" {
-				return nil, nil, false
-			}
-			cin, f, ok := r.resolve(kids[0])
-			if !ok {
-				return nil, nil, false
-			}
-			if str(n, "type") == "OPERATOR_IS_NULL" {
-				return cin, iceberg.IsNull(iceberg.Reference(f.Name)), true
-			}
-			return cin, iceberg.NotNull(iceberg.Reference(f.Name)), true
-		case "COMPARE_IN":
-			if len(kids) < 2 || str(kids[0], "class") != "COLUMN_REF" {
-				return nil, nil, false
-			}
-			cin, f, ok := r.resolve(kids[0])
-			if !ok {
-				return nil, nil, false
-			}
-			var lits []iceberg.Literal
-			for _, k := range kids[1:] {
-				lit, ok := literalFor(f.Type, k)
-				if !ok {
-					return nil, nil, false
-				}
-				lits = append(lits, lit)
-			}
-			return cin, iceberg.SetPredicate(iceberg.OpIn, iceberg.Reference(f.Name), lits), true
-		}
-	case "COMPARISON":
-		l, _ := n["left"].(node)
-		rt, _ := n["right"].(node)
-		op, ok := comparisonOps[str(n, "type")]
-		if !ok || l == nil || rt == nil {
+		return owner, iceberg.NewOr(parts[0], parts[1], parts[2:]...), true
+	}
+	if str(n, "type") != "CONJUNCTION_AND" {
+		return nil, nil, false
+	}
+	if len(parts) == 1 {
+		return owner, parts[0], allExact
+	}
+	return owner, iceberg.NewAnd(parts[0], parts[1], parts[2:]...), allExact
+}
+
+// convertOperator converts NOT, IS [NOT] NULL and IN (a list of literals).
+func (r columnResolver) convertOperator(n node) (*input, iceberg.BooleanExpression, bool) {
+	kids := children(n)
+	switch str(n, "type") {
+	case "OPERATOR_NOT":
+		if len(kids) != 1 {
 			return nil, nil, false
 		}
-		if str(l, "class") != "COLUMN_REF" {
-			l, rt = rt, l
-			op = flipped[op]
-		}
-		if str(l, "class") != "COLUMN_REF" {
+		cin, ce, cex := r.convert(kids[0])
+		if ce == nil || !cex {
 			return nil, nil, false
 		}
-		cin, f, ok := r.resolve(l)
-		if !ok {
-			return nil, nil, false
-		}
-		lit, ok := literalFor(f.Type, rt)
-		if !ok {
-			return nil, nil, false
-		}
-		return cin, iceberg.LiteralPredicate(op, iceberg.Reference(f.Name), lit), true
-	case "BETWEEN":
-		col, _ := n["input"].(node)
-		lo, _ := n["lower"].(node)
-		hi, _ := n["upper"].(node)
-		if col == nil || str(col, "class") != "COLUMN_REF" || lo == nil || hi == nil {
-			return nil, nil, false
-		}
-		cin, f, ok := r.resolve(col)
-		if !ok {
-			return nil, nil, false
-		}
-		ll, ok1 := literalFor(f.Type, lo)
-		hl, ok2 := literalFor(f.Type, hi)
-		if !ok1 || !ok2 {
-			return nil, nil, false
-		}
-		ref := iceberg.Reference(f.Name)
-		return cin, iceberg.NewAnd(iceberg.LiteralPredicate(iceberg.OpGTEQ, ref, ll), iceberg.LiteralPredicate(iceberg.OpLTEQ, ref, hl)), true
-	case "FUNCTION":
-		// col LIKE 'prefix%' (the ~~ operator, no ESCAPE clause).
-		kids := children(n)
-		if str(n, "function_name") != "~~" || len(kids) != 2 || str(kids[0], "class") != "COLUMN_REF" {
+		return cin, iceberg.NewNot(ce), true
+	case "OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL":
+		if len(kids) != 1 || str(kids[0], "class") != "COLUMN_REF" {
 			return nil, nil, false
 		}
 		cin, f, ok := r.resolve(kids[0])
 		if !ok {
 			return nil, nil, false
 		}
-		if _, isString := f.Type.(iceberg.StringType); !isString {
+		if str(n, "type") == "OPERATOR_IS_NULL" {
+			return cin, iceberg.IsNull(iceberg.Reference(f.Name)), true
+		}
+		return cin, iceberg.NotNull(iceberg.Reference(f.Name)), true
+	case "COMPARE_IN":
+		if len(kids) < 2 || str(kids[0], "class") != "COLUMN_REF" {
 			return nil, nil, false
 		}
-		pat, ok := constantString(kids[1])
+		cin, f, ok := r.resolve(kids[0])
 		if !ok {
 			return nil, nil, false
 		}
-		prefix, ok := likePrefix(pat)
-		if !ok {
-			return nil, nil, false
+		var lits []iceberg.Literal
+		for _, k := range kids[1:] {
+			lit, ok := literalFor(f.Type, k)
+			if !ok {
+				return nil, nil, false
+			}
+			lits = append(lits, lit)
 		}
-		return cin, iceberg.StartsWith(iceberg.Reference(f.Name), prefix), true
+		return cin, iceberg.SetPredicate(iceberg.OpIn, iceberg.Reference(f.Name), lits), true
 	}
 	return nil, nil, false
+}
+
+// convertComparison converts a comparison of a column with a literal,
+// either way round.
+func (r columnResolver) convertComparison(n node) (*input, iceberg.BooleanExpression, bool) {
+	l, _ := n["left"].(node)
+	rt, _ := n["right"].(node)
+	op, ok := comparisonOps[str(n, "type")]
+	if !ok || l == nil || rt == nil {
+		return nil, nil, false
+	}
+	if str(l, "class") != "COLUMN_REF" {
+		l, rt = rt, l
+		op = flipped[op]
+	}
+	if str(l, "class") != "COLUMN_REF" {
+		return nil, nil, false
+	}
+	cin, f, ok := r.resolve(l)
+	if !ok {
+		return nil, nil, false
+	}
+	lit, ok := literalFor(f.Type, rt)
+	if !ok {
+		return nil, nil, false
+	}
+	return cin, iceberg.LiteralPredicate(op, iceberg.Reference(f.Name), lit), true
+}
+
+// convertBetween converts col BETWEEN lo AND hi.
+func (r columnResolver) convertBetween(n node) (*input, iceberg.BooleanExpression, bool) {
+	col, _ := n["input"].(node)
+	lo, _ := n["lower"].(node)
+	hi, _ := n["upper"].(node)
+	if col == nil || str(col, "class") != "COLUMN_REF" || lo == nil || hi == nil {
+		return nil, nil, false
+	}
+	cin, f, ok := r.resolve(col)
+	if !ok {
+		return nil, nil, false
+	}
+	ll, ok1 := literalFor(f.Type, lo)
+	hl, ok2 := literalFor(f.Type, hi)
+	if !ok1 || !ok2 {
+		return nil, nil, false
+	}
+	ref := iceberg.Reference(f.Name)
+	return cin, iceberg.NewAnd(iceberg.LiteralPredicate(iceberg.OpGTEQ, ref, ll), iceberg.LiteralPredicate(iceberg.OpLTEQ, ref, hl)), true
+}
+
+// convertLike converts col LIKE 'prefix%' (the ~~ operator, no ESCAPE
+// clause) into a starts-with.
+func (r columnResolver) convertLike(n node) (*input, iceberg.BooleanExpression, bool) {
+	kids := children(n)
+	if str(n, "function_name") != "~~" || len(kids) != 2 || str(kids[0], "class") != "COLUMN_REF" {
+		return nil, nil, false
+	}
+	cin, f, ok := r.resolve(kids[0])
+	if !ok {
+		return nil, nil, false
+	}
+	if _, isString := f.Type.(iceberg.StringType); !isString {
+		return nil, nil, false
+	}
+	pat, ok := constantString(kids[1])
+	if !ok {
+		return nil, nil, false
+	}
+	prefix, ok := likePrefix(pat)
+	if !ok {
+		return nil, nil, false
+	}
+	return cin, iceberg.StartsWith(iceberg.Reference(f.Name), prefix), true
 }
 
 // likePrefix returns p's prefix when p is exactly a literal prefix and one
@@ -394,36 +423,7 @@ var intTypes = map[string]bool{"TINYINT": true, "SMALLINT": true, "INTEGER": tru
 // comparison DuckDB makes is exactly the comparison Iceberg makes.
 func literalFor(t iceberg.Type, n node) (iceberg.Literal, bool) {
 	if text, target, ok := castOfString(n); ok {
-		switch t.(type) {
-		case iceberg.DateType:
-			if target != "DATE" {
-				return nil, false
-			}
-			d, err := time.Parse("2006-01-02", text)
-			if err != nil {
-				return nil, false
-			}
-			return iceberg.NewLiteral(iceberg.Date(d.Unix() / 86400)), true
-		case iceberg.TimestampType:
-			if target != "TIMESTAMP" {
-				return nil, false
-			}
-			ts, ok := parseTimestamp(text, false)
-			if !ok {
-				return nil, false
-			}
-			return iceberg.NewLiteral(iceberg.Timestamp(ts.UnixMicro())), true
-		case iceberg.TimestampTzType:
-			if target != "TIMESTAMP WITH TIME ZONE" {
-				return nil, false
-			}
-			ts, ok := parseTimestamp(text, true)
-			if !ok {
-				return nil, false
-			}
-			return iceberg.NewLiteral(iceberg.Timestamp(ts.UnixMicro())), true
-		}
-		return nil, false
+		return castLiteral(t, text, target)
 	}
 	id, scale, v, ok := constant(boundParam(n))
 	if !ok {
@@ -446,32 +446,7 @@ func literalFor(t iceberg.Type, n node) (iceberg.Literal, bool) {
 		}
 		return iceberg.NewLiteral(i), true
 	case iceberg.DecimalType:
-		// iceberg-go v0.7.0's row filter panics comparing decimals
-		// (arrow compute castBinaryDecimalArgs), in a goroutine of its
-		// reader: never push a decimal predicate.
-		if !pushDecimals {
-			return nil, false
-		}
-		if !intTypes[id] && id != "DECIMAL" {
-			return nil, false
-		}
-		num, ok := v.(json.Number)
-		if !ok || scale > tt.Scale() {
-			return nil, false
-		}
-		bi, ok := new(big.Int).SetString(string(num), 10)
-		if !ok {
-			return nil, false
-		}
-		bi.Mul(bi, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(tt.Scale()-scale)), nil))
-		if bi.BitLen() > 126 {
-			return nil, false
-		}
-		d := decimal128.FromBigInt(bi)
-		if !d.FitsInPrecision(int32(tt.Precision())) {
-			return nil, false
-		}
-		return iceberg.NewLiteral(iceberg.Decimal{Val: d, Scale: tt.Scale()}), true
+		return decimalLiteral(tt, id, scale, v)
 	case iceberg.StringType:
 		if id != "VARCHAR" {
 			return nil, false
@@ -486,6 +461,72 @@ func literalFor(t iceberg.Type, n node) (iceberg.Literal, bool) {
 		return iceberg.NewLiteral(b), ok
 	}
 	return nil, false
+}
+
+// castLiteral is the literal of a string cast to t's type (DATE,
+// TIMESTAMP, TIMESTAMP WITH TIME ZONE) where target is exactly that type.
+func castLiteral(t iceberg.Type, text, target string) (iceberg.Literal, bool) {
+	switch t.(type) {
+	case iceberg.DateType:
+		if target != "DATE" {
+			return nil, false
+		}
+		d, err := time.Parse("2006-01-02", text)
+		if err != nil {
+			return nil, false
+		}
+		return iceberg.NewLiteral(iceberg.Date(d.Unix() / 86400)), true
+	case iceberg.TimestampType:
+		if target != "TIMESTAMP" {
+			return nil, false
+		}
+		ts, ok := parseTimestamp(text, false)
+		if !ok {
+			return nil, false
+		}
+		return iceberg.NewLiteral(iceberg.Timestamp(ts.UnixMicro())), true
+	case iceberg.TimestampTzType:
+		if target != "TIMESTAMP WITH TIME ZONE" {
+			return nil, false
+		}
+		ts, ok := parseTimestamp(text, true)
+		if !ok {
+			return nil, false
+		}
+		return iceberg.NewLiteral(iceberg.Timestamp(ts.UnixMicro())), true
+	}
+	return nil, false
+}
+
+// decimalLiteral is the literal of an integer or decimal constant (DuckDB's
+// type id, scale and value) as a decimal of type tt, when it fits.
+func decimalLiteral(tt iceberg.DecimalType, id string, scale int, v any) (iceberg.Literal, bool) {
+	// iceberg-go v0.7.0's row filter panics comparing decimals
+	// (arrow compute castBinaryDecimalArgs), in a goroutine of its
+	// reader: never push a decimal predicate.
+	if !pushDecimals {
+		return nil, false
+	}
+	if !intTypes[id] && id != "DECIMAL" {
+		return nil, false
+	}
+	num, ok := v.(json.Number)
+	if !ok || scale > tt.Scale() {
+		return nil, false
+	}
+	bi, ok := new(big.Int).SetString(string(num), 10)
+	if !ok {
+		return nil, false
+	}
+	bi.Mul(bi, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(tt.Scale()-scale)), nil))
+	if bi.BitLen() > 126 {
+		return nil, false
+	}
+	d := decimal128.FromBigInt(bi)
+	if !d.FitsInPrecision(int32(tt.Precision())) {
+		return nil, false
+	}
+	return iceberg.NewLiteral(iceberg.Decimal{Val: d, Scale: tt.Scale()}), true
 }
 
 // boundParam returns the constant of a bound parameter, which

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
@@ -28,8 +29,7 @@ import (
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/queries"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
@@ -118,8 +118,9 @@ func (p *Planner) Plan(ctx context.Context, s Session, st *parse.Statement, args
 // queryRunner answers one kind of statement that returns rows (the kinds
 // whose parse.Info.Runner is parse.RunPlanner): bind gives its result
 // schema, plan its endpoints. Each registers itself (registerQuery) in
-// the file that answers it: queries here, EXPLAIN in explain.go, CALL in
-// procedures.go, SHOW and DESCRIBE in show.go.
+// the file that answers it: queries here, EXPLAIN in explain.go, SHOW and
+// DESCRIBE in show.go. CALL has none: statement.Executor runs it and plans
+// its rows (PlanRows).
 type queryRunner struct {
 	bind func(p *Planner, ctx context.Context, s Session, st *parse.Statement, args []any) (*arrow.Schema, error)
 	plan func(p *Planner, ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any) (*Plan, error)
@@ -132,6 +133,9 @@ func registerQuery(k parse.Kind, r queryRunner) { queryRunners[k] = r }
 // queryRunnerOf is the runner of st's kind, or why there is none.
 func queryRunnerOf(st *parse.Statement, args []any) (queryRunner, error) {
 	r, ok := queryRunners[st.Kind]
+	if !ok && st.Info().Rows {
+		return r, fmt.Errorf("%w: %s runs through statement.Executor", ErrUnsupported, st.Kind)
+	}
 	if !ok {
 		return r, fmt.Errorf("%w: %s returns no rows; run it as an update", ErrUnsupported, st.Kind)
 	}
@@ -616,7 +620,7 @@ func cachedFiles(tasks []table.FileScanTask) bool {
 }
 
 // encryptedInput tells whether the input's files are encrypted
-// (internal/tablecrypt): the workers' data caches do not keep them, so
+// (catalog/tablecrypt): the workers' data caches do not keep them, so
 // DuckDB cannot read them from copies.
 func encryptedInput(in *input) bool {
 	return in.pinned.Table.Properties()[tablecrypt.KeyIDProp] != ""
@@ -651,12 +655,12 @@ type stamp struct {
 	principal string
 	deadline  admit.Deadline
 	trace     string
-	query     *queries.Query
+	query     *queryreg.Query
 }
 
 // stampOf is the stamp of ctx's statement.
 func stampOf(ctx context.Context) stamp {
-	return stamp{principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), trace: tracing.Traceparent(ctx), query: queries.From(ctx)}
+	return stamp{principal: auth.Name(ctx), deadline: admit.DeadlineOf(ctx), trace: tracing.Traceparent(ctx), query: queryreg.From(ctx)}
 }
 
 // seal stamps a ticket with st and the time it was planned, and seals it:
@@ -688,10 +692,10 @@ func (p *Planner) seal(st stamp, t *wire.Ticket) ([]byte, error) {
 // registry gave it one), else a fresh one: every ticket of a statement
 // carries the same id, by which the workers report and cancel it.
 func newQueryID(ctx context.Context) string {
-	if id := queries.IDFrom(ctx); id != "" {
+	if id := queryreg.IDFrom(ctx); id != "" {
 		return id
 	}
-	return queries.NewID()
+	return queryreg.NewID()
 }
 
 // bind parses, resolves, rewrites and binds a query on conn, leaving the

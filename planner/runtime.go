@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/icefloe/icefloe/internal/auth"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -22,13 +22,13 @@ import (
 // Runtime is what the system.runtime tables show and cancel_query acts on.
 type Runtime interface {
 	// Queries lists the running and recent statements, newest first.
-	Queries(ctx context.Context) []queries.Info
+	Queries(ctx context.Context) []queryreg.Info
 	// Workers lists the workers the coordinator knows, with what they
 	// report of themselves.
 	Workers(ctx context.Context) []RuntimeWorker
 	// CancelQuery cancels a running statement everywhere; may says
 	// whether the caller may cancel a statement of that principal.
-	CancelQuery(ctx context.Context, id string, may func(principal string) bool) (queries.Info, error)
+	CancelQuery(ctx context.Context, id string, may func(principal string) bool) (queryreg.Info, error)
 }
 
 // RuntimeWorker is one worker as the coordinator sees it.
@@ -104,7 +104,7 @@ func (p *Planner) runtimeRows(ctx context.Context, name string) ([]infoRow, erro
 }
 
 // queryRows are the rows of system.runtime.queries the caller may see.
-func queryRows(ctx context.Context, p *Planner, all []queries.Info) []infoRow {
+func queryRows(ctx context.Context, p *Planner, all []queryreg.Info) []infoRow {
 	admin, me := p.opts.Policy.Admin(ctx), auth.Name(ctx)
 	var rows []infoRow
 	for _, q := range all {

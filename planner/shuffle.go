@@ -177,17 +177,7 @@ func (w *joinWalk) fail(format string, args ...any) ([]*input, bool) {
 func (w *joinWalk) visit(n node) ([]*input, bool) {
 	switch str(n, "type") {
 	case "BASE_TABLE":
-		in := w.byView[str(n, "table_name")]
-		if in == nil || n["sample"] != nil {
-			return w.fail("join of something other than tables")
-		}
-		if len(anyList(n["column_name_alias"])) > 0 && w.large[in] {
-			return w.fail("large table with renamed columns")
-		}
-		if w.large[in] {
-			return []*input{in}, true
-		}
-		return nil, true
+		return w.table(n)
 	case "JOIN":
 	default:
 		return w.fail("join of %s", strings.ToLower(str(n, "type")))
@@ -211,25 +201,52 @@ func (w *joinWalk) visit(n node) ([]*input, bool) {
 	case len(ll) == 0 && len(rl) == 0:
 		return nil, true
 	case len(ll) > 0 && len(rl) > 0:
-		if len(ll) != 1 || len(rl) != 1 || len(anyList(n["using_columns"])) > 0 {
-			return w.fail("join of large tables with USING")
-		}
-		switch jt {
-		case "INNER", "LEFT", "RIGHT", "OUTER", "FULL", "SEMI", "ANTI":
-		default:
-			return w.fail("%s join of the large tables", strings.ToLower(jt))
-		}
-		conds := slices.Clone(w.where)
-		if cond != nil {
-			conds = append(conds, conjuncts(cond)...)
-		}
-		if !w.keys(conds, ll[0], rl[0]) {
-			return w.fail("no equality between %s and %s", ll[0].ref, rl[0].ref)
-		}
-		return append(ll, rl...), true
+		return w.largeJoin(n, jt, cond, ll, rl)
 	}
-	// One side partitioned, the other replicated: the replicated side's
-	// rows must not be preserved.
+	return w.partitionedJoin(jt, ll, rl)
+}
+
+// table is a base table of the join tree: itself when it is one of the
+// large tables, nothing when it is replicated.
+func (w *joinWalk) table(n node) ([]*input, bool) {
+	in := w.byView[str(n, "table_name")]
+	if in == nil || n["sample"] != nil {
+		return w.fail("join of something other than tables")
+	}
+	if len(anyList(n["column_name_alias"])) > 0 && w.large[in] {
+		return w.fail("large table with renamed columns")
+	}
+	if w.large[in] {
+		return []*input{in}, true
+	}
+	return nil, true
+}
+
+// largeJoin is a join of the two large tables (ll and rl, one each): its
+// kind must allow a hash partitioning and its conditions (with the
+// WHERE's) give the keys.
+func (w *joinWalk) largeJoin(n node, jt string, cond node, ll, rl []*input) ([]*input, bool) {
+	if len(ll) != 1 || len(rl) != 1 || len(anyList(n["using_columns"])) > 0 {
+		return w.fail("join of large tables with USING")
+	}
+	switch jt {
+	case "INNER", "LEFT", "RIGHT", "OUTER", "FULL", "SEMI", "ANTI":
+	default:
+		return w.fail("%s join of the large tables", strings.ToLower(jt))
+	}
+	conds := slices.Clone(w.where)
+	if cond != nil {
+		conds = append(conds, conjuncts(cond)...)
+	}
+	if !w.keys(conds, ll[0], rl[0]) {
+		return w.fail("no equality between %s and %s", ll[0].ref, rl[0].ref)
+	}
+	return append(ll, rl...), true
+}
+
+// partitionedJoin is a join with one side partitioned, the other
+// replicated: the replicated side's rows must not be preserved.
+func (w *joinWalk) partitionedJoin(jt string, ll, rl []*input) ([]*input, bool) {
 	part := "left"
 	if len(ll) == 0 {
 		part = "right"

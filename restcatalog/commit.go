@@ -341,46 +341,12 @@ func (s *Server) needs(ctx context.Context, c change, meta table.Metadata, fsys 
 			return nil, nil, badRequest("%s: assign-uuid only in a create", c.ref)
 		case table.UpdateAddEncryptionKey, table.UpdateRemoveEncryptionKey:
 			return nil, nil, fmt.Errorf("%w: %s: table encryption keys are icefloe's (encryption.key-id through SQL)", ErrUnsupported, u.Action())
-		case table.UpdateSetProperties:
-			var v struct {
-				Updates iceberg.Properties `json:"updates"`
-			}
-			if err := fieldsOf(u, &v); err != nil {
-				return nil, nil, badRequest("read set-properties: %v", err)
-			}
-			if err := errors.Join(reserved(v.Updates), c.mt.CheckPlacement(v.Updates)); err != nil {
+		case table.UpdateSetProperties, table.UpdateRemoveProperties, table.UpdateSetLocation:
+			n, err := s.propertyNeed(ctx, c, meta, u)
+			if err != nil {
 				return nil, nil, err
 			}
-			ns = append(ns, needs1("set table properties", authz.Alter))
-			// A property placing files outside the table's location is a
-			// place the client chose, as in ALTER TABLE … SET TBLPROPERTIES.
-			if err := s.claim(ctx, authz.TableObject(c.ref), catalog.ClientPlaces(meta.Location(), false, v.Updates), c.ref); err != nil {
-				return nil, nil, err
-			}
-		case table.UpdateRemoveProperties:
-			var v struct {
-				Removals []string `json:"removals"`
-			}
-			if err := fieldsOf(u, &v); err != nil {
-				return nil, nil, badRequest("read remove-properties: %v", err)
-			}
-			for _, k := range v.Removals {
-				if isReserved(k) {
-					return nil, nil, fmt.Errorf("%w: table property %q is set by icefloe's SQL only", authz.ErrDenied, k)
-				}
-			}
-			ns = append(ns, needs1("remove table properties", authz.Alter))
-		case table.UpdateSetLocation:
-			var v struct {
-				Location string `json:"location"`
-			}
-			if err := fieldsOf(u, &v); err != nil {
-				return nil, nil, badRequest("read set-location: %v", err)
-			}
-			if strings.TrimSuffix(v.Location, "/") != strings.TrimSuffix(meta.Location(), "/") {
-				return nil, nil, fmt.Errorf("%w: %s: a table's location cannot change (set-location to %q)", ErrUnsupported, c.ref, v.Location)
-			}
-			ns = append(ns, needs1("set the table's location", authz.Alter))
+			ns = append(ns, n)
 		default:
 			ns = append(ns, needs1(u.Action(), authz.Alter))
 		}
@@ -396,6 +362,56 @@ func (s *Server) needs(ctx context.Context, c change, meta table.Metadata, fsys 
 		ns = append(ns, n)
 	}
 	return pins, ns, nil
+}
+
+// propertyNeed is what a set-properties, remove-properties or set-location
+// update needs (ALTER), after checking what it sets: placement in the
+// catalog's allowed locations, none of icefloe's own properties, no new
+// location.
+func (s *Server) propertyNeed(ctx context.Context, c change, meta table.Metadata, u table.Update) (need, error) {
+	switch u.Action() {
+	case table.UpdateSetProperties:
+		var v struct {
+			Updates iceberg.Properties `json:"updates"`
+		}
+		if err := fieldsOf(u, &v); err != nil {
+			return need{}, badRequest("read set-properties: %v", err)
+		}
+		if err := errors.Join(reserved(v.Updates), c.mt.CheckPlacement(v.Updates)); err != nil {
+			return need{}, err
+		}
+		// A property placing files outside the table's location is a
+		// place the client chose, as in ALTER TABLE … SET TBLPROPERTIES.
+		if err := s.claim(ctx, authz.TableObject(c.ref), catalog.ClientPlaces(meta.Location(), false, v.Updates), c.ref); err != nil {
+			return need{}, err
+		}
+		return needs1("set table properties", authz.Alter), nil
+	case table.UpdateRemoveProperties:
+		var v struct {
+			Removals []string `json:"removals"`
+		}
+		if err := fieldsOf(u, &v); err != nil {
+			return need{}, badRequest("read remove-properties: %v", err)
+		}
+		for _, k := range v.Removals {
+			if isReserved(k) {
+				return need{}, fmt.Errorf("%w: table property %q is set by icefloe's SQL only", authz.ErrDenied, k)
+			}
+		}
+		return needs1("remove table properties", authz.Alter), nil
+	case table.UpdateSetLocation:
+		var v struct {
+			Location string `json:"location"`
+		}
+		if err := fieldsOf(u, &v); err != nil {
+			return need{}, badRequest("read set-location: %v", err)
+		}
+		if strings.TrimSuffix(v.Location, "/") != strings.TrimSuffix(meta.Location(), "/") {
+			return need{}, fmt.Errorf("%w: %s: a table's location cannot change (set-location to %q)", ErrUnsupported, c.ref, v.Location)
+		}
+		return needs1("set the table's location", authz.Alter), nil
+	}
+	return needs1(u.Action(), authz.Alter), nil
 }
 
 func sameID(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }

@@ -4,7 +4,7 @@ import (
 	"maps"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 )
 
 // storage is what a load of p hands out for its files, by the server's

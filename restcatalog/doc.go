@@ -23,6 +23,6 @@
 // catalog: GET /v1/config?warehouse=NAME answers it.
 //
 // It imports catalog and the internal packages only: no planner, statement
-// or flightsql. The composition root (internal/cluster) starts it on its
+// or flightsql. The composition root (cluster) starts it on its
 // own listener with the coordinator's TLS.
 package restcatalog

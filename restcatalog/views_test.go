@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/view"
 
+	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
 )
 
@@ -25,11 +27,24 @@ func TestViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	viewer := f.client("viewer")
+	checkSQLView(t, ctx, vs, viewer)
+	made := checkCreateRESTView(t, ctx, f, vs, viewer)
+	checkReplaceRESTView(t, ctx, f, vs, viewer, made)
+	checkListDropViews(t, ctx, f, vs, viewer)
+
+	// Without SELECT on the view, no load, whether or not it exists.
+	code, ans := f.call("viewer", http.MethodGet, "/v1/local/namespaces/other/views/by_sql", nil)
+	f.want("a load without SELECT", code, ans, http.StatusForbidden, string(authz.Select))
+}
+
+// checkSQLView: a view as SQL's CREATE VIEW stores it loads through REST.
+func checkSQLView(t *testing.T, ctx context.Context, vs catalog.Views, viewer *rest.Catalog) {
+	t.Helper()
 	// As SQL's CREATE VIEW stores it.
 	if err := vs.CreateView(ctx, table.Identifier{"s", "by_sql"}, testSchema, "SELECT id FROM t WHERE id > 1"); err != nil {
 		t.Fatal(err)
 	}
-	viewer := f.client("viewer")
 	vw, err := viewer.LoadView(ctx, table.Identifier{"s", "by_sql"})
 	if err != nil {
 		t.Fatalf("load a view made through SQL: %v", err)
@@ -42,7 +57,12 @@ func TestViews(t *testing.T) {
 	if vw.MetadataLocation() == "" {
 		t.Fatal("the load answered no metadata location")
 	}
+}
 
+// checkCreateRESTView: a view created through REST with two dialects, by
+// who may create only, expands in SQL as its duckdb SQL.
+func checkCreateRESTView(t *testing.T, ctx context.Context, f *fixture, vs catalog.Views, viewer *rest.Catalog) *view.View {
+	t.Helper()
 	// Through REST, with two dialects.
 	v1, err := view.NewVersion(1, testSchema.ID, view.Representations{
 		view.NewRepresentation("SELECT id FROM s.t", "spark"), view.NewRepresentation("SELECT id FROM s.t WHERE true", "duckdb"),
@@ -68,7 +88,12 @@ func TestViews(t *testing.T) {
 	if err != nil || len(loaded.CurrentVersion().Representations) != 2 || loaded.Metadata().ViewUUID() != made.Metadata().ViewUUID() {
 		t.Fatalf("load the REST view: %v", err)
 	}
+	return made
+}
 
+// checkReplaceRESTView: a replace adds a new current version.
+func checkReplaceRESTView(t *testing.T, ctx context.Context, f *fixture, vs catalog.Views, viewer *rest.Catalog, made *view.View) {
+	t.Helper()
 	// A replace: a new current version.
 	v2, err := view.NewVersion(2, testSchema.ID, view.Representations{
 		view.NewRepresentation("SELECT id FROM s.t WHERE id < 10", "spark"), view.NewRepresentation("SELECT id FROM s.t WHERE id < 10", "duckdb"),
@@ -90,7 +115,12 @@ func TestViews(t *testing.T) {
 	if got, err := viewer.LoadView(ctx, table.Identifier{"s", "by_rest"}); err != nil || len(got.Versions()) != 2 {
 		t.Fatalf("after the replace: %v", err)
 	}
+}
 
+// checkListDropViews: views are listed to who may see them and dropped
+// with DROP.
+func checkListDropViews(t *testing.T, ctx context.Context, f *fixture, vs catalog.Views, viewer *rest.Catalog) {
+	t.Helper()
 	// Listed to who may see them; dropped with DROP.
 	var listed []string
 	for ident, err := range viewer.ListViews(ctx, table.Identifier{"s"}) {
@@ -111,8 +141,4 @@ func TestViews(t *testing.T) {
 	if _, err := vs.LoadView(ctx, table.Identifier{"s", "by_sql"}); err == nil {
 		t.Fatal("the dropped view still loads")
 	}
-
-	// Without SELECT on the view, no load, whether or not it exists.
-	code, ans := f.call("viewer", http.MethodGet, "/v1/local/namespaces/other/views/by_sql", nil)
-	f.want("a load without SELECT", code, ans, http.StatusForbidden, string(authz.Select))
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -30,7 +30,7 @@ func init() { runs(parse.KindAlterTable, (*Executor).alterTable) }
 func (e *Executor) alterTable(ctx context.Context, sess planner.Session, a *parse.AlterTable) (int64, error) {
 	// Every form, identifier fields and branch and tag DDL included, asks
 	// ALTER on the table (docs/security.md).
-	tgt, err := e.LoadTarget(ctx, sess, a.Name, authz.Alter)
+	tgt, err := e.planner.LoadTarget(ctx, sess, a.Name, authz.Alter)
 	if err != nil {
 		if a.IfExists && errors.Is(err, planner.ErrNotFound) {
 			return 0, nil
@@ -183,7 +183,7 @@ func (e *Executor) addColumn(ctx context.Context, tgt *planner.WriteTarget, x *p
 		}
 		return nil, fmt.Errorf("%w: column %q of %s", planner.ErrExists, x.Column, tgt.Ref)
 	}
-	added, err := e.ParseColumns(ctx, "__icefloe_add", "("+x.Def+")")
+	added, err := e.planner.ParseColumns(ctx, "__icefloe_add", "("+x.Def+")")
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (e *Executor) setColumnType(ctx context.Context, tgt *planner.WriteTarget, 
 	if err != nil {
 		return nil, err
 	}
-	s, err := e.ParseColumns(ctx, "__icefloe_alter", "("+engine.Quote(f.Name)+" "+x.Type+")")
+	s, err := e.planner.ParseColumns(ctx, "__icefloe_alter", "("+engine.Quote(f.Name)+" "+x.Type+")")
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +260,7 @@ func (e *Executor) setColumnType(ctx context.Context, tgt *planner.WriteTarget, 
 
 func (e *Executor) setProperties(ctx context.Context, tgt *planner.WriteTarget, x *parse.SetProperties) (txChange, error) {
 	props := iceberg.Properties(x.Props)
-	if err := planner.CheckPlacement(tgt.Mount(), props); err != nil {
+	if err := checkPlacement(tgt.Mount(), props); err != nil {
 		return nil, err
 	}
 	if _, ok := props[catalog.LocationKey]; ok {

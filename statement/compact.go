@@ -43,7 +43,7 @@ func (e *Executor) compact(ctx context.Context, sess planner.Session, tgt *plann
 	if len(workers) == 0 {
 		return nil, fmt.Errorf("%w: no worker is serving; check the workers' health", planner.ErrNoWorkers)
 	}
-	cp, err := e.PlanCompaction(ctx, sess, tgt, spec, workers)
+	cp, err := e.planner.PlanCompaction(ctx, sess, tgt, spec, workers)
 	if err != nil {
 		return nil, err
 	}

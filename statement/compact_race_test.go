@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
@@ -97,7 +97,7 @@ func (e *raceEnv) compact(t *testing.T, name, concurrent string) error {
 		once.Do(func() { e.exec(t, concurrent) })
 	})
 	defer statement.SetBeforeRewriteCommit(nil)
-	_, err := e.p.Plan(context.Background(), e.sess,
+	_, err := statement.New(e.p).Plan(context.Background(), e.sess,
 		parse.Must(fmt.Sprintf(`CALL system.rewrite_data_files(table => '%s', options => map('min-input-files', '2'))`, name)))
 	return err
 }
@@ -195,7 +195,7 @@ func TestRewritePositionDeletesConflict(t *testing.T) {
 	var once sync.Once
 	statement.SetBeforeRewriteCommit(func() { once.Do(func() { e.exec(t, `DELETE FROM pdrace WHERE id = 10`) }) })
 	defer statement.SetBeforeRewriteCommit(nil)
-	_, err := e.p.Plan(context.Background(), e.sess, parse.Must(`CALL system.rewrite_position_delete_files(table => 'pdrace', options => map('min-input-files', '2'))`))
+	_, err := statement.New(e.p).Plan(context.Background(), e.sess, parse.Must(`CALL system.rewrite_position_delete_files(table => 'pdrace', options => map('min-input-files', '2'))`))
 	if !errors.Is(err, planner.ErrConflict) {
 		t.Fatalf("rewrite racing a DELETE: %v, want ErrConflict", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 	iceplan "github.com/icefloe/icefloe/planner/plan"
@@ -88,21 +89,21 @@ func (e *Executor) readTableDef(ctx context.Context, sess planner.Session, t *pa
 	if err != nil {
 		return nil, err
 	}
-	d.ref = e.ExistingSchema(ctx, ref)
+	d.ref = e.planner.ExistingSchema(ctx, ref)
 	if !withColumns {
-		if err := e.Authorize(ctx, authz.TableObject(d.ref), authz.Create); err != nil {
+		if err := e.planner.Authorize(ctx, authz.TableObject(d.ref), authz.Create); err != nil {
 			return nil, err
 		}
 	}
-	if d.mt, err = e.Mount(d.ref.Catalog); err != nil {
+	if d.mt, err = e.planner.Mount(d.ref.Catalog); err != nil {
 		return nil, err
 	}
 	if !withColumns {
-		if d.columns, err = e.QueryColumns(ctx, sess, d.c.query); err != nil {
+		if d.columns, err = e.planner.QueryColumns(ctx, sess, d.c.query); err != nil {
 			return nil, err
 		}
 	}
-	if d.schema, err = e.ParseColumns(ctx, d.ref.Table, d.columns); err != nil {
+	if d.schema, err = e.planner.ParseColumns(ctx, d.ref.Table, d.columns); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -168,7 +169,7 @@ type tableClauses struct {
 // icefloe sets.
 func clausesOf(t *parse.CreateTable) tableClauses {
 	c := tableClauses{partItems: t.Partition, sortItems: t.Order, query: t.As,
-		props: iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}}
+		props: iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(commit.DefaultRetries)}}
 	for k, v := range t.With {
 		c.props[k] = v
 	}
@@ -210,7 +211,7 @@ func (e *Executor) tableOpts(ctx context.Context, d *tableDef, replacing *planne
 // replaces, aside.
 func (e *Executor) placeTable(ctx context.Context, d *tableDef, replacing *planner.WriteTarget) ([]icecat.CreateTableOpt, error) {
 	props := d.c.props
-	if err := planner.CheckPlacement(d.mt, props); err != nil {
+	if err := checkPlacement(d.mt, props); err != nil {
 		return nil, err
 	}
 	loc, chosen := props[catalog.LocationKey]
@@ -224,7 +225,7 @@ func (e *Executor) placeTable(ctx context.Context, d *tableDef, replacing *plann
 		d.replacing = &replacing.Ref
 	}
 	if len(d.claimed) > 0 {
-		if err := e.Authorize(ctx, authz.TableObject(d.ref), authz.Create, authz.Location); err != nil {
+		if err := e.planner.Authorize(ctx, authz.TableObject(d.ref), authz.Create, authz.Location); err != nil {
 			return nil, err
 		}
 		if err := e.free(ctx, d.claimed, d.replacing); err != nil {
@@ -246,7 +247,7 @@ func (e *Executor) placeProps(ctx context.Context, tgt *planner.WriteTarget, pro
 	if len(claimed) == 0 {
 		return nil
 	}
-	if err := e.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Location); err != nil {
+	if err := e.planner.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Location); err != nil {
 		return err
 	}
 	return e.free(ctx, claimed, &tgt.Ref)

@@ -37,14 +37,14 @@ func (e *Executor) createSchema(ctx context.Context, sess planner.Session, cs *p
 	if err != nil {
 		return err
 	}
-	if err := planner.CheckPlacement(mt, props); err != nil {
+	if err := checkPlacement(mt, props); err != nil {
 		return err
 	}
 	// A schema's folder is where its new tables go: choosing it is
 	// choosing a location (LOCATION), and it may not be, hold or lie in a
 	// table's place, nor hold another schema's folder or the warehouse.
 	if placed := catalog.PlacesOf("", props)[1:]; len(placed) > 0 {
-		if err := e.Authorize(ctx, authz.SchemaObject(catName, schema), authz.Create, authz.Location); err != nil {
+		if err := e.planner.Authorize(ctx, authz.SchemaObject(catName, schema), authz.Create, authz.Location); err != nil {
 			return err
 		}
 		if err := e.free(ctx, placed, nil); err != nil {
@@ -71,7 +71,7 @@ func (e *Executor) schemaAt(sess planner.Session, parts []string) (*catalog.Moun
 	if err != nil {
 		return nil, "", "", err
 	}
-	mt, err := e.Mount(catName)
+	mt, err := e.planner.Mount(catName)
 	return mt, catName, schema, err
 }
 
@@ -158,7 +158,7 @@ func (e *Executor) dropTable(ctx context.Context, sess planner.Session, dt *pars
 	if err != nil {
 		return err
 	}
-	mt, err := e.Mount(ref.Catalog)
+	mt, err := e.planner.Mount(ref.Catalog)
 	if err != nil {
 		return err
 	}
@@ -196,4 +196,13 @@ func schemaName(sess planner.Session, parts []string) (cat, schema string, err e
 		return "", "", fmt.Errorf("%w: schema name %q has a dot", planner.ErrInvalid, schema)
 	}
 	return cat, schema, nil
+}
+
+// checkPlacement is catalog.Mount.CheckPlacement, refused as a statement's
+// refusal (planner.ErrRefused).
+func checkPlacement(mt *catalog.Mount, props iceberg.Properties) error {
+	if err := mt.CheckPlacement(props); err != nil {
+		return fmt.Errorf("%w: %w", planner.ErrRefused, err)
+	}
+	return nil
 }

@@ -32,7 +32,7 @@ func init() {
 // dml runs an UPDATE, DELETE or MERGE with one set of parameter values
 // (args; MERGE takes none).
 func (e *Executor) dml(ctx context.Context, sess planner.Session, st *parse.Statement, args []any) (int64, error) {
-	d, err := e.PlanDML(ctx, sess, st, args)
+	d, err := e.planner.PlanDML(ctx, sess, st, args)
 	if err != nil {
 		return 0, err
 	}
@@ -75,7 +75,7 @@ func (e *Executor) delete(ctx context.Context, sess planner.Session, d *planner.
 // caller rewrites the files instead. The matching rows are counted on the
 // coordinator with the same filter.
 func (e *Executor) deleteMergeOnRead(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, match *parse.Statement, args []any) (n int64, ok bool, err error) {
-	pinned, expr, exact, err := e.ExactFilter(ctx, sess, tgt, match, args)
+	pinned, expr, exact, err := e.planner.ExactFilter(ctx, sess, tgt, match, args)
 	if err != nil || !exact {
 		return 0, false, err
 	}
@@ -175,7 +175,7 @@ type rewritten struct {
 // committed; on failure the files written are deleted.
 func (e *Executor) rewriteFiles(ctx context.Context, sess planner.Session, d *planner.DML) (*rewritten, error) {
 	tgt := d.Target
-	plan, err := e.PlanRewrite(ctx, sess, d)
+	plan, err := e.planner.PlanRewrite(ctx, sess, d)
 	if err != nil || plan == nil {
 		return &rewritten{}, err
 	}
@@ -272,12 +272,12 @@ func (e *Executor) mergeFilter(ctx context.Context, sess planner.Session, tgt *p
 // value of its columns, row by row, as literals of typ; a null or a type
 // it cannot convert fails it.
 func (e *Executor) queryLiterals(ctx context.Context, sess planner.Session, query *parse.Statement, typ iceberg.Type) ([]iceberg.Literal, error) {
-	plan, err := e.Planner.Plan(ctx, sess, query)
+	plan, err := e.planner.Plan(ctx, sess, query)
 	if err != nil {
 		return nil, err
 	}
 	var out []iceberg.Literal
-	o := flightclient.PullOptions{OnUnavailable: e.Unreachable}
+	o := flightclient.PullOptions{OnUnavailable: e.planner.Unreachable}
 	for _, ep := range plan.Endpoints {
 		err := e.opts.Flight.Pull(ctx, ep.Locations, ep.Ticket, o, func(rec arrow.RecordBatch) error {
 			defer rec.Release()

@@ -1,7 +1,8 @@
 // Package statement runs the statements that are not planned queries.
-// Its Executor wraps a *planner.Planner, so it plans queries exactly as
-// the planner does, and is what the Flight SQL server and internal/cluster
-// hold for execution. statement imports planner, never the reverse, and
+// Its Executor has its own Options (each defaulting to its planner's) and
+// holds the *planner.Planner it plans queries with as a field, forwarding
+// Plan, Bind, Use, Parameters and Renew to it; it is what the Flight SQL
+// server and cluster hold for execution. statement imports planner, never the reverse, and
 // worker imports neither: what crosses to a worker is a wire value.
 //
 // It runs every update statement, parsed by internal/parse: Exec runs the
@@ -17,8 +18,9 @@
 // DDL in refs.go; ALTER TABLE … EXECUTE in maintenance.go). It runs the
 // CALL procedures (procedures.go: the registry and argument binding; the procedures in
 // maintenance.go, compact.go, housekeeping.go, posdeletes.go,
-// refprocs.go, partstats.go and runtime.go), which planner's query path
-// reaches through the planner.Procedures that New installs. It answers
+// refprocs.go, partstats.go and runtime.go) itself: Executor.Plan runs a
+// CALL and has the planner plan its result rows (planner.PlanRows);
+// the planner calls nothing back. It answers
 // EXPLAIN of a write by running the write as a dry run (explainwrite.go),
 // and tells the workers of dropped tables (revoke.go).
 //

@@ -7,11 +7,11 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 	"github.com/icefloe/icefloe/planner"
 )
 
-// Encrypted tables (internal/tablecrypt): CREATE TABLE … WITH
+// Encrypted tables (catalog/tablecrypt): CREATE TABLE … WITH
 // ('encryption.key-id' = 'k') gets a fresh table key wrapped by the
 // catalog's KMS; catalog.Mounts.LoadTable unwraps it whenever the table
 // is read or written.

@@ -45,7 +45,7 @@ func (e *Executor) deleteEquality(ctx context.Context, sess planner.Session, tgt
 	if len(keyIDs) == 0 {
 		return 0, false, fmt.Errorf("%w: %s asks for equality deletes ('%s' = 'equality') but has no identifier fields (ALTER TABLE … SET IDENTIFIER FIELDS)", planner.ErrInvalid, tgt.Ref, DeleteKindKey)
 	}
-	pinned, expr, exact, err := e.ExactFilter(ctx, sess, tgt, match, args)
+	pinned, expr, exact, err := e.planner.ExactFilter(ctx, sess, tgt, match, args)
 	if err != nil || !exact {
 		return 0, false, err
 	}

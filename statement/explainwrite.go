@@ -3,22 +3,30 @@ package statement
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
 )
 
-// Plan plans st as the planner does, except EXPLAIN of a statement that
+// Plan plans st as the planner does, except CALL, whose procedure it runs
+// (procedures.go), and EXPLAIN of a statement that
 // EXPLAIN runs as a dry run (parse.Info.DryRun: INSERT, UPDATE, DELETE,
 // MERGE, TRUNCATE, CREATE TABLE), which it answers itself: it runs the
 // write as a dry run and plans the lines noted as the EXPLAIN's rows.
 // args bind the statement's parameters (see planner.Planner.Plan).
 func (e *Executor) Plan(ctx context.Context, s planner.Session, st *parse.Statement, args ...any) (*planner.Plan, error) {
+	if st.Kind == parse.KindCall {
+		if len(args) > 0 {
+			return nil, fmt.Errorf("%w: parameters in %s", planner.ErrUnsupported, st.Kind)
+		}
+		return e.planCall(ctx, s, st)
+	}
 	ex, ok := st.Body.(*parse.Explain)
 	if !ok || ex.Analyze || !ex.Inner.Info().DryRun {
-		return e.Planner.Plan(ctx, s, st, args...)
+		return e.planner.Plan(ctx, s, st, args...)
 	}
-	workers, err := e.LiveWorkers()
+	workers, err := e.planner.LiveWorkers()
 	if err != nil {
 		return nil, err
 	}
@@ -44,5 +52,5 @@ func (e *Executor) explainWrite(ctx context.Context, s planner.Session, st, inne
 	default:
 		d.Note("commit", "none: the statement changes no row")
 	}
-	return e.LinesPlan(ctx, workers, schema, d.Lines())
+	return e.planner.LinesPlan(ctx, workers, schema, d.Lines())
 }

@@ -88,7 +88,7 @@ func (e *Executor) Ingest(ctx context.Context, sess planner.Session, in Ingest) 
 	if err != nil {
 		return 0, err
 	}
-	mt, err := e.Mount(ref.Catalog)
+	mt, err := e.planner.Mount(ref.Catalog)
 	if err != nil {
 		return 0, err
 	}
@@ -110,7 +110,7 @@ func (e *Executor) Ingest(ctx context.Context, sess planner.Session, in Ingest) 
 		return e.replace(ctx, mt, ref, in)
 	}
 	if create {
-		if err := e.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+		if err := e.planner.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 			return 0, err
 		}
 		n, err := e.ingestCreate(ctx, mt, ref, in)
@@ -120,14 +120,14 @@ func (e *Executor) Ingest(ctx context.Context, sess planner.Session, in Ingest) 
 			// existing table.
 			return e.replace(ctx, mt, ref, in)
 		case errors.Is(err, errIngestMadeMeanwhile) && in.IfExists == ExistsAppend:
-			if err := e.Authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
+			if err := e.planner.Authorize(ctx, authz.TableObject(ref), authz.Insert); err != nil {
 				return 0, err
 			}
 		default:
 			return n, err
 		}
 	}
-	tgt, err := e.LoadTargetRef(ctx, ref, authz.Insert)
+	tgt, err := e.planner.LoadTargetRef(ctx, ref, authz.Insert)
 	if err != nil {
 		return 0, err
 	}
@@ -184,7 +184,7 @@ func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, ro
 	if err != nil {
 		return nil, err
 	}
-	w := e.NewWrite(tgt)
+	w := e.planner.NewWrite(tgt)
 	id := uuid.MustParse(planner.FragmentUUID(w.WriteUUID, 1<<20))
 	var rows int64
 	var convErr error
@@ -236,7 +236,7 @@ func (e *Executor) ingestWrite(ctx context.Context, tgt *planner.WriteTarget, ro
 // catalog.Mount.TableLocation for the name it will have; "" lets the
 // catalog choose) unless at (staged's) says otherwise.
 func createIngestTable(ctx context.Context, cat icecat.Catalog, ref catalog.TableRef, schema *iceberg.Schema, loc string, at []icecat.CreateTableOpt) error {
-	props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(planner.DefaultCommitRetries)}
+	props := iceberg.Properties{table.CommitNumRetriesKey: strconv.Itoa(commit.DefaultRetries)}
 	opts := []icecat.CreateTableOpt{icecat.WithProperties(props)}
 	if loc != "" {
 		opts = append(opts, icecat.WithLocation(loc))
@@ -384,7 +384,7 @@ func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var shares []*ingestShare
-	wp, err := e.PlanIngest(ctx, tgt, w, workers)
+	wp, err := e.planner.PlanIngest(ctx, tgt, w, workers)
 	if err != nil {
 		return nil, err
 	}

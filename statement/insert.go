@@ -76,7 +76,7 @@ func (e *Executor) insertValues(ctx context.Context, sess planner.Session, parts
 	// LoadTarget resolves t.branch_b and the session's WAP branch, so the
 	// rows commit to the branch the statement names; a caller without
 	// INSERT is denied before any parameter row is read.
-	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Insert)
+	tgt, err := e.planner.LoadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return 0, err
 	}
@@ -268,7 +268,7 @@ func conformRecord(rec arrow.RecordBatch, target *arrow.Schema, firstRow int64) 
 
 // insertQuery runs INSERT INTO parts [(cols)] query.
 func (e *Executor) insertQuery(ctx context.Context, sess planner.Session, parts, cols []string, query *parse.Statement, args ...any) (int64, error) {
-	tgt, err := e.LoadTarget(ctx, sess, parts, authz.Insert)
+	tgt, err := e.planner.LoadTarget(ctx, sess, parts, authz.Insert)
 	if err != nil {
 		return 0, err
 	}
@@ -289,14 +289,14 @@ func (e *Executor) insertSelect(ctx context.Context, sess planner.Session, tgt *
 // commitValues writes the rows of INSERT … VALUES on the coordinator and
 // commits them as finishAppend does. recs stay owned by the caller.
 func (e *Executor) commitValues(ctx context.Context, tgt *planner.WriteTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
-	if err := e.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Insert); err != nil {
+	if err := e.planner.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Insert); err != nil {
 		return 0, err
 	}
 	if d := planner.DryRunOf(ctx); d != nil {
 		d.Note("write", "the coordinator writes the %d rows of VALUES as Parquet files of %s", rows, tgt.Ref)
 		return 0, d.Commit("append: the written files are added in one snapshot")
 	}
-	w := e.NewWrite(tgt)
+	w := e.planner.NewWrite(tgt)
 	id := uuid.MustParse(planner.FragmentUUID(w.WriteUUID, 0))
 	seq := func(yield func(arrow.RecordBatch, error) bool) {
 		for _, r := range recs {

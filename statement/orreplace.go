@@ -10,9 +10,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -39,7 +39,7 @@ import (
 
 // createOrReplace runs CREATE OR REPLACE TABLE.
 func (e *Executor) createOrReplace(ctx context.Context, sess planner.Session, t *parse.CreateTable) (int64, error) {
-	tgt, err := e.LoadTarget(ctx, sess, t.Name, authz.Drop, authz.Create)
+	tgt, err := e.planner.LoadTarget(ctx, sess, t.Name, authz.Drop, authz.Create)
 	if errors.Is(err, planner.ErrNotFound) {
 		return e.createTable(ctx, sess, t)
 	}

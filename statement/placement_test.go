@@ -148,7 +148,7 @@ func TestStagingLocationWhereTheCatalogChooses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.x.Options().Mounts.Mount("nowh", cat, iceberg.Properties{}); err != nil {
+	if err := e.x.opts.Mounts.Mount("nowh", cat, iceberg.Properties{}); err != nil {
 		t.Fatal(err)
 	}
 	e.exec(t, "CREATE TABLE nowh.default.r (a INT)")

@@ -2,8 +2,10 @@ package statement
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
+	"github.com/apache/arrow-go/v18/arrow"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,8 +22,8 @@ import (
 // Table maintenance procedures: CALL [catalog.]system.name(args), with
 // Spark's procedure names, argument names and result columns
 // (docs/sql.md lists them). A procedure runs on the coordinator when the
-// statement is planned (planner asks the executor's procedureHook) and
-// answers what it did as rows, served like an EXPLAIN: one endpoint whose
+// statement is planned (Executor.Plan runs it; Executor.Bind answers its
+// columns without running it) and answers what it did as rows, served like an EXPLAIN: one endpoint whose
 // worker returns the rows from a VALUES list built here from the results
 // (no client text reaches DuckDB).
 
@@ -74,32 +76,31 @@ var procedures = map[string]*procedure{}
 
 func registerProcedure(pr *procedure) { procedures[pr.name] = pr }
 
-// procedureHook is what the executor installs in its planner
-// (planner.Planner.SetProcedures): planner recognises CALL in Bind and
-// Plan and asks it for the CALL's result as a query.
-type procedureHook struct{ e *Executor }
-
-// CallShape is a query with the result columns of the CALL and no rows,
-// without running it.
-func (h procedureHook) CallShape(_ context.Context, s planner.Session, call *parse.Call) (string, error) {
+// callSchema is the result schema of a CALL, without running it.
+func (e *Executor) callSchema(ctx context.Context, s planner.Session, call *parse.Call) (*arrow.Schema, error) {
 	c, err := bindCall(s, call)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return rowsSQL(c.proc.columns, nil), nil
+	return e.planner.RowsSchema(ctx, rowsSQL(c.proc.columns, nil))
 }
 
-// Call runs the CALL and returns a query over its result rows.
-func (h procedureHook) Call(ctx context.Context, s planner.Session, call *parse.Call) (string, error) {
-	c, err := bindCall(s, call)
+// planCall runs a CALL and has its result rows planned as one endpoint
+// (planner.Planner.PlanRows). The arguments are bound and the result's
+// shape checked before the procedure runs.
+func (e *Executor) planCall(ctx context.Context, s planner.Session, st *parse.Statement) (*planner.Plan, error) {
+	c, err := bindCall(s, st.Body.(*parse.Call))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	rows, err := c.proc.run(ctx, h.e, c)
+	if _, err := e.planner.RowsSchema(ctx, rowsSQL(c.proc.columns, nil)); err != nil {
+		return nil, err
+	}
+	rows, err := c.proc.run(ctx, e, c)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", c.proc.name, err)
+		return nil, fmt.Errorf("%s: %w", c.proc.name, err)
 	}
-	return rowsSQL(c.proc.columns, rows), nil
+	return e.planner.PlanRows(ctx, rowsSQL(c.proc.columns, rows))
 }
 
 // rowsSQL renders result rows as a query with exactly the columns' names
@@ -338,7 +339,7 @@ func (c *procCall) target(ctx context.Context, e *Executor) (*planner.WriteTarge
 	if err != nil {
 		return nil, err
 	}
-	return e.LoadTargetRef(ctx, ref, authz.Alter)
+	return e.planner.LoadTargetRef(ctx, ref, authz.Alter)
 }
 
 // procTableRef resolves a table name given as a string argument.

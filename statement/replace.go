@@ -45,10 +45,10 @@ import (
 // run on the mount's internal catalog, which leaves the privilege checks
 // to what was authorized here and in replaceStaged.
 func (e *Executor) replace(ctx context.Context, mt *catalog.Mount, ref catalog.TableRef, in Ingest) (int64, error) {
-	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Insert, authz.Delete); err != nil {
+	if err := e.planner.Authorize(ctx, authz.TableObject(ref), authz.Insert, authz.Delete); err != nil {
 		return 0, err
 	}
-	if err := e.RefuseRestrictedWrite(ctx, ref, "bulk ingest replace"); err != nil {
+	if err := e.planner.RefuseRestrictedWrite(ctx, ref, "bulk ingest replace"); err != nil {
 		// It deletes the rows the caller's row filter hides too.
 		return 0, err
 	}
@@ -61,7 +61,7 @@ func (e *Executor) ingestReplace(ctx context.Context, cat icecat.Catalog, ref ca
 	if err != nil {
 		return 0, err
 	}
-	tgt, err := e.LoadTargetRef(ctx, ref)
+	tgt, err := e.planner.LoadTargetRef(ctx, ref)
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +126,7 @@ func sameType(a, b iceberg.Type) bool {
 // swapped in.
 func (e *Executor) replaceStaged(ctx context.Context, cat icecat.Catalog, loc string, ref catalog.TableRef, schema *iceberg.Schema, in Ingest) (int64, error) {
 	// A new shape drops the table and makes another in its place.
-	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Drop, authz.Create); err != nil {
+	if err := e.planner.Authorize(ctx, authz.TableObject(ref), authz.Drop, authz.Create); err != nil {
 		return 0, err
 	}
 	create := func(staging catalog.TableRef, at []icecat.CreateTableOpt) error {

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/auth"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -32,7 +32,7 @@ func runCancelQuery(ctx context.Context, e *Executor, c *procCall) ([][]any, err
 		return nil, fmt.Errorf("%w: queries are cancelled on a coordinator", planner.ErrUnsupported)
 	}
 	id, _ := c.args["query_id"].(string)
-	if id == queries.IDFrom(ctx) {
+	if id == queryreg.IDFrom(ctx) {
 		return nil, fmt.Errorf("%w: a statement cannot cancel itself", planner.ErrInvalid)
 	}
 	admin, me := e.opts.Policy.Admin(ctx), auth.Name(ctx)

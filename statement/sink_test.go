@@ -58,7 +58,7 @@ func TestWritePlansSealed(t *testing.T) {
 		}
 	}
 
-	tgt, err := e.x.LoadTarget(ctx, e.sess, []string{"c"})
+	tgt, err := e.x.planner.LoadTarget(ctx, e.sess, []string{"c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +66,8 @@ func TestWritePlansSealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := e.x.NewWrite(tgt)
-	wp, err := e.x.PlanWrite(ctx, e.sess, tgt, query, w)
+	w := e.x.planner.NewWrite(tgt)
+	wp, err := e.x.planner.PlanWrite(ctx, e.sess, tgt, query, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,11 +77,11 @@ func TestWritePlansSealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := e.x.PlanDML(ctx, e.sess, st, nil)
+	d, err := e.x.planner.PlanDML(ctx, e.sess, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw, err := e.x.PlanRewrite(ctx, e.sess, d)
+	rw, err := e.x.planner.PlanRewrite(ctx, e.sess, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestWritePlansSealed(t *testing.T) {
 
 	spec := planner.DefaultCompactSpec(tgt.Pinned.Table)
 	spec.MinInputFiles = 2
-	cp, err := e.x.PlanCompaction(ctx, e.sess, tgt, spec, oneWorker{}.Live())
+	cp, err := e.x.planner.PlanCompaction(ctx, e.sess, tgt, spec, oneWorker{}.Live())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestWritePlansSealed(t *testing.T) {
 	}
 	check("compaction", &cp.WritePlan, plan.SinkCompact, "Write rewrite files into local.default.c", "Fragment compact [×", "4 of 4 files")
 
-	ip, err := e.x.PlanIngest(ctx, tgt, w, []planner.Worker{{Location: "grpc://127.0.0.1:1"}, {Location: "grpc://127.0.0.1:2"}})
+	ip, err := e.x.planner.PlanIngest(ctx, tgt, w, []planner.Worker{{Location: "grpc://127.0.0.1:1"}, {Location: "grpc://127.0.0.1:2"}})
 	if err != nil {
 		t.Fatal(err)
 	}

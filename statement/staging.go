@@ -39,7 +39,7 @@ func (e *Executor) staged(ctx context.Context, cat icecat.Catalog, ref catalog.T
 		// A create cancelled midway may have made the table all the same.
 		return drop(err)
 	}
-	tgt, err := e.LoadMadeTarget(ctx, staging)
+	tgt, err := e.planner.LoadMadeTarget(ctx, staging)
 	if err != nil {
 		return drop(err)
 	}
@@ -52,7 +52,7 @@ func (e *Executor) staged(ctx context.Context, cat icecat.Catalog, ref catalog.T
 		if err := create(staging, []icecat.CreateTableOpt{icecat.WithLocation(loc)}); err != nil {
 			return drop(err)
 		}
-		if tgt, err = e.LoadMadeTarget(ctx, staging); err != nil {
+		if tgt, err = e.planner.LoadMadeTarget(ctx, staging); err != nil {
 			return drop(err)
 		}
 	}

@@ -20,7 +20,7 @@ func init() { runs(parse.KindTruncate, (*Executor).truncate) }
 // the coordinator (no file is read or written). The count is the rows the
 // table held.
 func (e *Executor) truncate(ctx context.Context, sess planner.Session, t *parse.Truncate) (int64, error) {
-	tgt, err := e.LoadTarget(ctx, sess, t.Name, authz.Delete)
+	tgt, err := e.planner.LoadTarget(ctx, sess, t.Name, authz.Delete)
 	if err != nil {
 		return 0, err
 	}

@@ -33,20 +33,20 @@ func (e *Executor) createView(ctx context.Context, sess planner.Session, cv *par
 	if err != nil {
 		return err
 	}
-	ref = e.ExistingSchema(ctx, ref)
-	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
+	ref = e.planner.ExistingSchema(ctx, ref)
+	if err := e.planner.Authorize(ctx, authz.TableObject(ref), authz.Create); err != nil {
 		return err
 	}
-	views, err := e.Views(ref)
+	views, err := e.planner.Views(ref)
 	if err != nil {
 		return err
 	}
 	viewSess := planner.Session{Catalog: ref.Catalog, Schema: ref.Schema}
-	columns, err := e.QueryColumns(ctx, viewSess, query)
+	columns, err := e.planner.QueryColumns(ctx, viewSess, query)
 	if err != nil {
 		return err
 	}
-	schema, err := e.ParseColumns(ctx, ref.Table, columns)
+	schema, err := e.planner.ParseColumns(ctx, ref.Table, columns)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (e *Executor) createView(ctx context.Context, sess planner.Session, cv *par
 		case !replace:
 			return fmt.Errorf("%w: view %s", planner.ErrExists, ref)
 		}
-		if err := e.Authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
+		if err := e.planner.Authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
 			return err
 		}
 		if err := views.DropView(ctx, ref.Ident()); err != nil {
@@ -86,11 +86,11 @@ func (e *Executor) dropView(ctx context.Context, sess planner.Session, dv *parse
 	if err != nil {
 		return err
 	}
-	ref = e.ExistingSchema(ctx, ref)
-	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
+	ref = e.planner.ExistingSchema(ctx, ref)
+	if err := e.planner.Authorize(ctx, authz.TableObject(ref), authz.Drop); err != nil {
 		return err
 	}
-	views, err := e.Views(ref)
+	views, err := e.planner.Views(ref)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (e *Executor) dropView(ctx context.Context, sess planner.Session, dv *parse
 
 // tableExists reports whether ref names a table of its catalog.
 func (e *Executor) tableExists(ctx context.Context, ref catalog.TableRef) (bool, error) {
-	mt, err := e.Mount(ref.Catalog)
+	mt, err := e.planner.Mount(ref.Catalog)
 	if err != nil {
 		return false, err
 	}

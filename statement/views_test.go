@@ -21,7 +21,7 @@ func TestViewsNeedAViewCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Only the Catalog interface: no view methods, as with Glue.
-	if err := e.x.Options().Mounts.Mount("flat", struct{ icecat.Catalog }{cat}, props); err != nil {
+	if err := e.x.opts.Mounts.Mount("flat", struct{ icecat.Catalog }{cat}, props); err != nil {
 		t.Fatal(err)
 	}
 	e.execErr(t, `CREATE VIEW flat."default".v AS SELECT 1 AS x`, planner.ErrUnsupported, "flat", "keeps no views")

@@ -48,16 +48,16 @@ func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *p
 	if len(args) > 0 {
 		return nil, fmt.Errorf("%w: parameters in INSERT … SELECT", planner.ErrUnsupported)
 	}
-	ib, err := e.BindInsert(ctx, sess, tgt, cols, query)
+	ib, err := e.planner.BindInsert(ctx, sess, tgt, cols, query)
 	if err != nil {
 		return nil, err
 	}
 	var res *writeResults
 	var gone error // the failure of the attempt before, a worker gone
 	for attempt := 0; ; attempt++ {
-		w := e.NewWrite(tgt)
+		w := e.planner.NewWrite(tgt)
 		w.Project, w.InputColumns, w.OrderBy = ib.Project, ib.InputColumns, ib.OrderBy
-		wp, err := e.PlanWrite(ctx, sess, tgt, query, w)
+		wp, err := e.planner.PlanWrite(ctx, sess, tgt, query, w)
 		if err != nil && gone != nil {
 			// The first failure says what happened (which worker went
 			// away, how); the re-run's only that it could not run.
@@ -247,7 +247,7 @@ func fragmentError(loc string, err error) error {
 func (e *Executor) pullWrite(ctx context.Context, loc string, ticket []byte) ([]wire.WriteResult, error) {
 	var out []wire.WriteResult
 	// A worker that answers Unavailable leaves planning (main's pool).
-	o := flightclient.PullOptions{OnUnavailable: e.Unreachable}
+	o := flightclient.PullOptions{OnUnavailable: e.planner.Unreachable}
 	err := e.opts.Flight.Pull(ctx, []string{loc}, ticket, o, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		col, ok := rec.Column(0).(*array.Binary)
@@ -306,7 +306,7 @@ func (e *Executor) commitRequest(tgt *planner.WriteTarget) commit.Request {
 	}
 	return commit.Request{
 		Name: tgt.Ref.String(), Ident: tgt.Ref.Ident(),
-		Table: tgt.Pinned.Table, Catalog: cat, Branch: tgt.Branch, Stats: e.Commits(),
+		Table: tgt.Pinned.Table, Catalog: cat, Branch: tgt.Branch, Stats: e.planner.Commits(),
 		Warn: func(err error) {
 			e.log.Warn("write partition statistics", zap.String("table", tgt.Ref.String()), zap.Error(err))
 		},

@@ -12,10 +12,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/catalog/tablecrypt"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
-	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
 
 // The data cache (Options.DataCache) keeps local copies of object-store
@@ -28,7 +28,7 @@ import (
 //     copies too.
 // Either way a file deleted or changed on storage fails the scan naming
 // it (datacache.Get checks every use). An encrypted table's files
-// (internal/tablecrypt) never go into the cache: its copies would be the
+// (catalog/tablecrypt) never go into the cache: its copies would be the
 // decrypted files, in the clear on the worker's disk across restarts.
 
 // fetchParallel bounds the files one scan fetches into the cache at once;

@@ -82,6 +82,19 @@ func statusOf(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
+	if st := contextStatus(ctx, err); st != nil {
+		return st
+	}
+	if st := sentinelStatus(err); st != nil {
+		return st
+	}
+	return wrappedStatus(err)
+}
+
+// contextStatus is the status of a call that ended because the worker
+// shuts down, an operator cancelled its query, the client went away or a
+// deadline passed; nil for any other error.
+func contextStatus(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, errShuttingDown) || errors.Is(context.Cause(ctx), errShuttingDown):
 		return status.Error(codes.Unavailable, errShuttingDown.Error())
@@ -93,6 +106,14 @@ func statusOf(ctx context.Context, err error) error {
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	}
+	return nil
+}
+
+// sentinelStatus is the status of one of the worker's, membership's or
+// wire's sentinel errors; nil for any other error.
+func sentinelStatus(err error) error {
+	switch {
 	// A coordinator's key check sealed with another key, or not one.
 	case errors.Is(err, membership.ErrKeyMismatch):
 		return status.Error(codes.PermissionDenied, err.Error())
@@ -120,6 +141,13 @@ func statusOf(ctx context.Context, err error) error {
 	case errors.Is(err, errDropped):
 		return status.Error(codes.NotFound, err.Error())
 	}
+	return nil
+}
+
+// wrappedStatus is the status of what is left: a child fragment's error,
+// a status already, exhausted resources, DuckDB's errors, missing or
+// changed files; Internal otherwise.
+func wrappedStatus(err error) error {
 	var ce *childError
 	if errors.As(err, &ce) {
 		if ce.code == codes.InvalidArgument {

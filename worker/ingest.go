@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -95,49 +96,12 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	if err := sameTypes(target, rdr.Schema()); err != nil {
 		return fmt.Errorf("%w: ingest stream: %v", wire.ErrMalformed, err)
 	}
-	var readErr error
-	records := func(yield func(arrow.RecordBatch, error) bool) {
-		for rdr.Next() {
-			rec := rdr.RecordBatch()
-			if rec.NumRows() == 0 {
-				continue
-			}
-			// Decoded in place from the gRPC message: no allocator sees
-			// the batch, so it is held by size while it is written.
-			release := func() {}
-			if a, ok := mem.(*membudget.Account); ok {
-				release = a.Hold(util.TotalRecordSize(rec))
-			}
-			if err := membudget.Check(mem); err != nil {
-				release()
-				readErr = fmt.Errorf("query %s: %w", t.QueryID, err)
-				yield(nil, readErr)
-				return
-			}
-			for i, f := range target.Fields() {
-				if !f.Nullable && rec.Column(i).NullN() > 0 {
-					release()
-					readErr = &queryError{err: fmt.Errorf("NULL in NOT NULL column %s", f.Name)}
-					yield(nil, readErr)
-					return
-				}
-			}
-			more := yield(array.NewRecordBatch(target, rec.Columns(), rec.NumRows()), nil)
-			release()
-			if !more {
-				return
-			}
-		}
-		if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
-			readErr = err
-			yield(nil, err)
-		}
-	}
+	in := &ingestRows{rdr: rdr, mem: mem, target: target, queryID: t.QueryID}
 	var written []iceberg.DataFile
-	for df, werr := range icemeta.Write(ctx, tbl, target, records, id, table.WithMaxWriteWorkers(1)) {
+	for df, werr := range icemeta.Write(ctx, tbl, target, in.records, id, table.WithMaxWriteWorkers(1)) {
 		if werr != nil {
-			if readErr != nil {
-				werr = readErr
+			if in.err != nil {
+				werr = in.err
 			}
 			if ctx.Err() != nil {
 				werr = context.Cause(ctx)
@@ -167,6 +131,56 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		return err
 	}
 	return nil
+}
+
+// ingestRows are the batches of an ingest stream as the table's rows: in
+// the table's Arrow schema, each held against the budget while it is
+// written, NOT NULL checked. err is the first error reading them met.
+type ingestRows struct {
+	rdr     *flight.Reader
+	mem     memory.Allocator
+	target  *arrow.Schema
+	queryID string
+	err     error
+}
+
+// records yields the stream's non-empty batches, then its error if any.
+func (r *ingestRows) records(yield func(arrow.RecordBatch, error) bool) {
+	for r.rdr.Next() {
+		rec := r.rdr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		// Decoded in place from the gRPC message: no allocator sees
+		// the batch, so it is held by size while it is written.
+		release := func() {}
+		if a, ok := r.mem.(*membudget.Account); ok {
+			release = a.Hold(util.TotalRecordSize(rec))
+		}
+		if err := membudget.Check(r.mem); err != nil {
+			release()
+			r.err = fmt.Errorf("query %s: %w", r.queryID, err)
+			yield(nil, r.err)
+			return
+		}
+		for i, f := range r.target.Fields() {
+			if !f.Nullable && rec.Column(i).NullN() > 0 {
+				release()
+				r.err = &queryError{err: fmt.Errorf("NULL in NOT NULL column %s", f.Name)}
+				yield(nil, r.err)
+				return
+			}
+		}
+		more := yield(array.NewRecordBatch(r.target, rec.Columns(), rec.NumRows()), nil)
+		release()
+		if !more {
+			return
+		}
+	}
+	if err := r.rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		r.err = err
+		yield(nil, err)
+	}
 }
 
 // sameTypes checks that got has want's columns, by position and type.

@@ -26,11 +26,11 @@ import (
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/datacache"
+	"github.com/icefloe/icefloe/internal/drain"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/exchange"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/flightio"
-	"github.com/icefloe/icefloe/internal/inflight"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/metrics"
@@ -191,7 +191,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	closing bool
-	calls   *inflight.Calls
+	calls   *drain.Calls
 }
 
 var _ flight.FlightServer = (*Server)(nil)
@@ -233,7 +233,7 @@ func New(o Options) (*Server, error) {
 		opts:   o,
 		log:    o.Logger,
 		health: health.NewServer(),
-		calls:  inflight.New(),
+		calls:  drain.New(),
 		peers:  flightclient.NewPool(o.Peers, DefaultPeerClients),
 
 		started:  time.Now(),
@@ -291,7 +291,7 @@ func (s *Server) Drain() {
 }
 
 // WaitIdle waits until no call has been in flight for quiet, or until
-// deadline (see inflight.Calls.WaitIdle).
+// deadline (see drain.Calls.WaitIdle).
 func (s *Server) WaitIdle(deadline time.Time, quiet time.Duration) bool {
 	return s.calls.WaitIdle(deadline, quiet)
 }

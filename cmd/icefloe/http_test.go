@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 )
 
 func freeAddr(t *testing.T) string {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icefloe/icefloe/internal/cluster"
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/internal/streamidle"
 )
 

@@ -16,8 +16,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/cluster"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/flightsql"
-	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/membership"
@@ -459,7 +460,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 //
 // The pool dials the workers through internal/flightclient with sec's
 // client: the workers' CA and the cluster token the key check carries.
-func (r *roleFlags) workerPool(key *wire.Key, addrs []string, dnsName string, sec cluster.Security, log *zap.Logger) (*flightsql.WorkerPool, error) {
+func (r *roleFlags) workerPool(key *wire.Key, addrs []string, dnsName string, sec cluster.Security, log *zap.Logger) (*fleet.WorkerPool, error) {
 	var locs []string
 	for _, a := range addrs {
 		if !strings.Contains(a, "://") {
@@ -468,18 +469,18 @@ func (r *roleFlags) workerPool(key *wire.Key, addrs []string, dnsName string, se
 		}
 		locs = append(locs, a)
 	}
-	opts := []flightsql.PoolOption{flightsql.WithPoolLogger(log), flightsql.WithAnnouncements(), flightsql.WithClient(sec.Client())}
+	opts := []fleet.PoolOption{fleet.WithPoolLogger(log), fleet.WithAnnouncements(), fleet.WithClient(sec.Client())}
 	if r.cfg.HealthInterval > 0 {
-		opts = append(opts, flightsql.WithHealthInterval(r.cfg.HealthInterval))
+		opts = append(opts, fleet.WithHealthInterval(r.cfg.HealthInterval))
 	}
 	if dnsName != "" {
 		d, err := membership.NewDNS(membership.DNSOptions{Target: dnsName, Scheme: sec.Scheme(), Logger: log})
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, flightsql.WithDNS(d))
+		opts = append(opts, fleet.WithDNS(d))
 	}
-	return flightsql.NewWorkerPool(key, locs, opts...)
+	return fleet.NewWorkerPool(key, locs, opts...)
 }
 
 func runWorker(ctx context.Context, args []string, stderr io.Writer) error {

@@ -9,10 +9,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
-	"github.com/icefloe/icefloe/internal/cluster"
 	"github.com/icefloe/icefloe/internal/tlsconf"
 	"github.com/icefloe/icefloe/wire"
 )

@@ -64,18 +64,50 @@ func StorableType(t arrow.DataType, path string) (arrow.DataType, error) {
 	case arrow.TIME32, arrow.TIME64:
 		return arrow.FixedWidthTypes.Time64us, nil
 	case arrow.TIMESTAMP:
-		ts := t.(*arrow.TimestampType)
-		out := &arrow.TimestampType{Unit: arrow.Microsecond}
-		if ts.Unit == arrow.Nanosecond {
-			out.Unit = arrow.Nanosecond
-		}
-		if ts.TimeZone != "" {
-			out.TimeZone = "UTC" // the values are instants in every zone
-		}
-		if arrow.TypeEqual(out, ts) {
+		return storableTimestamp(t), nil
+	case arrow.LIST, arrow.LARGE_LIST, arrow.LIST_VIEW, arrow.LARGE_LIST_VIEW, arrow.FIXED_SIZE_LIST, arrow.MAP, arrow.STRUCT:
+		return storableNested(t, path)
+	case arrow.DICTIONARY:
+		return StorableType(t.(*arrow.DictionaryType).ValueType, path)
+	case arrow.RUN_END_ENCODED:
+		return StorableType(t.(*arrow.RunEndEncodedType).Encoded(), path)
+	case arrow.EXTENSION:
+		switch t.(type) {
+		case *extensions.UUIDType:
 			return t, nil
+		case *extensions.JSONType:
+			return StorableType(t.(arrow.ExtensionType).StorageType(), path)
+		case *extensions.Bool8Type:
+			return arrow.FixedWidthTypes.Boolean, nil
 		}
-		return out, nil
+		return nil, fmt.Errorf("%w: column %s is of the Arrow extension type %s, which Iceberg cannot store (send its storage type, %s)",
+			ErrType, path, t.(arrow.ExtensionType).ExtensionName(), t.(arrow.ExtensionType).StorageType())
+	}
+	return nil, fmt.Errorf("%w: column %s is of Arrow type %s, which Iceberg has no type for", ErrType, path, t)
+}
+
+// storableTimestamp is a timestamp type in the write path's layout:
+// microseconds or nanoseconds, UTC when zoned.
+func storableTimestamp(t arrow.DataType) arrow.DataType {
+	ts := t.(*arrow.TimestampType)
+	out := &arrow.TimestampType{Unit: arrow.Microsecond}
+	if ts.Unit == arrow.Nanosecond {
+		out.Unit = arrow.Nanosecond
+	}
+	if ts.TimeZone != "" {
+		out.TimeZone = "UTC" // the values are instants in every zone
+	}
+	if arrow.TypeEqual(out, ts) {
+		return t
+	}
+	return out
+}
+
+// storableNested is a list, map or struct type with its children in
+// the write path's layout (t itself when they already are, for a list
+// only when it is a plain list).
+func storableNested(t arrow.DataType, path string) (arrow.DataType, error) {
+	switch t.ID() {
 	case arrow.LIST, arrow.LARGE_LIST, arrow.LIST_VIEW, arrow.LARGE_LIST_VIEW, arrow.FIXED_SIZE_LIST:
 		elem := t.(arrow.ListLikeType).ElemField()
 		et, err := StorableType(elem.Type, path+".element")
@@ -121,21 +153,6 @@ func StorableType(t arrow.DataType, path string) (arrow.DataType, error) {
 			return t, nil
 		}
 		return arrow.StructOf(fields...), nil
-	case arrow.DICTIONARY:
-		return StorableType(t.(*arrow.DictionaryType).ValueType, path)
-	case arrow.RUN_END_ENCODED:
-		return StorableType(t.(*arrow.RunEndEncodedType).Encoded(), path)
-	case arrow.EXTENSION:
-		switch t.(type) {
-		case *extensions.UUIDType:
-			return t, nil
-		case *extensions.JSONType:
-			return StorableType(t.(arrow.ExtensionType).StorageType(), path)
-		case *extensions.Bool8Type:
-			return arrow.FixedWidthTypes.Boolean, nil
-		}
-		return nil, fmt.Errorf("%w: column %s is of the Arrow extension type %s, which Iceberg cannot store (send its storage type, %s)",
-			ErrType, path, t.(arrow.ExtensionType).ExtensionName(), t.(arrow.ExtensionType).StorageType())
 	}
 	return nil, fmt.Errorf("%w: column %s is of Arrow type %s, which Iceberg has no type for", ErrType, path, t)
 }

@@ -81,40 +81,52 @@ func validate(arr arrow.Array, path string, from, to int, row func(int) int64) e
 			}
 		}
 	case *array.Struct:
-		// A NULL struct's fields are not written: check the others only.
-		st := a.DataType().(*arrow.StructType)
-		for k := 0; k < a.NumField(); k++ {
-			f, fpath := a.Field(k), path+"."+st.Field(k).Name
-			if a.NullN() == 0 {
-				if err := validate(f, fpath, from, to, row); err != nil {
-					return err
-				}
-				continue
-			}
-			for i := from; i < to; i++ {
-				if !a.IsValid(i) {
-					continue
-				}
-				if err := validate(f, fpath, i, i+1, row); err != nil {
-					return err
-				}
-			}
-		}
+		return validateStruct(a, path, from, to, row)
 	case array.ListLike:
-		// Each valid list's elements, against the list's row.
-		child, cpath := a.ListValues(), path+".element"
-		if _, ok := a.(*array.Map); ok {
-			cpath = path
+		return validateList(a, path, from, to, row)
+	}
+	return nil
+}
+
+// validateStruct validates the fields of a struct's valid rows (a NULL
+// struct's fields are not written).
+func validateStruct(a *array.Struct, path string, from, to int, row func(int) int64) error {
+	st := a.DataType().(*arrow.StructType)
+	for k := 0; k < a.NumField(); k++ {
+		f, fpath := a.Field(k), path+"."+st.Field(k).Name
+		if a.NullN() == 0 {
+			if err := validate(f, fpath, from, to, row); err != nil {
+				return err
+			}
+			continue
 		}
 		for i := from; i < to; i++ {
 			if !a.IsValid(i) {
 				continue
 			}
-			s, e := a.ValueOffsets(i)
-			r := row(i)
-			if err := validate(child, cpath, int(s), int(e), func(int) int64 { return r }); err != nil {
+			if err := validate(f, fpath, i, i+1, row); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// validateList validates each valid list's (or map's) elements, against
+// the list's row.
+func validateList(a array.ListLike, path string, from, to int, row func(int) int64) error {
+	child, cpath := a.ListValues(), path+".element"
+	if _, ok := a.(*array.Map); ok {
+		cpath = path
+	}
+	for i := from; i < to; i++ {
+		if !a.IsValid(i) {
+			continue
+		}
+		s, e := a.ValueOffsets(i)
+		r := row(i)
+		if err := validate(child, cpath, int(s), int(e), func(int) int64 { return r }); err != nil {
+			return err
 		}
 	}
 	return nil

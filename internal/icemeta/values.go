@@ -19,6 +19,21 @@ func partitionLiteral(typ iceberg.Type, v any) (iceberg.Literal, error) {
 		}
 		return out, nil
 	}
+	lit := numberLiteral(typ, v)
+	if lit == nil {
+		lit = timeLiteral(typ, v)
+	}
+	if lit == nil {
+		lit = bytesLiteral(typ, v)
+	}
+	if lit == nil {
+		return nil, fmt.Errorf("value %v of Go type %T is not a %s", v, v, typ)
+	}
+	return lit, nil
+}
+
+// numberLiteral is v as a boolean, integer or floating-point literal of typ, or nil.
+func numberLiteral(typ iceberg.Type, v any) iceberg.Literal {
 	var lit iceberg.Literal
 	switch typ.(type) {
 	case iceberg.BooleanType:
@@ -47,6 +62,14 @@ func partitionLiteral(typ iceberg.Type, v any) (iceberg.Literal, error) {
 		case float32:
 			lit = iceberg.NewLiteral(float64(f))
 		}
+	}
+	return lit
+}
+
+// timeLiteral is v as a date, time or timestamp literal of typ, or nil.
+func timeLiteral(typ iceberg.Type, v any) iceberg.Literal {
+	var lit iceberg.Literal
+	switch typ.(type) {
 	case iceberg.DateType:
 		switch d := v.(type) {
 		case iceberg.Date:
@@ -91,6 +114,14 @@ func partitionLiteral(typ iceberg.Type, v any) (iceberg.Literal, error) {
 				lit = iceberg.NewLiteral(iceberg.TimestampNano(i))
 			}
 		}
+	}
+	return lit
+}
+
+// bytesLiteral is v as a string, binary, UUID or decimal literal of typ, or nil.
+func bytesLiteral(typ iceberg.Type, v any) iceberg.Literal {
+	var lit iceberg.Literal
+	switch typ.(type) {
 	case iceberg.StringType:
 		switch s := v.(type) {
 		case string:
@@ -124,11 +155,9 @@ func partitionLiteral(typ iceberg.Type, v any) (iceberg.Literal, error) {
 		if d, ok := v.(iceberg.Decimal); ok {
 			lit = iceberg.NewLiteral(d)
 		}
+
 	}
-	if lit == nil {
-		return nil, fmt.Errorf("value %v of Go type %T is not a %s", v, v, typ)
-	}
-	return lit, nil
+	return lit
 }
 
 func asInt64(v any) (int64, bool) {

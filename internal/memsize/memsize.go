@@ -90,34 +90,9 @@ func (w *walker) refs(v reflect.Value) {
 			w.refs(v.Field(i))
 		}
 	case reflect.Map:
-		if v.IsNil() || !w.first(v.Pointer()) {
-			return
-		}
-		w.n += mapBytes(t, v.Len())
-		iter := v.MapRange()
-		kp, vp := hasPointers(t.Key()), hasPointers(t.Elem())
-		for iter.Next() {
-			if kp {
-				w.refs(iter.Key())
-			}
-			if vp {
-				w.refs(iter.Value())
-			}
-		}
+		w.mapRefs(v)
 	case reflect.Interface:
-		if v.IsNil() {
-			return
-		}
-		e := v.Elem()
-		switch e.Kind() {
-		case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
-			// Pointer-shaped: the interface holds the pointer itself.
-		default:
-			if e.Type().Size() > 0 {
-				w.n += roundUp(e.Type().Size())
-			}
-		}
-		w.refs(e)
+		w.interfaceRefs(v)
 	case reflect.Chan:
 		if !v.IsNil() && w.first(v.Pointer()) {
 			w.n += roundUp(96 + uintptr(v.Cap())*t.Elem().Size())
@@ -125,6 +100,44 @@ func (w *walker) refs(v reflect.Value) {
 	}
 	// Func: a closure's captured variables cannot be reached through
 	// reflection. UnsafePointer: of unknown type.
+}
+
+// mapRefs counts a map's table, once, and what its keys and values reach.
+func (w *walker) mapRefs(v reflect.Value) {
+	if v.IsNil() || !w.first(v.Pointer()) {
+		return
+	}
+	t := v.Type()
+	w.n += mapBytes(t, v.Len())
+	iter := v.MapRange()
+	kp, vp := hasPointers(t.Key()), hasPointers(t.Elem())
+	for iter.Next() {
+		if kp {
+			w.refs(iter.Key())
+		}
+		if vp {
+			w.refs(iter.Value())
+		}
+	}
+}
+
+// interfaceRefs counts the boxed value of a non-nil interface (unless it
+// is pointer-shaped: the interface holds the pointer itself) and what it
+// reaches.
+func (w *walker) interfaceRefs(v reflect.Value) {
+	if v.IsNil() {
+		return
+	}
+	e := v.Elem()
+	switch e.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		// Pointer-shaped: the interface holds the pointer itself.
+	default:
+		if e.Type().Size() > 0 {
+			w.n += roundUp(e.Type().Size())
+		}
+	}
+	w.refs(e)
 }
 
 // atomicPointer tells whether t is sync/atomic's Pointer[T] and gives T:

@@ -3,7 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 )
 
 // Buckets of the latency histograms, in seconds: 1 ms to about 5 minutes.
@@ -15,7 +15,7 @@ var endpointBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}
 // CoordinatorSources are what a coordinator's gauges read at scrape time.
 type CoordinatorSources struct {
 	// Active counts the statements not ended, by state.
-	Active func() map[queries.State]int
+	Active func() map[queryreg.State]int
 	// Queued is how many statements wait for a slot.
 	Queued func() int
 	// Running is how many statements hold a slot.
@@ -78,8 +78,8 @@ func NewCoordinator(reg prometheus.Registerer, src CoordinatorSources) *Coordina
 	return c
 }
 
-// Ended records one ended statement; pass it as queries.Options.Ended.
-func (c *Coordinator) Ended(i queries.Info) {
+// Ended records one ended statement; pass it as queryreg.Options.Ended.
+func (c *Coordinator) Ended(i queryreg.Info) {
 	if c == nil {
 		return
 	}
@@ -99,7 +99,7 @@ func (c *Coordinator) Ended(i queries.Info) {
 		c.endpoints.Observe(float64(i.EndpointsTotal))
 		c.rowsOut.Add(float64(i.Rows))
 		c.bytesOut.Add(float64(i.Bytes))
-	} else if i.Rows > 0 && i.State == queries.Finished {
+	} else if i.Rows > 0 && i.State == queryreg.Finished {
 		c.rowsUpdate.Add(float64(i.Rows))
 	}
 }
@@ -151,7 +151,7 @@ func (g coordinatorGauges) Collect(ch chan<- prometheus.Metric) {
 	d, s := g.descs, g.src
 	if s.Active != nil {
 		n := s.Active()
-		for _, st := range []queries.State{queries.Queued, queries.Planning, queries.Running} {
+		for _, st := range []queryreg.State{queryreg.Queued, queryreg.Planning, queryreg.Running} {
 			ch <- prometheus.MustNewConstMetric(d.active, prometheus.GaugeValue, float64(n[st]), string(st))
 		}
 	}

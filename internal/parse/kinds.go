@@ -43,8 +43,9 @@ const (
 type Runner uint8
 
 const (
-	// RunPlanner: planner.Planner's Bind and Plan (the kind returns rows,
-	// answered as a FlightInfo; planner registers a runner per kind).
+	// RunPlanner: statement.Executor's Bind and Plan (the kind returns
+	// rows, answered as a FlightInfo): planner registers a runner per
+	// kind, but for CALL, which the executor runs and has planned as rows.
 	RunPlanner Runner = iota + 1
 	// RunExecutor: statement.Executor's Exec (the kind returns an update
 	// count; statement registers a runner per kind).

@@ -153,18 +153,8 @@ func checkAgainstDuckDB(t testing.TB, d *duck, src string) {
 	if lexErr != nil && parses {
 		t.Errorf("%q: Tokenize refuses it (%v), DuckDB's parser accepts it", src, lexErr)
 	}
-	// ExtractStatements also transforms what it parsed; its errors there
-	// (e.g. mixing $1 and $name) say nothing about the statement count.
-	if n, err := d.statements(src); parses && lexErr == nil && err == nil {
-		parts := Split(src)
-		if len(parts) != n {
-			t.Errorf("%q: Split finds %d statements %q, DuckDB %d (%v)", src, len(parts), parts, n, err)
-		}
-		for _, p := range parts {
-			if m, err := d.statements(p); m != 1 && err == nil {
-				t.Errorf("%q: piece %q is %d statements for DuckDB (%v)", src, p, m, err)
-			}
-		}
+	if parses && lexErr == nil {
+		checkSplit(t, d, src)
 	}
 	stmts := d.serialize(src)
 	if len(stmts) == 0 || lexErr != nil {
@@ -193,6 +183,26 @@ func checkAgainstDuckDB(t testing.TB, d *duck, src string) {
 		}
 		checkNode(t, src, node, tk)
 	})
+}
+
+// checkSplit holds Split to DuckDB's count of src's statements, each piece
+// one statement. ExtractStatements also transforms what it parsed; its
+// errors there (e.g. mixing $1 and $name) say nothing about the count.
+func checkSplit(t testing.TB, d *duck, src string) {
+	t.Helper()
+	n, err := d.statements(src)
+	if err != nil {
+		return
+	}
+	parts := Split(src)
+	if len(parts) != n {
+		t.Errorf("%q: Split finds %d statements %q, DuckDB %d (%v)", src, len(parts), parts, n, err)
+	}
+	for _, p := range parts {
+		if m, err := d.statements(p); m != 1 && err == nil {
+			t.Errorf("%q: piece %q is %d statements for DuckDB (%v)", src, p, m, err)
+		}
+	}
 }
 
 // checkNode compares a constant's or column reference's value with the

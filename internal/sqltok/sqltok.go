@@ -169,58 +169,74 @@ func (lx *lexer) next() error {
 		return nil
 	case lx.at(start, "/*"):
 		return lx.blockComment()
-	case c == '\'':
-		return lx.quoted(start, start+1, 'q')
-	case (c == 'e' || c == 'E') && lx.byteAt(start+1) == '\'':
-		return lx.quoted(start, start+2, 'e')
-	case (c == 'b' || c == 'B' || c == 'x' || c == 'X') && lx.byteAt(start+1) == '\'':
-		return lx.quoted(start, start+2, 'b')
-	case (c == 'u' || c == 'U') && lx.at(start+1, "&'"):
-		return lx.quoted(start, start+3, 'u')
-	case (c == 'u' || c == 'U') && lx.at(start+1, "&\""):
-		return lx.quotedIdent(start, start+3, true)
 	case c == '"':
 		return lx.quotedIdent(start, start+1, false)
 	case c == '$':
 		return lx.dollar()
+	}
+	if ok, err := lx.quotedLiteral(c, start); ok {
+		return err
+	}
+	lx.plain(c, start)
+	return nil
+}
+
+// quotedLiteral scans a string literal ('…', E'…', B'…', X'…', U&'…') or a
+// Unicode identifier (U&"…") at start, whose first byte is c; false when
+// there is none there.
+func (lx *lexer) quotedLiteral(c byte, start int) (bool, error) {
+	switch {
+	case c == '\'':
+		return true, lx.quoted(start, start+1, 'q')
+	case (c == 'e' || c == 'E') && lx.byteAt(start+1) == '\'':
+		return true, lx.quoted(start, start+2, 'e')
+	case (c == 'b' || c == 'B' || c == 'x' || c == 'X') && lx.byteAt(start+1) == '\'':
+		return true, lx.quoted(start, start+2, 'b')
+	case (c == 'u' || c == 'U') && lx.at(start+1, "&'"):
+		return true, lx.quoted(start, start+3, 'u')
+	case (c == 'u' || c == 'U') && lx.at(start+1, "&\""):
+		return true, lx.quotedIdent(start, start+3, true)
+	}
+	return false, nil
+}
+
+// plain scans a word, number, parameter or operator at start, whose first
+// byte is c; every other byte is a token of its own: "(", ",", ";", "#",
+// "\v", …
+func (lx *lexer) plain(c byte, start int) {
+	s := lx.s
+	switch {
 	case isIdentStart(c):
 		lx.i = start + 1
 		for lx.i < len(s) && isIdentCont(s[lx.i]) {
 			lx.i++
 		}
 		lx.emit(Word, start, "")
-		return nil
 	case isDigit(c) || c == '.' && isDigit(lx.byteAt(start+1)):
 		lx.number()
-		return nil
 	case c == '?':
 		lx.i = start + 1
 		lx.i = scanInteger(s, lx.i)
 		lx.emit(Param, start, "")
-		return nil
 	case c == ':':
 		lx.i = start + 1
 		if b := lx.byteAt(lx.i); b == ':' || b == '=' {
 			lx.i++
 		}
 		lx.emit(Op, start, "")
-		return nil
 	case c == '.':
 		lx.i = start + 1
 		if lx.byteAt(lx.i) == '.' {
 			lx.i++
 		}
 		lx.emit(Op, start, "")
-		return nil
 	case isOpChar(c):
 		lx.i = start + operatorLen(s[start:])
 		lx.emit(Op, start, "")
-		return nil
+	default:
+		lx.i = start + 1
+		lx.emit(Op, start, "")
 	}
-	// Every other byte is a token of its own: "(", ",", ";", "#", "\v", …
-	lx.i = start + 1
-	lx.emit(Op, start, "")
-	return nil
 }
 
 // isSpace is DuckDB's lexer's white space: not \v, not Unicode spaces.

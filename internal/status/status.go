@@ -15,7 +15,7 @@ import (
 
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 )
 
@@ -24,7 +24,7 @@ var files embed.FS
 
 var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"ms":      func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"ended":   func(s queries.State) bool { return s.Ended() },
+	"ended":   func(s queryreg.State) bool { return s.Ended() },
 	"percent": func(f float64) int { return int(f * 100) },
 	"size":    size,
 }).ParseFS(files, "page.html"))
@@ -107,7 +107,7 @@ type view struct {
 	Admin     bool
 	Token     string
 	Now       time.Time
-	Queries   []queries.Info
+	Queries   []queryreg.Info
 	Workers   []planner.RuntimeWorker
 }
 
@@ -153,10 +153,10 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	_, err := h.o.Runtime.CancelQuery(ctx, r.PostFormValue("query_id"), func(p string) bool { return admin || p == me })
 	switch {
-	case errors.Is(err, queries.ErrNotFound):
+	case errors.Is(err, queryreg.ErrNotFound):
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
-	case errors.Is(err, queries.ErrNotYours):
+	case errors.Is(err, queryreg.ErrNotYours):
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}

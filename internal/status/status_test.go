@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 )
 
 type fakeRuntime struct{ cancelled []string }
 
-func (f *fakeRuntime) Queries(context.Context) []queries.Info {
-	return []queries.Info{{ID: "q1", Principal: "", State: queries.Running, SQL: "SELECT <b>?</b>", Start: time.Now(),
+func (f *fakeRuntime) Queries(context.Context) []queryreg.Info {
+	return []queryreg.Info{{ID: "q1", Principal: "", State: queryreg.Running, SQL: "SELECT <b>?</b>", Start: time.Now(),
 		PlannedFiles: 4, ReadFiles: 1, PlannedBytes: 4000, ReadBytes: 1000, Rows: 1200, Bytes: 2500000}}
 }
 
@@ -24,12 +24,12 @@ func (f *fakeRuntime) Workers(context.Context) []planner.RuntimeWorker {
 	return []planner.RuntimeWorker{{Location: "grpc://w1", Health: "live", Slots: 2}}
 }
 
-func (f *fakeRuntime) CancelQuery(_ context.Context, id string, may func(string) bool) (queries.Info, error) {
+func (f *fakeRuntime) CancelQuery(_ context.Context, id string, may func(string) bool) (queryreg.Info, error) {
 	if !may("") {
-		return queries.Info{}, queries.ErrNotYours
+		return queryreg.Info{}, queryreg.ErrNotYours
 	}
 	f.cancelled = append(f.cancelled, id)
-	return queries.Info{ID: id, State: queries.Cancelled}, nil
+	return queryreg.Info{ID: id, State: queryreg.Cancelled}, nil
 }
 
 func TestPageAndCancel(t *testing.T) {

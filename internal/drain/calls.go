@@ -1,7 +1,7 @@
-// Package inflight tracks the calls a server has in flight, so that a
+// Package drain tracks the calls a server has in flight, so that a
 // drain can wait until they are done (and a quiet spell has passed for
 // their follow-up calls) and cancel those still running at its deadline.
-package inflight
+package drain
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package inflight
+package drain
 
 import (
 	"context"

@@ -22,6 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/datacache"
@@ -29,7 +30,7 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/metrics"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/restcatalog"
 	"github.com/icefloe/icefloe/statement"
@@ -241,6 +242,9 @@ func (w *Worker) close() error {
 	return errors.Join(err, w.srv.Close(), w.engine.Close())
 }
 
+// The worker pool is the coordinator's Membership (see CoordinatorOptions).
+var _ flightsql.Membership = (*fleet.WorkerPool)(nil)
+
 // CoordinatorOptions configure a coordinator.
 type CoordinatorOptions struct {
 	Listen  string
@@ -311,8 +315,8 @@ type Coordinator struct {
 	// Queries registers the coordinator's statements; Runtime is what the
 	// system.runtime tables (and the status page) show of them and of the
 	// workers.
-	Queries     *queries.Registry
-	Runtime     flightsql.Runtime
+	Queries     *queryreg.Registry
+	Runtime     fleet.Runtime
 	stopRefresh context.CancelFunc
 	security    Security
 	// REST is the Iceberg REST catalog's listener; nil without one.
@@ -337,9 +341,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		eng.Close()
 		return nil, err
 	}
-	reach := flightsql.QueryWorkers{Workers: o.Workers, Flight: pool}
+	reach := fleet.QueryWorkers{Workers: o.Workers, Flight: pool}
 	var cm *metrics.Coordinator // set before the first statement arrives
-	reg, err := queries.New(queries.Options{Workers: reach, Ended: func(i queries.Info) { cm.Ended(i) }})
+	reg, err := queryreg.New(queryreg.Options{Workers: reach, Ended: func(i queryreg.Info) { cm.Ended(i) }})
 	if err != nil {
 		return fail(err)
 	}
@@ -351,7 +355,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Flight:  pool,
 		Policy:  o.Security.policy(),
 		Logger:  o.Logger,
-		Runtime: flightsql.Runtime{Registry: reg, Reach: reach},
+		Runtime: fleet.Runtime{Registry: reg, Reach: reach},
 
 		TicketTTL: o.TicketTTL,
 
@@ -371,7 +375,8 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	ex := statement.New(pl)
 	srv, err := flightsql.New(flightsql.Options{
-		Planner:        ex,
+		Backend:        ex,
+		Capabilities:   flightsql.ExecutorCapabilities(ex),
 		Mounts:         o.Mounts,
 		DefaultCatalog: o.DefaultCatalog,
 		DefaultSchema:  o.DefaultSchema,
@@ -417,7 +422,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	healthpb.RegisterHealthServer(g, hs)
 	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, Executor: ex, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
-		Queries: reg, Runtime: flightsql.Runtime{Registry: reg, Reach: reach}, security: o.Security, REST: rest}
+		Queries: reg, Runtime: fleet.Runtime{Registry: reg, Reach: reach}, security: o.Security, REST: rest}
 	refresh, stopRefresh := context.WithCancel(context.WithoutCancel(ctx))
 	c.stopRefresh = stopRefresh
 	go reg.Run(refresh, 0)
@@ -671,7 +676,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		s.Workers = append(s.Workers, w)
 		locations = append(locations, w.Location())
 	}
-	workers := flightsql.NewStaticWorkers(locations...)
+	workers := fleet.NewStaticWorkers(locations...)
 	for i := range workers {
 		// Ports change at every start; affinity must not.
 		workers[i].ID = fmt.Sprintf("worker-%d", i)

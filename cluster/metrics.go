@@ -5,16 +5,17 @@ import (
 	"net/http"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/flightsql"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/metrics"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/internal/status"
 	"github.com/icefloe/icefloe/statement"
 )
 
 // coordinatorSources are what a coordinator's gauges read.
-func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flightsql.QueryWorkers, ex *statement.Executor, mounts *catalog.Mounts) metrics.CoordinatorSources {
+func coordinatorSources(reg *queryreg.Registry, srv *flightsql.Server, reach fleet.QueryWorkers, ex *statement.Executor, mounts *catalog.Mounts) metrics.CoordinatorSources {
 	return metrics.CoordinatorSources{
 		Active:  reg.Running,
 		Queued:  func() int { return srv.AdmissionStats().Queued },
@@ -27,7 +28,7 @@ func coordinatorSources(reg *queries.Registry, srv *flightsql.Server, reach flig
 			return n
 		},
 		Commits: func() (int64, int64, int64, int64) {
-			c := ex.Commits()
+			c := ex.Planner().Commits()
 			return c.Attempts.Load(), c.Conflicts.Load(), c.Retries.Load(), c.Written.Load()
 		},
 		Cache: func() metrics.CacheStats {

@@ -1,4 +1,4 @@
-package flightsql
+package fleet
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/icefloe/icefloe/internal/flightclient"
-	"github.com/icefloe/icefloe/internal/queries"
+	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -19,7 +19,7 @@ import (
 const queryActionTimeout = 2 * time.Second
 
 // QueryWorkers reaches the workers for the query registry
-// (queries.Workers): it asks every worker the coordinator knows (live or
+// (queryreg.Workers): it asks every worker the coordinator knows (live or
 // draining: a draining worker still serves the endpoints planned on it)
 // for the progress of queries, and tells each to cancel one.
 type QueryWorkers struct {
@@ -27,7 +27,7 @@ type QueryWorkers struct {
 	Flight  *flightclient.Pool
 }
 
-var _ queries.Workers = QueryWorkers{}
+var _ queryreg.Workers = QueryWorkers{}
 
 // knower is implemented by worker sets that also know workers not in
 // planning (draining ones).
@@ -72,12 +72,12 @@ func (w QueryWorkers) each(ctx context.Context, typ string, body []byte, got fun
 }
 
 // Progress sums what every worker served of the queries.
-func (w QueryWorkers) Progress(ctx context.Context, ids []string) (map[string]queries.Progress, error) {
+func (w QueryWorkers) Progress(ctx context.Context, ids []string) (map[string]queryreg.Progress, error) {
 	body, err := json.Marshal(wire.ProgressRequest{QueryIDs: ids})
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]queries.Progress{}
+	out := map[string]queryreg.Progress{}
 	err = w.each(ctx, wire.ActionQueryProgress, body, func(_ string, res [][]byte) {
 		for _, b := range res {
 			var r wire.ProgressReply
@@ -140,14 +140,14 @@ func (w QueryWorkers) Health() []WorkerHealth {
 // Runtime serves the system.runtime tables and CALL system.cancel_query
 // (planner.Runtime) from the query registry and the workers.
 type Runtime struct {
-	Registry *queries.Registry
+	Registry *queryreg.Registry
 	Reach    QueryWorkers
 }
 
 var _ planner.Runtime = Runtime{}
 
 // Queries lists the running and recent statements.
-func (r Runtime) Queries(ctx context.Context) []queries.Info { return r.Registry.List(ctx) }
+func (r Runtime) Queries(ctx context.Context) []queryreg.Info { return r.Registry.List(ctx) }
 
 // Workers lists the workers with their health and counters.
 func (r Runtime) Workers(ctx context.Context) []planner.RuntimeWorker {
@@ -161,6 +161,6 @@ func (r Runtime) Workers(ctx context.Context) []planner.RuntimeWorker {
 }
 
 // CancelQuery cancels a running statement everywhere.
-func (r Runtime) CancelQuery(ctx context.Context, id string, may func(string) bool) (queries.Info, error) {
+func (r Runtime) CancelQuery(ctx context.Context, id string, may func(string) bool) (queryreg.Info, error) {
 	return r.Registry.Cancel(ctx, id, may)
 }

@@ -1,4 +1,4 @@
-package flightsql
+package fleet
 
 import (
 	"context"
