@@ -13,8 +13,11 @@ type Planner struct {
 	opts       Options
 	log        *zap.Logger
 	aggregates aggregateNames
-	stats      statsCache
-	commits    CommitStats
+	// unstable are the functions whose value changes between runs
+	// (resultcache.go).
+	unstable aggregateNames
+	stats    statsCache
+	commits  CommitStats
 	// procs runs CALL statements (SetProcedures).
 	procs atomic.Pointer[Procedures]
 }

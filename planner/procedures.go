@@ -3,12 +3,10 @@ package planner
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/icefloe/icefloe/internal/parse"
-	"github.com/icefloe/icefloe/wire"
 )
 
 // CALL [catalog.]system.name(args) runs a table maintenance procedure
@@ -80,15 +78,10 @@ func (p *Planner) call(ctx context.Context, s Session, query *parse.Call, worker
 	if err != nil {
 		return nil, err
 	}
-	sql, err := pr.Call(ctx, s, query)
+	// A procedure's own plans run on the workers (it writes).
+	sql, err := pr.Call(WithoutAnswers(ctx), s, query)
 	if err != nil {
 		return nil, err
 	}
-	t := &wire.Ticket{QueryID: newQueryID(ctx), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: sql}
-	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx),
-		plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
-	t.Schema = pb.ticket(nil, "", schema).Schema
-	pb.plan.ExpiresAt = t.ExpiresAt
-	pb.endpoint(t)
-	return pb.finish()
+	return p.rowsPlan(ctx, workers, schema, sql, "the procedure's rows")
 }

@@ -111,9 +111,9 @@ type Stats struct {
 // Cache is a byte-bounded LRU of results. Safe for concurrent use; a nil
 // *Cache keeps nothing and counts nothing.
 type Cache struct {
-	mu       sync.Mutex
-	lru      *simplelru.LRU[Key, *Entry]
-	bytes    int64
+	mu    sync.Mutex
+	lru   *simplelru.LRU[Key, *Entry]
+	bytes int64
 	// dropping: entries leave by Put's replacement or Purge, not by
 	// the byte bound (not counted as evictions). Guarded by mu.
 	dropping bool
