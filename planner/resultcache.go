@@ -39,8 +39,23 @@ import (
 // coordinator once so it can keep a copy (flightsql); a hit is an Answer.
 
 // unstableQuery lists the functions whose value may change between
-// runs with the same arguments.
-const unstableQuery = "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE stability IS DISTINCT FROM 'CONSISTENT'"
+// runs with the same arguments: DuckDB's stability says so, or a macro's
+// definition calls such a function (DuckDB calls its macros consistent
+// whatever they call, e.g. current_localtimestamp).
+const unstableQuery = `WITH f AS (SELECT lower(function_name) AS name, function_type, stability, macro_definition FROM duckdb_functions()),
+	u AS (SELECT DISTINCT name FROM f WHERE stability IS DISTINCT FROM 'CONSISTENT' AND function_type NOT IN ('macro', 'table_macro'))
+SELECT name FROM u
+UNION SELECT f.name FROM f, u WHERE f.function_type IN ('macro', 'table_macro')
+	AND regexp_matches(lower(f.macro_definition), '(^|[^a-z0-9_])' || u.name || '\s*\(')`
+
+// valueFunctions are the SQL value functions DuckDB's parser leaves as
+// column references (its binder makes them calls when no column has the
+// name), and the two functions DuckDB calls consistent because its
+// binder fixes their value to the statement's start
+// (current_localtime, current_localtimestamp): each changes between
+// runs.
+var valueFunctions = map[string]bool{"current_date": true, "current_time": true, "current_timestamp": true,
+	"localtime": true, "localtimestamp": true, "current_localtime": true, "current_localtimestamp": true}
 
 // changing says why the bound query's answer may change from run to run
 // on the same tables, "" when it may not.
@@ -57,8 +72,14 @@ func (p *Planner) changing(ctx context.Context, conn *engine.Conn, b *bound) (st
 		switch {
 		case n["sample"] != nil:
 			why = "it samples rows"
-		case str(n, "class") == "FUNCTION" && unstable[strings.ToLower(str(n, "function_name"))]:
+		case str(n, "class") == "FUNCTION" && (unstable[strings.ToLower(str(n, "function_name"))] || valueFunctions[strings.ToLower(str(n, "function_name"))]):
 			why = "it calls " + str(n, "function_name") + "(), whose value changes between runs"
+		case str(n, "class") == "COLUMN_REF":
+			if names := anyList(n["column_names"]); len(names) == 1 {
+				if name, _ := names[0].(string); valueFunctions[strings.ToLower(name)] {
+					why = "it reads " + name + ", whose value changes between runs"
+				}
+			}
 		}
 		return why == ""
 	})
