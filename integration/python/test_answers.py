@@ -47,7 +47,10 @@ def test_local_answers_make_no_worker_call(conn, server):
 
 
 def test_result_cache_off_per_session(uri, server):
-    with fsql.connect(uri, autocommit=True) as conn:
+    # The setting lives in the session's cookie: the driver keeps it with
+    # its cookie middleware. Also as a session option.
+    with fsql.connect(uri, autocommit=True, db_kwargs={
+            "adbc.flight.sql.rpc.with_cookie_middleware": "true"}) as conn:
         first = rows(conn, DASHBOARD)
         rows(conn, "SET result_cache = off")
         before = server.metric(TICKETS)
@@ -55,3 +58,8 @@ def test_result_cache_off_per_session(uri, server):
         assert server.metric(TICKETS) > before, "with the result cache off the query is read again"
         explain = dict(rows(conn, "EXPLAIN " + DASHBOARD))
         assert explain["result cache"].startswith("off"), explain
+        opts = conn.adbc_connection.get_option("adbc.flight.sql.session.options")
+        assert "icefloe.result_cache" in opts, opts
+        conn.adbc_connection.set_options(**{"adbc.flight.sql.session.option.icefloe.result_cache": "on"})
+        explain = dict(rows(conn, "EXPLAIN " + DASHBOARD))
+        assert explain["result cache"].startswith("hit"), explain
