@@ -2,8 +2,12 @@ package planner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -11,9 +15,13 @@ import (
 )
 
 // Answers from metadata: Iceberg's manifests hold every data file's row
-// count, so count(*) of a whole table is their sum, with no file opened.
-// Only where that is exact: one table read once, at its current
-// snapshot, no WHERE, GROUP BY, HAVING, QUALIFY, sample, DISTINCT,
+// count, so count(*) of a whole table is their sum, with no file opened,
+// and count(*) of whole partitions the sum over the files whose identity
+// partition value satisfies the WHERE. Only where that is exact: one
+// table read once, at its current snapshot; a WHERE only of `column =
+// constant` conjuncts on columns every file's partition spec holds as an
+// identity field (int, long or string, the constant of the
+// column's kind, not NULL); no GROUP BY, HAVING, QUALIFY, sample, DISTINCT,
 // window, CTE or modifier; every output column a bare count(*); and no
 // delete file of any kind in the snapshot (positional, equality,
 // deletion vectors), whose rows the counts would still include.
@@ -32,8 +40,13 @@ func (p *Planner) answerFromMetadata(ctx context.Context, b *bound) (pl *Plan, w
 		return nil, "a time-travel read", nil
 	case in.meta != "":
 		return nil, "a metadata table", nil
-	case root["where_clause"] != nil:
-		return nil, "a WHERE clause", nil
+	}
+	var conds []partitionCond
+	if w, _ := root["where_clause"].(node); w != nil {
+		from, _ := root["from_table"].(node)
+		if conds, why = identityConds(w, in, str(from, "alias")); why != "" {
+			return nil, why, nil
+		}
 	}
 	for _, f := range b.schema.Fields() {
 		if f.Type.ID() != arrow.INT64 {
@@ -49,19 +62,29 @@ func (p *Planner) answerFromMetadata(ctx context.Context, b *bound) (pl *Plan, w
 	}
 	// A copy: the plan of the files is memoised, and the query planned
 	// after a refusal plans them again into in.
+	// Every file of the snapshot, unpruned: each is judged here.
 	probe := *in
-	probe.bytes = 0
+	probe.bytes, probe.filter, probe.filterJSON = 0, nil, ""
 	if err := p.planFiles(ctx, &probe); err != nil {
 		return nil, "", err
 	}
 	var rows int64
 	seen := map[string]bool{}
+	md := in.pinned.Table.Metadata()
 	for _, t := range probe.tasks {
 		if len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0 {
 			return nil, "a data file has deletes", nil
 		}
-		if path := t.File.FilePath(); !seen[path] {
-			seen[path] = true
+		path := t.File.FilePath()
+		if seen[path] {
+			continue
+		}
+		seen[path] = true
+		match, why := filePartitionMatches(md.PartitionSpecByID(int(t.File.SpecID())), t.File.Partition(), conds)
+		if why != "" {
+			return nil, why, nil
+		}
+		if match {
 			rows += t.File.Count()
 		}
 	}
@@ -70,9 +93,13 @@ func (p *Planner) answerFromMetadata(ctx context.Context, b *bound) (pl *Plan, w
 		return nil, "", err
 	}
 	a.Source = "metadata"
+	what := fmt.Sprintf("count from %d manifest entries: %d rows", len(seen), rows)
+	if len(conds) > 0 {
+		what += fmt.Sprintf(" in the files whose identity partition matches the WHERE (%d conditions)", len(conds))
+	}
 	lines := []string{
 		fmt.Sprintf("table\t%s snapshot %d, metadata %s", in.ref, snapshotID(in), in.pinned.MetadataLocation),
-		fmt.Sprintf("answered from metadata\tcount from %d manifest entries: %d rows", len(seen), rows),
+		"answered from metadata\t" + what,
 	}
 	return p.answerPlan(ctx, b.schema, a, lines), "", nil
 }
@@ -132,4 +159,126 @@ func int64Row(schema *arrow.Schema, v int64) (*Answer, error) {
 	}
 	defer rdr.Release()
 	return encodeRows(rdr, schema, 1<<20)
+}
+
+// partitionCond is one `column = constant` conjunct of a WHERE over an
+// identity-partitioned column.
+type partitionCond struct {
+	fieldID int
+	value   any // int64 or string
+}
+
+// identityConds reads w as a conjunction of `column = constant` on the
+// input's top-level int, long or string columns (DuckDB spells a
+// boolean constant as a cast, which is not read); why says why
+// not.
+func identityConds(w node, in *input, alias string) ([]partitionCond, string) {
+	const not = "a WHERE that is not column = constant on identity partition columns"
+	var out []partitionCond
+	cond := func(n node) bool {
+		if str(n, "class") != "COMPARISON" || str(n, "type") != "COMPARE_EQUAL" {
+			return false
+		}
+		col, _ := n["left"].(node)
+		cst, _ := n["right"].(node)
+		if str(col, "class") != "COLUMN_REF" {
+			col, cst = cst, col
+		}
+		names := anyList(col["column_names"])
+		if str(col, "class") != "COLUMN_REF" || len(names) == 0 || len(names) > 2 {
+			return false
+		}
+		if q, _ := names[0].(string); len(names) == 2 && !strings.EqualFold(q, alias) {
+			return false // a struct's field, or another scope's table
+		}
+		name, _ := names[len(names)-1].(string)
+		f, ok := in.pinned.Table.Schema().FindFieldByNameCaseInsensitive(name)
+		if !ok || strings.Contains(name, ".") {
+			return false
+		}
+		id, _, v, ok := constant(cst)
+		if !ok {
+			return false
+		}
+		var val any
+		switch f.Type.(type) {
+		case iceberg.Int32Type, iceberg.Int64Type:
+			num, isNum := v.(json.Number)
+			if !isNum || !integerTypes[id] {
+				return false
+			}
+			i, err := num.Int64()
+			if err != nil {
+				return false
+			}
+			val = i
+		case iceberg.StringType:
+			sv, isStr := v.(string)
+			if !isStr || id != "VARCHAR" {
+				return false
+			}
+			val = sv
+		default:
+			return false
+		}
+		out = append(out, partitionCond{fieldID: f.ID, value: val})
+		return true
+	}
+	for _, c := range conjuncts(w) {
+		if !cond(c) {
+			return nil, not
+		}
+	}
+	return out, ""
+}
+
+// integerTypes are DuckDB's integer constant types that fit an int64.
+var integerTypes = map[string]bool{"TINYINT": true, "SMALLINT": true, "INTEGER": true, "BIGINT": true,
+	"UTINYINT": true, "USMALLINT": true, "UINTEGER": true}
+
+// filePartitionMatches tells whether every row of a file with spec and
+// partition values satisfies conds (all or none of them do, each
+// condition being on an identity partition field); why says why that
+// cannot be told.
+func filePartitionMatches(spec *iceberg.PartitionSpec, values map[int]any, conds []partitionCond) (bool, string) {
+	if len(conds) == 0 {
+		return true, ""
+	}
+	if spec == nil {
+		return false, "a file's partition spec is missing"
+	}
+	match := true
+	for _, c := range conds {
+		found := false
+		for _, pf := range spec.Fields() {
+			if _, ok := pf.Transform.(iceberg.IdentityTransform); !ok || pf.SourceID() != c.fieldID || len(pf.SourceIDs) != 1 {
+				continue
+			}
+			found = true
+			if !partitionEquals(values[pf.FieldID], c.value) {
+				match = false
+			}
+		}
+		if !found {
+			return false, "a WHERE column that is not an identity partition of every file"
+		}
+	}
+	return match, ""
+}
+
+// partitionEquals compares a partition value (nil for NULL, which equals
+// nothing) with a condition's constant.
+func partitionEquals(pv, want any) bool {
+	switch v := pv.(type) {
+	case int32:
+		w, ok := want.(int64)
+		return ok && int64(v) == w
+	case int64:
+		w, ok := want.(int64)
+		return ok && v == w
+	case string:
+		w, ok := want.(string)
+		return ok && v == w
+	}
+	return false
 }
