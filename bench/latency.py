@@ -129,7 +129,9 @@ def main():
             # SET lasts for the session, which lives in a cookie.
             nocache = fsql.connect(srv.uri, autocommit=True,
                                    db_kwargs={"adbc.flight.sql.rpc.with_cookie_middleware": "true"})
-            nocache.cursor().execute("SET result_cache = off")
+            with nocache.cursor() as c:
+                c.execute("SET result_cache = off")
+                c.fetchall()
             curs = {True: conn.cursor(), False: nocache.cursor()}
             for name, (q, dq, cached) in KINDS.items():
                 cur = curs[cached]
