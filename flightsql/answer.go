@@ -79,11 +79,8 @@ func (s *Server) answerInfo(ctx context.Context, plan *planner.Plan, desc *fligh
 // not one.
 func (s *Server) doGetAnswer(ctx context.Context, handle []byte) (sc *arrow.Schema, ch <-chan flight.StreamChunk, ok bool, err error) {
 	var at answerTicket
-	if err := unseal(s.opts.Key, answerQueryID, handle, &at); err != nil {
-		return nil, nil, false, nil
-	}
-	if at.Principal != auth.Name(ctx) {
-		return nil, nil, true, fmt.Errorf("%w: this ticket was planned for another principal", planner.ErrDenied)
+	if ok, err := s.openTicket(ctx, answerQueryID, handle, &at); !ok || err != nil {
+		return nil, nil, ok, err
 	}
 	rdr, err := ipc.NewReader(bytes.NewReader(at.IPC), ipc.WithAllocator(s.alloc))
 	if err != nil {
@@ -111,6 +108,25 @@ func (s *Server) doGetAnswer(ctx context.Context, handle []byte) (sc *arrow.Sche
 		}
 	}()
 	return rdr.Schema(), out, true, nil
+}
+
+func (t *answerTicket) owner() string { return t.Principal }
+
+// ownedTicket is a ticket the coordinator serves itself, bound to the
+// principal that planned it.
+type ownedTicket interface{ owner() string }
+
+// openTicket opens a ticket of kind the coordinator issued into t; ok is
+// false when handle is not one. A ticket planned for another principal
+// is ErrDenied.
+func (s *Server) openTicket(ctx context.Context, kind string, handle []byte, t ownedTicket) (ok bool, err error) {
+	if err := unseal(s.opts.Key, kind, handle, t); err != nil {
+		return false, nil
+	}
+	if t.owner() != auth.Name(ctx) {
+		return true, fmt.Errorf("%w: this ticket was planned for another principal", planner.ErrDenied)
+	}
+	return true, nil
 }
 
 // resultCacheOff tells whether the call's session turned the result

@@ -25,7 +25,6 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/tracing"
-	"github.com/icefloe/icefloe/planner"
 )
 
 // Single-endpoint (proxy) mode.
@@ -65,6 +64,8 @@ type proxyTicket struct {
 	// result under once it was read whole (answer.go).
 	Fill string `json:"f,omitempty"`
 }
+
+func (t *proxyTicket) owner() string { return t.Principal }
 
 type proxyEndpoint struct {
 	Ticket    []byte   `json:"t"`
@@ -147,11 +148,8 @@ func (s *Server) proxied(ctx context.Context, info *flight.FlightInfo, queryID, 
 // is not one.
 func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schema, ch <-chan flight.StreamChunk, ok bool, err error) {
 	var pt proxyTicket
-	if err := unseal(s.opts.Key, proxyQueryID, handle, &pt); err != nil {
-		return nil, nil, false, nil
-	}
-	if pt.Principal != auth.Name(ctx) {
-		return nil, nil, true, fmt.Errorf("%w: this ticket was planned for another principal", planner.ErrDenied)
+	if ok, err := s.openTicket(ctx, proxyQueryID, handle, &pt); !ok || err != nil {
+		return nil, nil, ok, err
 	}
 	sc, err = flight.DeserializeSchema(pt.Schema, s.alloc)
 	if err != nil {
