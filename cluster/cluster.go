@@ -31,6 +31,7 @@ import (
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/internal/queryreg"
+	"github.com/icefloe/icefloe/internal/resultcache"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/restcatalog"
 	"github.com/icefloe/icefloe/statement"
@@ -284,6 +285,10 @@ type CoordinatorOptions struct {
 	Metrics prometheus.Registerer
 	// REST, when its Listen is set, serves the Iceberg REST catalog.
 	REST RESTOptions
+	// ResultCacheBytes bounds the coordinator's result cache
+	// (internal/resultcache); 0 means resultcache.DefaultMaxBytes,
+	// negative turns it off.
+	ResultCacheBytes int64
 }
 
 // RESTOptions configure the coordinator's Iceberg REST catalog listener
@@ -321,6 +326,9 @@ type Coordinator struct {
 	security    Security
 	// REST is the Iceberg REST catalog's listener; nil without one.
 	REST *restcatalog.Listener
+	// ResultCache is the coordinator's result cache; nil when it is off.
+	// Its Stats are what system.runtime.caches lists of it.
+	ResultCache *resultcache.Cache
 }
 
 // StartCoordinator starts the Flight SQL coordinator.
@@ -341,6 +349,10 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		eng.Close()
 		return nil, err
 	}
+	rc, err := resultcache.New(resultcache.Options{MaxBytes: o.ResultCacheBytes})
+	if err != nil {
+		return fail(err)
+	}
 	reach := fleet.QueryWorkers{Workers: o.Workers, Flight: pool}
 	var cm *metrics.Coordinator // set before the first statement arrives
 	reg, err := queryreg.New(queryreg.Options{Workers: reach, Ended: func(i queryreg.Info) { cm.Ended(i) }})
@@ -357,7 +369,8 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Logger:  o.Logger,
 		Runtime: fleet.Runtime{Registry: reg, Reach: reach},
 
-		TicketTTL: o.TicketTTL,
+		ResultCache: rc,
+		TicketTTL:   o.TicketTTL,
 
 		TargetGroupBytes:  o.TargetGroupBytes,
 		BroadcastBytes:    o.BroadcastBytes,
@@ -389,6 +402,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		Audit:          o.Security.Audit.WithNode("coordinator"),
 		Membership:     o.Membership,
 		Queries:        reg,
+		ResultCache:    rc,
 
 		Admission:         o.Limits.Statements,
 		StatementTimeout:  o.Limits.StatementTimeout,
@@ -400,6 +414,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	if o.Metrics != nil {
 		cm = metrics.NewCoordinator(o.Metrics, coordinatorSources(reg, srv, reach, ex, o.Mounts))
+		if rc != nil {
+			metrics.RegisterResultCache(o.Metrics, rc.Stats)
+		}
 	}
 	o.Security.guard(o.Mounts, ex, o.Logger)
 	dropStaging(ctx, o.Mounts, o.Limits.StagingGrace, o.Logger)
@@ -422,7 +439,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	}
 	healthpb.RegisterHealthServer(g, hs)
 	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, Executor: ex, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
-		Queries: reg, Runtime: fleet.Runtime{Registry: reg, Reach: reach}, security: o.Security, REST: rest}
+		Queries: reg, Runtime: fleet.Runtime{Registry: reg, Reach: reach}, security: o.Security, REST: rest, ResultCache: rc}
 	refresh, stopRefresh := context.WithCancel(context.WithoutCancel(ctx))
 	c.stopRefresh = stopRefresh
 	go reg.Run(refresh, 0)
@@ -575,6 +592,8 @@ type StandaloneOptions struct {
 	Security Security
 	// TicketTTL is planner.Options.TicketTTL.
 	TicketTTL time.Duration
+	// ResultCacheBytes is CoordinatorOptions.ResultCacheBytes.
+	ResultCacheBytes int64
 	// Limits bound the coordinator and every worker.
 	Limits Limits
 	// Metrics, when set, gets the metrics of the coordinator and of the
@@ -696,6 +715,7 @@ func StartStandalone(ctx context.Context, o StandaloneOptions) (s *Standalone, e
 		Metrics:        o.Metrics,
 		REST:           o.REST,
 
+		ResultCacheBytes:  o.ResultCacheBytes,
 		TargetGroupBytes:  o.TargetGroupBytes,
 		BroadcastBytes:    o.BroadcastBytes,
 		ShuffleBytes:      o.ShuffleBytes,

@@ -25,7 +25,6 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/tracing"
-	"github.com/icefloe/icefloe/planner"
 )
 
 // Single-endpoint (proxy) mode.
@@ -61,7 +60,12 @@ type proxyTicket struct {
 	Endpoints []proxyEndpoint `json:"e"`
 	// Trace is the statement's traceparent (tracing.Traceparent).
 	Trace string `json:"tr,omitempty"`
+	// Fill is the result cache key (resultcache.Key.Full) to keep the
+	// result under once it was read whole (answer.go).
+	Fill string `json:"f,omitempty"`
 }
+
+func (t *proxyTicket) owner() string { return t.Principal }
 
 type proxyEndpoint struct {
 	Ticket    []byte   `json:"t"`
@@ -114,7 +118,13 @@ func (s *Server) singleEndpoint(ctx context.Context, info *flight.FlightInfo, qu
 	if !wantsSingleEndpoint(ctx) {
 		return info, nil
 	}
-	pt := proxyTicket{QueryID: queryID, Schema: info.Schema, Principal: auth.Name(ctx), Trace: tracing.Traceparent(ctx)}
+	return s.proxied(ctx, info, queryID, "")
+}
+
+// proxied rewrites a query's FlightInfo into one proxied endpoint, whose
+// result is kept in the result cache under fill when fill is set.
+func (s *Server) proxied(ctx context.Context, info *flight.FlightInfo, queryID, fill string) (*flight.FlightInfo, error) {
+	pt := proxyTicket{QueryID: queryID, Schema: info.Schema, Principal: auth.Name(ctx), Trace: tracing.Traceparent(ctx), Fill: fill}
 	for _, e := range info.Endpoint {
 		pe := proxyEndpoint{Ticket: e.GetTicket().GetTicket()}
 		for _, l := range e.Location {
@@ -138,11 +148,8 @@ func (s *Server) singleEndpoint(ctx context.Context, info *flight.FlightInfo, qu
 // is not one.
 func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schema, ch <-chan flight.StreamChunk, ok bool, err error) {
 	var pt proxyTicket
-	if err := unseal(s.opts.Key, proxyQueryID, handle, &pt); err != nil {
-		return nil, nil, false, nil
-	}
-	if pt.Principal != auth.Name(ctx) {
-		return nil, nil, true, fmt.Errorf("%w: this ticket was planned for another principal", planner.ErrDenied)
+	if ok, err := s.openTicket(ctx, proxyQueryID, handle, &pt); !ok || err != nil {
+		return nil, nil, ok, err
 	}
 	sc, err = flight.DeserializeSchema(pt.Schema, s.alloc)
 	if err != nil {
@@ -154,7 +161,7 @@ func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schem
 		return nil, nil, true, err
 	}
 	out := make(chan flight.StreamChunk)
-	go s.proxyStreams(ctx, pt, out)
+	go s.proxyStreams(ctx, pt, s.newKeeper(pt.Fill, sc), out)
 	return sc, out, true, nil
 }
 
@@ -162,7 +169,7 @@ func (s *Server) doGetProxy(ctx context.Context, handle []byte) (sc *arrow.Schem
 // batches ahead, and sends their batches to out in endpoint order. It
 // closes out when done; a failed endpoint ends the stream with its error.
 // When the client goes away ctx ends, which cancels every worker stream.
-func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- flight.StreamChunk) {
+func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, keep *keeper, out chan<- flight.StreamChunk) {
 	defer close(out)
 	var failed error
 	ctx, span := tracing.Continue(ctx, "proxy", pt.Trace, attribute.String("icefloe.query_id", pt.QueryID))
@@ -232,6 +239,7 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 			if chunk.Data != nil {
 				fetch.Rows += chunk.Data.NumRows()
 				fetch.Bytes += int64(util.TotalRecordSize(chunk.Data))
+				keep.add(chunk.Data)
 			}
 			select {
 			case out <- chunk:
@@ -246,6 +254,9 @@ func (s *Server) proxyStreams(ctx context.Context, pt proxyTicket, out chan<- fl
 				return
 			}
 		}
+	}
+	if ctx.Err() == nil {
+		keep.keep()
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/queryreg"
+	"github.com/icefloe/icefloe/internal/resultcache"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
@@ -145,6 +146,10 @@ type Options struct {
 	// Queries registers every statement (internal/queryreg); nil means a
 	// registry of the coordinator's own that follows no worker.
 	Queries *queryreg.Registry
+	// ResultCache, when set, is the planner's result cache
+	// (planner.Options.ResultCache), which the server fills with the
+	// results it proxies for plans that ask (answer.go).
+	ResultCache *resultcache.Cache
 }
 
 // Membership is the worker pool as the Flight service sees it;
@@ -382,12 +387,17 @@ func (s *Server) run(ctx context.Context, sess planner.Session, query string, de
 
 // queryInfo plans st and answers with its endpoints.
 func (s *Server) queryInfo(ctx context.Context, sess planner.Session, st *parse.Statement, desc *flight.FlightDescriptor, args ...any) (*flight.FlightInfo, error) {
-	plan, err := s.opts.Backend.Plan(ctx, sess, st, args...)
+	sess.ResultCacheOff = resultCacheOff(ctx)
+	plan, err := s.opts.Backend.Plan(planner.WithAnswers(ctx), sess, st, args...)
 	if err != nil {
 		return nil, err
 	}
 	if plan.Schema == nil {
 		return nil, errors.New("flightsql: plan has no schema")
+	}
+	if plan.Answer != nil {
+		queryreg.From(ctx).Planned(string(plan.Strategy), plan.Redacted, 1, plan.ExpiresAt)
+		return s.answerInfo(ctx, plan, desc)
 	}
 	eps := make([]*flight.FlightEndpoint, len(plan.Endpoints))
 	for i, e := range plan.Endpoints {
@@ -410,6 +420,9 @@ func (s *Server) queryInfo(ctx context.Context, sess planner.Session, st *parse.
 		TotalRecords:     -1,
 		TotalBytes:       -1,
 		Ordered:          plan.Ordered,
+	}
+	if plan.Fill != nil && s.opts.ResultCache != nil {
+		return s.proxied(ctx, info, plan.QueryID, plan.Fill.Key.Full())
 	}
 	return s.singleEndpoint(ctx, info, plan.QueryID)
 }
@@ -450,6 +463,9 @@ func (s *Server) countInfo(n int64, desc *flight.FlightDescriptor) (*flight.Flig
 // result of an executed update, an empty stream, or a single-endpoint
 // ticket (proxy.go).
 func (s *Server) DoGetStatement(ctx context.Context, t flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	if sc, ch, ok, err := s.doGetAnswer(ctx, t.GetStatementHandle()); ok {
+		return sc, ch, ToStatus(err)
+	}
 	if sc, ch, ok, err := s.doGetProxy(ctx, t.GetStatementHandle()); ok {
 		return sc, ch, ToStatus(err)
 	}

@@ -37,7 +37,7 @@ const maxSessionOptionBytes = 1024
 
 // clientOptions are the session options a client may set.
 var clientOptions = map[string]bool{OptionCatalog: true, OptionSchema: true, OptionSingleEndpoint: true,
-	OptionWAPBranch: true, OptionStatementTimeout: true}
+	OptionWAPBranch: true, OptionStatementTimeout: true, OptionResultCache: true}
 
 // checkOptionSize refuses a value over maxSessionOptionBytes, naming
 // the option and the limit.
@@ -210,6 +210,14 @@ func (s *Server) SetSessionOptions(ctx context.Context, req *flight.SetSessionOp
 			ss.SetSessionOption(name, v)
 			continue
 		}
+		if name == OptionResultCache {
+			if _, ok := resultCacheValue(v); !ok {
+				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
+				continue
+			}
+			ss.SetSessionOption(name, v)
+			continue
+		}
 		if name == OptionStatementTimeout {
 			if _, ok := s.timeoutOption(v); !ok {
 				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
@@ -248,6 +256,9 @@ func (s *Server) GetSessionOptions(ctx context.Context, _ *flight.GetSessionOpti
 	if d := s.statementTimeout(ctx); d > 0 {
 		vals[OptionStatementTimeout] = d.String()
 	}
+	if s.opts.ResultCache != nil {
+		vals[OptionResultCache] = !resultCacheOff(ctx)
+	}
 	opts, err := flight.NewSessionOptionValues(vals)
 	if err != nil {
 		return nil, ToStatus(err)
@@ -275,6 +286,9 @@ func (s *Server) execute(ctx context.Context, sess planner.Session, st *parse.St
 	if st.Info().Runner != parse.RunSession {
 		return s.opts.Backend.Exec(ctx, sess, st, args...)
 	}
+	if set, ok := st.Body.(*parse.Set); ok {
+		return 0, s.setResultCache(ctx, set)
+	}
 	next, err := s.opts.Backend.Use(ctx, sess, st)
 	if err != nil {
 		return 0, err
@@ -295,11 +309,15 @@ func (s *Server) execute(ctx context.Context, sess planner.Session, st *parse.St
 	for name, v := range opts {
 		ss.SetSessionOption(name, v)
 	}
-	// The middleware sends the new cookie in the trailer, which a client
-	// of a stream (DoPut) may never read: send it in the header as well,
-	// while the header has not gone yet.
+	sendCookie(ctx, ss)
+	return 0, nil
+}
+
+// sendCookie sends the session's new cookie in the header. The
+// middleware sends it in the trailer, which a client of a stream (DoPut)
+// may never read: this sends it while the header has not gone yet.
+func sendCookie(ctx context.Context, ss session.ServerSession) {
 	if c, err := session.CreateCookieForSession(ss); err == nil {
 		_ = grpc.SetHeader(ctx, metadata.Pairs("Set-Cookie", c.String()))
 	}
-	return 0, nil
 }

@@ -73,6 +73,7 @@ func TestOneTokenizerRunPerStatement(t *testing.T) {
 		{q: "ALTER TABLE fe.t EXECUTE expire_snapshots(retention_threshold => '7d')", update: true},
 		{q: "CALL system.rewrite_manifests(table => 'fe.t')", runs: 2, why: "(and one of the table argument, a name written in a string)"},
 		{q: "TRUNCATE fe.c", update: true},
+		{q: "SET result_cache = off", update: true},
 		{q: "DROP TABLE fe.c", update: true},
 	} {
 		run(st)

@@ -326,14 +326,7 @@ func TestObjectStoreCacheHits(t *testing.T) {
 		t.Fatal("no scan read the copies with DuckDB")
 	}
 	// The Prometheus counters are the caches' own.
-	got, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fams := map[string]*dto.MetricFamily{}
-	for _, f := range got {
-		fams[f.GetName()] = f
-	}
+	fams := gathered(t, reg)
 	for name, want := range map[string]uint64{
 		"icefloe_data_cache_hits_total": after.Hits, "icefloe_data_cache_misses_total": after.Misses,
 		"icefloe_data_cache_fetched_bytes_total": after.FetchedBytes, "icefloe_data_cache_entries": uint64(after.Entries),

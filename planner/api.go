@@ -12,6 +12,7 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/parse"
+	"github.com/icefloe/icefloe/internal/resultcache"
 	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -76,6 +77,9 @@ type Session struct {
 	// and reads of tables with 'write.wap.enabled' = 'true'
 	// (write-audit-publish; Spark's spark.wap.branch).
 	WAPBranch string
+	// ResultCacheOff: the session does not use the result cache (SET
+	// result_cache = off).
+	ResultCacheOff bool
 }
 
 // Worker is one live worker a plan may put endpoints on.
@@ -152,7 +156,10 @@ type Options struct {
 	// Runtime, when set, serves the system.runtime tables (runtime.go)
 	// and statement's CALL system.cancel_query.
 	Runtime Runtime
-	Logger  *zap.Logger
+	// ResultCache, when set, keeps the results of queries under exact
+	// keys (resultcache.go); the flightsql server fills it.
+	ResultCache *resultcache.Cache
+	Logger      *zap.Logger
 }
 
 // Strategy is how a query is spread over the workers.
@@ -196,6 +203,13 @@ type Plan struct {
 	// shapes are what each ticket the plan sealed holds, by its sealed
 	// bytes: EXPLAIN ANALYZE's figures per fragment.
 	shapes map[string]ticketShape
+
+	// Answer, when set, is the whole result, answered on the coordinator
+	// (answer.go): the plan has no endpoints.
+	Answer *Answer
+	// Fill, when set, says the result of the plan's one endpoint may be
+	// kept in the result cache.
+	Fill *Fill
 }
 
 // ticketShape is what a sealed ticket of a plan holds: how many scans,

@@ -83,7 +83,9 @@ func bindKey(principal, doc string, inputs []*input) string {
 		if s := in.pinned.Table.CurrentSnapshot(); s != nil {
 			snap = s.SnapshotID
 		}
-		fmt.Fprintf(&b, "\x00%s\x00%s\x00%d\x00%d\x00%s\x00%s", in.view, in.pinned.MetadataLocation, snap,
+		// in.snapshot: a time-travel read binds against that snapshot's
+		// schema, which the current snapshot's id does not name.
+		fmt.Fprintf(&b, "\x00%s\x00%s\x00%d\x00%d\x00%d\x00%s\x00%s", in.view, in.pinned.MetadataLocation, snap, in.snapshot,
 			in.pinned.Table.Metadata().CurrentSchema().ID, in.meta, cols)
 	}
 	return b.String()

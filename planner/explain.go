@@ -82,7 +82,30 @@ func planLines(plan *Plan) []string {
 // value) of a query with no table, served by one of workers; schema is
 // the EXPLAIN's (Bind of the EXPLAIN statement).
 func (p *Planner) LinesPlan(ctx context.Context, workers []Worker, schema *arrow.Schema, lines []string) (*Plan, error) {
-	t := &wire.Ticket{QueryID: newQueryID(ctx), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: explainSQL(lines)}
+	return p.rowsPlan(ctx, workers, schema, explainSQL(lines), "EXPLAIN's lines")
+}
+
+// rowsPlan answers sql, a query of VALUES icefloe built (EXPLAIN's
+// lines, a procedure's rows), with schema: on the coordinator when the
+// plan may be an answer (answer.go), else as one endpoint on one of
+// workers.
+func (p *Planner) rowsPlan(ctx context.Context, workers []Worker, schema *arrow.Schema, sql, what string) (*Plan, error) {
+	if answering(ctx) {
+		conn, err := p.opts.Engine.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		a, err := runHere(ctx, conn, sql, schema, DefaultMaxAnswerBytes)
+		if err != nil {
+			return nil, err
+		}
+		if a != nil {
+			a.Source = "coordinator"
+			return p.answerPlan(ctx, schema, a, []string{"answered here\t" + what}), nil
+		}
+	}
+	t := &wire.Ticket{QueryID: newQueryID(ctx), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: sql}
 	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx), plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
 	t.Schema = pb.ticket(nil, "", schema).Schema
 	pb.plan.ExpiresAt = t.ExpiresAt

@@ -49,7 +49,9 @@ func (p *Planner) explainAnalyze(ctx context.Context, s Session, query *parse.St
 	if err != nil {
 		return nil, err
 	}
-	plan, err := p.Plan(ctx, s, query, args...)
+	// The query itself runs on the workers, as measured: no answer of
+	// the coordinator, no result cache.
+	plan, err := p.Plan(WithoutAnswers(ctx), s, query, args...)
 	if err != nil {
 		return nil, err
 	}

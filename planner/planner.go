@@ -14,8 +14,11 @@ type Planner struct {
 	opts       Options
 	log        *zap.Logger
 	aggregates aggregateNames
-	stats      statsCache
-	commits    commit.Stats
+	// unstable are the functions whose value changes between runs
+	// (resultcache.go).
+	unstable aggregateNames
+	stats    statsCache
+	commits  commit.Stats
 }
 
 // New returns a planner; Mounts, Engine, Key, Workers and Flight are required.

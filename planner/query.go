@@ -30,6 +30,7 @@ import (
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/queryreg"
+	"github.com/icefloe/icefloe/internal/resultcache"
 	"github.com/icefloe/icefloe/internal/tracing"
 	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
@@ -87,6 +88,8 @@ type bound struct {
 	paramTypes paramKinds
 	// standIns: the inputs' stand-in tables are on the connection.
 	standIns bool
+	// key is the bind key (bindKey) of a query bound with its values.
+	key string
 }
 
 // Bind returns the result schema of a statement that returns rows, as
@@ -187,6 +190,17 @@ func (p *Planner) planQueryInto(ctx context.Context, s Session, st *parse.Statem
 	if len(b.paramTypes) > 0 {
 		return nil, fmt.Errorf("%w: the statement has %d parameters, no values were bound", ErrInvalid, len(b.paramTypes))
 	}
+	var notes []string
+	var fill *resultcache.Key
+	if answering(ctx) {
+		var answered *Plan
+		if answered, notes, fill, err = p.answerFirst(ctx, conn, s, b, args); err != nil || answered != nil {
+			if answered != nil {
+				audit.From(ctx).QueryID(answered.QueryID)
+			}
+			return answered, err
+		}
+	}
 	// The tickets carry the statement's span, not the plan's: the
 	// fragments run after planning, under the statement.
 	stamp := stampOf(ctx)
@@ -222,6 +236,18 @@ func (p *Planner) planQueryInto(ctx context.Context, s Session, st *parse.Statem
 	}
 	pb.explain = append(pb.explain, explainLines(res, pb.scans)...)
 	pb.redacted = append(pb.redacted, redactedLines(res, pb.scans, &pb.rplan)...)
+	for _, l := range notes {
+		k, v, _ := strings.Cut(l, "\t")
+		pb.note(k, "%s", v)
+	}
+	if fill != nil {
+		if len(pb.tickets) == 1 {
+			pb.plan.Fill = &Fill{Key: *fill}
+			pb.note("result cache", "the result will be kept: its one endpoint is read through the coordinator")
+		} else {
+			pb.note("result cache", "the result will not be kept: %d endpoints", len(pb.tickets))
+		}
+	}
 	return pb.finish()
 }
 
@@ -749,6 +775,9 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 		return nil, err
 	}
 	key := bindKey(auth.Name(ctx), doc, b.inputs)
+	if !unbound {
+		b.key = key
+	}
 	if !unbound && p.recallBind(key, b) {
 		if standIns {
 			return b, b.loadStandIns(ctx, conn)

@@ -2,11 +2,8 @@ package planner
 
 import (
 	"context"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/icefloe/icefloe/wire"
 )
 
 // A statement whose rows the coordinator computes itself (CALL, which
@@ -36,11 +33,5 @@ func (p *Planner) PlanRows(ctx context.Context, rows string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &wire.Ticket{QueryID: newQueryID(ctx), ExpiresAt: time.Now().Add(p.opts.TicketTTL), SQL: rows}
-	pb := &planBuilder{p: p, workers: workers, stamp: stampOf(ctx),
-		plan: &Plan{QueryID: t.QueryID, Schema: schema, Strategy: Gather}, expires: t.ExpiresAt}
-	t.Schema = pb.ticket(nil, "", schema).Schema
-	pb.plan.ExpiresAt = t.ExpiresAt
-	pb.endpoint(t)
-	return pb.finish()
+	return p.rowsPlan(ctx, workers, schema, rows, "the procedure's rows")
 }

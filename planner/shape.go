@@ -16,10 +16,16 @@ type aggregateNames struct {
 }
 
 func (a *aggregateNames) load(ctx context.Context, conn *engine.Conn) (map[string]bool, error) {
+	return a.loadQuery(ctx, conn, "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE function_type = 'aggregate'")
+}
+
+// loadQuery runs query, which lists function names, the first time it
+// is called; every call returns that first answer.
+func (a *aggregateNames) loadQuery(ctx context.Context, conn *engine.Conn, query string) (map[string]bool, error) {
 	a.once.Do(func() {
-		rows, err := conn.DB().QueryContext(ctx, "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE function_type = 'aggregate'")
+		rows, err := conn.DB().QueryContext(ctx, query)
 		if err != nil {
-			a.err = fmt.Errorf("planner: list aggregates: %w", err)
+			a.err = fmt.Errorf("planner: list functions: %w", err)
 			return
 		}
 		defer rows.Close()

@@ -38,7 +38,9 @@ func (e *Executor) ExecBatch(ctx context.Context, sess planner.Session, st *pars
 }
 
 func (e *Executor) execBatch(ctx context.Context, sess planner.Session, st *parse.Statement, b *params) (int64, error) {
-	ctx = commit.WithStatement(ctx)
+	// An update's queries run on the workers: their endpoints are write
+	// fragments, never answers of the coordinator.
+	ctx = commit.WithStatement(planner.WithoutAnswers(ctx))
 	run, ok := runners[st.Kind]
 	if !ok {
 		return 0, fmt.Errorf("%w: %s statements", planner.ErrUnsupported, st.Kind)

@@ -96,7 +96,8 @@ func (e *Executor) planCall(ctx context.Context, s planner.Session, st *parse.St
 	if _, err := e.planner.RowsSchema(ctx, rowsSQL(c.proc.columns, nil)); err != nil {
 		return nil, err
 	}
-	rows, err := c.proc.run(ctx, e, c)
+	// A procedure's own plans run on the workers (it writes).
+	rows, err := c.proc.run(planner.WithoutAnswers(ctx), e, c)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.proc.name, err)
 	}

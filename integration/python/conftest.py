@@ -42,6 +42,17 @@ class Server:
     def log_mark(self):
         return len(self._log)
 
+    def metric(self, name):
+        """The sum of a metric's samples on the server's /metrics."""
+        import urllib.request
+        with urllib.request.urlopen(f"http://{self.fields['http']}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
     def cpu_seconds(self):
         """CPU time the server process has used (user + system), from /proc."""
         with open(f"/proc/{self.proc.pid}/stat") as f:
@@ -60,7 +71,7 @@ def binary():
 def _start(data_dir, workers=2, extra=()):
     proc = subprocess.Popen(
         [binary(), "serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir", data_dir,
-         "--workers", str(workers), *extra],
+         "--workers", str(workers), "--http-addr", "127.0.0.1:0", *extra],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     lines = []
     ready = {}

@@ -32,6 +32,7 @@ const (
 	KindMerge
 	KindTruncate
 	KindAlterTable
+	KindSet
 	// refused and unsupported name the table's entries for statements
 	// clients may not run; no Statement has them.
 	refused
@@ -155,6 +156,8 @@ var table = [numKinds]Info{
 		Audit: AuditUpdate, Slot: true, Runner: RunExecutor, DryRun: true, parse: parseTruncate},
 	KindAlterTable: {Kind: KindAlterTable, Name: "ALTER TABLE", Starts: words("ALTER TABLE"),
 		Audit: AuditUpdate, Slot: true, Runner: RunExecutor, parse: parseAlterTable},
+	KindSet: {Kind: KindSet, Name: "SET", Starts: words("SET RESULT_CACHE", "RESET RESULT_CACHE"),
+		Audit: AuditUpdate, Runner: RunSession, parse: parseSet},
 	refused: {Kind: refused, Name: "refused", Starts: words("COPY", "ATTACH", "DETACH", "INSTALL", "LOAD", "SET", "RESET",
 		"PRAGMA", "EXPORT", "IMPORT", "CHECKPOINT", "FORCE", "VACUUM", "EXECUTE", "PREPARE", "DEALLOCATE"),
 		refuse: func(toks []sqltok.Token, _ int) error {

@@ -23,6 +23,7 @@ func TestKinds(t *testing.T) {
 		"DROP VIEW v": KindDropView, "INSERT INTO t VALUES (1)": KindInsert, "UPDATE t SET a = 1": KindUpdate,
 		"DELETE FROM t": KindDelete, "MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN DELETE": KindMerge,
 		"TRUNCATE t": KindTruncate, "ALTER TABLE t ADD COLUMN c INT": KindAlterTable,
+		"SET result_cache = off": KindSet, "reset RESULT_CACHE": KindSet,
 	} {
 		st, err := Parse(q)
 		if err != nil || st.Kind != want {
@@ -36,6 +37,8 @@ func TestKinds(t *testing.T) {
 		"COPY t TO 'x'":                    {ErrRefused, "COPY statements are not allowed"},
 		"attach 'x'":                       {ErrRefused, "ATTACH statements are not allowed"},
 		"SET x = 1":                        {ErrRefused, "SET statements are not allowed"},
+		"SET result_cache = 2":             {ErrInvalid, "result_cache is on or off, not 2"},
+		"SET result_cache off":             {ErrSyntax, "unexpected"},
 		"PRAGMA version":                   {ErrRefused, "PRAGMA statements are not allowed"},
 		"INSTALL httpfs":                   {ErrRefused, "INSTALL statements"},
 		"LOAD httpfs":                      {ErrRefused, "LOAD statements"},
@@ -164,6 +167,10 @@ func TestStatementBodies(t *testing.T) {
 		{"DROP VIEW v", &DropView{Name: []string{"v"}}},
 		{"TRUNCATE TABLE t", &Truncate{Name: []string{"t"}}},
 		{"USE c.s", &Use{Name: []string{"c", "s"}}},
+		{"SET result_cache = off", &Set{Name: "result_cache"}},
+		{"SET Result_Cache TO 'on'", &Set{Name: "result_cache", On: true}},
+		{"SET result_cache = DEFAULT", &Set{Name: "result_cache", Reset: true}},
+		{"RESET result_cache", &Set{Name: "result_cache", Reset: true}},
 		{"UPDATE t SET a = f(1, 2), l = [1, 2], s = {'x': 1, 'y': 2}, c = CASE WHEN a THEN 1, 2 END WHERE a > 1",
 			&Update{Name: []string{"t"}, Set: []SetClause{{"a", "f(1, 2)"}, {"l", "[1, 2]"}, {"s", "{'x': 1, 'y': 2}"}, {"c", "CASE WHEN a THEN 1, 2 END"}}, Where: "a > 1"}},
 		{"DELETE FROM s.t WHERE x IN (1, 2)", &Delete{Name: []string{"s", "t"}, Where: "x IN (1, 2)"}},
