@@ -691,7 +691,8 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err != nil {
 		return nil, err
 	}
-	key := bindKey(auth.Name(ctx), doc, b.inputs)
+	key := planCacheKey{principal: auth.Name(ctx), grants: p.opts.Policy.GrantsVersion(ctx), session: s,
+		params: args, doc: doc, inputs: b.inputs}.String()
 	if !unbound && p.recallBind(key, b) {
 		if standIns {
 			return b, b.loadStandIns(ctx, conn)
