@@ -68,6 +68,16 @@ func TestSystemRuntimeTables(t *testing.T) {
 	if got := joined.rows[0]; got != "2 | true" {
 		t.Fatalf("workers joined with caches: %s", got)
 	}
+	// The coordinator's caches: a query planned twice hits the plan cache
+	// (memo class "plan") the second time.
+	for range 2 {
+		mustQuery(t, cnxn, "SELECT count(*) FROM orders WHERE amount > 4242")
+	}
+	coord := mustQuery(t, cnxn, `SELECT cache, hits > 0, entries > 0, max_bytes > 0 FROM system.runtime.caches
+		WHERE node = 'coordinator' AND cache IN ('metadata', 'parse', 'plan', 'scan') ORDER BY cache`)
+	if got := strings.Join(coord.rows, "; "); got != "metadata | true | true | true; parse | true | true | true; plan | true | true | true; scan | true | true | true" {
+		t.Fatalf("the coordinator's caches: %s", got)
+	}
 
 	id, done := runSlow(t, adbcConn(t, s.Addr()), cnxn)
 	cancelled := mustQuery(t, cnxn, fmt.Sprintf("CALL system.cancel_query('%s')", id))

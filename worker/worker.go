@@ -25,6 +25,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/cachestats"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/exchange"
@@ -162,6 +163,8 @@ type Server struct {
 	opts   Options
 	log    *zap.Logger
 	health *health.Server
+	// caches are the worker's caches (queries.go).
+	caches cachestats.Registry
 	// peers are pooled Flight clients of the workers children are pulled
 	// from; Close closes them.
 	peers *flightclient.Pool
@@ -239,6 +242,7 @@ func New(o Options) (*Server, error) {
 		started:  time.Now(),
 		instance: membership.NewInstance(),
 	}
+	s.registerCaches()
 	var err error
 	if s.fragments, err = admit.New(o.Admission); err != nil {
 		return nil, err
