@@ -207,7 +207,10 @@ func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement,
 	}
 	pb.explain = append(pb.explain, explainLines(res, pb.scans)...)
 	pb.redacted = append(pb.redacted, redactedLines(res, pb.scans, &pb.rplan)...)
-	return pb.finish()
+	_, seal := tracing.Span(ctx, "seal")
+	plan, err = pb.finish()
+	tracing.End(seal, err)
+	return plan, err
 }
 
 // LiveWorkers returns the workers a plan may use now, or ErrNoWorkers

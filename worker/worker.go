@@ -397,7 +397,9 @@ func (s *Server) query(ctx context.Context, conn *engine.Conn, sql string, schem
 // answer loads t's scans and children into conn and streams the result
 // of its SQL.
 func (s *Server) answer(ctx context.Context, conn *engine.Conn, t *wire.Ticket, schema *arrow.Schema, stream flight.DataStreamWriter) (rows int64, batches int, err error) {
-	streams, err := s.inputs(ctx, conn, t)
+	ictx, span := tracing.Span(ctx, "inputs", attribute.Int("icefloe.scans", len(t.Scans)), attribute.Int("icefloe.children", len(t.Children)))
+	streams, err := s.inputs(ictx, conn, t)
+	tracing.End(span, err)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -428,8 +430,11 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err != nil {
 		return err
 	}
+	// The fragment's span starts once the ticket is open (it carries the
+	// trace); the opening's time is an attribute.
 	ctx, span := tracing.Continue(ctx, "fragment", t.Trace, attribute.String("icefloe.query_id", t.QueryID),
-		attribute.Bool("icefloe.child", t.Child), attribute.Bool("icefloe.write", t.Write != nil))
+		attribute.Bool("icefloe.child", t.Child), attribute.Bool("icefloe.write", t.Write != nil),
+		attribute.Int64("icefloe.open_us", time.Since(start).Microseconds()))
 	defer func() { tracing.End(span, err) }()
 	noteTicket(ctx, t)
 	if err := s.admit(ctx, t); err != nil {
