@@ -694,7 +694,7 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err != nil {
 		return nil, err
 	}
-	key := planCacheKey{principal: auth.Name(ctx), grants: p.opts.Policy.GrantsVersion(ctx), session: s,
+	key := planCacheKey{principal: auth.Name(ctx), grants: p.opts.Policy.GrantsVersion(auth.FromContext(ctx)), session: s,
 		params: args, doc: doc, inputs: b.inputs}.String()
 	if !unbound && p.recallBind(key, b) {
 		if standIns {

@@ -2,10 +2,14 @@ package authz
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/icefloe/icefloe/catalog"
@@ -243,4 +247,40 @@ func (p *Policy) Admin(ctx context.Context) bool {
 	}
 	pr := auth.FromContext(ctx)
 	return pr != nil && superuser(pr)
+}
+
+// GrantsVersion names what pr may read, for caches of answers: a digest
+// of its name, whether it is a superuser, and each of its roles with
+// that role's grants in this policy. Any change to them — a role given
+// or taken, a grant added to a role — changes the version, so an answer
+// kept under one version is never served under another. The name is part
+// of it because what a principal is allowed may depend on who it is
+// (row filters naming the user), not only on its roles. A nil policy
+// (authentication off) has one version for everybody.
+func (p *Policy) GrantsVersion(pr *auth.Principal) string {
+	if p == nil {
+		return "open"
+	}
+	h := sha256.New()
+	part := func(s string) {
+		h.Write(binary.AppendUvarint(nil, uint64(len(s))))
+		h.Write([]byte(s))
+	}
+	if pr == nil {
+		part("anonymous")
+	} else {
+		part(pr.Name)
+		part(strconv.FormatBool(superuser(pr)))
+		roles := slices.Clone(pr.Roles)
+		slices.Sort(roles)
+		for _, r := range slices.Compact(roles) {
+			part(r)
+			for _, g := range p.roles[r] {
+				// Every field of the compiled grant, whatever it grows
+				// (fmt prints maps sorted by key).
+				part(fmt.Sprintf("%+v", g))
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -89,3 +89,25 @@ func TestNewPolicyErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestGrantsVersion(t *testing.T) {
+	analyst := Role{Name: "analyst", Grants: []Grant{{Privileges: []Privilege{Select}, On: "local.default"}}}
+	wider := Role{Name: "analyst", Grants: []Grant{{Privileges: []Privilege{Select}, On: "local"}}}
+	p, q := mustPolicy(t, analyst), mustPolicy(t, wider)
+	ann := &auth.Principal{Name: "ann", Roles: []string{"analyst"}}
+	if p.GrantsVersion(ann) != p.GrantsVersion(&auth.Principal{Name: "ann", Roles: []string{"analyst", "analyst"}}) {
+		t.Fatal("the same grants gave two versions")
+	}
+	for name, other := range map[string]string{
+		"another grant on the role": q.GrantsVersion(ann),
+		"another principal":         p.GrantsVersion(&auth.Principal{Name: "bob", Roles: []string{"analyst"}}),
+		"a role more":               p.GrantsVersion(&auth.Principal{Name: "ann", Roles: []string{"analyst", AdminRole}}),
+		"no roles":                  p.GrantsVersion(&auth.Principal{Name: "ann"}),
+		"anonymous":                 p.GrantsVersion(nil),
+		"no policy":                 (*Policy)(nil).GrantsVersion(ann),
+	} {
+		if other == p.GrantsVersion(ann) {
+			t.Errorf("%s: same grants version", name)
+		}
+	}
+}
