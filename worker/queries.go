@@ -233,6 +233,9 @@ func (s *Server) registerCaches() {
 	if s.opts.Cache != nil {
 		s.caches.Register(cachestats.Funcs(s.opts.Cache.CacheStats))
 	}
+	if s.reuse != nil {
+		s.caches.Register(s.reuse)
+	}
 	if dc := s.opts.DataCache; dc != nil {
 		s.caches.Register(cachestats.Func(func() cachestats.Stats {
 			d := dc.Stats()

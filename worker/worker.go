@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
@@ -74,6 +75,10 @@ type Options struct {
 	// cache's directory among the engine's ReadDirs, DuckDB reads the
 	// copies of direct scans.
 	DataCache *datacache.Cache
+	// FragmentCacheConns bounds the idle connections the fragment cache
+	// keeps with their views and prepared fragments (reuse.go); 0 means
+	// DefaultFragmentCacheConns, negative turns the cache off.
+	FragmentCacheConns int
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
 	// Allocator is used for everything the worker allocates in Go: reading
@@ -165,6 +170,8 @@ type Server struct {
 	health *health.Server
 	// caches are the worker's caches (queries.go).
 	caches cachestats.Registry
+	// reuse is the fragment cache (reuse.go); nil when off.
+	reuse *connCache
 	// peers are pooled Flight clients of the workers children are pulled
 	// from; Close closes them.
 	peers *flightclient.Pool
@@ -241,6 +248,12 @@ func New(o Options) (*Server, error) {
 
 		started:  time.Now(),
 		instance: membership.NewInstance(),
+	}
+	if n := o.FragmentCacheConns; n >= 0 {
+		if n == 0 {
+			n = DefaultFragmentCacheConns
+		}
+		s.reuse = newConnCache(n)
 	}
 	s.registerCaches()
 	var err error
@@ -319,6 +332,9 @@ func (s *Server) Shutdown() {
 // clients of its peers, the exchanges' producer runs (which it waits for)
 // and their spill.
 func (s *Server) Close() error {
+	if s.reuse != nil {
+		s.reuse.close()
+	}
 	s.closeExchanges(errShuttingDown)
 	s.exchanges.wg.Wait()
 	err := s.peers.Close()
@@ -381,12 +397,24 @@ func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServ
 
 // query runs a fragment's SQL on DuckDB and streams its result.
 func (s *Server) query(ctx context.Context, conn *engine.Conn, sql string, schema *arrow.Schema, stream flight.DataStreamWriter) (rows int64, batches int, err error) {
+	return s.runQuery(ctx, conn, sql, schema, stream, false)
+}
+
+// runQuery is query; keep keeps the prepared statement on conn
+// (engine.Conn.QueryKept) for the fragment cache (reuse.go).
+func (s *Server) runQuery(ctx context.Context, conn *engine.Conn, sql string, schema *arrow.Schema, stream flight.DataStreamWriter, keep bool) (rows int64, batches int, err error) {
 	ctx, span := tracing.Span(ctx, "duckdb")
+	reused := false
 	defer func() {
-		span.SetAttributes(attribute.Int64("icefloe.rows", rows))
+		span.SetAttributes(attribute.Int64("icefloe.rows", rows), attribute.Bool("icefloe.prepared_before", reused))
 		tracing.End(span, err)
 	}()
-	rdr, err := conn.Query(ctx, sql, s.sendOptions(ctx))
+	var rdr array.RecordReader
+	if keep {
+		rdr, reused, err = conn.QueryKept(ctx, sql, s.sendOptions(ctx))
+	} else {
+		rdr, err = conn.Query(ctx, sql, s.sendOptions(ctx))
+	}
 	if err != nil {
 		return 0, 0, &queryError{err: err}
 	}
@@ -506,7 +534,13 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	sent := &sentRows{DataStreamWriter: stream}
 	age, endAge := s.ages.start(t.QueryID)
 	defer endAge()
-	rows, batches, err := s.answer(ctx, conn, t, schema, sent)
+	rows, batches, reused, err := s.answerReusing(ctx, &conn, t, schema, sent) // reuse.go
+	if !reused {
+		if err != nil {
+			return err
+		}
+		rows, batches, err = s.answer(ctx, conn, t, schema, sent)
+	}
 	if scannedTwice(err, sent) {
 		// DuckDB's plan reads a streamed view twice (children.go): run
 		// once more on a fresh connection, loading every view first.
