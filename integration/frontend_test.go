@@ -1,13 +1,8 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"testing"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/sqltok"
@@ -98,32 +93,8 @@ func TestOneTokenizerRunPerStatement(t *testing.T) {
 
 	// A prepared statement with a parameter keeps its text in its
 	// sealed handle: one parse to prepare it, one each time it runs.
-	ctx := context.Background()
-	stmt := newStatement(t, cnxn, "SELECT ? + 1 AS n")
-	defer stmt.Close()
 	before := sqltok.Runs.Load()
-	if err := stmt.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	b.Append(41)
-	col := b.NewArray()
-	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "p", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
-	col.Release()
-	b.Release()
-	defer rec.Release()
-	if err := stmt.Bind(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	rdr, _, err := stmt.ExecuteQuery(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []string
-	for rdr.Next() {
-		rows = append(rows, rowsOf(rdr.RecordBatch())...)
-	}
-	rdr.Release()
+	rows := preparedInt64(t, cnxn, "SELECT ? + 1 AS n", 41)
 	if len(rows) != 1 || rows[0] != "42" {
 		t.Fatalf("prepared query: %v", rows)
 	}

@@ -201,13 +201,18 @@ func (e *secureEnv) token(t testing.TB, user string, ttl time.Duration) string {
 
 // jwt signs an external JWT for subject with roles, as the IdP would.
 func (e *secureEnv) jwt(t testing.TB, subject string, roles []string, exp time.Duration) string {
+	return e.jwtClaims(t, subject, exp, map[string]any{"roles": roles})
+}
+
+// jwtClaims signs an external JWT for subject with more claims.
+func (e *secureEnv) jwtClaims(t testing.TB, subject string, exp time.Duration, claims map[string]any) string {
 	t.Helper()
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: e.idp}, (&jose.SignerOptions{}).WithHeader("kid", "idp-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tok, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: idpIssuer, Audience: jwt.Audience{idpAudience}, Subject: subject,
-		Expiry: jwt.NewNumericDate(time.Now().Add(exp))}).Claims(map[string]any{"roles": roles}).Serialize()
+		Expiry: jwt.NewNumericDate(time.Now().Add(exp))}).Claims(claims).Serialize()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,6 +193,20 @@ type Plan struct {
 	// that are not planned queries.
 	tree    *plan.Result
 	streams []stream
+	// restricted refuses EXPLAIN: the plan reads a table under the
+	// caller's row filter or column masks, and its files, bytes and row
+	// estimates describe the hidden rows too (restrict.go).
+	restricted error
+	// shapes are what each ticket the plan sealed holds, by its sealed
+	// bytes: EXPLAIN ANALYZE's figures per fragment.
+	shapes map[string]ticketShape
+}
+
+// ticketShape is what a sealed ticket of a plan holds: how many scans,
+// and its children.
+type ticketShape struct {
+	scans    int
+	children []wire.Child
 }
 
 // Endpoint is one ticket and the locations that can serve it, owner first.

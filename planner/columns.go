@@ -128,8 +128,9 @@ func pruneColumns(root node, inputs []*input, aliases map[string]*input) {
 		return true
 	})
 	for _, in := range inputs {
-		if in.meta != "" {
-			// Metadata tables are computed whole on the worker.
+		if in.meta != "" || in.restriction != nil {
+			// Metadata tables are computed whole on the worker; a
+			// restricted scan's subquery names every column.
 			in.cols = nil
 			continue
 		}

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -16,6 +15,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/parse"
+	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -58,12 +58,13 @@ func DefaultCompactSpec(tbl *table.Table) CompactSpec {
 // fragment, the snapshot it was planned from (Base) and the data files it
 // rewrites (Old, OldBytes in all) with their scan tasks.
 type CompactPlan struct {
-	Write     *wire.Write
-	Endpoints []Endpoint
-	Base      int64
-	Old       []iceberg.DataFile
-	Tasks     []table.FileScanTask
-	OldBytes  int64
+	// WritePlan is the compaction's plan, its rewrite-files sink at the
+	// root, and its fragments.
+	WritePlan
+	Base     int64
+	Old      []iceberg.DataFile
+	Tasks    []table.FileScanTask
+	OldBytes int64
 }
 
 // PlanCompaction plans one compaction of tgt over workers (package
@@ -94,11 +95,11 @@ func (p *Planner) PlanCompaction(ctx context.Context, sess Session, tgt *WriteTa
 		return nil, nil
 	}
 	frags := packGroups(groups, targetGroups(workers, 0, 0))
-	w, endpoints, err := p.compactFragments(ctx, tgt, spec, frags, workers)
+	cp, err := p.compactFragments(ctx, tgt, spec, frags, workers)
 	if err != nil {
 		return nil, err
 	}
-	cp := &CompactPlan{Write: w, Endpoints: endpoints, Base: snap.SnapshotID}
+	cp.Base = snap.SnapshotID
 	for _, g := range groups {
 		for _, f := range g {
 			cp.Old = append(cp.Old, f.file)
@@ -300,14 +301,14 @@ func lightest(sizes []int64) int {
 // fragment: the fragment reads its files whole, with deletes applied
 // (and the row-lineage columns on a v3 table), and writes their rows
 // sorted as the spec says.
-func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec CompactSpec, frags [][]*dataFileTasks, workers []Worker) (*wire.Write, []Endpoint, error) {
+func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec CompactSpec, frags [][]*dataFileTasks, workers []Worker) (*CompactPlan, error) {
 	tbl := tgt.Pinned.Table
 	lineage := hasLineage(&input{pinned: tgt.Pinned})
 	var cols, sel, project []string
 	for i, f := range tbl.Schema().Fields() {
 		typ, err := DuckTypeOf(f.Type)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: column %q: %v", ErrUnsupported, f.Name, err)
+			return nil, fmt.Errorf("%w: column %q: %v", ErrUnsupported, f.Name, err)
 		}
 		cols = append(cols, f.Name)
 		sel = append(sel, engine.Quote(f.Name))
@@ -322,28 +323,10 @@ func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec C
 	}
 	schema, err := catalog.ScanSchema(tbl, 0, cols)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	in := &input{ref: tgt.Ref, pinned: tgt.Pinned, view: "__icefloe_t0", cols: cols}
 	sql := "SELECT " + strings.Join(sel, ", ") + " FROM " + in.view
-	queryID, expires := newQueryID(ctx), time.Now().Add(p.opts.TicketTTL)
-	var endpoints []Endpoint
-	for i, frag := range frags {
-		var tasks []table.FileScanTask
-		for _, f := range frag {
-			tasks = append(tasks, f.tasks...)
-		}
-		scan, err := encodeScan(in, tasks)
-		if err != nil {
-			return nil, nil, err
-		}
-		scan.RowFilter = ""
-		sealed, err := p.opts.Key.Seal(&wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: []wire.Scan{scan}, SQL: sql, Schema: resultSchemaBytes(schema)})
-		if err != nil {
-			return nil, nil, err
-		}
-		endpoints = append(endpoints, Endpoint{Ticket: sealed, Locations: []string{workers[i%len(workers)].Location}})
-	}
 	w := p.NewWrite(tgt)
 	w.Project, w.InputColumns, w.Lineage = strings.Join(project, ", "), len(cols), lineage
 	w.OrderBy = PartitionOrder(tbl)
@@ -351,7 +334,31 @@ func (p *Planner) compactFragments(ctx context.Context, tgt *WriteTarget, spec C
 		w.OrderBy = sortOrderBy(tbl, spec.Sort)
 	}
 	w.TargetFileSize = spec.Config.TargetFileSizeBytes
-	return w, endpoints, nil
+	var scans [][]wire.Scan
+	var groups []plan.Group
+	for _, frag := range frags {
+		var tasks []table.FileScanTask
+		g := plan.Group{Files: len(frag)}
+		for _, f := range frag {
+			tasks = append(tasks, f.tasks...)
+			g.Bytes += f.bytes
+			g.Rows += f.file.Count()
+		}
+		scan, err := encodeScan(in, tasks)
+		if err != nil {
+			return nil, err
+		}
+		scan.RowFilter = ""
+		scans = append(scans, []wire.Scan{scan})
+		groups = append(groups, g)
+	}
+	endpoints, err := p.sinkBuilder(ctx, workers, w, schema).sinkFragments(scans, sql, schema)
+	if err != nil {
+		return nil, err
+	}
+	return &CompactPlan{WritePlan: WritePlan{Write: w, Endpoints: endpoints,
+		Tree: &plan.Write{Sink: plan.SinkCompact, Table: tgt.Ref.String(), Snapshot: headOf(tgt), Fragments: len(endpoints),
+			In: wholeFilesPlan("compact", tgt.Ref.String(), sql, groups)}}}, nil
 }
 
 // sortOrderBy is the ORDER BY of a sort-strategy compaction: the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -14,6 +13,7 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/parse"
+	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
 )
 
@@ -308,7 +308,9 @@ type dataFileTasks struct {
 // target, each ticket's first scan holding its files and the rest full
 // scans of the other tables the statement reads.
 type Rewrite struct {
-	Endpoints []Endpoint
+	// WritePlan is the rewrite's plan, its row-delta sink at the root,
+	// and its fragments.
+	WritePlan
 	// MatchSQL counts a file's matching rows (wire.Write.MatchSQL): the
 	// fragment rewrites only files with a match.
 	MatchSQL string
@@ -416,11 +418,16 @@ func (p *Planner) PlanRewrite(ctx context.Context, sess Session, d *DML) (*Rewri
 		}
 		full = append(full, scan)
 	}
-	endpoints, err := p.rewriteEndpoints(ctx, workers, in, files, full, ob)
+	w := p.NewWrite(tgt)
+	w.Rewrite, w.MatchSQL, w.Lineage = true, mb.sql, lineage
+	endpoints, groups, err := p.rewriteEndpoints(ctx, workers, in, files, full, ob, w)
 	if err != nil {
 		return nil, err
 	}
-	rw := &Rewrite{Endpoints: endpoints, MatchSQL: mb.sql, Lineage: lineage, Files: make(map[string]iceberg.DataFile, len(byPath)), Filter: filter}
+	rw := &Rewrite{MatchSQL: mb.sql, Lineage: lineage, Files: make(map[string]iceberg.DataFile, len(byPath)), Filter: filter,
+		WritePlan: WritePlan{Write: w, Endpoints: endpoints,
+			Tree: &plan.Write{Sink: plan.SinkRowDelta, Table: tgt.Ref.String(), Snapshot: headOf(tgt), Fragments: len(endpoints),
+				In: wholeFilesPlan("rewrite", tgt.Ref.String(), ob.sql, groups)}}}
 	for path, f := range byPath {
 		rw.Files[path] = f.file
 	}
@@ -457,32 +464,30 @@ func rewriteInputs(tgt *WriteTarget, ob, mb *bound, broadcast bool) (*input, []*
 	return in, others, nil
 }
 
-// rewriteEndpoints packs whole files into one endpoint per group; each
-// ticket's first scan holds its files, the rest are full scans of the
-// other tables the statement reads.
-func (p *Planner) rewriteEndpoints(ctx context.Context, workers []Worker, in *input, files []*dataFileTasks, full []wire.Scan, ob *bound) ([]Endpoint, error) {
+// rewriteEndpoints packs whole files into one endpoint per group, each
+// ticket carrying w; each ticket's first scan holds its files, the rest
+// are full scans of the other tables the statement reads. It returns the
+// groups' figures too, for the plan.
+func (p *Planner) rewriteEndpoints(ctx context.Context, workers []Worker, in *input, files []*dataFileTasks, full []wire.Scan, ob *bound, w *wire.Write) ([]Endpoint, []plan.Group, error) {
 	var total int64
 	singles := make([][]*dataFileTasks, len(files))
 	for i, f := range files {
 		total += f.bytes
 		singles[i] = []*dataFileTasks{f}
 	}
-	var groups [][]table.FileScanTask
+	var scans [][]wire.Scan
+	var groups []plan.Group
 	for _, frag := range packGroups(singles, targetGroups(workers, total, p.opts.TargetGroupBytes)) {
 		var tasks []table.FileScanTask
+		g := plan.Group{Files: len(frag)}
 		for _, f := range frag {
 			tasks = append(tasks, f.tasks...)
+			g.Bytes += f.bytes
+			g.Rows += f.file.Count()
 		}
-		groups = append(groups, tasks)
-	}
-	queryID := newQueryID(ctx)
-	expires := time.Now().Add(p.opts.TicketTTL)
-	schemaBytes := resultSchemaBytes(ob.schema)
-	endpoints := make([]Endpoint, 0, len(groups))
-	for i, g := range groups {
-		scan, err := encodeScan(in, g)
+		scan, err := encodeScan(in, tasks)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// Whole files, every column (and the lineage columns of a v3
 		// table, which a star leaves out).
@@ -490,12 +495,9 @@ func (p *Planner) rewriteEndpoints(ctx context.Context, workers []Worker, in *in
 		if hasLineage(in) {
 			scan.Columns = in.cols
 		}
-		scans := append([]wire.Scan{scan}, full...)
-		sealed, err := p.seal(stampOf(ctx), &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Scans: scans, SQL: ob.sql, Schema: schemaBytes})
-		if err != nil {
-			return nil, err
-		}
-		endpoints = append(endpoints, Endpoint{Ticket: sealed, Locations: []string{workers[i%len(workers)].Location}})
+		scans = append(scans, append([]wire.Scan{scan}, full...))
+		groups = append(groups, g)
 	}
-	return endpoints, nil
+	endpoints, err := p.sinkBuilder(ctx, workers, w, ob.schema).sinkFragments(scans, ob.sql, ob.schema)
+	return endpoints, groups, err
 }

@@ -12,7 +12,7 @@
 // a sort order's Iceberg values (PartitionTransform, PartitionSpec,
 // SortOrderOf, ParseSortOrder), write targets (WriteTarget, LoadTarget, LoadTargetRef),
 // an INSERT's query bound to its target (BindInsert) and the write spec
-// and sealed tickets of a write (NewWrite, WriteTickets), the plans of
+// and the plans of writes (NewWrite, PlanWrite, PlanIngest), the plans of
 // UPDATE, DELETE and MERGE (PlanDML, PlanRewrite, ExactFilter), the plan
 // of a compaction (PlanCompaction, CompactSpec, DefaultCompactSpec),
 // authorization (Planner.Authorize), DuckDB's reading of a column list

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/icefloe/icefloe/wire"
+	"github.com/icefloe/icefloe/planner/plan"
 )
 
 // EXPLAIN of a write runs the statement as a dry run: it is parsed,
@@ -78,15 +78,28 @@ func (d *DryRun) NotePlan(explain string) {
 	}
 }
 
-// Fragments notes the write fragments a statement would send and
-// the commit they would end in, and stops the dry run.
-func (d *DryRun) Fragments(target string, w *wire.Write, endpoints []Endpoint) error {
-	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(endpoints), target)
-	for i, e := range endpoints {
+// Fragments notes the plan of a write (its sink over its input), the
+// fragments it would send and the commit they would end in, and stops
+// the dry run.
+func (d *DryRun) Fragments(wp *WritePlan) error {
+	d.NoteWritePlan(wp)
+	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(wp.Endpoints), wp.Tree.Table)
+	for i, e := range wp.Endpoints {
 		d.Note(fmt.Sprintf("fragment %d", i), "%s", strings.Join(e.Locations, ", "))
 	}
-	if w.Rewrite {
+	switch wp.Tree.Sink {
+	case plan.SinkRowDelta:
 		return d.Commit("overwrite (copy-on-write): the rewritten files replace the files they were read from, in one snapshot")
+	case plan.SinkCompact:
+		return d.Commit("rewrite files: the written files replace the compacted ones, in one snapshot")
 	}
 	return d.Commit("append: the written files are added in one snapshot")
+}
+
+// NoteWritePlan notes the plan tree of a write, its sink at the root
+// ("write plan" lines).
+func (d *DryRun) NoteWritePlan(wp *WritePlan) {
+	for _, l := range strings.Split(strings.TrimSuffix(wp.String(), "\n"), "\n") {
+		d.Note("write plan", "%s", l)
+	}
 }

@@ -67,6 +67,9 @@ func (p *Planner) explain(ctx context.Context, s Session, inner *parse.Statement
 	if err != nil {
 		return nil, err
 	}
+	if plan.restricted != nil {
+		return nil, plan.restricted
+	}
 	return p.LinesPlan(ctx, workers, schema, planLines(plan))
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/parse"
 	planpkg "github.com/icefloe/icefloe/planner/plan"
-	"github.com/icefloe/icefloe/wire"
 )
 
 // fragment is one stream an analyzed query runs: an endpoint, or a child
@@ -54,14 +53,17 @@ func (p *Planner) explainAnalyze(ctx context.Context, s Session, query *parse.St
 	if err != nil {
 		return nil, err
 	}
+	if plan.restricted != nil {
+		return nil, plan.restricted
+	}
 	var children, endpoints []*fragment
 	for i, e := range plan.Endpoints {
-		t, err := p.opts.Key.Open(e.Ticket, time.Now())
+		t, err := plan.shapeOf(e.Ticket)
 		if err != nil {
 			return nil, err
 		}
-		endpoints = append(endpoints, &fragment{label: "endpoint " + strconv.Itoa(i), locations: e.Locations, ticket: e.Ticket, scans: len(t.Scans), children: len(t.Children)})
-		if children, err = p.childFragments(children, "endpoint "+strconv.Itoa(i), t); err != nil {
+		endpoints = append(endpoints, &fragment{label: "endpoint " + strconv.Itoa(i), locations: e.Locations, ticket: e.Ticket, scans: t.scans, children: len(t.children)})
+		if children, err = plan.childFragments(children, "endpoint "+strconv.Itoa(i), t); err != nil {
 			return nil, err
 		}
 	}
@@ -96,19 +98,28 @@ func (p *Planner) explainAnalyze(ctx context.Context, s Session, query *parse.St
 // childFragments appends t's children to out, each followed by its own
 // children (the partitions of hash exchanges below a partition
 // fragment), as the plan's streams list them.
-func (p *Planner) childFragments(out []*fragment, label string, t *wire.Ticket) ([]*fragment, error) {
-	for j, c := range t.Children {
+func (p *Plan) childFragments(out []*fragment, label string, t ticketShape) ([]*fragment, error) {
+	for j, c := range t.children {
 		l := fmt.Sprintf("%s child %d (%s)", label, j, c.View)
-		ct, err := p.opts.Key.Open(c.Ticket, time.Now())
+		ct, err := p.shapeOf(c.Ticket)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &fragment{label: l, locations: c.Locations, ticket: c.Ticket, scans: len(ct.Scans), children: len(ct.Children)})
+		out = append(out, &fragment{label: l, locations: c.Locations, ticket: c.Ticket, scans: ct.scans, children: len(ct.children)})
 		if out, err = p.childFragments(out, l, ct); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// shapeOf is what the plan's sealed ticket holds, as lowering sealed it.
+func (p *Plan) shapeOf(sealed []byte) (ticketShape, error) {
+	t, ok := p.shapes[string(sealed)]
+	if !ok {
+		return t, fmt.Errorf("%w: EXPLAIN ANALYZE of a ticket the plan did not seal", ErrUnsupported)
+	}
+	return t, nil
 }
 
 // measure puts the figures of the endpoints and their children (in the

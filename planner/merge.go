@@ -44,6 +44,10 @@ func (p *Planner) planMerge(ctx context.Context, sess Session, st *parse.Stateme
 		return nil, err
 	}
 	defer conn.Close()
+	if err := p.RefuseRestrictedWrite(ctx, tgt.Ref, "MERGE"); err != nil {
+		// Even an insert-only MERGE tells which source rows match.
+		return nil, err
+	}
 	q, err := p.mergeSQL(ctx, conn, sess, st, tgt, m)
 	if err != nil {
 		return nil, err

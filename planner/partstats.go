@@ -10,14 +10,14 @@ import (
 	"github.com/icefloe/icefloe/internal/partstats"
 )
 
-// Partition statistics: written by package statement after a commit when
-// a table asks for them (PartitionStatsKey) or by CALL
-// system.compute_partition_stats, and read back here for the row
+// Partition statistics: written into the commit of each snapshot of a
+// table that asks for them (PartitionStatsKey; internal/commit) or by
+// CALL system.compute_partition_stats, and read back here for the row
 // estimates EXPLAIN prints.
 
 // PartitionStatsKey is the table property that makes every commit that
-// adds a snapshot write that snapshot's partition statistics.
-const PartitionStatsKey = "icefloe.partition-stats.enabled"
+// adds a snapshot carry that snapshot's partition statistics.
+const PartitionStatsKey = partstats.EnabledKey
 
 // statsCache holds partition statistics files read, by path (they never
 // change), up to statsCacheEntries.

@@ -101,6 +101,11 @@ func (r columnResolver) resolve(ref node) (*input, iceberg.NestedField, bool) {
 		var hit *input
 		var field iceberg.NestedField
 		for _, in := range r.inputs {
+			if in.restriction != nil {
+				// Read through its filter and masks: its columns are
+				// not the query's.
+				continue
+			}
 			if f, ok := find(in, names[0]); ok {
 				if hit != nil {
 					return nil, field, false // ambiguous
@@ -111,7 +116,7 @@ func (r columnResolver) resolve(ref node) (*input, iceberg.NestedField, bool) {
 		return hit, field, hit != nil
 	case 2:
 		in, ok := r.aliases[strings.ToLower(names[0])]
-		if !ok {
+		if !ok || in == nil || in.restriction != nil {
 			return nil, iceberg.NestedField{}, false
 		}
 		f, ok := find(in, names[1])

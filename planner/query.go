@@ -23,6 +23,7 @@ import (
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/colmeta"
 	"github.com/icefloe/icefloe/internal/directscan"
 	"github.com/icefloe/icefloe/internal/engine"
@@ -58,6 +59,9 @@ type input struct {
 	// snapshot (time travel) and meta (metadata table): see pinnedInput.
 	snapshot int64
 	meta     string
+	// restriction: the caller's grants filter or mask the table, and
+	// every reference reads it through restrictedScan (restrict.go).
+	restriction *authz.Restriction
 }
 
 // bound is a parsed, resolved and bound query.
@@ -158,7 +162,14 @@ func (p *Planner) bindQuery(ctx context.Context, s Session, st *parse.Statement,
 }
 
 // planQuery is Plan of a query DuckDB parses.
-func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any) (plan *Plan, err error) {
+func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any) (*Plan, error) {
+	return p.planQueryInto(ctx, s, st, workers, args, nil)
+}
+
+// planQueryInto plans a query DuckDB parses; with sink, its endpoints
+// are the fragments of that write (PlanWrite): lowering seals each
+// endpoint's ticket with the write spec.
+func (p *Planner) planQueryInto(ctx context.Context, s Session, st *parse.Statement, workers []Worker, args []any, sink *wire.Write) (plan *Plan, err error) {
 	conn, err := p.opts.Engine.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -189,7 +200,7 @@ func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement,
 		}
 		in.groups, in.places = assignGroups(in.tasks, workers, p.opts.TargetGroupBytes)
 	}
-	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, stamp: stamp,
+	pb := &planBuilder{p: p, b: b, conn: conn, workers: workers, stamp: stamp, write: sink,
 		plan:    &Plan{QueryID: newQueryID(ctx), Schema: b.schema},
 		expires: ticketExpiry(time.Now().Add(p.opts.TicketTTL), b.inputs)}
 	pb.plan.ExpiresAt = pb.expires
@@ -213,6 +224,15 @@ func (p *Planner) planQuery(ctx context.Context, s Session, st *parse.Statement,
 	return plan, err
 }
 
+// boundInputs are the inputs of the plan's query; none for plans of no
+// query (LinesPlan).
+func (pb *planBuilder) boundInputs() []*input {
+	if pb.b == nil {
+		return nil
+	}
+	return pb.b.inputs
+}
+
 // LiveWorkers returns the workers a plan may use now, or ErrNoWorkers
 // when none is serving.
 func (p *Planner) LiveWorkers() ([]Worker, error) {
@@ -228,7 +248,11 @@ type planBuilder struct {
 	p *Planner
 	// stamp is who plans, the statement's deadline and trace: every
 	// ticket carries it.
-	stamp   stamp
+	stamp stamp
+	// write, when set, is the write spec every endpoint's ticket carries
+	// (a write's fragments: sink.go), endpoint i writing with
+	// FragmentUUID(write.WriteUUID, i).
+	write   *wire.Write
 	b       *bound
 	conn    *engine.Conn
 	workers []Worker
@@ -295,16 +319,33 @@ func (pb *planBuilder) endpointAt(t *wire.Ticket, pl place) {
 // child seals t as a child fragment run at pl.
 func (pb *planBuilder) child(view string, t *wire.Ticket, pl place) (wire.Child, error) {
 	t.Child = true
-	sealed, err := pb.p.seal(pb.stamp, t)
+	sealed, err := pb.seal(t)
 	if err != nil {
 		return wire.Child{}, err
 	}
 	return wire.Child{View: view, Ticket: sealed, Locations: pb.locations(pl)}, nil
 }
 
+// seal seals one ticket of the plan (Planner.seal) and keeps its shape,
+// so that EXPLAIN ANALYZE reads the plan's tickets without opening them.
+func (pb *planBuilder) seal(t *wire.Ticket) ([]byte, error) {
+	sealed, err := pb.p.seal(pb.stamp, t)
+	if err != nil {
+		return nil, err
+	}
+	if pb.plan.shapes == nil {
+		pb.plan.shapes = map[string]ticketShape{}
+	}
+	pb.plan.shapes[string(sealed)] = ticketShape{scans: len(t.Scans), children: t.Children}
+	return sealed, nil
+}
+
+// finish seals the plan's endpoint tickets, a write's each with its
+// fragment of the write spec, and completes the plan.
 func (pb *planBuilder) finish() (*Plan, error) {
 	for i, t := range pb.tickets {
-		sealed, err := pb.p.seal(pb.stamp, t)
+		pb.withWrite(t, i)
+		sealed, err := pb.seal(t)
 		if err != nil {
 			return nil, err
 		}
@@ -314,6 +355,15 @@ func (pb *planBuilder) finish() (*Plan, error) {
 	}
 	pb.plan.Explain = strings.Join(pb.explain, "\n") + "\n"
 	pb.plan.Redacted = &RedactedPlan{lines: pb.redacted, sql: pb.rplan.sql}
+	for _, in := range pb.boundInputs() {
+		if in.restriction != nil {
+			pb.plan.restricted = restrictedError(in.ref, in.restriction, pb.stamp.principal,
+				"EXPLAIN would describe the files and rows hidden from "+pb.stamp.principal+", so it is refused")
+			pb.plan.Explain = "plan\t" + pb.plan.restricted.Error() + "\n"
+			pb.plan.Redacted = &RedactedPlan{lines: strings.Split(strings.TrimSuffix(pb.plan.Explain, "\n"), "\n")}
+			break
+		}
+	}
 	return pb.plan, nil
 }
 
@@ -335,7 +385,7 @@ func fieldNames(s *arrow.Schema) []string {
 // iceberg-go reads, so workers may stream the scan without DuckDB.
 func (pb *planBuilder) passthrough(in *input) bool {
 	root, _ := pb.b.ast.root["node"].(node)
-	if root == nil || root["where_clause"] != nil || in.meta != "" || len(pb.b.inputs) != 1 {
+	if root == nil || root["where_clause"] != nil || in.meta != "" || in.restriction != nil || len(pb.b.inputs) != 1 {
 		return false
 	}
 	list, _ := root["select_list"].([]any)
@@ -613,7 +663,10 @@ func stampOf(ctx context.Context) stamp {
 }
 
 // seal stamps a ticket with st and the time it was planned, and seals it:
-// every ticket the planner makes goes through here, so the files and
+// every ticket the planner makes goes through here — the endpoints and
+// children of queries and writes (planBuilder.seal), ingest's write
+// tickets and renewed tickets (with the stamp they were planned with) —
+// so that each carries its principal, deadline, trace and issue time, and so the files and
 // bytes its scans name are the statement's planned work, which its
 // progress is measured against (the workers count the same of each
 // ticket they served).
@@ -738,6 +791,10 @@ func (p *Planner) parse(ctx context.Context, conn *engine.Conn, query *parse.Sta
 	return parseAST(text)
 }
 
+// standInWait bounds how long a stand-in that failed for memory waits
+// for other statements to release it before it fails too.
+const standInWait = 5 * time.Second
+
 // loadStandIns makes each input's view an empty temp table with the exact
 // Arrow schema the workers will load, once: what queries and fragments
 // bind against on the coordinator.
@@ -751,17 +808,27 @@ func (b *bound) loadStandIns(ctx context.Context, conn *engine.Conn) error {
 		if err != nil {
 			return fmt.Errorf("schema of %s: %w", in.ref, err)
 		}
-		empty, err := array.NewRecordReader(sch, nil)
-		if err != nil {
-			return err
+		err = loadEmpty(ctx, conn, in.view, sch)
+		if engine.IsOutOfMemory(err) && conn.WaitForMemory(ctx, standInWait) {
+			// A table of no rows needs next to no memory: another
+			// statement held it. Once that one let go, load it again.
+			err = loadEmpty(ctx, conn, in.view, sch)
 		}
-		err = conn.LoadTable(ctx, in.view, empty)
-		empty.Release()
 		if err != nil {
 			return fmt.Errorf("stand-in for %s: %w", in.ref, err)
 		}
 	}
 	return nil
+}
+
+// loadEmpty makes name a temp table of no rows with schema sch.
+func loadEmpty(ctx context.Context, conn *engine.Conn, name string, sch *arrow.Schema) error {
+	empty, err := array.NewRecordReader(sch, nil)
+	if err != nil {
+		return err
+	}
+	defer empty.Release()
+	return conn.LoadTable(ctx, name, empty)
 }
 
 // resultSchema sets b.schema, the bound query's result schema, and
@@ -1028,6 +1095,13 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 		alias = name
 		n["alias"] = name
 	}
+	n["catalog_name"], n["schema_name"], n["table_name"] = "", "", in.view
+	if wrapped, err := r.restrict(ctx, n, in); err != nil || wrapped {
+		// A restricted table's alias names the subquery: no column
+		// reference through it reaches the table's pruning.
+		r.err = err
+		return
+	}
 	if prev, dup := b.aliases[strings.ToLower(alias)]; dup && prev != in {
 		// The same alias names two tables in different scopes: column
 		// references cannot be told apart, so read everything.
@@ -1035,7 +1109,6 @@ func (r *resolver) table(ctx context.Context, n node, scope cteScope) {
 	} else {
 		b.aliases[strings.ToLower(alias)] = in
 	}
-	n["catalog_name"], n["schema_name"], n["table_name"] = "", "", in.view
 }
 
 // encodeScan encodes one group of the input's tasks.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/icefloe/icefloe/catalog"
+	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 )
@@ -77,7 +78,9 @@ func (p *Planner) Renew(ctx context.Context, sealed []byte) ([]byte, time.Time, 
 		}
 	}
 	t.ExpiresAt = expires
-	out, err := p.opts.Key.Seal(t)
+	// Sealed again with the stamp it was planned with (its principal,
+	// the statement's deadline and trace, its issue time).
+	out, err := p.seal(stamp{principal: t.Principal, deadline: admit.Deadline{At: t.Deadline, Timeout: t.Timeout}, trace: t.Trace}, t)
 	if err != nil {
 		return nil, time.Time{}, err
 	}

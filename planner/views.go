@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/icefloe/icefloe/internal/auth"
 	"slices"
 	"strings"
 
@@ -48,6 +49,11 @@ func (r *resolver) expandView(ctx context.Context, n node, ref catalog.TableRef)
 	v, err := views.LoadView(ctx, ref.Ident())
 	if err != nil {
 		return false
+	}
+	if rs := r.p.restriction(ctx, ref); rs != nil {
+		// The filter and masks are written over a table's columns.
+		r.err = restrictedError(ref, rs, auth.Name(ctx), "row filters and column masks apply to tables, and a grant that restricts a view refuses it (grant SELECT on the view plainly; its tables' own filters still apply)")
+		return true
 	}
 	for _, seen := range r.viewPath {
 		if seen == ref {

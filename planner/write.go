@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -73,13 +72,6 @@ func (t *WriteTarget) Mount() *catalog.Mount { return t.mount }
 // commits go through the mount's internal catalog.
 func (t *WriteTarget) Made() bool { return t.made }
 
-// Fresh is the target of the same table in the same mount, pinned at p,
-// on main and not made by the statement (what a follow-up metadata
-// commit, such as partition statistics, commits to).
-func (t *WriteTarget) Fresh(p *catalog.Pinned) *WriteTarget {
-	return &WriteTarget{Ref: t.Ref, mount: t.mount, Pinned: p}
-}
-
 // Unreachable tells the worker pool, if it listens, that loc failed as
 // unreachable.
 func (p *Planner) Unreachable(loc string) {
@@ -134,6 +126,11 @@ func (p *Planner) LoadTarget(ctx context.Context, sess Session, parts []string, 
 func (p *Planner) LoadTargetRef(ctx context.Context, ref catalog.TableRef, privs ...authz.Privilege) (*WriteTarget, error) {
 	if err := p.Authorize(ctx, authz.TableObject(ref), privs...); err != nil {
 		return nil, err
+	}
+	if slices.Contains(privs, authz.Update) || slices.Contains(privs, authz.Delete) {
+		if err := p.RefuseRestrictedWrite(ctx, ref, "UPDATE and DELETE"); err != nil {
+			return nil, err
+		}
 	}
 	mt, err := p.Mount(ref.Catalog)
 	if err != nil {
@@ -297,28 +294,6 @@ func FragmentUUID(stmt string, i int) string {
 	id := uuid.MustParse(stmt)
 	id[10], id[11], id[12] = byte(i>>16), byte(i>>8), byte(i)
 	return id.String()
-}
-
-// WriteTickets seals the tickets of n write fragments of w that a
-// statement streams to the workers itself (bulk ingest's DoPut):
-// fragment i writes with FragmentUUID(w.WriteUUID, i). All carry the
-// statement's query id and the caller's principal, deadline and trace,
-// and expire after the ticket TTL.
-func (p *Planner) WriteTickets(ctx context.Context, w *wire.Write, n int) ([][]byte, error) {
-	expires := time.Now().Add(p.opts.TicketTTL)
-	queryID := newQueryID(ctx)
-	st := stampOf(ctx)
-	out := make([][]byte, n)
-	for i := range out {
-		fw := *w
-		fw.WriteUUID = FragmentUUID(w.WriteUUID, i)
-		sealed, err := p.seal(st, &wire.Ticket{QueryID: queryID, ExpiresAt: expires, Write: &fw})
-		if err != nil {
-			return nil, err
-		}
-		out[i] = sealed
-	}
-	return out, nil
 }
 
 // resultSchemaBytes is a non-empty schema for tickets built here (the

@@ -78,6 +78,12 @@ var writePrivileges = []authz.Privilege{authz.Insert, authz.Update, authz.Delete
 // anyWrite checks that the caller holds some write privilege on obj, so a
 // caller that may not write learns nothing of the table.
 func (s *Server) anyWrite(ctx context.Context, obj authz.Object) error {
+	if len(obj) == 3 {
+		// A commit's answer is the table's whole metadata.
+		if err := s.refuseRestricted(ctx, catalog.TableRef{Catalog: obj[0], Schema: obj[1], Table: obj[2]}); err != nil {
+			return err
+		}
+	}
 	for _, p := range writePrivileges {
 		if s.opts.Policy.Check(ctx, p, obj) == nil {
 			return nil

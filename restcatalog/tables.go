@@ -1,6 +1,7 @@
 package restcatalog
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/tablecrypt"
 )
@@ -114,11 +116,37 @@ func (s *Server) load(r *http.Request) (*catalog.Mount, *catalog.Pinned, error) 
 }
 
 func (s *Server) loadTable(r *http.Request) (any, error) {
-	_, p, err := s.load(r)
+	_, p, err := s.loadWhole(r)
 	if err != nil {
 		return nil, err
 	}
 	return s.result(p), nil
+}
+
+// loadWhole is load for an answer that hands out the table's metadata and
+// files, which hold every row and value: refused to a caller whose grants
+// filter rows or mask columns of the table (authz.Restriction), which
+// only SQL applies.
+func (s *Server) loadWhole(r *http.Request) (*catalog.Mount, *catalog.Pinned, error) {
+	mt, p, err := s.load(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.refuseRestricted(r.Context(), p.Ref); err != nil {
+		return nil, nil, err
+	}
+	return mt, p, nil
+}
+
+// refuseRestricted refuses ref's metadata and files to a caller whose
+// grants restrict it, naming why.
+func (s *Server) refuseRestricted(ctx context.Context, ref catalog.TableRef) error {
+	rs := s.opts.Policy.Restriction(auth.FromContext(ctx), authz.TableObject(ref))
+	if rs == nil {
+		return nil
+	}
+	who := auth.Name(ctx)
+	return fmt.Errorf("%w: %s reads %s under %s, which only SQL applies; the REST catalog would hand out the table's metadata and files with the rows and values hidden from %s, so it refuses: query the table through icefloe's Flight SQL endpoint", authz.ErrDenied, who, ref, rs, who)
 }
 
 func (s *Server) tableExists(r *http.Request) (any, error) {
@@ -138,7 +166,7 @@ type credentialsResponse struct {
 }
 
 func (s *Server) loadCredentials(r *http.Request) (any, error) {
-	_, p, err := s.load(r)
+	_, p, err := s.loadWhole(r)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/commit"
+	"github.com/icefloe/icefloe/internal/partstats"
 	"github.com/icefloe/icefloe/internal/testlocal"
 	"github.com/icefloe/icefloe/planner"
 )
@@ -22,12 +24,14 @@ import (
 // outcome nobody knows, or with a lost race.
 type faultyCatalog struct {
 	icecat.Catalog
-	mode atomic.Int32 // 0 pass, 1 unknown outcome, 2 conflict
+	mode    atomic.Int32 // 0 pass, 1 unknown outcome, 2 conflict
+	commits atomic.Int32 // commits passed on to the catalog
 }
 
 var errConnReset = errors.New("read tcp 10.0.0.1:443: connection reset by peer")
 
 func (f *faultyCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
+	f.commits.Add(1)
 	switch f.mode.Load() {
 	case 1:
 		return nil, "", errConnReset
@@ -215,5 +219,84 @@ func TestStatementID(t *testing.T) {
 	}
 	if got := ids(); len(got) != 4 {
 		t.Fatalf("%d snapshots after the lost answer, want 4", len(got))
+	}
+}
+
+// TestOneCommitWithStatistics: on a table that asks for partition
+// statistics, one INSERT makes one snapshot in one commit to the
+// catalog, and that commit registers the snapshot's statistics file,
+// whose counts are the table's; a commit that loses its race leaves no
+// statistics file behind.
+func TestOneCommitWithStatistics(t *testing.T) {
+	ctx := context.Background()
+	p, m, faulty, dir := newFaultyEnv(t)
+	s := planner.Session{Catalog: "local", Schema: "default"}
+	if _, err := run(ctx, p, s, "CREATE TABLE ps (id BIGINT, p BIGINT) PARTITIONED BY (p) WITH ('icefloe.partition-stats.enabled' = 'true')"); err != nil {
+		t.Fatal(err)
+	}
+	ref := catalog.TableRef{Catalog: "local", Schema: "default", Table: "ps"}
+	load := func() *table.Table {
+		pin, err := m.LoadTable(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pin.Table
+	}
+	statsFiles := func() int {
+		n := 0
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && strings.Contains(filepath.Base(p), "partition-stats-") {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	for i, q := range []string{"INSERT INTO ps VALUES (1, 1), (2, 1), (3, 2)", "INSERT INTO ps VALUES (4, 2), (5, 3)"} {
+		before := load()
+		commits := faulty.commits.Load()
+		if _, err := run(ctx, p, s, q); err != nil {
+			t.Fatal(err)
+		}
+		if got := faulty.commits.Load() - commits; got != 1 {
+			t.Fatalf("%s: %d commits to the catalog, want 1", q, got)
+		}
+		after := load()
+		if got, want := len(after.Metadata().Snapshots()), len(before.Metadata().Snapshots())+1; got != want {
+			t.Fatalf("%s: %d snapshots, want %d", q, got, want)
+		}
+		if got, want := len(slices.Collect(after.Metadata().PreviousFiles())), len(slices.Collect(before.Metadata().PreviousFiles()))+1; got != want {
+			t.Fatalf("%s: %d metadata files in the log, want %d (one commit)", q, got, want)
+		}
+		head := after.CurrentSnapshot().SnapshotID
+		var found *table.PartitionStatisticsFile
+		for f := range after.Metadata().PartitionStatistics() {
+			if f.SnapshotID == head {
+				found = &f
+			}
+		}
+		if found == nil {
+			t.Fatalf("%s: no partition statistics for the new snapshot %d", q, head)
+		}
+		rows, err := partstats.Read(ctx, after, *found)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var records int64
+		for _, r := range rows {
+			records += r.DataRecords
+		}
+		if want := int64([]int{3, 5}[i]); records != want || len(rows) != []int{2, 3}[i] {
+			t.Fatalf("%s: statistics count %d records in %d partitions, want %d in %d", q, records, len(rows), want, []int{2, 3}[i])
+		}
+	}
+	files := statsFiles()
+	faulty.mode.Store(2)
+	if _, err := run(ctx, p, s, "INSERT INTO ps VALUES (6, 1)"); !errors.Is(err, planner.ErrConflict) {
+		t.Fatalf("lost race: %v, want ErrConflict", err)
+	}
+	faulty.mode.Store(0)
+	if got := statsFiles(); got != files {
+		t.Fatalf("a lost commit left %d statistics files, want %d", got, files)
 	}
 }

@@ -50,7 +50,7 @@ func (e *Executor) compact(ctx context.Context, sess planner.Session, tgt *plann
 	if cp == nil {
 		return &compactResult{}, nil
 	}
-	res, err := e.runWrite(ctx, tgt, cp.Write, cp.Endpoints)
+	res, err := e.runWrite(ctx, tgt, &cp.WritePlan)
 	if err != nil {
 		return nil, err
 	}
@@ -61,20 +61,26 @@ func (e *Executor) compact(ctx context.Context, sess planner.Session, tgt *plann
 	if testHookBeforeRewriteCommit != nil {
 		testHookBeforeRewriteCommit()
 	}
-	removed, err := e.commitRewrite(ctx, tgt, cp.Base, cp.Old, cp.Tasks, res.Added)
-	if err := e.keepOrRemove(tgt, err, res.Added); err != nil {
+	change, removed, err := rewriteFiles(ctx, tgt, cp.Base, cp.Old, cp.Tasks, res.Added)
+	if err == nil {
+		err = e.finish(ctx, tgt, change, res.Added)
+	} else {
+		err = e.keepOrRemove(tgt, err, res.Added)
+	}
+	if err != nil {
 		return nil, err
 	}
 	out.removedDeleteFiles = removed
 	return out, nil
 }
 
-// commitRewrite commits one rewrite snapshot: old replaced by added, with
+// rewriteFiles is the commit of one rewrite snapshot (compaction's
+// finish): old replaced by added, with
 // the delete files that apply to nothing afterwards removed (position
 // deletes of rewritten files only, their deletion vectors, equality
 // deletes no surviving file can see). tasks are the rewritten files'
 // tasks as planned from snapshot base. It returns how many delete files
-// it removed.
+// the commit removes.
 //
 // The rewrite was planned from snapshot base. A concurrent commit that
 // removed a rewritten file, or added deletes that may apply to one,
@@ -83,11 +89,11 @@ func (e *Executor) compact(ctx context.Context, sess planner.Session, tgt *plann
 // cannot touch the rewritten files nor make a removed delete apply
 // again). Otherwise the same rewrite is built again on the table as it
 // then is.
-func (e *Executor) commitRewrite(ctx context.Context, tgt *planner.WriteTarget, base int64, old []iceberg.DataFile, tasks []table.FileScanTask, added []iceberg.DataFile) (int64, error) {
+func rewriteFiles(ctx context.Context, tgt *planner.WriteTarget, base int64, old []iceberg.DataFile, tasks []table.FileScanTask, added []iceberg.DataFile) (commit.Request, int64, error) {
 	tbl := tgt.Pinned.Table
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return 0, err
+		return commit.Request{}, 0, err
 	}
 	rewritten := map[string]struct{}{}
 	for _, df := range old {
@@ -96,25 +102,21 @@ func (e *Executor) commitRewrite(ctx context.Context, tgt *planner.WriteTarget, 
 	snap := tbl.SnapshotByID(base)
 	deadPos, err := table.CollectDeadPositionDeletes(ctx, fsys, snap, rewritten)
 	if err != nil {
-		return 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
+		return commit.Request{}, 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 	}
 	deadEq, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fsys, tbl.Metadata(), snap, rewritten)
 	if err != nil {
-		return 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
+		return commit.Request{}, 0, fmt.Errorf("delete files of %s: %w", tgt.Ref, err)
 	}
 	gr := table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: added,
 		SafePosDeletes: deadPos, SafeDeletionVectors: table.CollectSafeDeletionVectors(tasks)}
 	removed := len(deadPos) + len(gr.SafeDeletionVectors) + len(deadEq)
 	scope := &commit.Scope{Op: commit.OpRewrite, Base: base, Rewritten: old, AppendsOnly: removed > 0}
-	err = e.commitTx(ctx, tgt, commit.Request{Scope: scope, Tx: func(tx *table.Transaction, _ table.Metadata) error {
+	return commit.Request{Scope: scope, Tx: func(tx *table.Transaction, _ table.Metadata) error {
 		rw := tx.NewRewrite(nil).ApplyResult(gr)
 		for _, df := range deadEq {
 			rw.DeleteFile(df)
 		}
 		return rw.Commit(ctx)
-	}})
-	if err != nil {
-		return 0, err
-	}
-	return int64(removed), nil
+	}}, int64(removed), nil
 }

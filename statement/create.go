@@ -14,6 +14,7 @@ import (
 	"github.com/icefloe/icefloe/internal/authz"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner"
+	iceplan "github.com/icefloe/icefloe/planner/plan"
 )
 
 // CREATE TABLE name (columns) | AS query, with Iceberg's PARTITIONED BY,
@@ -301,6 +302,7 @@ func (e *Executor) explainCTAS(ctx context.Context, sess planner.Session, d *pla
 		return err
 	}
 	d.NotePlan(plan.Explain)
+	d.NoteWritePlan(plan.Into(iceplan.SinkAppend, ref.String(), 0))
 	d.Note("write", "%d fragments on the workers, each writing Parquet files of %s", len(plan.Endpoints), ref)
 	return d.Commit("create the table, then append the written files in one snapshot")
 }

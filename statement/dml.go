@@ -154,7 +154,7 @@ func (e *Executor) rewrite(ctx context.Context, sess planner.Session, d *planner
 		return 0, err
 	}
 	scope := readScope(tgt, op, rw.filter, rw.deleted)
-	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, scope, rw.deleted, rw.added), rw.added); err != nil {
+	if err := e.finish(ctx, tgt, rowDelta(ctx, scope, rw.deleted, rw.added), rw.added); err != nil {
 		return 0, err
 	}
 	return rw.affected, nil
@@ -179,9 +179,8 @@ func (e *Executor) rewriteFiles(ctx context.Context, sess planner.Session, d *pl
 	if err != nil || plan == nil {
 		return &rewritten{}, err
 	}
-	w := e.NewWrite(tgt)
-	w.Rewrite, w.MatchSQL, w.Lineage = true, plan.MatchSQL, plan.Lineage
-	res, err := e.runWrite(ctx, tgt, w, plan.Endpoints)
+	w := plan.Write
+	res, err := e.runWrite(ctx, tgt, &plan.WritePlan)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +227,7 @@ func (e *Executor) merge(ctx context.Context, sess planner.Session, d *planner.D
 		return 0, nil
 	}
 	scope.Filter = e.mergeFilter(ctx, sess, tgt, d.Keys)
-	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, scope, rw.deleted, added), added); err != nil {
+	if err := e.finish(ctx, tgt, rowDelta(ctx, scope, rw.deleted, added), added); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -135,7 +135,7 @@ func (e *Executor) Ingest(ctx context.Context, sess planner.Session, in Ingest) 
 	if err != nil {
 		return 0, err
 	}
-	return e.commitAppend(ctx, tgt, res)
+	return e.finishAppend(ctx, tgt, res)
 }
 
 // errIngestMadeMeanwhile: the table an ingest was to create was made by
@@ -163,7 +163,7 @@ func (e *Executor) ingestCreate(ctx context.Context, mt *catalog.Mount, ref cata
 		if err != nil {
 			return 0, err
 		}
-		return e.commitAppend(ctx, tgt, res)
+		return e.finishAppend(ctx, tgt, res)
 	}
 	return e.staged(ctx, cat, ref, false, create, fill)
 }
@@ -384,7 +384,7 @@ func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var shares []*ingestShare
-	tickets, err := e.WriteTickets(ctx, w, len(workers))
+	wp, err := e.PlanIngest(ctx, tgt, w, workers)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +400,7 @@ func (e *Executor) ingestOnWorkers(ctx context.Context, tgt *planner.WriteTarget
 			return nil, fragmentError(wk.Location, err)
 		}
 		sh.wr = flight.NewRecordWriter(sh.stream, ipc.WithSchema(target))
-		sh.wr.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: tickets[i]})
+		sh.wr.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: wp.Endpoints[i].Ticket})
 	}
 	var sendErr error
 	k := 0

@@ -283,11 +283,11 @@ func (e *Executor) insertSelect(ctx context.Context, sess planner.Session, tgt *
 	if err != nil {
 		return 0, err
 	}
-	return e.commitAppend(ctx, tgt, res)
+	return e.finishAppend(ctx, tgt, res)
 }
 
 // commitValues writes the rows of INSERT … VALUES on the coordinator and
-// commits them as commitAppend does. recs stay owned by the caller.
+// commits them as finishAppend does. recs stay owned by the caller.
 func (e *Executor) commitValues(ctx context.Context, tgt *planner.WriteTarget, target *arrow.Schema, recs []arrow.RecordBatch, rows int64) (int64, error) {
 	if err := e.Authorize(ctx, authz.TableObject(tgt.Ref), authz.Insert); err != nil {
 		return 0, err
@@ -314,5 +314,5 @@ func (e *Executor) commitValues(ctx context.Context, tgt *planner.WriteTarget, t
 		}
 		res.Added = append(res.Added, df)
 	}
-	return e.commitAppend(ctx, tgt, res)
+	return e.finishAppend(ctx, tgt, res)
 }

@@ -112,7 +112,7 @@ func sameDefinition(old *table.Table, d *tableDef, opts []icecat.CreateTableOpt)
 // the query's rows (none without AS) written as an INSERT writes them,
 // then committed in place of every live file of tgt with d's properties
 // that differ from tgt's (its encryption key aside: it keeps its own),
-// in one snapshot (commitReplace's rules for concurrent commits).
+// in one snapshot (replaceTable's rules for concurrent commits).
 func (e *Executor) replaceInPlace(ctx context.Context, sess planner.Session, tgt *planner.WriteTarget, d *tableDef) (int64, error) {
 	props := iceberg.Properties{}
 	for k, v := range d.c.props {
@@ -127,5 +127,5 @@ func (e *Executor) replaceInPlace(ctx context.Context, sess planner.Session, tgt
 			return 0, err
 		}
 	}
-	return e.commitReplace(ctx, tgt, res, props)
+	return e.finishReplace(ctx, tgt, res, props)
 }

@@ -48,6 +48,10 @@ func (e *Executor) replace(ctx context.Context, mt *catalog.Mount, ref catalog.T
 	if err := e.Authorize(ctx, authz.TableObject(ref), authz.Insert, authz.Delete); err != nil {
 		return 0, err
 	}
+	if err := e.RefuseRestrictedWrite(ctx, ref, "bulk ingest replace"); err != nil {
+		// It deletes the rows the caller's row filter hides too.
+		return 0, err
+	}
 	return e.ingestReplace(ctx, mt.Internal(), ref, in)
 }
 
@@ -66,7 +70,7 @@ func (e *Executor) ingestReplace(ctx context.Context, cat icecat.Catalog, ref ca
 		if err != nil {
 			return 0, err
 		}
-		return e.commitReplace(ctx, tgt, res, nil)
+		return e.finishReplace(ctx, tgt, res, nil)
 	}
 	return e.replaceStaged(ctx, cat, tgt.Mount().TableLocation(ctx, ref), ref, schema, in)
 }
@@ -136,7 +140,7 @@ func (e *Executor) replaceStaged(ctx context.Context, cat icecat.Catalog, loc st
 		if err != nil {
 			return 0, err
 		}
-		return e.commitAppend(ctx, tgt, res)
+		return e.finishAppend(ctx, tgt, res)
 	}
 	return e.staged(ctx, cat, ref, true, create, fill)
 }

@@ -22,7 +22,7 @@ import (
 // starts from, which are exactly the ids the snapshot claims. The ranges
 // are recomputed from the fresh table on every attempt, and iceberg-go's
 // own refresh-and-replay (which would keep stale ids) is switched off for
-// such commits (see commitFiles).
+// such commits (see appendFiles and rowDelta).
 
 // withFirstRowIDs returns files with first_row_id assigned in order from
 // meta's next-row-id, for a v3 table; for older versions files as they are.

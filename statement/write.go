@@ -28,15 +28,15 @@ import (
 	"github.com/icefloe/icefloe/wire"
 )
 
-// The write core: a statement's write fragments run on the workers
-// (runWrite: each endpoint's sealed ticket opened, given the statement's
-// wire.Write and sealed again, all pulled at once), their files decoded,
-// and the statement's commits through internal/commit (commitTx, and for
-// its common uses commitAppend, commitFiles, commitChange and
-// commitReplace; commitMeta for hand-made metadata commits), with the
-// partition statistics a table asks for written after each commit.
-// A statement that fails deletes its files (removeFiles, removeOnly)
-// unless its commit's outcome is unknown (keepOrRemove).
+// The write core, the steps of the write protocol (writeprotocol.go): a
+// statement's write fragments run on the workers (runWrite: the
+// endpoints of its planner.WritePlan, whose tickets carry the
+// statement's wire.Write, all pulled at once), their files decoded, and
+// the statement's commits through internal/commit (commitTx, the one
+// way to commit.Run for a statement's transaction; commitMeta for
+// hand-made metadata commits). A statement that fails deletes its files
+// (removeFiles, removeOnly) unless its commit's outcome is unknown
+// (keepOrRemove).
 
 // errWorkerGone marks a write fragment whose worker could not be
 // reached or went away (Unavailable).
@@ -55,7 +55,9 @@ func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *p
 	var res *writeResults
 	var gone error // the failure of the attempt before, a worker gone
 	for attempt := 0; ; attempt++ {
-		plan, err := e.Plan(ctx, sess, query)
+		w := e.NewWrite(tgt)
+		w.Project, w.InputColumns, w.OrderBy = ib.Project, ib.InputColumns, ib.OrderBy
+		wp, err := e.PlanWrite(ctx, sess, tgt, query, w)
 		if err != nil && gone != nil {
 			// The first failure says what happened (which worker went
 			// away, how); the re-run's only that it could not run.
@@ -65,11 +67,9 @@ func (e *Executor) writeSelect(ctx context.Context, sess planner.Session, tgt *p
 			return nil, err
 		}
 		if d := planner.DryRunOf(ctx); d != nil && attempt == 0 {
-			d.NotePlan(plan.Explain)
+			d.NotePlan(wp.Explain)
 		}
-		w := e.NewWrite(tgt)
-		w.Project, w.InputColumns, w.OrderBy = ib.Project, ib.InputColumns, ib.OrderBy
-		res, err = e.runWrite(ctx, tgt, w, plan.Endpoints)
+		res, err = e.runWrite(ctx, tgt, wp)
 		if err == nil {
 			break
 		}
@@ -103,27 +103,16 @@ type writeResults struct {
 	Affected int64 // rows deleted or updated (rewrites)
 }
 
-// runWrite turns each endpoint into a write fragment with w, runs them
-// all in parallel on their workers and decodes their files. If any
-// fragment fails, it deletes every file of the statement and fails.
-func (e *Executor) runWrite(ctx context.Context, tgt *planner.WriteTarget, w *wire.Write, endpoints []planner.Endpoint) (*writeResults, error) {
+// runWrite runs the write fragments of wp (each endpoint's ticket, as
+// the planner sealed it with the statement's write spec) all in parallel
+// on their workers and decodes their files. If any fragment fails, it
+// deletes every file of the statement and fails.
+func (e *Executor) runWrite(ctx context.Context, tgt *planner.WriteTarget, wp *planner.WritePlan) (*writeResults, error) {
 	if d := planner.DryRunOf(ctx); d != nil {
-		return nil, d.Fragments(tgt.Ref.String(), w, endpoints)
+		return nil, d.Fragments(wp)
 	}
-	tickets := make([][]byte, len(endpoints))
-	for i, ep := range endpoints {
-		t, err := e.opts.Key.Open(ep.Ticket, time.Now())
-		if err != nil {
-			return nil, err
-		}
-		fw := *w
-		fw.WriteUUID = planner.FragmentUUID(w.WriteUUID, i)
-		t.Write = &fw
-		if tickets[i], err = e.opts.Key.Seal(t); err != nil {
-			return nil, err
-		}
-	}
-	raw, err := e.pullWrites(ctx, endpoints, tickets)
+	w := wp.Write
+	raw, err := e.pullWrites(ctx, wp.Endpoints)
 	res, derr := decodeResults(tgt.Pinned.Table, raw)
 	if err == nil {
 		err = derr
@@ -196,7 +185,7 @@ func (e *Executor) removeFiles(ctx context.Context, tgt *planner.WriteTarget, st
 // pullWrites DoGets every write ticket at its endpoint's first location,
 // all at once, and returns every result that came back, also when one
 // failed (so their files can be deleted).
-func (e *Executor) pullWrites(ctx context.Context, endpoints []planner.Endpoint, tickets [][]byte) ([]wire.WriteResult, error) {
+func (e *Executor) pullWrites(ctx context.Context, endpoints []planner.Endpoint) ([]wire.WriteResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -213,7 +202,7 @@ func (e *Executor) pullWrites(ctx context.Context, endpoints []planner.Endpoint,
 		go func() {
 			defer wg.Done()
 			loc := ep.Locations[0]
-			res, err := e.pullWrite(ctx, loc, tickets[i])
+			res, err := e.pullWrite(ctx, loc, ep.Ticket)
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, res...)
@@ -277,57 +266,6 @@ func (e *Executor) pullWrite(ctx context.Context, loc string, ticket []byte) ([]
 	return out, err
 }
 
-// commitAppend adds the statement's files in one snapshot.
-func (e *Executor) commitAppend(ctx context.Context, tgt *planner.WriteTarget, res *writeResults) (int64, error) {
-	if len(res.Added) == 0 {
-		return 0, nil
-	}
-	if err := e.keepOrRemove(tgt, e.commitFiles(ctx, tgt, nil, nil, res.Added), res.Added); err != nil {
-		return 0, err
-	}
-	return res.Rows, nil
-}
-
-// commitFiles commits worker-written files: added alone as an append, or
-// replacing deleted (copy-on-write) under scope, what the statement read
-// to choose them. Each attempt builds the snapshot on the table as it
-// then is (commit.Run), so on a v3 table each added file gets its
-// first_row_id from the table the attempt starts from (see rowids.go).
-func (e *Executor) commitFiles(ctx context.Context, tgt *planner.WriteTarget, scope *commit.Scope, deleted, added []iceberg.DataFile) error {
-	err := e.commitTx(ctx, tgt, commit.Request{Scope: scope, Append: len(deleted) == 0,
-		Tx: func(tx *table.Transaction, base table.Metadata) error {
-			files, err := withFirstRowIDs(base, added)
-			if err != nil {
-				return err
-			}
-			if len(deleted) == 0 {
-				// Workers name every file they write anew (the statement's
-				// write UUID), so none can be in the table yet: skip
-				// iceberg-go's duplicate check, which reads every manifest
-				// of the table and made each append cost O(snapshots).
-				return tx.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck())
-			}
-			return tx.ReplaceDataFilesWithDataFiles(ctx, deleted, files, nil)
-		}})
-	if err == nil {
-		audit.From(ctx).AddBytes(fileBytes(added))
-	}
-	return err
-}
-
-// commitChange applies change to a transaction on the target and commits
-// it, scope (nil for none) being what the change depends on. When the
-// commit fails for good the statement's files are deleted; when its
-// outcome is unknown they are kept.
-func (e *Executor) commitChange(ctx context.Context, tgt *planner.WriteTarget, scope *commit.Scope, change func(tx *table.Transaction) error, files []iceberg.DataFile) error {
-	err := e.commitTx(ctx, tgt, commit.Request{Scope: scope,
-		Tx: func(tx *table.Transaction, _ table.Metadata) error { return change(tx) }})
-	if err == nil {
-		audit.From(ctx).AddBytes(fileBytes(files))
-	}
-	return e.keepOrRemove(tgt, err, files)
-}
-
 // keepOrRemove deletes files unless err is nil or leaves the commit's
 // outcome unknown, and returns err.
 func (e *Executor) keepOrRemove(tgt *planner.WriteTarget, err error, files []iceberg.DataFile) error {
@@ -339,22 +277,21 @@ func (e *Executor) keepOrRemove(tgt *planner.WriteTarget, err error, files []ice
 
 // commitTx commits r's Tx (with its Scope, Append, Pinned and OwnFiles) to the
 // target's table through commit.Run, the target following the table each
-// attempt loads; once committed, the audit log records the snapshot and
-// the table's partition statistics are written. Under EXPLAIN it stops
-// before anything is committed.
+// attempt loads; once committed, the audit log records the snapshot (the
+// partition statistics a table asks for are in the same commit:
+// internal/commit). Under EXPLAIN it stops before anything is committed.
 func (e *Executor) commitTx(ctx context.Context, tgt *planner.WriteTarget, r commit.Request) error {
 	if err := planner.DryRunOf(ctx).Stop(); err != nil {
 		return err
 	}
 	base := e.commitRequest(tgt)
 	base.Tx, base.Scope, base.Append, base.Pinned, base.OwnFiles = r.Tx, r.Scope, r.Append, r.Pinned, r.OwnFiles
-	base.After = func(ctx context.Context, before table.Metadata, committed *table.Table) {
+	base.After = func(ctx context.Context, _ table.Metadata, committed *table.Table) {
 		var snap int64
 		if s := committed.CurrentSnapshot(); s != nil {
 			snap = s.SnapshotID
 		}
 		audit.From(ctx).Wrote(tgt.Ref.String(), snap)
-		e.afterCommit(ctx, tgt, before, committed)
 	}
 	return commit.Run(ctx, base)
 }
@@ -370,6 +307,9 @@ func (e *Executor) commitRequest(tgt *planner.WriteTarget) commit.Request {
 	return commit.Request{
 		Name: tgt.Ref.String(), Ident: tgt.Ref.Ident(),
 		Table: tgt.Pinned.Table, Catalog: cat, Branch: tgt.Branch, Stats: e.Commits(),
+		Warn: func(err error) {
+			e.log.Warn("write partition statistics", zap.String("table", tgt.Ref.String()), zap.Error(err))
+		},
 		Reload: func(ctx context.Context) (*table.Table, error) {
 			fresh, err := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
 			if err != nil {
@@ -413,51 +353,6 @@ func (e *Executor) removeOnly(tgt *planner.WriteTarget, files []iceberg.DataFile
 			_ = fsys.Remove(df.FilePath())
 		}
 	}
-}
-
-// commitReplace commits res in place of every live file of the target's
-// current snapshot, in one snapshot.
-//
-// Concurrency: each attempt lists the files to remove from the table it
-// is built on and asserts (AssertRefSnapshotID) that main still points at
-// that snapshot, so a concurrent commit (an append included: its rows
-// must not survive the replace) makes the attempt lose its race and the
-// next one list the files again. If every attempt loses, or the table was
-// dropped or replaced meanwhile, nothing is committed and the new files
-// are deleted; the old table is untouched.
-//
-// props (may be nil) are set in the same commit.
-func (e *Executor) commitReplace(ctx context.Context, tgt *planner.WriteTarget, res *writeResults, props iceberg.Properties) (int64, error) {
-	err := e.commitTx(ctx, tgt, commit.Request{Tx: func(tx *table.Transaction, base table.Metadata) error {
-		if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
-			return err
-		}
-		if len(props) > 0 {
-			if err := tx.SetProperties(props); err != nil {
-				return err
-			}
-		}
-		fsys, err := tgt.Pinned.Table.FS(ctx) // the table the attempt loaded
-		if err != nil {
-			return err
-		}
-		data, deletes, err := liveFiles(base, fsys)
-		if err != nil {
-			return err
-		}
-		files, err := withFirstRowIDs(base, res.Added)
-		if err != nil {
-			return err
-		}
-		if len(data) == 0 && len(deletes) == 0 && len(files) == 0 {
-			return nil
-		}
-		return tx.ReplaceFiles(ctx, data, files, deletes, nil)
-	}})
-	if err != nil {
-		return 0, e.keepOrRemove(tgt, err, res.Added)
-	}
-	return res.Rows, nil
 }
 
 // liveFiles lists the live data files and delete files (positional,
@@ -525,40 +420,9 @@ func (e *Executor) writePartitionStats(ctx context.Context, tgt *planner.WriteTa
 	return f, err
 }
 
-// afterCommit writes the partition statistics of the snapshot a commit
-// made, when the table asks for them. A failure is logged, not returned:
-// the statement's commit has landed.
-func (e *Executor) afterCommit(ctx context.Context, tgt *planner.WriteTarget, before table.Metadata, committed *table.Table) {
-	if committed == nil || committed.Properties().Get(planner.PartitionStatsKey, "false") != "true" || !partitioned(committed) {
-		return
-	}
-	branch := tgt.Branch
-	if branch == "" {
-		branch = table.MainBranch
-	}
-	snap := committed.SnapshotByName(branch)
-	if snap == nil || before.SnapshotByID(snap.SnapshotID) != nil {
-		return // no new snapshot
-	}
-	fresh, err := e.opts.Mounts.LoadTable(ctx, tgt.Ref)
-	if err == nil {
-		_, err = e.writePartitionStats(ctx, tgt.Fresh(fresh), snap)
-	}
-	if err != nil {
-		tracing.Logger(ctx, e.log).Warn("planner: write partition statistics", zap.String("table", tgt.Ref.String()), zap.Int64("snapshot", snap.SnapshotID), zap.Error(err))
-	}
-}
-
 // partitioned reports whether any spec of tbl partitions (partition
 // statistics exist for partitioned tables only).
-func partitioned(tbl *table.Table) bool {
-	for _, spec := range tbl.Metadata().PartitionSpecs() {
-		if spec.NumFields() > 0 {
-			return true
-		}
-	}
-	return false
-}
+func partitioned(tbl *table.Table) bool { return partstats.Partitioned(tbl.Metadata()) }
 
 // commitMeta commits change, a metadata commit computed from the current
 // table, to tgt's table through commit.Run, recomputing it from the

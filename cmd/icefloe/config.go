@@ -118,6 +118,9 @@ type UserConfig struct {
 	// PasswordHash is a bcrypt hash: `icefloe passwd` makes one.
 	PasswordHash string   `yaml:"password_hash"`
 	Roles        []string `yaml:"roles,omitempty"`
+	// Attributes are read by row filters and column masks
+	// (current_user_attribute('region')).
+	Attributes map[string]string `yaml:"attributes,omitempty"`
 }
 
 // RoleConfig is a role and its grants; the role admin is built in.
@@ -132,17 +135,31 @@ type GrantConfig struct {
 	// On is catalog, catalog.schema or catalog.schema.table; each part
 	// may be a glob (*, ?, [...]).
 	On string `yaml:"on"`
+	// Where, on a grant of SELECT alone, is a row filter: the rows it
+	// gives are those the SQL predicate holds for.
+	Where string `yaml:"where,omitempty"`
+	// Masks, on a grant of SELECT alone, replace each named column by an
+	// SQL expression.
+	Masks []MaskConfig `yaml:"masks,omitempty"`
+}
+
+// MaskConfig masks one column for the readers of a grant.
+type MaskConfig struct {
+	Column string `yaml:"column"`
+	Expr   string `yaml:"expr"`
 }
 
 // JWTConfig accepts external JWTs.
 type JWTConfig struct {
-	JWKSFile       string   `yaml:"jwks_file,omitempty"`
-	JWKSURL        string   `yaml:"jwks_url,omitempty"`
-	Issuer         string   `yaml:"issuer"`
-	Audience       string   `yaml:"audience"`
-	PrincipalClaim string   `yaml:"principal_claim,omitempty"`
-	RolesClaim     string   `yaml:"roles_claim,omitempty"`
-	DefaultRoles   []string `yaml:"default_roles,omitempty"`
+	JWKSFile       string `yaml:"jwks_file,omitempty"`
+	JWKSURL        string `yaml:"jwks_url,omitempty"`
+	Issuer         string `yaml:"issuer"`
+	Audience       string `yaml:"audience"`
+	PrincipalClaim string `yaml:"principal_claim,omitempty"`
+	RolesClaim     string `yaml:"roles_claim,omitempty"`
+	// AttributeClaims become the principal's attributes.
+	AttributeClaims []string `yaml:"attribute_claims,omitempty"`
+	DefaultRoles    []string `yaml:"default_roles,omitempty"`
 }
 
 // TLSConfig secures every listener of the cluster.

@@ -26,7 +26,7 @@ const redactedValue = "<redacted>"
 func (a *AuthConfig) users() []auth.User {
 	out := make([]auth.User, len(a.Users))
 	for i, u := range a.Users {
-		out[i] = auth.User{Name: u.Name, PasswordHash: u.PasswordHash, Roles: u.Roles}
+		out[i] = auth.User{Name: u.Name, PasswordHash: u.PasswordHash, Roles: u.Roles, Attributes: u.Attributes}
 	}
 	return out
 }
@@ -40,7 +40,11 @@ func (a *AuthConfig) policy() (*authz.Policy, error) {
 			for j, p := range g.Privileges {
 				privs[j] = authz.Privilege(p)
 			}
-			roles[i].Grants = append(roles[i].Grants, authz.Grant{Privileges: privs, On: g.On})
+			masks := make([]authz.Mask, len(g.Masks))
+			for j, m := range g.Masks {
+				masks[j] = authz.Mask{Column: m.Column, Expr: m.Expr}
+			}
+			roles[i].Grants = append(roles[i].Grants, authz.Grant{Privileges: privs, On: g.On, Where: g.Where, Masks: masks})
 		}
 	}
 	return authz.NewPolicy(roles)
@@ -52,7 +56,7 @@ func (a *AuthConfig) jwks() *auth.JWKSOptions {
 	}
 	j := a.JWT
 	return &auth.JWKSOptions{File: j.JWKSFile, URL: j.JWKSURL, Issuer: j.Issuer, Audience: j.Audience,
-		PrincipalClaim: j.PrincipalClaim, RolesClaim: j.RolesClaim, DefaultRoles: j.DefaultRoles}
+		PrincipalClaim: j.PrincipalClaim, RolesClaim: j.RolesClaim, AttributeClaims: j.AttributeClaims, DefaultRoles: j.DefaultRoles}
 }
 
 // validate reports every problem of the auth section, naming its keys.

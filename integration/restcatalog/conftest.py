@@ -17,6 +17,7 @@ USERS = {
     "outsider": ("outsider-pw", ["outsider"]),
     "creator": ("creator-pw", ["creator"]),
     "placer": ("placer-pw", ["placer"]),
+    "filtered": ("filtered-pw", ["filtered"]),
 }
 ROLES = """  roles:
     - name: reader
@@ -43,6 +44,15 @@ ROLES = """  roles:
       grants:
         - privileges: [ALL, LOCATION]
           on: local.rt
+    - name: filtered
+      grants:
+        - privileges: [SELECT]
+          on: local.rt.filtered
+          where: id < 3
+          masks:
+            - {column: s, expr: "'x'"}
+        - privileges: [SELECT]
+          on: local.rt.whole
 """
 
 

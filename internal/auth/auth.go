@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,8 @@ type User struct {
 	// PasswordHash is a bcrypt hash (icefloe passwd makes one).
 	PasswordHash string
 	Roles        []string
+	// Attributes are the user's attributes (Principal.Attributes).
+	Attributes map[string]string
 }
 
 // Options configure an Authenticator.
@@ -198,7 +201,7 @@ func (a *Authenticator) Password(user, password string) (*Principal, error) {
 	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !ok {
 		return nil, ErrBadPassword
 	}
-	return &Principal{Name: u.Name, Roles: append([]string(nil), u.Roles...), Method: MethodPassword}, nil
+	return &Principal{Name: u.Name, Roles: append([]string(nil), u.Roles...), Attributes: maps.Clone(u.Attributes), Method: MethodPassword}, nil
 }
 
 // tokenClaims are the claims of icefloe's tokens.
@@ -216,6 +219,9 @@ type tokenClaims struct {
 	// external JWT (Forward): it has no config entry, its roles are the
 	// JWT's, and it never outlives the JWT.
 	External bool `json:"ext,omitempty"`
+	// Attrs are an external principal's attributes (from its JWT's
+	// claims); a user's come from its config entry.
+	Attrs map[string]string `json:"attrs,omitempty"`
 }
 
 // entryVersion is the version of a user's config entry that the user's
@@ -281,7 +287,7 @@ func (a *Authenticator) Issue(p *Principal, ttl time.Duration) (string, time.Tim
 		if !p.Expires.IsZero() && p.Expires.Before(exp) {
 			exp = p.Expires
 		}
-		c.Roles, c.External = p.Roles, true
+		c.Roles, c.External, c.Attrs = p.Roles, true, p.Attributes
 	} else {
 		u, ok := a.users[p.Name]
 		if !ok {
@@ -390,6 +396,7 @@ func (a *Authenticator) verifyOwn(tok *jwt.JSONWebToken, h jose.Header) (*Princi
 	case method == MethodCluster:
 	case c.External:
 		p.Method = MethodJWT
+		p.Attributes = c.Attrs
 	default:
 		u, ok := a.users[c.Subject]
 		if !ok {
@@ -399,6 +406,7 @@ func (a *Authenticator) verifyOwn(tok *jwt.JSONWebToken, h jose.Header) (*Princi
 			return nil, fmt.Errorf("%w: the roles or password of user %s changed since it was issued; log in again", ErrBadToken, c.Subject)
 		}
 		p.Roles = slices.Clone(u.Roles)
+		p.Attributes = maps.Clone(u.Attributes)
 	}
 	return p, nil
 }

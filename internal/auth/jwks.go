@@ -50,6 +50,10 @@ type JWKSOptions struct {
 	// RolesClaim holds the roles; "" means DefaultRolesClaim. Dotted
 	// names read nested claims (e.g. realm_access.roles).
 	RolesClaim string
+	// AttributeClaims name the claims (dotted names read nested ones)
+	// that become the principal's attributes, each under its name: a
+	// string as it is, a number or boolean as JSON writes it.
+	AttributeClaims []string
 	// DefaultRoles are given to every principal of an external JWT.
 	DefaultRoles []string
 	// Refresh is how often a URL is fetched again; 0 means
@@ -280,7 +284,30 @@ func (k *jwks) verify(ctx context.Context, tok *jwt.JSONWebToken, h jose.Header)
 			}
 		}
 	}
-	return &Principal{Name: name, Roles: roles, Method: MethodJWT, Expires: std.Expiry.Time()}, nil
+	return &Principal{Name: name, Roles: roles, Attributes: claimAttributes(raw, k.opts.AttributeClaims), Method: MethodJWT, Expires: std.Expiry.Time()}, nil
+}
+
+// claimAttributes reads the attribute claims of a JWT; a claim missing
+// or not a scalar is no attribute.
+func claimAttributes(raw map[string]any, names []string) map[string]string {
+	var out map[string]string
+	for _, name := range names {
+		var v string
+		switch x := claim(raw, name).(type) {
+		case string:
+			v = x
+		case float64, bool, json.Number:
+			b, _ := json.Marshal(x)
+			v = string(b)
+		default:
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = v
+	}
+	return out
 }
 
 // claim reads a possibly dotted claim name.

@@ -40,6 +40,11 @@ type Principal struct {
 	Name string
 	// Roles are the roles the principal's grants come from.
 	Roles []string
+	// Attributes are the principal's attributes (a user's from its config
+	// entry, an external JWT's from the claims JWKSOptions.AttributeClaims
+	// names), which row filters and column masks read through
+	// current_user_attribute('name').
+	Attributes map[string]string
 	// Method is how the principal authenticated (MethodPassword, …).
 	Method string
 	// Expires is when the bearer token it presented expires (zero for a

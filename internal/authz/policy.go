@@ -76,6 +76,11 @@ func (o Object) String() string {
 type Grant struct {
 	Privileges []Privilege
 	On         string
+	// Where, on a grant of SELECT alone, restricts the rows it gives to
+	// those the predicate holds for (restrict.go).
+	Where string
+	// Masks, on a grant of SELECT alone, replace columns' values.
+	Masks []Mask
 }
 
 // Role is a named set of grants.
@@ -87,6 +92,8 @@ type Role struct {
 type grant struct {
 	privs   map[Privilege]bool
 	pattern []string
+	where   string
+	masks   map[string]string
 }
 
 // Policy is the roles of a cluster. It is immutable and safe for
@@ -152,7 +159,11 @@ func compile(g Grant) (grant, error) {
 			return grant{}, fmt.Errorf("on %q: unknown privilege %q (want %s, %s or ALL)", g.On, pr, joinPrivs(Privileges), joinPrivs(named))
 		}
 	}
-	return grant{privs: privs, pattern: parts}, nil
+	where, masks, err := compileRestriction(g, privs)
+	if err != nil {
+		return grant{}, err
+	}
+	return grant{privs: privs, pattern: parts, where: where, masks: masks}, nil
 }
 
 func joinPrivs(ps []Privilege) string {

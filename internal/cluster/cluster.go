@@ -374,6 +374,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	if err != nil {
 		return fail(err)
 	}
+	if err := pl.CheckPolicy(ctx); err != nil {
+		return fail(fmt.Errorf("auth.roles: %w", err))
+	}
 	ex := statement.New(pl)
 	srv, err := flightsql.New(flightsql.Options{
 		Planner:        ex,

@@ -25,7 +25,9 @@ const DefaultRetries = 4
 // manifests it wrote (lostCatalog; with ownFiles also the files its
 // change wrote), the attempt is counted in stats (tries counts the
 // attempts of one commit) and the partition summaries of new manifests
-// are repaired (summaryCatalog).
+// are repaired (summaryCatalog), and the partition statistics of the
+// new snapshot join the commit when the table asks for them
+// (statsCatalog).
 //
 // iceberg-go's own refresh-and-replay is off (commit.retry.num-retries
 // is 0 on an in-memory copy of the table's properties; the catalog's
@@ -40,7 +42,7 @@ const DefaultRetries = 4
 // errors wrapping table.ErrCommitFailed, but its SQL catalog reports a
 // requirement that no longer holds (another writer committed first) as a
 // plain error.
-func prepare(tbl *table.Table, cat table.CatalogIO, stats *Stats, tries *atomic.Int32, fresh, ownFiles bool) (*table.Table, error) {
+func prepare(r Request, tbl *table.Table, tries *atomic.Int32, fresh bool) (*table.Table, error) {
 	meta := tbl.Metadata()
 	b, err := table.MetadataBuilderFromBase(meta, tbl.MetadataLocation())
 	if err != nil {
@@ -53,11 +55,12 @@ func prepare(tbl *table.Table, cat table.CatalogIO, stats *Stats, tries *atomic.
 		return nil, err
 	}
 	fsF := func(ctx context.Context) (iceio.IO, error) { return tbl.FS(ctx) }
-	cc := conflictCatalog{CatalogIO: cat, stats: stats, tries: tries}
+	cc := conflictCatalog{CatalogIO: r.Catalog, stats: r.Stats, tries: tries}
 	if fresh {
 		cc.base = tbl
 	}
-	commits := lostCatalog{CatalogIO: summaryCatalog{CatalogIO: cc, fs: fsF, meta: meta}, fs: fsF, own: ownFiles}
+	sc := statsCatalog{CatalogIO: cc, fs: fsF, meta: meta, loc: tbl.MetadataLocation(), branch: r.Branch, warn: r.Warn}
+	commits := lostCatalog{CatalogIO: summaryCatalog{CatalogIO: sc, fs: fsF, meta: meta}, fs: fsF, own: r.OwnFiles}
 	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), fsF, commits), nil
 }
 

@@ -85,6 +85,11 @@ type Request struct {
 	// table as committed.
 	After func(ctx context.Context, before table.Metadata, committed *table.Table)
 
+	// Warn, when set, hears what went wrong without failing the commit:
+	// partition statistics that could not be written (the snapshot is
+	// committed without them).
+	Warn func(error)
+
 	// Meta is a change made by hand, computed again from the table
 	// Reload returns after a lost race, DefaultRetries times.
 	Meta Meta
@@ -232,7 +237,7 @@ func (r Request) attempt(ctx context.Context, n int, scope *scopeCheck, tries *a
 			return nil, nil, unsent("commit to %s: check concurrent commits: %w", r.Name, err)
 		}
 	}
-	tbl, err := prepare(base, r.Catalog, r.Stats, tries, fresh, r.OwnFiles)
+	tbl, err := prepare(r, base, tries, fresh)
 	if err != nil {
 		return nil, nil, unsent("commit to %s: %w", r.Name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 
@@ -306,5 +307,43 @@ func TestQueryKept(t *testing.T) {
 	}
 	if len(c.kept) != 1 {
 		t.Fatalf("%d kept statements, want 1", len(c.kept))
+	}
+}
+
+// TestWaitForMemory: a connection waits while another holds most of the
+// database's memory_limit and goes on once that one lets go.
+func TestWaitForMemory(t *testing.T) {
+	ctx := context.Background()
+	e, err := Open(ctx, Options{Threads: 1, MemoryLimit: "64MB", TempDir: t.TempDir() + "/spill"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	holder, err := e.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	waiter, err := e.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	if !waiter.WaitForMemory(ctx, time.Second) {
+		t.Fatal("waited with no memory held")
+	}
+	// About 40 MB of distinct strings, held in memory by a temp table.
+	if err := holder.Exec(ctx, "CREATE TEMP TABLE big AS SELECT repeat(i::VARCHAR, 10) || i AS s FROM range(1000000) t(i)"); err != nil {
+		t.Fatal(err)
+	}
+	if waiter.WaitForMemory(ctx, 100*time.Millisecond) {
+		t.Fatal("WaitForMemory returned while another connection held most of the memory")
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = holder.Exec(ctx, "DROP TABLE big")
+	}()
+	if !waiter.WaitForMemory(ctx, 10*time.Second) {
+		t.Fatal("WaitForMemory did not return once the memory was released")
 	}
 }

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
@@ -83,4 +85,46 @@ func ResourceKey(err error) string {
 		return MemoryKey
 	}
 	return ""
+}
+
+// pressurePoll is how often WaitForMemory reads DuckDB's memory use.
+const pressurePoll = 20 * time.Millisecond
+
+// WaitForMemory waits, up to max or ctx's end, until the buffer memory
+// DuckDB holds in this connection's database is below half its
+// memory_limit, and says whether it got there. A statement that failed
+// for memory another statement held (a stand-in table of no rows cannot
+// need it itself) runs again once that statement let go, rather than
+// failing with it: one heavy query does not fail its neighbours.
+func (c *Conn) WaitForMemory(ctx context.Context, max time.Duration) bool {
+	if c.e.memLimit <= 0 {
+		return false
+	}
+	deadline := time.NewTimer(max)
+	defer deadline.Stop()
+	tick := time.NewTicker(pressurePoll)
+	defer tick.Stop()
+	for {
+		var used int64
+		row := c.c.QueryRowContext(ctx, "SELECT coalesce(sum(memory_usage_bytes), 0)::BIGINT FROM duckdb_memory()")
+		if err := row.Scan(&used); err != nil {
+			return false
+		}
+		if used < c.e.memLimit/2 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+// IsOutOfMemory says whether err is DuckDB refusing memory (its
+// memory_limit or the heap bound), not a full disk or a value too large.
+func IsOutOfMemory(err error) bool {
+	return err != nil && IsResourceError(err) && ResourceKey(err) == MemoryKey
 }

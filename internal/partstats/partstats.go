@@ -219,3 +219,25 @@ func appendValue(b array.Builder, v any) error {
 	}
 	return nil
 }
+
+// EnabledKey is the table property that makes every commit that adds a
+// snapshot carry that snapshot's partition statistics (internal/commit
+// writes them into the same commit).
+const EnabledKey = "icefloe.partition-stats.enabled"
+
+// Enabled says a table with meta asks for partition statistics on
+// commit: EnabledKey is true and one of its specs partitions (partition
+// statistics exist for partitioned tables only).
+func Enabled(meta table.Metadata) bool {
+	return meta.Properties().Get(EnabledKey, "false") == "true" && Partitioned(meta)
+}
+
+// Partitioned reports whether any spec of meta partitions.
+func Partitioned(meta table.Metadata) bool {
+	for _, spec := range meta.PartitionSpecs() {
+		if spec.NumFields() > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -487,6 +487,12 @@ func redacted(n Node, sql func(string) string, scans map[*Scan]*Scan) Node {
 		c := *n
 		c.In = ins(n.In)
 		return &c
+	case *Write:
+		c := *n
+		if n.In != nil {
+			c.In = redacted(n.In, sql, scans)
+		}
+		return &c
 	case *Scan:
 		if c, ok := scans[n]; ok {
 			return c

@@ -67,3 +67,29 @@ func TestVerdict(t *testing.T) {
 		t.Errorf("verdict: %q", got)
 	}
 }
+
+// TestFormatWrite prints a write's plan: its sink over the fragments
+// that read its input, and redacts the fragments' SQL under it.
+func TestFormatWrite(t *testing.T) {
+	scan := &Scan{Table: "c.s.t", View: "__icefloe_t0", Files: 3, FilesBefore: 3, Bytes: 300, BytesBefore: 300,
+		Groups: []Group{{2, 200, 20}, {1, 100, 10}}, Figures: Figures{EstRows: 30, EstBytes: 300}}
+	frag := &Fragment{Role: "rewrite", SQL: "SELECT * FROM __icefloe_t0 WHERE id <> 7", Per: scan, In: []Node{scan},
+		Figures: Figures{EstRows: 30, EstBytes: 300}}
+	w := &Write{Sink: SinkRowDelta, Table: "c.s.t", Snapshot: 42, Fragments: 2, In: frag}
+	want := `Write row delta into c.s.t at snapshot 42: 2 fragments, one commit (est 0 rows, 0 bytes)
+  Fragment rewrite [×2, per group]: SELECT * FROM __icefloe_t0 WHERE id <> 7 (est 30 rows, 300 bytes)
+    Scan c.s.t as __icefloe_t0 [*]: 3 of 3 files, 300 of 300 bytes, 2 groups (est 30 rows, 300 bytes)
+      group 0: 2 files, 200 bytes, est 20 rows
+      group 1: 1 files, 100 bytes, est 10 rows
+`
+	if got := Format(w); got != want {
+		t.Errorf("Format:\n%s\nwant:\n%s", got, want)
+	}
+	r := redacted(w, func(string) string { return "SELECT ?" }, map[*Scan]*Scan{}).(*Write)
+	if got := r.In.(*Fragment).SQL; got != "SELECT ?" || frag.SQL == got {
+		t.Errorf("redacted write: fragment SQL %q", got)
+	}
+	if (&Write{Sink: SinkIngest, Table: "c.s.t", Fragments: 3}).Inputs() != nil {
+		t.Error("an ingest's sink has inputs")
+	}
+}
