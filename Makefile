@@ -9,8 +9,8 @@
 #   make bench             benchmarks of the packages that have any (BENCH=., BENCH_COUNT=1)
 #   make bench-tpch        TPC-H vs DuckDB, pyiceberg and Spark (SF=1); rewrites docs/benchmarks.md's TPC-H sections
 #   make bench-tpch-s3     TPC-H with the tables on S3 (versitygw), cold and warm data caches, vs DuckDB (SF=1)
-#   make bench-latency     tiny queries through Python ADBC vs DuckDB in-process: p50/p99
-#   make bench-tpcds       TPC-DS SF0.1's 99 queries through Python ADBC: median cost above DuckDB
+#   make bench-latency     SELECT 1, count(*), point filter, GROUP BY, a dashboard tile (result cache on/off) through Python ADBC vs DuckDB in-process: p50/p99, ratio; then the fixed-cost profile (BenchmarkFixedCost)
+#   make bench-tpcds       TPC-DS's 99 queries through Python ADBC (TPCDS_SF=1): per-query ratio to DuckDB, median cost above it
 #   make bench-sidebyside  TPC-H SF1+10 and TPC-DS SF1 vs DuckDB, 1 and 2 pinned workers (scaling)
 #   make bench-load        coordinator + 2 workers under 16 clients for 60 s, then with a cross join; rewrites docs/benchmarks.md's load section
 #   make bench-soak        coordinator + 2 workers under 8 writing clients for 10 min: every process's live-heap slope (MB/min); rewrites docs/benchmarks.md's soak section
@@ -152,13 +152,14 @@ bench-tpch-s3: build
 # DuckDB in-process on the same Parquet file.
 bench-latency: build
 	scripts/ensure-venv integration/.venv-tpch bench/tpch/requirements.txt
-	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-tpch/bin/python bench/latency.py
+	GO_TAGS=$(GO_TAGS) ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-tpch/bin/python bench/latency.py
 
-# TPC-DS (bench/tpcds): DuckDB's tpcds extension generates SF0.1 (cached in
-# bench/tpcds/out/data) and its 99 queries; each runs through Python ADBC,
-# checked against DuckDB on the same Parquet files, then timed alternating
-# with DuckDB in-process: the median per-query cost above DuckDB.
-TPCDS_SF ?= 0.1
+# TPC-DS (bench/tpcds): DuckDB's tpcds extension generates SF TPCDS_SF
+# (cached in bench/tpcds/out/data) and its 99 queries; each runs through
+# Python ADBC, checked against DuckDB on the same Parquet files, then timed
+# alternating with DuckDB in-process: each query's ratio to DuckDB, the
+# total ratio, the queries above 2x and 3x, the median cost above DuckDB.
+TPCDS_SF ?= 1
 bench-tpcds: build
 	scripts/ensure-venv integration/.venv-tpcds bench/tpcds/requirements.txt
 	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-tpcds/bin/python bench/tpcds/bench.py --sf $(TPCDS_SF)

@@ -48,6 +48,8 @@ type MetadataCache struct {
 	entries map[string]*list.Element
 	bytes   int64
 	evicted uint64
+	// classes count each class of memo apart (memo.go): guarded by mu.
+	classes map[string]*classCounters
 }
 
 // kind is what an entry holds; its key starts with the kind's prefix.
@@ -68,6 +70,7 @@ type cacheEntry struct {
 	key   string
 	value any
 	size  int64
+	class string // the memo class ("" for metadata and files)
 }
 
 // NewMetadataCache returns a cache holding up to maxBytes; maxBytes <= 0
@@ -76,7 +79,7 @@ func NewMetadataCache(maxBytes int64) *MetadataCache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMetadataCacheBytes
 	}
-	return &MetadataCache{max: maxBytes, order: list.New(), entries: map[string]*list.Element{}}
+	return &MetadataCache{max: maxBytes, order: list.New(), entries: map[string]*list.Element{}, classes: map[string]*classCounters{}}
 }
 
 // Open returns the table whose metadata is at location, named ident, with
@@ -151,6 +154,7 @@ func (c *MetadataCache) Recall(key string) (any, bool) {
 	} else {
 		c.kinds[kindMemo].misses.Add(1)
 	}
+	c.countClass(key, ok)
 	return v, ok
 }
 
@@ -167,17 +171,20 @@ func (c *MetadataCache) Forget(key string) {
 	defer c.mu.Unlock()
 	if el, ok := c.entries[key]; ok {
 		e := el.Value.(*cacheEntry)
-		c.order.Remove(el)
-		delete(c.entries, key)
-		c.bytes -= e.size
+		c.remove(el, e)
 	}
 }
 
 // get returns the entry of key of kind k, loading it on a miss.
-func (c *MetadataCache) get(ctx context.Context, k kind, key string, load func(context.Context) (any, int64, error)) (any, error) {
+func (c *MetadataCache) get(ctx context.Context, k kind, key string, load func(context.Context) (any, int64, error)) (_ any, err error) {
+	hit := false
+	if k == kindMemo {
+		defer func(memoKey string) { c.countClass(memoKey, err == nil && hit) }(key)
+	}
 	key = kindPrefix[k] + key
 	if v, ok := c.lookup(key); ok {
 		c.kinds[k].hits.Add(1)
+		hit = true
 		return v, nil
 	}
 	loaded := false
@@ -200,6 +207,7 @@ func (c *MetadataCache) get(ctx context.Context, k kind, key string, load func(c
 		}
 		if !loaded {
 			c.kinds[k].hits.Add(1)
+			hit = true
 		}
 		return res.Val, nil
 	}
@@ -261,15 +269,34 @@ func (c *MetadataCache) add(key string, value any, size int64) {
 		c.order.MoveToFront(el)
 		return
 	}
-	c.entries[key] = c.order.PushFront(&cacheEntry{key: key, value: value, size: size})
+	e := &cacheEntry{key: key, value: value, size: size, class: memoClass(key)}
+	c.entries[key] = c.order.PushFront(e)
 	c.bytes += size
+	if e.class != "" {
+		cc := c.class(e.class)
+		cc.entries++
+		cc.bytes += size
+	}
 	for c.bytes > c.max {
 		el := c.order.Back()
 		e := el.Value.(*cacheEntry)
-		c.order.Remove(el)
-		delete(c.entries, e.key)
-		c.bytes -= e.size
+		c.remove(el, e)
 		c.evicted++
+		if e.class != "" {
+			c.class(e.class).evictions++
+		}
+	}
+}
+
+// remove drops the entry e at el; c.mu is held.
+func (c *MetadataCache) remove(el *list.Element, e *cacheEntry) {
+	c.order.Remove(el)
+	delete(c.entries, e.key)
+	c.bytes -= e.size
+	if e.class != "" {
+		cc := c.class(e.class)
+		cc.entries--
+		cc.bytes -= e.size
 	}
 }
 

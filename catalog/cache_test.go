@@ -3,13 +3,16 @@ package catalog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icefloe/icefloe/catalog/tablecrypt"
+	"github.com/icefloe/icefloe/internal/cachestats"
 )
 
 // twoVersions returns two metadata locations of one table: before and
@@ -292,5 +295,56 @@ func TestMetadataCacheEncryptedIO(t *testing.T) {
 	}
 	if _, err := c.Open(ctx, ident, first, map[string]string{tablecrypt.TableKeyProp: "not base64!"}); err == nil {
 		t.Fatal("a bad table key opened")
+	}
+}
+
+// TestMemoClasses: each memo class is counted apart (entries, bytes,
+// hits, misses, evictions) within the shared bound, and "metadata" counts
+// the rest.
+func TestMemoClasses(t *testing.T) {
+	c := NewMetadataCache(64 << 10)
+	ctx := context.Background()
+	if _, ok := c.Recall("plan\x00q1"); ok {
+		t.Fatal("recalled what was never remembered")
+	}
+	c.Remember("plan\x00q1", "bound")
+	if _, ok := c.Recall("plan\x00q1"); !ok {
+		t.Fatal("a remembered plan is not recalled")
+	}
+	for range 2 {
+		if _, err := c.Memo(ctx, "scan\x00t", func(context.Context) (any, error) { return "tasks", nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byName := map[string]cachestats.Stats{}
+	for _, s := range c.CacheStats() {
+		byName[s.Name] = s
+	}
+	plan, scan, meta := byName["plan"], byName["scan"], byName["metadata"]
+	if plan.Hits != 1 || plan.Misses != 1 || plan.Entries != 1 || plan.Bytes <= 0 || plan.MaxBytes != 64<<10 {
+		t.Errorf("plan: %+v", plan)
+	}
+	if scan.Hits != 1 || scan.Misses != 1 || scan.Entries != 1 {
+		t.Errorf("scan: %+v", scan)
+	}
+	if meta.Entries != 0 || meta.Bytes != 0 {
+		t.Errorf("metadata holds memos: %+v", meta)
+	}
+	// Fill the bound with plans: the evictions are the plan cache's.
+	big := strings.Repeat("x", 8<<10)
+	for i := range 20 {
+		c.Remember(fmt.Sprintf("plan\x00big%d", i), big+fmt.Sprint(i))
+	}
+	byName = map[string]cachestats.Stats{}
+	for _, s := range c.CacheStats() {
+		byName[s.Name] = s
+	}
+	plan = byName["plan"]
+	if plan.Evictions == 0 || plan.Bytes+byName["scan"].Bytes > 64<<10 || plan.Bytes+byName["scan"].Bytes != c.Bytes() {
+		t.Errorf("after filling the cache with plans: plan %+v, scan %+v, cache %d bytes", plan, byName["scan"], c.Bytes())
+	}
+	c.Forget("plan\x00big19")
+	if s := c.CacheStats(); s[1].Name != "plan" || s[1].Entries != plan.Entries-1 {
+		t.Errorf("after Forget: %+v, before %+v", s[1], plan)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/flightsql"
+	"github.com/icefloe/icefloe/internal/cachestats"
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/engine"
@@ -179,7 +180,7 @@ func StartWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
 		eng.Close()
 		return nil, err
 	}
-	src := metrics.WorkerSource{Stats: srv.Stats, DuckDB: duckMemory(eng), MemoryLimit: eng.MemoryLimit()}
+	src := metrics.WorkerSource{Stats: srv.Stats, DuckDB: duckMemory(eng), MemoryLimit: eng.MemoryLimit(), Caches: srv.Caches()}
 	if data != nil {
 		src.Data = data.Stats
 	}
@@ -320,8 +321,12 @@ type Coordinator struct {
 	// Queries registers the coordinator's statements; Runtime is what the
 	// system.runtime tables (and the status page) show of them and of the
 	// workers.
-	Queries     *queryreg.Registry
-	Runtime     fleet.Runtime
+	Queries *queryreg.Registry
+	Runtime fleet.Runtime
+	// Caches are the coordinator's caches (system.runtime.caches, the
+	// icefloe_cache_* metrics): a cache the coordinator keeps registers
+	// here.
+	Caches      *cachestats.Registry
 	stopRefresh context.CancelFunc
 	security    Security
 	// REST is the Iceberg REST catalog's listener; nil without one.
@@ -359,7 +364,17 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 	if err != nil {
 		return fail(err)
 	}
+	caches := &cachestats.Registry{}
+	caches.Register(cachestats.Funcs(o.Mounts.Cache().CacheStats))
+	if rc != nil {
+		caches.Register(cachestats.Func(func() cachestats.Stats {
+			st := rc.Stats()
+			return cachestats.Stats{Name: "result", Entries: st.Entries, Bytes: st.Bytes, MaxBytes: st.MaxBytes,
+				Hits: st.Hits, Misses: st.Misses, Evictions: st.Evictions}
+		}))
+	}
 	pl, err := planner.New(planner.Options{
+		Caches:  caches,
 		Mounts:  o.Mounts,
 		Engine:  eng,
 		Key:     o.Key,
@@ -413,7 +428,9 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		return fail(err)
 	}
 	if o.Metrics != nil {
-		cm = metrics.NewCoordinator(o.Metrics, coordinatorSources(reg, srv, reach, ex, o.Mounts))
+		sources := coordinatorSources(reg, srv, reach, ex, o.Mounts)
+		sources.Caches = caches
+		cm = metrics.NewCoordinator(o.Metrics, sources)
 		if rc != nil {
 			metrics.RegisterResultCache(o.Metrics, rc.Stats)
 		}
@@ -438,7 +455,7 @@ func StartCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, 
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(g, hs)
-	c := &Coordinator{Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, Executor: ex, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
+	c := &Coordinator{Caches: caches, Addr: lis.Addr().String(), Scheme: o.Security.Scheme(), Planner: pl, Executor: ex, srv: srv, health: hs, grpc: g, engine: eng, flight: pool, done: make(chan error, 1),
 		Queries: reg, Runtime: fleet.Runtime{Registry: reg, Reach: reach}, security: o.Security, REST: rest, ResultCache: rc}
 	refresh, stopRefresh := context.WithCancel(context.WithoutCancel(ctx))
 	c.stopRefresh = stopRefresh

@@ -68,6 +68,25 @@ func TestSystemRuntimeTables(t *testing.T) {
 	if got := joined.rows[0]; got != "2 | true" {
 		t.Fatalf("workers joined with caches: %s", got)
 	}
+	// The coordinator's caches: a query planned twice hits the plan cache
+	// (memo class "plan") the second time.
+	for range 2 {
+		mustQuery(t, cnxn, "SELECT count(*) FROM orders WHERE amount > 4242")
+	}
+	coord := mustQuery(t, cnxn, `SELECT cache, hits > 0, entries > 0, max_bytes > 0 FROM system.runtime.caches
+		WHERE node = 'coordinator' AND cache IN ('metadata', 'parse', 'plan', 'scan') ORDER BY cache`)
+	if got := strings.Join(coord.rows, "; "); got != "metadata | true | true | true; parse | true | true | true; plan | true | true | true; scan | true | true | true" {
+		t.Fatalf("the coordinator's caches: %s", got)
+	}
+	// The workers' fragment caches: a scatter query repeated reuses the
+	// connections of its endpoints (the demo's files are read in place).
+	for range 3 {
+		mustQuery(t, cnxn, "SELECT id, status FROM orders WHERE id = 42")
+	}
+	frag := mustQuery(t, cnxn, `SELECT count(*), sum(hits) > 0, max(max_entries) > 0 FROM system.runtime.caches WHERE cache = 'fragment'`)
+	if got := frag.rows[0]; got != "2 | true | true" {
+		t.Fatalf("the workers' fragment caches: %s", got)
+	}
 
 	id, done := runSlow(t, adbcConn(t, s.Addr()), cnxn)
 	cancelled := mustQuery(t, cnxn, fmt.Sprintf("CALL system.cancel_query('%s')", id))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/authz"
+	"github.com/icefloe/icefloe/internal/cachestats"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/internal/flightclient"
 	"github.com/icefloe/icefloe/internal/parse"
@@ -159,7 +160,10 @@ type Options struct {
 	// ResultCache, when set, keeps the results of queries under exact
 	// keys (resultcache.go); the flightsql server fills it.
 	ResultCache *resultcache.Cache
-	Logger      *zap.Logger
+	// Caches are the coordinator's caches, which system.runtime.caches
+	// lists before the workers' (nil: none).
+	Caches *cachestats.Registry
+	Logger *zap.Logger
 }
 
 // Strategy is how a query is spread over the workers.

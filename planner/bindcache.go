@@ -11,7 +11,8 @@ import (
 	"github.com/icefloe/icefloe/internal/parse"
 )
 
-// Binding memo. Every query is bound at least twice (a prepared statement
+// The plan cache (memo class "plan") and the parse memo (class "parse").
+// Every query is bound at least twice (a prepared statement
 // is bound when it is created and again when it is planned; Python ADBC
 // prepares every statement), and each bind asked DuckDB to parse the
 // text, print the rewritten AST back, create a stand-in table per input,
@@ -20,12 +21,12 @@ import (
 // on the rewritten AST (which carries the bound parameter values) and the
 // pinned table versions it reads, so both are memoised in the mounts'
 // cache: the parse by query text, the bound SQL, schema and DuckDB types
-// by AST and inputs. Resolution (each table's current metadata location)
+// by everything a bind depends on (planCacheKey). Resolution (each table's current metadata location)
 // and column and filter pruning still run for every query.
 
 // serialize is DuckDB's JSON AST of query, memoised by its text.
 func (p *Planner) serialize(ctx context.Context, conn *engine.Conn, query string) (string, error) {
-	return p.memoAST(ctx, conn, "ast\x00"+query, func() string { return query })
+	return p.memoAST(ctx, conn, "parse\x00query\x00"+query, func() string { return query })
 }
 
 // serializeView is DuckDB's JSON AST of a view's query, memoised by the
@@ -33,7 +34,7 @@ func (p *Planner) serialize(ctx context.Context, conn *engine.Conn, query string
 // Iceberg rewrites) once per text, not once per query that reads it. A
 // view whose text is no query goes to DuckDB as it is, which refuses it.
 func (p *Planner) serializeView(ctx context.Context, conn *engine.Conn, sql string) (string, error) {
-	return p.memoAST(ctx, conn, "view\x00"+sql, func() string {
+	return p.memoAST(ctx, conn, "parse\x00view\x00"+sql, func() string {
 		if st, err := parse.Parse(sql); err == nil && st.Query() != nil {
 			return st.Query().Duck
 		}
@@ -63,18 +64,43 @@ type bindResult struct {
 	duckTypes []string
 }
 
-// bindKey names a bind: the principal it was bound for, the rewritten AST
-// and, per input, the table version and projection its stand-in is built
-// from. The memo is consulted only after resolution, which authorizes
-// every table read for the caller, and the principal in the key keeps
-// one principal's binds from ever answering another's.
-func bindKey(principal, doc string, inputs []*input) string {
+// planCacheKey is everything a bind depends on: the plan cache's key
+// (memo class "plan"). Each part names one way a cached bind could go
+// stale, and TestPlanCacheStale changes each in turn:
+//   - principal and grants: who binds and what they may read
+//     (authz.Policy.GrantsVersion), so a bind never answers a principal
+//     other than its own, nor the same one after its grants changed;
+//   - session: every setting of the session (its defaults for
+//     unqualified names, its write-audit-publish branch, …), whole;
+//   - params: the Go types of the bound parameter values (their values
+//     are constants in doc);
+//   - doc: the normalized text — DuckDB's AST of the statement, rewritten
+//     over the inputs' views with the session's values and the
+//     parameters substituted;
+//   - per input, the pinned table version: its view name, metadata
+//     location, snapshot id, schema id, metadata table and projection.
+//
+// The memo is consulted only after resolution, which pins every table
+// and authorizes every read for the caller.
+type planCacheKey struct {
+	principal, grants string
+	session           Session
+	params            []any
+	doc               string
+	inputs            []*input
+}
+
+// String is the key as the memo stores it.
+func (k planCacheKey) String() string {
 	var b strings.Builder
-	b.WriteString("bind\x00")
-	b.WriteString(principal)
+	b.WriteString("plan\x00")
+	fmt.Fprintf(&b, "%q\x00%q\x00%#v\x00", k.principal, k.grants, k.session)
+	for _, a := range k.params {
+		fmt.Fprintf(&b, "%T,", a)
+	}
 	b.WriteString("\x00")
-	b.WriteString(doc)
-	for _, in := range inputs {
+	b.WriteString(k.doc)
+	for _, in := range k.inputs {
 		cols := "*"
 		if in.cols != nil {
 			cols = strings.Join(in.cols, "\x01")

@@ -40,6 +40,9 @@ func (p *Planner) answerFromMetadata(ctx context.Context, b *bound) (pl *Plan, w
 		return nil, "a time-travel read", nil
 	case in.meta != "":
 		return nil, "a metadata table", nil
+	case in.restriction != nil:
+		// The manifests count the rows the reader's filter hides too.
+		return nil, "a table under a row filter", nil
 	}
 	var conds []partitionCond
 	if w, _ := root["where_clause"].(node); w != nil {

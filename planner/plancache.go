@@ -14,7 +14,8 @@ import (
 	"github.com/icefloe/icefloe/wire"
 )
 
-// File plans are memoised in the mounts' metadata cache (catalog.Memo):
+// File plans are memoised in the mounts' metadata cache (catalog.Memo,
+// memo class "scan"):
 // a scan's planned tasks depend only on the pinned metadata version (its
 // location, the snapshot and schema read) and on the scan's options
 // (columns, pruning filter), all immutable, so the same scan of the same
@@ -88,7 +89,7 @@ func planKey(in *input) string {
 	if in.cols != nil {
 		cols = strings.Join(in.cols, "\x00")
 	}
-	return fmt.Sprintf("plan\x00%s\x00%d\x00%d\x00%s\x00%s", in.pinned.MetadataLocation, tbl.CurrentSnapshot().SnapshotID,
+	return fmt.Sprintf("scan\x00%s\x00%d\x00%d\x00%s\x00%s", in.pinned.MetadataLocation, tbl.CurrentSnapshot().SnapshotID,
 		tbl.Metadata().CurrentSchema().ID, cols, filter)
 }
 

@@ -248,7 +248,10 @@ func (p *Planner) planQueryInto(ctx context.Context, s Session, st *parse.Statem
 			pb.note("result cache", "the result will not be kept: %d endpoints", len(pb.tickets))
 		}
 	}
-	return pb.finish()
+	_, seal := tracing.Span(ctx, "seal")
+	plan, err = pb.finish()
+	tracing.End(seal, err)
+	return plan, err
 }
 
 // boundInputs are the inputs of the plan's query; none for plans of no
@@ -774,7 +777,8 @@ func (p *Planner) bind(ctx context.Context, conn *engine.Conn, s Session, query 
 	if err != nil {
 		return nil, err
 	}
-	key := bindKey(auth.Name(ctx), doc, b.inputs)
+	key := planCacheKey{principal: auth.Name(ctx), grants: p.GrantsVersion(ctx), session: s,
+		params: args, doc: doc, inputs: b.inputs}.String()
 	if !unbound {
 		b.key = key
 	}

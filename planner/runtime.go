@@ -52,7 +52,7 @@ var runtimeTables = map[string][]infoColumn{
 		{"max_fragments", "INTEGER"}, {"streams", "INTEGER"}, {"cache_entries", "INTEGER"},
 		{"cache_bytes", "BIGINT"}, {"cache_max_bytes", "BIGINT"}},
 	"caches": {{"node", "VARCHAR"}, {"cache", "VARCHAR"}, {"hits", "BIGINT"}, {"misses", "BIGINT"},
-		{"entries", "INTEGER"}, {"bytes", "BIGINT"}, {"max_bytes", "BIGINT"}, {"evictions", "BIGINT"}},
+		{"entries", "INTEGER"}, {"bytes", "BIGINT"}, {"max_bytes", "BIGINT"}, {"evictions", "BIGINT"}, {"max_entries", "INTEGER"}},
 }
 
 // runtimeTable replaces n with the system.runtime table it names, and
@@ -85,11 +85,24 @@ func (p *Planner) runtimeRows(ctx context.Context, name string) ([]infoRow, erro
 		return nil, fmt.Errorf("%w: %s may not read system.runtime.%s: it takes the admin role", ErrDenied, who(ctx), name)
 	}
 	var rows []infoRow
+	if name == "caches" {
+		for _, c := range p.opts.Caches.Snapshot() {
+			rows = append(rows, cacheRow("coordinator", wire.CacheStats{Name: c.Name, MaxEntries: c.MaxEntries, Hits: c.Hits,
+				Misses: c.Misses, Entries: c.Entries, Bytes: c.Bytes, MaxBytes: c.MaxBytes, Evictions: c.Evictions}))
+		}
+	}
 	for _, w := range rt.Workers(ctx) {
 		st, c := w.Stats, w.Stats.Cache
 		if name == "caches" {
-			if w.Reached {
-				rows = append(rows, infoRow{w.Location, "metadata", int64(c.Hits), int64(c.Misses), c.Entries, c.Bytes, c.MaxBytes, int64(c.Evictions)})
+			if !w.Reached {
+				continue
+			}
+			if len(st.Caches) == 0 { // a worker that reports its metadata cache only
+				c.Name = "metadata"
+				st.Caches = []wire.CacheStats{c}
+			}
+			for _, c := range st.Caches {
+				rows = append(rows, cacheRow(w.Location, c))
 			}
 			continue
 		}
@@ -101,6 +114,16 @@ func (p *Planner) runtimeRows(ctx context.Context, name string) ([]infoRow, erro
 			st.QueuedFragments, st.MaxFragments, st.Streams, c.Entries, c.Bytes, c.MaxBytes})
 	}
 	return rows, nil
+}
+
+// cacheRow is one row of system.runtime.caches: a cache of node (a
+// worker's address, or "coordinator").
+func cacheRow(node string, c wire.CacheStats) infoRow {
+	var maxEntries any
+	if c.MaxEntries > 0 {
+		maxEntries = c.MaxEntries
+	}
+	return infoRow{node, c.Name, int64(c.Hits), int64(c.Misses), c.Entries, c.Bytes, c.MaxBytes, int64(c.Evictions), maxEntries}
 }
 
 // queryRows are the rows of system.runtime.queries the caller may see.

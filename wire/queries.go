@@ -62,14 +62,21 @@ type WorkerStats struct {
 	Streams int `json:"streams"`
 	// Cache is the metadata cache.
 	Cache CacheStats `json:"cache"`
+	// Caches are every cache of the worker by name (the metadata cache,
+	// its memos, the data cache, …), as system.runtime.caches lists them.
+	Caches []CacheStats `json:"caches,omitempty"`
 }
 
 // CacheStats are a cache's counters.
 type CacheStats struct {
-	Hits      uint64 `json:"hits"`
-	Misses    uint64 `json:"misses"`
-	Entries   int    `json:"entries"`
-	Bytes     int64  `json:"bytes"`
-	MaxBytes  int64  `json:"max_bytes"`
-	Evictions uint64 `json:"evictions"`
+	// Name names the cache in Caches; empty in Cache.
+	Name string `json:"name,omitempty"`
+	// MaxEntries bounds Entries; 0: no count bound.
+	MaxEntries int    `json:"max_entries,omitempty"`
+	Hits       uint64 `json:"hits"`
+	Misses     uint64 `json:"misses"`
+	Entries    int    `json:"entries"`
+	Bytes      int64  `json:"bytes"`
+	MaxBytes   int64  `json:"max_bytes"`
+	Evictions  uint64 `json:"evictions"`
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/icefloe/icefloe/internal/auth"
+	"github.com/icefloe/icefloe/internal/cachestats"
 	"github.com/icefloe/icefloe/internal/metrics"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -210,5 +211,36 @@ func (s *Server) Stats() wire.WorkerStats {
 		Streams: streams,
 		Cache: wire.CacheStats{Hits: c.Hits, Misses: c.Misses, Entries: c.Entries, Bytes: c.Bytes,
 			MaxBytes: c.MaxBytes, Evictions: c.Evictions},
+		Caches: wireCaches(s.caches.Snapshot()),
+	}
+}
+
+// Caches is the registry of the worker's caches: what ActionWorkerStats
+// reports in WorkerStats.Caches (and system.runtime.caches lists).
+func (s *Server) Caches() *cachestats.Registry { return &s.caches }
+
+func wireCaches(all []cachestats.Stats) []wire.CacheStats {
+	out := make([]wire.CacheStats, len(all))
+	for i, c := range all {
+		out[i] = wire.CacheStats{Name: c.Name, MaxEntries: c.MaxEntries, Hits: c.Hits, Misses: c.Misses,
+			Entries: c.Entries, Bytes: c.Bytes, MaxBytes: c.MaxBytes, Evictions: c.Evictions}
+	}
+	return out
+}
+
+// registerCaches registers the caches the worker is given.
+func (s *Server) registerCaches() {
+	if s.opts.Cache != nil {
+		s.caches.Register(cachestats.Funcs(s.opts.Cache.CacheStats))
+	}
+	if s.reuse != nil {
+		s.caches.Register(s.reuse)
+	}
+	if dc := s.opts.DataCache; dc != nil {
+		s.caches.Register(cachestats.Func(func() cachestats.Stats {
+			d := dc.Stats()
+			return cachestats.Stats{Name: "data", Entries: d.Entries, Bytes: d.Bytes, MaxBytes: d.MaxBytes,
+				Hits: d.Hits, Misses: d.Misses, Evictions: d.Evictions}
+		}))
 	}
 }

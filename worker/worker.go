@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
@@ -25,6 +26,7 @@ import (
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/cachestats"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/internal/drain"
 	"github.com/icefloe/icefloe/internal/engine"
@@ -73,6 +75,10 @@ type Options struct {
 	// cache's directory among the engine's ReadDirs, DuckDB reads the
 	// copies of direct scans.
 	DataCache *datacache.Cache
+	// FragmentCacheConns bounds the idle connections the fragment cache
+	// keeps with their views and prepared fragments (reuse.go); 0 means
+	// DefaultFragmentCacheConns, negative turns the cache off.
+	FragmentCacheConns int
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
 	// Allocator is used for everything the worker allocates in Go: reading
@@ -162,6 +168,10 @@ type Server struct {
 	opts   Options
 	log    *zap.Logger
 	health *health.Server
+	// caches are the worker's caches (queries.go).
+	caches cachestats.Registry
+	// reuse is the fragment cache (reuse.go); nil when off.
+	reuse *connCache
 	// peers are pooled Flight clients of the workers children are pulled
 	// from; Close closes them.
 	peers *flightclient.Pool
@@ -239,6 +249,13 @@ func New(o Options) (*Server, error) {
 		started:  time.Now(),
 		instance: membership.NewInstance(),
 	}
+	if n := o.FragmentCacheConns; n >= 0 {
+		if n == 0 {
+			n = DefaultFragmentCacheConns
+		}
+		s.reuse = newConnCache(n)
+	}
+	s.registerCaches()
 	var err error
 	if s.fragments, err = admit.New(o.Admission); err != nil {
 		return nil, err
@@ -315,6 +332,9 @@ func (s *Server) Shutdown() {
 // clients of its peers, the exchanges' producer runs (which it waits for)
 // and their spill.
 func (s *Server) Close() error {
+	if s.reuse != nil {
+		s.reuse.close()
+	}
 	s.closeExchanges(errShuttingDown)
 	s.exchanges.wg.Wait()
 	err := s.peers.Close()
@@ -377,12 +397,24 @@ func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServ
 
 // query runs a fragment's SQL on DuckDB and streams its result.
 func (s *Server) query(ctx context.Context, conn *engine.Conn, sql string, schema *arrow.Schema, stream flight.DataStreamWriter) (rows int64, batches int, err error) {
+	return s.runQuery(ctx, conn, sql, schema, stream, false)
+}
+
+// runQuery is query; keep keeps the prepared statement on conn
+// (engine.Conn.QueryKept) for the fragment cache (reuse.go).
+func (s *Server) runQuery(ctx context.Context, conn *engine.Conn, sql string, schema *arrow.Schema, stream flight.DataStreamWriter, keep bool) (rows int64, batches int, err error) {
 	ctx, span := tracing.Span(ctx, "duckdb")
+	reused := false
 	defer func() {
-		span.SetAttributes(attribute.Int64("icefloe.rows", rows))
+		span.SetAttributes(attribute.Int64("icefloe.rows", rows), attribute.Bool("icefloe.prepared_before", reused))
 		tracing.End(span, err)
 	}()
-	rdr, err := conn.Query(ctx, sql, s.sendOptions(ctx))
+	var rdr array.RecordReader
+	if keep {
+		rdr, reused, err = conn.QueryKept(ctx, sql, s.sendOptions(ctx))
+	} else {
+		rdr, err = conn.Query(ctx, sql, s.sendOptions(ctx))
+	}
 	if err != nil {
 		return 0, 0, &queryError{err: err}
 	}
@@ -393,7 +425,9 @@ func (s *Server) query(ctx context.Context, conn *engine.Conn, sql string, schem
 // answer loads t's scans and children into conn and streams the result
 // of its SQL.
 func (s *Server) answer(ctx context.Context, conn *engine.Conn, t *wire.Ticket, schema *arrow.Schema, stream flight.DataStreamWriter) (rows int64, batches int, err error) {
-	streams, err := s.inputs(ctx, conn, t)
+	ictx, span := tracing.Span(ctx, "inputs", attribute.Int("icefloe.scans", len(t.Scans)), attribute.Int("icefloe.children", len(t.Children)))
+	streams, err := s.inputs(ictx, conn, t)
+	tracing.End(span, err)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -424,8 +458,11 @@ func (s *Server) serve(ctx context.Context, sealed []byte, stream flight.DataStr
 	if err != nil {
 		return err
 	}
+	// The fragment's span starts once the ticket is open (it carries the
+	// trace); the opening's time is an attribute.
 	ctx, span := tracing.Continue(ctx, "fragment", t.Trace, attribute.String("icefloe.query_id", t.QueryID),
-		attribute.Bool("icefloe.child", t.Child), attribute.Bool("icefloe.write", t.Write != nil))
+		attribute.Bool("icefloe.child", t.Child), attribute.Bool("icefloe.write", t.Write != nil),
+		attribute.Int64("icefloe.open_us", time.Since(start).Microseconds()))
 	defer func() { tracing.End(span, err) }()
 	noteTicket(ctx, t)
 	if err := s.admit(ctx, t); err != nil {
@@ -497,7 +534,13 @@ func (s *Server) run(ctx context.Context, t *wire.Ticket, stream flight.DataStre
 	sent := &sentRows{DataStreamWriter: stream}
 	age, endAge := s.ages.start(t.QueryID)
 	defer endAge()
-	rows, batches, err := s.answer(ctx, conn, t, schema, sent)
+	rows, batches, reused, err := s.answerReusing(ctx, &conn, t, schema, sent) // reuse.go
+	if !reused {
+		if err != nil {
+			return err
+		}
+		rows, batches, err = s.answer(ctx, conn, t, schema, sent)
+	}
 	if scannedTwice(err, sent) {
 		// DuckDB's plan reads a streamed view twice (children.go): run
 		// once more on a fresh connection, loading every view first.

@@ -101,7 +101,10 @@ def main():
                 if "error" in r:
                     log(f"{name}: error {r['error']}")
                 else:
-                    log(f"{name}: {r['answer']:10s} icefloe {r['icefloe_s'] * 1e3:8.1f} ms  duckdb {r['duckdb_s'] * 1e3:8.1f} ms")
+                    ratio = r["icefloe_s"] / r["duckdb_s"] if r["duckdb_s"] > 0 else float("inf")
+                    r["ratio"] = ratio
+                    log(f"{name}: {r['answer']:10s} icefloe {r['icefloe_s'] * 1e3:8.1f} ms  duckdb {r['duckdb_s'] * 1e3:8.1f} ms"
+                        f"  ratio {ratio:6.2f}x")
             conn.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -111,6 +114,12 @@ def main():
         res["median_above_ms"] = statistics.median(r["above_s"] for r in alike) * 1e3
         res["median_icefloe_ms"] = statistics.median(r["icefloe_s"] for r in alike) * 1e3
         res["median_duckdb_ms"] = statistics.median(r["duckdb_s"] for r in alike) * 1e3
+        total_i, total_d = sum(r["icefloe_s"] for r in alike), sum(r["duckdb_s"] for r in alike)
+        res["total_ratio"] = total_i / total_d if total_d > 0 else float("inf")
+        res["above_2x"] = sorted(r["name"] for r in alike if r.get("ratio", 0) > 2)
+        res["above_3x"] = sorted(r["name"] for r in alike if r.get("ratio", 0) > 3)
+        log(f"total {total_i:.2f} s vs DuckDB {total_d:.2f} s: {res['total_ratio']:.2f}x; "
+            f"{len(res['above_2x'])} queries above 2x, {len(res['above_3x'])} above 3x: {', '.join(res['above_3x'])}")
     counts = {}
     for r in res["queries"]:
         k = "error" if "error" in r else (r["answer"] if r["answer"] in ("same", "same rows") else "different")

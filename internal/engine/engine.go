@@ -222,6 +222,8 @@ type Conn struct {
 	arrow *duckdb.Arrow
 	held  []func()
 	raw   bindings.Connection // the C connection (raw.go)
+	// kept are the statements QueryKept prepared, by text.
+	kept map[string]keptStatement
 }
 
 // Conn returns a new connection; the caller closes it.
@@ -248,6 +250,10 @@ func (e *Engine) Conn(ctx context.Context) (*Conn, error) {
 
 // Close returns the connection; its temp tables are dropped.
 func (c *Conn) Close() error {
+	for q, k := range c.kept {
+		bindings.DestroyPrepare(&k.st)
+		delete(c.kept, q)
+	}
 	// Temp tables must not outlive the session that made them: sql.DB pools
 	// connections, so drop them by closing the driver connection for good.
 	_ = c.c.Raw(func(any) error { return driver.ErrBadConn })
@@ -258,6 +264,10 @@ func (c *Conn) Close() error {
 	c.held = nil
 	return err
 }
+
+// Holds tells whether the connection holds anything for Close to release
+// (Hold).
+func (c *Conn) Holds() bool { return len(c.held) > 0 }
 
 // Hold has Close call release once the connection is closed: for what the
 // connection's views read lazily, such as the cached data files behind a

@@ -266,6 +266,50 @@ func drain(rdr array.RecordReader, err error) error {
 	return rdr.Err()
 }
 
+// TestQueryKept: a kept statement runs again without preparing, reads the
+// connection's tables as they are when it runs, and Query never keeps.
+func TestQueryKept(t *testing.T) {
+	c := openTest(t)
+	ctx := context.Background()
+	if err := c.Exec(ctx, "CREATE TEMP TABLE k AS SELECT range AS x FROM range(5)"); err != nil {
+		t.Fatal(err)
+	}
+	count := func(kept bool) (int64, bool) {
+		t.Helper()
+		var rdr array.RecordReader
+		var reused bool
+		var err error
+		if kept {
+			rdr, reused, err = c.QueryKept(ctx, "SELECT count(*) AS n FROM k", QueryOptions{})
+		} else {
+			rdr, err = c.Query(ctx, "SELECT count(*) AS n FROM k", QueryOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdr.Release()
+		if !rdr.Next() {
+			t.Fatalf("no rows: %v", rdr.Err())
+		}
+		return rdr.RecordBatch().Column(0).(*array.Int64).Value(0), reused
+	}
+	if n, reused := count(true); n != 5 || reused {
+		t.Fatalf("first kept run: %d rows, reused %v", n, reused)
+	}
+	if err := c.Exec(ctx, "INSERT INTO k VALUES (5)"); err != nil {
+		t.Fatal(err)
+	}
+	if n, reused := count(true); n != 6 || !reused {
+		t.Fatalf("second kept run: %d, reused %v; want 6, reused", n, reused)
+	}
+	if n, _ := count(false); n != 6 {
+		t.Fatalf("Query: %d", n)
+	}
+	if len(c.kept) != 1 {
+		t.Fatalf("%d kept statements, want 1", len(c.kept))
+	}
+}
+
 // TestWaitForMemory: a connection waits while another holds most of the
 // database's memory_limit and goes on once that one lets go.
 func TestWaitForMemory(t *testing.T) {

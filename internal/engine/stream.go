@@ -66,20 +66,52 @@ type QueryOptions struct {
 // The caller releases the reader before running anything else on c;
 // releasing it early stops the statement.
 func (c *Conn) Query(ctx context.Context, query string, o QueryOptions) (array.RecordReader, error) {
+	rdr, _, err := c.query(ctx, query, o, false)
+	return rdr, err
+}
+
+// QueryKept is Query that keeps the prepared statement on c: the next
+// QueryKept of the same text on c runs it again without preparing
+// (reused says so). The statement lives until c closes; it reads what
+// the connection's views and tables are when it runs, so the caller
+// keeps those as they were (worker/reuse.go).
+func (c *Conn) QueryKept(ctx context.Context, query string, o QueryOptions) (rdr array.RecordReader, reused bool, err error) {
+	return c.query(ctx, query, o, true)
+}
+
+// keptStatement is a prepared statement QueryKept keeps on a Conn.
+type keptStatement struct {
+	st     bindings.PreparedStatement
+	schema *arrow.Schema
+}
+
+func (c *Conn) query(ctx context.Context, query string, o QueryOptions, keep bool) (array.RecordReader, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := oneStatement(query); err != nil {
-		return nil, err
-	}
-	st, err := c.prepare(query)
-	if err != nil {
-		return nil, err
-	}
-	schema, err := c.preparedSchema(st)
-	if err != nil {
-		bindings.DestroyPrepare(&st)
-		return nil, err
+	var st bindings.PreparedStatement
+	var schema *arrow.Schema
+	k, reused := c.kept[query]
+	if reused {
+		st, schema = k.st, k.schema
+	} else {
+		if err := oneStatement(query); err != nil {
+			return nil, false, err
+		}
+		var err error
+		if st, err = c.prepare(query); err != nil {
+			return nil, false, err
+		}
+		if schema, err = c.preparedSchema(st); err != nil {
+			bindings.DestroyPrepare(&st)
+			return nil, false, err
+		}
+		if keep {
+			if c.kept == nil {
+				c.kept = map[string]keptStatement{}
+			}
+			c.kept[query] = keptStatement{st: st, schema: schema}
+		}
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
@@ -90,9 +122,10 @@ func (c *Conn) Query(ctx context.Context, query string, o QueryOptions) (array.R
 		chunks: make(chan queued, max(DefaultQueueChunks, o.BatchRows/duckChunkRows)),
 		ahead:  semaphore.NewWeighted(queueBytes(o)),
 		m:      newMerger(schema, o),
+		kept:   keep || reused,
 	}
 	s.refs.Store(1)
-	return s, nil
+	return s, reused, nil
 }
 
 // QuerySchema returns the Arrow schema of a query's result without
@@ -163,6 +196,9 @@ type stream struct {
 	since time.Time // when the oldest merged chunk arrived
 	cur   arrow.RecordBatch
 	err   error
+	// kept: the statement is the connection's (QueryKept), destroyed
+	// when it closes.
+	kept bool
 }
 
 var _ array.RecordReader = (*stream)(nil)
@@ -191,7 +227,9 @@ func (s *stream) Release() {
 		s.cur = nil
 	}
 	s.m.release()
-	bindings.DestroyPrepare(&s.stmt)
+	if !s.kept {
+		bindings.DestroyPrepare(&s.stmt)
+	}
 }
 
 // Next hands out the next batch: merged chunks, once BatchRows rows are

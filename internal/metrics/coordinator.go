@@ -3,6 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/icefloe/icefloe/internal/cachestats"
 	"github.com/icefloe/icefloe/internal/queryreg"
 )
 
@@ -26,6 +27,8 @@ type CoordinatorSources struct {
 	Commits func() (attempts, conflicts, retries, written int64)
 	// Cache reads the coordinator's metadata cache's counters.
 	Cache func() CacheStats
+	// Caches are all the coordinator's caches (icefloe_cache_* metrics).
+	Caches *cachestats.Registry
 }
 
 // CacheStats are a coordinator's metadata cache counters: table metadata,
@@ -75,6 +78,7 @@ func NewCoordinator(reg prometheus.Registerer, src CoordinatorSources) *Coordina
 	}
 	reg.MustRegister(c.queries, c.queue, c.plan, c.duration, c.endpoints, c.rowsOut, c.bytesOut, c.rowsUpdate)
 	reg.MustRegister(coordinatorGauges{src: src, descs: newCoordinatorDescs()})
+	NewCaches(reg, "coordinator").Add(src.Caches)
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/icefloe/icefloe/internal/cachestats"
 	"github.com/icefloe/icefloe/internal/datacache"
 	"github.com/icefloe/icefloe/wire"
 )
@@ -20,6 +21,8 @@ type WorkerSource struct {
 	MemoryLimit int64
 	// Data reads its data cache's counters; nil without one.
 	Data func() datacache.Stats
+	// Caches are all its caches (icefloe_cache_* metrics).
+	Caches *cachestats.Registry
 }
 
 // Worker holds the metrics of a process's workers: `serve` runs several
@@ -36,6 +39,8 @@ type Worker struct {
 
 	mu      sync.Mutex
 	sources []WorkerSource
+	// caches exports the workers' cachestats registries.
+	caches *Caches
 }
 
 // Ticket kinds.
@@ -66,6 +71,7 @@ func NewWorker(reg prometheus.Registerer) *Worker {
 			Help: "Bytes of the data files the workers' tickets read (counted when a ticket ended without error)."}),
 	}
 	reg.MustRegister(w.tickets, w.rows, w.bytes, w.fragment, w.firstBatch, w.yielded, w.readFiles, w.readBytes, workerGauges{w: w, d: newWorkerDescs()})
+	w.caches = NewCaches(reg, "worker")
 	return w
 }
 
@@ -77,6 +83,7 @@ func (w *Worker) Add(src WorkerSource) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.sources = append(w.sources, src)
+	w.caches.Add(src.Caches)
 }
 
 // Served records one ticket served: its kind, gRPC code, rows and bytes
