@@ -76,8 +76,11 @@ func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]b
 		return nil, why, nil
 	}
 	a, b := sj.sides[0].in, sj.sides[1].in
-	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && min(a.bytes, b.bytes) < limit {
-		return nil, fmt.Sprintf("smaller side %s is %d bytes, below the shuffle size %d", a.ref, min(a.bytes, b.bytes), limit), nil
+	if b.bytes < a.bytes {
+		a, b = b, a
+	}
+	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && a.bytes < limit {
+		return nil, fmt.Sprintf("smaller side %s is %d bytes, below the shuffle size %d", a.ref, a.bytes, limit), nil
 	}
 	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
 		return nil, "", err
