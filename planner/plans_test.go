@@ -26,8 +26,8 @@ import (
 //	----
 //	<rules and tree>
 //
-// The catalog holds default.t (8 files of 10 rows), default.u (1 file) and
-// default.e (no files); files are placed by their first id, so the groups
+// The catalog holds default.t (8 files of 10 rows), default.u (1 file),
+// default.v (2 files) and default.e (no files); files are placed by their first id, so the groups
 // are the same in every run. N is 1 or 2 workers of 2 slots (2 by
 // default). shuffle plans with every table above the broadcast size and
 // shuffles whatever can be (broadcast_bytes 1, shuffle_bytes -1);
@@ -109,6 +109,7 @@ func (fx *planFixture) plan(t *testing.T, d *datadriven.TestData) (*Plan, error)
 		row := func(f, i int) []any { return []any{int64(f*10 + i), fmt.Sprint("v", i)} }
 		testTable(t, cat, "u", schema, 1, row)
 		testTable(t, cat, "e", schema, 0, row)
+		testTable(t, cat, "v", schema, 2, row)
 		fx.planners[key] = p
 	}
 	return planText(context.Background(), p, Session{Catalog: "local", Schema: "default"}, strings.TrimSpace(d.Input))

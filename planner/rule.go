@@ -40,6 +40,7 @@ var rules = []rule{
 	unionAllRule{},
 	shuffleSetOpRule{},
 	shuffleJoinRule{},
+	shuffleStagesRule{},
 	oneGroupRule{},
 	twoPhaseRule{},
 	broadcastTwoPhaseRule{},
