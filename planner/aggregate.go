@@ -197,7 +197,7 @@ func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
 	if bad != "" {
 		return nil, "column " + bad + " outside aggregates and group keys"
 	}
-	return &twoPhase{kind: "aggregate", partial: partial, wrap: true, finalAST: final, global: len(groups) == 0}, ""
+	return &twoPhase{kind: "aggregate", partial: partial, wrap: true, finalAST: final, global: len(groups) == 0, groups: len(groups)}, ""
 }
 
 func orEmpty(l []any) []any {

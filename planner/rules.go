@@ -143,12 +143,47 @@ func (pb *planBuilder) split(root node, aggs map[string]bool) (*twoPhase, string
 // finalOver is tp's final step, one instance over every instance of the
 // partial fragment (merging their order for a top-n).
 func (pb *planBuilder) finalOver(partial *plan.Fragment, tp *twoPhase, ph *phases) *plan.Fragment {
+	if n := pb.finalPartitions(partial, tp); n > 1 {
+		keys := make([]string, tp.groups)
+		for j := range keys {
+			keys[j] = engine.Quote(fmt.Sprintf("__g%d", j))
+		}
+		ex := &plan.Exchange{Kind: plan.ExchangeHash, View: partialsView, Keys: [][]string{keys}, Partitions: n, In: []plan.Node{partial}}
+		pb.note("final", "the final aggregate runs in %d partitions of its group keys, each an endpoint", n)
+		return &plan.Fragment{Role: "final", SQL: ph.final, Schema: pb.b.schema, Partitions: n, Place: plan.PlacePartitions,
+			In: []plan.Node{&plan.Aggregate{Phase: plan.Final, Kind: tp.kind, Rows: tp.finalRows, In: ex}}}
+	}
 	ex := &plan.Exchange{Kind: plan.ExchangeGather, View: partialsView, In: []plan.Node{partial}}
 	if tp.kind == "top-n" {
 		ex.Kind, ex.Order = plan.ExchangeMerge, tp.order
 	}
 	return &plan.Fragment{Role: "final", SQL: ph.final, Schema: pb.b.schema, Place: plan.PlaceAny, ChildLimit: ph.childLimit,
 		In: []plan.Node{&plan.Aggregate{Phase: plan.Final, Kind: tp.kind, Rows: tp.finalRows, Global: tp.global, In: ex}}}
+}
+
+// finalPartitions is how many fragments a two-phase aggregate's final
+// runs as: one per live worker (at most ShufflePartitions) when the
+// aggregate groups, keeps no order and no limit, and its input is at
+// least ShuffleBytes — a result that may be as large as its input comes
+// back as one endpoint per partition of the group keys, which clients
+// pull in parallel (each group's partials hash alike, so each group is
+// final in one partition); else 1.
+func (pb *planBuilder) finalPartitions(partial *plan.Fragment, tp *twoPhase) int {
+	// A partial that is itself a hash exchange's consumer keeps one final:
+	// its producers' tickets would nest once more per final partition.
+	if tp.kind != "aggregate" || tp.groups == 0 || tp.global || tp.finalRows > 0 || pb.plan.Ordered || len(pb.workers) < 2 || partial.Partitions > 0 {
+		return 1
+	}
+	var bytes int64
+	plan.Walk(partial, func(n plan.Node) {
+		if s, ok := n.(*plan.Scan); ok {
+			bytes += s.Bytes
+		}
+	})
+	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && bytes < limit {
+		return 1
+	}
+	return min(len(pb.workers), pb.p.opts.ShufflePartitions)
 }
 
 // gatherPlan runs the whole query on one worker, which pulls every

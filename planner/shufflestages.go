@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,20 +20,19 @@ import (
 // which each is joined to one before it by an equality of their columns
 // (in an ON or at the top of WHERE). Stage 1 hash-partitions the first
 // two on the key between them; partition j joins its rows of both and
-// keeps each input's row whole as a struct column named by the input's
-// alias:
+// keeps every column of each, named by the input's alias:
 //
-//	SELECT "a" AS "a", "b" AS "b" FROM __icefloe_t0 AS "a", __icefloe_t1 AS "b" WHERE <conjuncts over a and b>
+//	SELECT "a"."x" AS "a.x", …, "b"."y" AS "b.y" FROM __icefloe_t0 AS "a", __icefloe_t1 AS "b" WHERE <conjuncts over a and b>
 //
 // Stage k's partitions are in turn a hash exchange's producers, on the
 // key by which the next input joins one already joined; stage k+1 joins
 // them with that input's partitions:
 //
-//	SELECT __icefloe_s."a", __icefloe_s."b", "c" AS "c"
-//	FROM (SELECT *, unnest("a"), unnest("b") FROM __icefloe_s1) AS __icefloe_s, __icefloe_t2 AS "c" WHERE …
+//	SELECT "a"."x" AS "a.x", …, "c"."z" AS "c.z"
+//	FROM (SELECT "a.x" AS "x", …, {"x": "a.x", …} AS "a", … FROM __icefloe_s1) AS __icefloe_s, __icefloe_t2 AS "c" WHERE …
 //
-// (a struct column answers "a"."x" as the table did, the unnested fields
-// answer unqualified names). The last stage runs the query itself over the
+// (a struct packed per input answers "a"."x" as the table did, the
+// renamed columns answer unqualified names). The last stage runs the query itself over the
 // last stage's rows, the last large input's partitions and the small
 // inputs whole (broadcast), with its FROM replaced that way and every ON
 // moved to WHERE — for inner joins the same rows. Every conjunct a stage
@@ -303,7 +303,7 @@ func (st *stages) hashInput(ctx context.Context, side *shuffleSide, col string, 
 // column, which the next input's column equals.
 func (st *stages) hashStage(ctx context.Context, prev *plan.Exchange, k int, e stageEdge) (*plan.Exchange, string, error) {
 	own, theirs := st.keyType(ctx, e.prev, e.prevCol), st.keyType(ctx, e.in, e.inCol)
-	key, ok := hashKey(engine.Quote(st.alias[e.prev])+"."+engine.Quote(e.prevCol), own, theirs)
+	key, ok := hashKey(engine.Quote(st.alias[e.prev]+"."+e.prevCol), own, theirs)
 	if own == "" || theirs == "" || !ok {
 		return nil, fmt.Sprintf("keys of types %s and %s do not hash alike", own, theirs), nil
 	}
@@ -312,46 +312,86 @@ func (st *stages) hashStage(ctx context.Context, prev *plan.Exchange, k int, e s
 }
 
 // from is the FROM of stage k (0-based) over joined: the inputs
-// themselves at stage 0, the previous stage's rows and the last input
-// after.
-func (st *stages) from(k int, joined []*input, extra []*input) string {
+// themselves at stage 0; after, the previous stage's rows and the input
+// joined last. The previous stage's flat columns ("a.x") are packed back
+// into a struct per input ("a") for qualified names and renamed to their
+// own names ("x") for unqualified ones — inside DuckDB, so no struct
+// crosses an exchange (DuckDB's scan of streamed struct columns with
+// projection pushdown reads another column's values).
+func (st *stages) from(ctx context.Context, k int, joined []*input, extra []*input) (string, error) {
 	var items []string
 	if k == 0 {
 		for _, in := range joined {
 			items = append(items, engine.Quote(in.view)+" AS "+engine.Quote(st.alias[in]))
 		}
 	} else {
-		cols := []string{"*"}
-		for _, in := range joined[:len(joined)-1] {
-			cols = append(cols, "unnest("+engine.Quote(st.alias[in])+")")
+		prev := joined[:len(joined)-1]
+		names := map[string]int{}
+		cols := map[*input][]string{}
+		for _, in := range append(slices.Clone(joined), extra...) {
+			c, err := st.columns(ctx, in)
+			if err != nil {
+				return "", err
+			}
+			cols[in] = c
+			for _, n := range c {
+				names[strings.ToLower(n)]++
+			}
 		}
-		items = append(items, fmt.Sprintf("(SELECT %s FROM %s) AS %s", strings.Join(cols, ", "), stagesView(k), stagesAlias))
+		var sel []string
+		for _, in := range prev {
+			var fields []string
+			for _, c := range cols[in] {
+				flat := engine.Quote(st.alias[in] + "." + c)
+				fields = append(fields, engine.Quote(c)+": "+flat)
+				if names[strings.ToLower(c)] == 1 {
+					sel = append(sel, flat+" AS "+engine.Quote(c))
+				}
+			}
+			sel = append(sel, "{"+strings.Join(fields, ", ")+"} AS "+engine.Quote(st.alias[in]))
+		}
+		items = append(items, fmt.Sprintf("(SELECT %s FROM %s) AS %s", strings.Join(sel, ", "), stagesView(k), stagesAlias))
 		items = append(items, engine.Quote(joined[len(joined)-1].view)+" AS "+engine.Quote(st.alias[joined[len(joined)-1]]))
 	}
 	for _, in := range extra {
 		items = append(items, engine.Quote(in.view)+" AS "+engine.Quote(st.alias[in]))
 	}
-	return strings.Join(items, ", ")
+	return strings.Join(items, ", "), nil
+}
+
+// columns are the names of in's view's columns.
+func (st *stages) columns(ctx context.Context, in *input) ([]string, error) {
+	sch, err := st.pb.conn.QuerySchema(ctx, "SELECT * FROM "+engine.Quote(in.view))
+	if err != nil {
+		return nil, err
+	}
+	return fieldNames(sch), nil
 }
 
 // stageSQL is stage k's fragment over joined, the inputs it has joined:
-// each input's row as a struct named by its alias, filtered by the
+// each input's columns, flat, named "<alias>.<column>", filtered by the
 // conjuncts over them no earlier stage applied.
 func (st *stages) stageSQL(ctx context.Context, k int, joined []*input) (string, *arrow.Schema, string, error) {
 	var sel []string
-	for i, in := range joined {
-		a := engine.Quote(st.alias[in])
-		if k > 0 && i < len(joined)-1 {
-			sel = append(sel, stagesAlias+"."+a)
-		} else {
-			sel = append(sel, a+" AS "+a)
+	for _, in := range joined {
+		cols, err := st.columns(ctx, in)
+		if err != nil {
+			return "", nil, "", err
+		}
+		a := st.alias[in]
+		for _, c := range cols {
+			sel = append(sel, engine.Quote(a)+"."+engine.Quote(c)+" AS "+engine.Quote(a+"."+c))
 		}
 	}
 	where, err := st.conjunctsOver(ctx, joined)
 	if err != nil {
 		return "", nil, "", err
 	}
-	sql := "SELECT " + strings.Join(sel, ", ") + " FROM " + st.from(k, joined, nil)
+	from, err := st.from(ctx, k, joined, nil)
+	if err != nil {
+		return "", nil, "", err
+	}
+	sql := "SELECT " + strings.Join(sel, ", ") + " FROM " + from
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -500,7 +540,11 @@ func (st *stages) finalRoot(ctx context.Context, q *queryView, k int, joined, sm
 			conds = append(conds, conjuncts(j.Condition)...)
 		}
 	}
-	text := "SELECT 1 FROM " + st.from(k, joined, small)
+	from, err := st.from(ctx, k, joined, small)
+	if err != nil {
+		return nil, "", err
+	}
+	text := "SELECT 1 FROM " + from
 	if len(conds) > 0 {
 		text += " WHERE " + strings.TrimSuffix(strings.Repeat("true AND ", len(conds)), " AND ")
 	}
