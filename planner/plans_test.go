@@ -58,6 +58,7 @@ type planSetup struct {
 	shuffle   bool
 	broadcast int64
 	shuffleAt int64
+	memory    int64
 }
 
 // planFixture holds the planners of a datadriven file, one per setup.
@@ -74,7 +75,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 }
 
 // plan plans d's query with the planner its arguments choose:
-// workers=N, shuffle, broadcast=B, shuffle_bytes=S.
+// workers=N, shuffle, broadcast=B, shuffle_bytes=S, worker_memory=M.
 func (fx *planFixture) plan(t *testing.T, d *datadriven.TestData) (*Plan, error) {
 	workers := 2
 	if d.HasArg("workers") {
@@ -86,6 +87,9 @@ func (fx *planFixture) plan(t *testing.T, d *datadriven.TestData) (*Plan, error)
 	}
 	if d.HasArg("shuffle_bytes") {
 		d.ScanArgs(t, "shuffle_bytes", &key.shuffleAt)
+	}
+	if d.HasArg("worker_memory") {
+		d.ScanArgs(t, "worker_memory", &key.memory)
 	}
 	p := fx.planners[key]
 	if p == nil {
@@ -99,6 +103,7 @@ func (fx *planFixture) plan(t *testing.T, d *datadriven.TestData) (*Plan, error)
 			if key.shuffleAt != 0 {
 				o.ShuffleBytes = key.shuffleAt
 			}
+			o.WorkerMemory = key.memory
 		}
 		ws := fixedWorkers{{Location: "grpc://w1:1", Slots: 2}, {Location: "grpc://w2:2", Slots: 2}}[:workers]
 		var cat icecat.Catalog

@@ -13,7 +13,7 @@ import (
 // with underscores for spaces), in the manner of CockroachDB's optimizer
 // rule tests:
 //
-//	plan expect=<rule> [workers=N] [shuffle] [broadcast=B] [shuffle_bytes=S]
+//	plan expect=<rule> [workers=N] [shuffle] [broadcast=B] [shuffle_bytes=S] [worker_memory=M]
 //	<query>
 //	----
 //	<the verdict of the rule that applied, and the plan tree>

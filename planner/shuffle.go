@@ -80,7 +80,11 @@ func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]b
 		a, b = b, a
 	}
 	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && a.bytes < limit {
-		return nil, fmt.Sprintf("smaller side %s is %d bytes, below the shuffle size %d", a.ref, a.bytes, limit), nil
+		over, ok := pb.overShare(ctx, a)
+		if !ok {
+			return nil, fmt.Sprintf("smaller side %s is %d bytes, below the shuffle size %d", a.ref, a.bytes, limit), nil
+		}
+		pb.note("cost", "shuffled below the shuffle size %d: %s", limit, over)
 	}
 	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
 		return nil, "", err
