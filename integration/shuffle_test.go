@@ -27,36 +27,7 @@ import (
 // (sampled) is logged for both.
 func TestShuffleJoin(t *testing.T) {
 	ctx := context.Background()
-	key, err := wire.RandomKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataDir := t.TempDir()
-	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
-		Listen: "127.0.0.1:0", WorkerHost: "127.0.0.1", Workers: 2, DataDir: dataDir, Key: key,
-		WorkerEngine:   engine.Options{Threads: 1, MemoryLimit: "1GB"},
-		BroadcastBytes: 1, ShuffleBytes: -1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	var locs []string
-	for _, w := range s.Workers {
-		locs = append(locs, w.Location())
-	}
-	gc, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
-		Listen: "127.0.0.1:0", Key: key, Mounts: s.Mounts, Workers: flightsql.NewStaticWorkers(locs...),
-		DefaultCatalog: catalog.LocalCatalogName, DefaultSchema: catalog.DefaultSchema,
-		Engine:         engine.Options{Threads: 1, TempDir: t.TempDir()},
-		DirectDirs:     []string{filepath.Join(dataDir, "warehouse")},
-		BroadcastBytes: 1, ShuffleBytes: 1 << 50,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gc.Close() })
-	shuffled, gathered := adbcConn(t, s.Addr()), adbcConn(t, gc.Addr)
+	s, gc, shuffled, gathered := startShuffleClusters(t, 1, true)
 	execUpdate(t, shuffled, `CREATE TABLE big_a AS SELECT range AS k, range % 1000 AS g, repeat('a', 40) || range AS pad FROM range(300000)`)
 	execUpdate(t, shuffled, `CREATE TABLE big_b AS SELECT CAST(range * 2 AS INTEGER) AS k, range % 7 AS v, repeat('b', 40) || range AS pad FROM range(300000)`)
 
@@ -144,35 +115,7 @@ func TestShuffleJoin(t *testing.T) {
 // multi-stage one, its stage partitions served by both workers.
 func TestShuffleStages(t *testing.T) {
 	ctx := context.Background()
-	key, err := wire.RandomKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataDir := t.TempDir()
-	s, err := cluster.StartStandalone(ctx, cluster.StandaloneOptions{
-		Listen: "127.0.0.1:0", WorkerHost: "127.0.0.1", Workers: 2, DataDir: dataDir, Key: key,
-		WorkerEngine:   engine.Options{Threads: 1, MemoryLimit: "1GB"},
-		BroadcastBytes: 4 << 10, ShuffleBytes: -1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	var locs []string
-	for _, w := range s.Workers {
-		locs = append(locs, w.Location())
-	}
-	gc, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
-		Listen: "127.0.0.1:0", Key: key, Mounts: s.Mounts, Workers: flightsql.NewStaticWorkers(locs...),
-		DefaultCatalog: catalog.LocalCatalogName, DefaultSchema: catalog.DefaultSchema,
-		Engine:         engine.Options{Threads: 1, TempDir: t.TempDir()},
-		BroadcastBytes: 4 << 10, ShuffleBytes: 1 << 50,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gc.Close() })
-	shuffled, gathered := adbcConn(t, s.Addr()), adbcConn(t, gc.Addr)
+	s, _, shuffled, gathered := startShuffleClusters(t, 4<<10, false)
 	execUpdate(t, shuffled, `CREATE TABLE st_orders AS SELECT range AS o_key, range % 5000 AS o_cust, CAST(range % 97 AS DECIMAL(12,2)) AS o_price, DATE '2020-01-01' + CAST(range % 400 AS INTEGER) AS o_date FROM range(60000)`)
 	execUpdate(t, shuffled, `CREATE TABLE st_items AS SELECT range % 60000 AS i_order, CAST(range % 3000 AS INTEGER) AS i_part, range % 11 AS i_qty, 'item ' || range AS i_note FROM range(120000)`)
 	execUpdate(t, shuffled, `CREATE TABLE st_parts AS SELECT CAST(range AS BIGINT) AS p_key, 'part ' || range AS p_name, range % 9 AS p_kind FROM range(3000)`)
@@ -209,4 +152,46 @@ func TestShuffleStages(t *testing.T) {
 	if len(served) != 2 {
 		t.Fatalf("stage 1 partitions served by %v, want both workers:\n%s", served, strings.Join(res.rows, "\n"))
 	}
+}
+
+// startShuffleClusters starts two workers behind a coordinator that
+// shuffles what it can (s, shuffled) and one that gathers (gc, gathered,
+// reading the warehouse in place when direct), both with broadcast as
+// their broadcast size.
+func startShuffleClusters(t *testing.T, broadcast int64, direct bool) (s *cluster.Standalone, gc *cluster.Coordinator, shuffled, gathered adbc.Connection) {
+	t.Helper()
+	ctx := context.Background()
+	key, err := wire.RandomKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	s, err = cluster.StartStandalone(ctx, cluster.StandaloneOptions{
+		Listen: "127.0.0.1:0", WorkerHost: "127.0.0.1", Workers: 2, DataDir: dataDir, Key: key,
+		WorkerEngine:   engine.Options{Threads: 1, MemoryLimit: "1GB"},
+		BroadcastBytes: broadcast, ShuffleBytes: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var locs []string
+	for _, w := range s.Workers {
+		locs = append(locs, w.Location())
+	}
+	opts := cluster.CoordinatorOptions{
+		Listen: "127.0.0.1:0", Key: key, Mounts: s.Mounts, Workers: flightsql.NewStaticWorkers(locs...),
+		DefaultCatalog: catalog.LocalCatalogName, DefaultSchema: catalog.DefaultSchema,
+		Engine:         engine.Options{Threads: 1, TempDir: t.TempDir()},
+		BroadcastBytes: broadcast, ShuffleBytes: 1 << 50,
+	}
+	if direct {
+		opts.DirectDirs = []string{filepath.Join(dataDir, "warehouse")}
+	}
+	gc, err = cluster.StartCoordinator(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gc.Close() })
+	return s, gc, adbcConn(t, s.Addr()), adbcConn(t, gc.Addr)
 }

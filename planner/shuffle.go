@@ -536,33 +536,42 @@ func pushedWhere(w *joinWalk, root node, sj *shuffleJoin) {
 		return
 	}
 	for _, c := range whereConjuncts(root) {
-		var owner *input
-		ok := true
-		walk(c, func(n node) bool {
-			switch {
-			case !ok:
-			case str(n, "class") == "PARAMETER" || str(n, "class") == "SUBQUERY":
-				ok = false
-			case str(n, "class") == "FUNCTION" && volatile[strings.ToLower(str(n, "function_name"))]:
-				ok = false
-			case str(n, "class") == "COLUMN_REF":
-				in, _ := w.column(n)
-				if in == nil || (owner != nil && in != owner) {
-					ok = false
-				}
-				owner = in
-			}
-			return ok
-		})
-		if !ok || owner == nil {
+		ins, ok := w.conjunctInputs(c)
+		if !ok || len(ins) != 1 {
 			continue
 		}
+		owner := ins[0]
 		for i := range sj.sides {
 			if sj.sides[i].in == owner {
 				sj.sides[i].where = append(sj.sides[i].where, c)
 			}
 		}
 	}
+}
+
+// conjunctInputs are the inputs whose columns c reads, each once; ok is
+// false when c has a parameter, a subquery, a volatile function or a
+// column of no one input — a conjunct that must stay in the query alone.
+func (w *joinWalk) conjunctInputs(c node) (ins []*input, ok bool) {
+	ok = true
+	walk(c, func(n node) bool {
+		switch {
+		case !ok:
+		case str(n, "class") == "PARAMETER" || str(n, "class") == "SUBQUERY":
+			ok = false
+		case str(n, "class") == "FUNCTION" && volatile[strings.ToLower(str(n, "function_name"))]:
+			ok = false
+		case str(n, "class") == "COLUMN_REF":
+			in, _ := w.column(n)
+			if in == nil {
+				ok = false
+			} else if !slices.Contains(ins, in) {
+				ins = append(ins, in)
+			}
+		}
+		return ok
+	})
+	return ins, ok
 }
 
 // volatile are functions whose value changes between evaluations.

@@ -431,21 +431,11 @@ func (st *stages) conjunctsOver(ctx context.Context, joined []*input) ([]string,
 // over tells whether every column of c belongs to an input in set, c
 // having one at least and nothing volatile.
 func (st *stages) over(c node, set map[*input]bool) bool {
-	ok, cols := true, 0
-	walk(c, func(n node) bool {
-		switch {
-		case !ok:
-		case str(n, "class") == "PARAMETER" || str(n, "class") == "SUBQUERY":
-			ok = false
-		case str(n, "class") == "FUNCTION" && volatile[strings.ToLower(str(n, "function_name"))]:
-			ok = false
-		case str(n, "class") == "COLUMN_REF":
-			in, _ := st.w.column(n)
-			ok, cols = in != nil && set[in], cols+1
-		}
-		return ok
-	})
-	return ok && cols > 0
+	ins, ok := st.w.conjunctInputs(c)
+	for _, in := range ins {
+		ok = ok && set[in]
+	}
+	return ok && len(ins) > 0
 }
 
 // exprSQL is expression c as SQL text, "" when it does not deparse.
