@@ -11,7 +11,9 @@ import (
 // one worker hold. A gather builds its hash joins on one worker; when the
 // build side alone is estimated above a worker's memory share
 // (Options.WorkerMemory), the join shuffles even below ShuffleBytes, so
-// each worker holds one partition of it.
+// each worker holds one partition of it. A broadcast makes every fragment
+// hold the small tables whole; above the share they are not broadcast,
+// and the join shuffles or gathers.
 
 // Widths the estimate gives values without a fixed width.
 const (
@@ -59,4 +61,33 @@ func (pb *planBuilder) overShare(ctx context.Context, in *input) (string, bool) 
 		return "", false
 	}
 	return fmt.Sprintf("%s is ~%d bytes decoded, above a worker's memory share %d", in.ref, est, share), true
+}
+
+// broadcastOverShare says whether the small inputs, which every fragment
+// of a broadcast holds whole, pass a worker's memory share together, with
+// the figures; false when the share is unknown.
+func (pb *planBuilder) broadcastOverShare(ctx context.Context, small []*input) (string, bool) {
+	share := pb.p.opts.WorkerMemory
+	if share <= 0 || len(small) == 0 {
+		return "", false
+	}
+	var est int64
+	for _, in := range small {
+		est += pb.decodedBytes(ctx, in)
+	}
+	if est <= share {
+		return "", false
+	}
+	return fmt.Sprintf("the broadcast tables are ~%d bytes decoded, above a worker's memory share %d", est, share), true
+}
+
+// large tells whether a join partitions in rather than broadcast it: it
+// is above BroadcastBytes, or every fragment holding it whole would pass
+// a worker's memory share.
+func (pb *planBuilder) large(ctx context.Context, in *input) bool {
+	if in.bytes > pb.p.opts.BroadcastBytes {
+		return true
+	}
+	_, over := pb.broadcastOverShare(ctx, []*input{in})
+	return over
 }

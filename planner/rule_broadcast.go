@@ -13,10 +13,13 @@ type broadcastRule struct{}
 func (broadcastRule) Name() string  { return "broadcast" }
 func (broadcastRule) Needs() guards { return needQuery | needRowwise | needJoin }
 
-func (broadcastRule) Apply(_ context.Context, pb *planBuilder, q *queryView) (outcome, error) {
+func (broadcastRule) Apply(ctx context.Context, pb *planBuilder, q *queryView) (outcome, error) {
 	in, small, ok := pb.broadcastable(q.From.raw)
 	if !ok {
 		return blame("join of large tables")
+	}
+	if why, over := pb.broadcastOverShare(ctx, small); over {
+		return blame(why)
 	}
 	return applied(pb.scatter(in, small, pb.b.sql), "every table but the leftmost is small")
 }

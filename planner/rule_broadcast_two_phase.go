@@ -31,6 +31,9 @@ func (broadcastTwoPhaseRule) Apply(ctx context.Context, pb *planBuilder, q *quer
 		// than partials and a final.
 		return no(fmt.Sprintf("every table is at most the broadcast size %d", pb.p.opts.BroadcastBytes))
 	}
+	if why, over := pb.broadcastOverShare(ctx, small); over {
+		return no(why)
+	}
 	tp, why := pb.split(q.root, q.aggs)
 	if tp == nil {
 		return no(why)

@@ -127,7 +127,7 @@ func (pb *planBuilder) shuffleable(ctx context.Context, root node) (*shuffleJoin
 		if in.meta != "" {
 			return nil, "metadata table"
 		}
-		if in.bytes > pb.p.opts.BroadcastBytes {
+		if pb.large(ctx, in) {
 			if in.refs != 1 {
 				return nil, fmt.Sprintf("large table %s is read %d times", in.ref, in.refs)
 			}

@@ -87,7 +87,7 @@ func (pb *planBuilder) shuffleStages(ctx context.Context, q *queryView) (*plan.R
 			alias[in] = leaf.Table
 		}
 		order = append(order, in)
-		if in.bytes > pb.p.opts.BroadcastBytes {
+		if pb.large(ctx, in) {
 			large[in] = true
 		}
 	}
