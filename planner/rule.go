@@ -37,6 +37,7 @@ type rule interface {
 var rules = []rule{
 	scatterRule{},
 	broadcastRule{},
+	broadcastSubqueriesRule{},
 	unionAllRule{},
 	shuffleSetOpRule{},
 	shuffleJoinRule{},
