@@ -344,25 +344,16 @@ func (w *joinWalk) column(n node) (*input, string) {
 // shuffleKeys sets the hash expressions of both sides, cast to one type,
 // or says why the keys cannot hash alike.
 func (pb *planBuilder) shuffleKeys(ctx context.Context, sj *shuffleJoin) string {
-	var types [2]string
-	for i, s := range sj.sides {
-		t := typeNames(ctx, pb.conn, "SELECT "+engine.Quote(s.col)+" FROM "+engine.Quote(s.in.view), 1)
-		if t == nil {
-			return "key type unknown"
-		}
-		types[i] = t[0]
+	a, b := &sj.sides[0], &sj.sides[1]
+	ta, tb := pb.keyType(ctx, a.in, a.col), pb.keyType(ctx, b.in, b.col)
+	if ta == "" || tb == "" {
+		return "key type unknown"
 	}
-	common, ok := hashType(types[0], types[1])
-	if !ok {
-		return fmt.Sprintf("keys of types %s and %s do not hash alike", types[0], types[1])
+	var ok bool
+	if a.hash, ok = hashKey(engine.Quote(a.col), ta, tb); !ok {
+		return fmt.Sprintf("keys of types %s and %s do not hash alike", ta, tb)
 	}
-	for i := range sj.sides {
-		s := &sj.sides[i]
-		s.hash = engine.Quote(s.col)
-		if common != types[i] {
-			s.hash = "CAST(" + s.hash + " AS " + common + ")"
-		}
-	}
+	b.hash, _ = hashKey(engine.Quote(b.col), tb, ta)
 	return ""
 }
 

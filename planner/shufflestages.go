@@ -258,9 +258,9 @@ func (st *stages) plan(ctx context.Context, q *queryView, edges []stageEdge, ord
 	return nil, "no stage", nil
 }
 
-// keyType is the DuckDB type of column col of in.
-func (st *stages) keyType(ctx context.Context, in *input, col string) string {
-	t := typeNames(ctx, st.pb.conn, "SELECT "+engine.Quote(col)+" FROM "+engine.Quote(in.view), 1)
+// keyType is the DuckDB type of column col of in, "" when unknown.
+func (pb *planBuilder) keyType(ctx context.Context, in *input, col string) string {
+	t := typeNames(ctx, pb.conn, "SELECT "+engine.Quote(col)+" FROM "+engine.Quote(in.view), 1)
 	if t == nil {
 		return ""
 	}
@@ -283,7 +283,7 @@ func hashKey(expr, own, other string) (string, bool) {
 // hashInput is side's input hash-partitioned on col, which equals
 // otherCol of other.
 func (st *stages) hashInput(ctx context.Context, side *shuffleSide, col string, other *input, otherCol string) (*plan.Exchange, string, error) {
-	own, theirs := st.keyType(ctx, side.in, col), st.keyType(ctx, other, otherCol)
+	own, theirs := st.pb.keyType(ctx, side.in, col), st.pb.keyType(ctx, other, otherCol)
 	key, ok := hashKey(engine.Quote(col), own, theirs)
 	if own == "" || theirs == "" || !ok {
 		return nil, fmt.Sprintf("keys of types %s and %s do not hash alike", own, theirs), nil
@@ -302,7 +302,7 @@ func (st *stages) hashInput(ctx context.Context, side *shuffleSide, col string, 
 // hashStage sets the key of prev, the rows of stage k, to e.prev's
 // column, which the next input's column equals.
 func (st *stages) hashStage(ctx context.Context, prev *plan.Exchange, k int, e stageEdge) (*plan.Exchange, string, error) {
-	own, theirs := st.keyType(ctx, e.prev, e.prevCol), st.keyType(ctx, e.in, e.inCol)
+	own, theirs := st.pb.keyType(ctx, e.prev, e.prevCol), st.pb.keyType(ctx, e.in, e.inCol)
 	key, ok := hashKey(engine.Quote(st.alias[e.prev]+"."+e.prevCol), own, theirs)
 	if own == "" || theirs == "" || !ok {
 		return nil, fmt.Sprintf("keys of types %s and %s do not hash alike", own, theirs), nil
