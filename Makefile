@@ -11,7 +11,7 @@
 #   make bench-tpch-s3     TPC-H with the tables on S3 (versitygw), cold and warm data caches, vs DuckDB (SF=1)
 #   make bench-latency     SELECT 1, count(*), point filter, GROUP BY, a dashboard tile (result cache on/off) through Python ADBC vs DuckDB in-process: p50/p99, ratio; then the fixed-cost profile (BenchmarkFixedCost)
 #   make bench-tpcds       TPC-DS's 99 queries through Python ADBC (TPCDS_SF=1): per-query ratio to DuckDB, median cost above it
-#   make bench-sidebyside  TPC-H SF1+10 and TPC-DS SF1 vs DuckDB, 1 and 2 pinned workers (scaling)
+#   make bench-sidebyside  TPC-H SF10, TPC-DS SF1+10 vs DuckDB, 1 and 2 pinned workers: bytes moved, CPU, projection
 #   make bench-load        coordinator + 2 workers under 16 clients for 60 s, then with a cross join; rewrites docs/benchmarks.md's load section
 #   make bench-soak        coordinator + 2 workers under 8 writing clients for 10 min: every process's live-heap slope (MB/min); rewrites docs/benchmarks.md's soak section
 #   make docker            the container image (DOCKER_IMAGE=icefloe:dev)
@@ -168,8 +168,8 @@ bench-tpcds: build
 # SIDE_TPCDS_SF, each with 1 and 2 workers pinned to their own cores
 # (taskset), next to DuckDB on the same Parquet files in the same run;
 # rewrites docs/benchmarks.md's side-by-side section. Reported, never asserted.
-SIDE_TPCH_SF ?= 1,10
-SIDE_TPCDS_SF ?= 1
+SIDE_TPCH_SF ?= 10
+SIDE_TPCDS_SF ?= 1,10
 bench-sidebyside: build
 	scripts/ensure-venv integration/.venv-sidebyside bench/sidebyside/requirements.txt
 	ICEFLOE_BIN=$(abspath $(BIN)) integration/.venv-sidebyside/bin/python bench/sidebyside/bench.py \

@@ -38,26 +38,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "tpch"))
 
 import tpch  # noqa: E402
 
-<<<<<<< HEAD
-ROWS = 10_000
-
-POINT = ("SELECT id, g, v FROM small WHERE id = 4242", "SELECT id, g, v FROM read_parquet('{path}') WHERE id = 4242")
-DASHBOARD = ("SELECT g, count(*), sum(v) FROM small GROUP BY g ORDER BY g",
-             "SELECT g, count(*), sum(v) FROM read_parquet('{path}') GROUP BY g ORDER BY g")
-
-# name -> (icefloe SQL, DuckDB SQL over {path}, result cache on). Every
-# query repeats, so with the result cache on the point filter and the
-# aggregate (one endpoint each) are answered from it after their first
-# run; the same queries on a session with SET result_cache = off read
-# the file each time.
-KINDS = {
-    "SELECT 1": ("SELECT 1", "SELECT 1", True),
-    "count(*) of a small table": ("SELECT count(*) FROM small", "SELECT count(*) FROM read_parquet('{path}')", True),
-    "point filter (cache off)": (*POINT, False),
-    "one-file aggregate (cache off)": (*DASHBOARD, False),
-    "point filter (cache on)": (*POINT, True),
-    "repeated dashboard query (cache on)": (*DASHBOARD, True),
-=======
 # name -> (icefloe SQL, DuckDB SQL over {files})
 KINDS = {
     "SELECT 1": ("SELECT 1", "SELECT 1"),
@@ -66,7 +46,6 @@ KINDS = {
                      "SELECT id, status, amount FROM read_parquet({files}) WHERE id = 4242"),
     "GROUP BY status": ("SELECT status, count(*) FROM orders GROUP BY status ORDER BY status",
                         "SELECT status, count(*) FROM read_parquet({files}) GROUP BY status ORDER BY status"),
->>>>>>> wcache
 }
 
 # The dashboard tile, repeated with the result cache on and off.
@@ -193,23 +172,9 @@ def main():
             files = data_files(conn)
             duck = duckdb.connect()
             duck.execute("SET threads = 2")
-<<<<<<< HEAD
-            import adbc_driver_flightsql.dbapi as fsql
-            # SET lasts for the session, which lives in a cookie.
-            nocache = fsql.connect(srv.uri, autocommit=True,
-                                   db_kwargs={"adbc.flight.sql.rpc.with_cookie_middleware": "true"})
-            with nocache.cursor() as c:
-                c.execute("SET result_cache = off")
-                c.fetchall()
-            curs = {True: conn.cursor(), False: nocache.cursor()}
-            for name, (q, dq, cached) in KINDS.items():
-                cur = curs[cached]
-
-=======
             cur = conn.cursor()
 
             def measure(name, q, dq):
->>>>>>> wcache
                 def one():
                     cur.execute(q)
                     return cur.fetch_arrow_table()
@@ -225,10 +190,6 @@ def main():
                 r["above_duckdb_p50_ms"] = r["icefloe"]["p50_ms"] - r["duckdb"]["p50_ms"]
                 r["ratio_p50"] = r["icefloe"]["p50_ms"] / r["duckdb"]["p50_ms"]
                 res["kinds"][name] = r
-<<<<<<< HEAD
-                print(f"{name:36s} icefloe p50 {r['icefloe']['p50_ms']:7.2f} ms p99 {r['icefloe']['p99_ms']:7.2f} ms | "
-                      f"duckdb p50 {r['duckdb']['p50_ms']:6.2f} ms p99 {r['duckdb']['p99_ms']:6.2f} ms", flush=True)
-=======
                 print(f"{name:30s} icefloe p50 {ti['p50_ms']:7.2f} ms p99 {ti['p99_ms']:7.2f} ms | "
                       f"duckdb p50 {td['p50_ms']:6.2f} ms p99 {td['p99_ms']:6.2f} ms | ratio {r['ratio_p50']:5.2f}x",
                       flush=True)
@@ -247,7 +208,6 @@ def main():
                 measure("dashboard tile, result cache off", *DASHBOARD)
                 set_result_cache(cur, True)
                 measure("dashboard tile, result cache on", *DASHBOARD)
->>>>>>> wcache
             if args.profile:
                 box = {}
 
@@ -259,15 +219,9 @@ def main():
                 th.start()
                 t_end, n = time.time() + args.profile, 0
                 while time.time() < t_end:
-<<<<<<< HEAD
-                    for q, _, cached in KINDS.values():
-                        curs[cached].execute(q)
-                        curs[cached].fetch_arrow_table()
-=======
                     for q, _ in [*KINDS.values(), DASHBOARD]:
                         cur.execute(q)
                         cur.fetch_arrow_table()
->>>>>>> wcache
                         n += 1
                 th.join()
                 res["profile"] = {"seconds": args.profile, "queries": n}
@@ -276,10 +230,8 @@ def main():
                 prof.parent.mkdir(parents=True, exist_ok=True)
                 prof.write_bytes(box["cpu"])
                 print(f"profile in {prof}")
-            for c in curs.values():
-                c.close()
+            cur.close()
             conn.close()
-            nocache.close()
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     if args.fixed_cost:

@@ -248,6 +248,14 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 			o.BroadcastBytes, o.ShuffleBytes = diffBroadcastBytes, -1
 		})
 		env.configs = append(env.configs, &diffConfig{name: shuffleConfig, workers: 2, oneFile: true, coord: c, cnxn: adbcConn(t, c.Addr)})
+		// The same workers through a coordinator for which every table is
+		// large and every shuffle worth it: every inner join of three or
+		// more tables shuffles stage after stage, every grouped
+		// aggregate finalizes in one endpoint per partition.
+		c = startCoord(stagesConfig, locs, 1, nil, func(o *cluster.CoordinatorOptions) {
+			o.BroadcastBytes, o.ShuffleBytes = 1, -1
+		})
+		env.configs = append(env.configs, &diffConfig{name: stagesConfig, workers: 2, oneFile: true, coord: c, cnxn: adbcConn(t, c.Addr)})
 	}
 	// Three workers of their own that shuffle what they can, read the
 	// files in place with the planner's default groups, and hold a batch
@@ -283,6 +291,10 @@ func startDiffCluster(t testing.TB, workers []int, groupings []bool) *diffEnv {
 const (
 	shuffleConfig      = "w2-shuffle"
 	spillShuffleConfig = "w3-shuffle-spill"
+	stagesConfig       = "w2-stages"
+	// minStaged: the corpus queries that join three or more tables on
+	// equalities, inner joins only, without subqueries.
+	minStaged          = 5
 	diffBroadcastBytes = 16 << 10
 	minShuffled        = 50
 	// minBroadcastTwoPhase: corpus/broadcast.txt and the joins of one
@@ -611,11 +623,11 @@ func TestDifferential(t *testing.T) {
 	}
 	refs := make([]refResult, len(cases))
 	strategies := map[string][]string{}
-	var shuffled, spillShuffled, bcast2p []string
+	var shuffled, spillShuffled, bcast2p, staged []string
 	config := func(name string) *diffConfig {
 		return env.configs[slices.IndexFunc(env.configs, func(c *diffConfig) bool { return c.name == name })]
 	}
-	shuffling, spilling := config(shuffleConfig), config(spillShuffleConfig)
+	shuffling, spilling, staging := config(shuffleConfig), config(spillShuffleConfig), config(stagesConfig)
 	for i, c := range cases {
 		res, err := runReference(env.ref, c.sql)
 		if err != nil {
@@ -639,6 +651,13 @@ func TestDifferential(t *testing.T) {
 		if plan, err := spilling.coord.Planner.Plan(context.Background(), diffSession, parse.Must(c.sql)); err == nil && plan.Strategy == planner.Shuffle {
 			spillShuffled = append(spillShuffled, c.name)
 		}
+		if plan, err := staging.coord.Planner.Plan(context.Background(), diffSession, parse.Must(c.sql)); err == nil && strings.Contains(plan.Explain, "rule\tshuffle stages: applies") {
+			staged = append(staged, c.name)
+		}
+	}
+	t.Logf("%s shuffles %d corpus queries stage after stage: %s", stagesConfig, len(staged), strings.Join(staged, " "))
+	if len(staged) < minStaged {
+		t.Errorf("%s shuffles %d corpus queries stage after stage, want at least %d", stagesConfig, len(staged), minStaged)
 	}
 	// The shuffling configuration must shuffle what it claims to: joins
 	// of every kind, with and without small tables, and aggregates and

@@ -44,7 +44,7 @@ func planAggregate(sel node, aggregates map[string]bool) (*twoPhase, string) {
 	if bad := strayColumn(final, items); bad != "" {
 		return nil, "column " + bad + " outside aggregates and group keys"
 	}
-	return &twoPhase{kind: "aggregate", partial: partial, wrap: true, finalAST: final, global: len(groups) == 0}, ""
+	return &twoPhase{kind: "aggregate", partial: partial, wrap: true, finalAST: final, global: len(groups) == 0, groups: len(groups)}, ""
 }
 
 // aggregateRefusal is why a select cannot be split into partial and final

@@ -154,6 +154,11 @@ type Options struct {
 	// ShufflePartitions caps a shuffled join's partitions, one per live
 	// worker; 0 means DefaultShufflePartitions.
 	ShufflePartitions int
+	// WorkerMemory is the memory one query may take on a worker (its
+	// share of the worker's budget), in bytes: a join whose smaller side
+	// is estimated above it decoded shuffles even below ShuffleBytes
+	// (cost.go). 0: unknown, the size thresholds alone decide.
+	WorkerMemory int64
 	// Runtime, when set, serves the system.runtime tables (runtime.go)
 	// and statement's CALL system.cancel_query.
 	Runtime Runtime

@@ -456,6 +456,16 @@ func (pb *planBuilder) broadcastable(from node) (*input, []*input, bool) {
 	if !ok || len(leaves) < 2 {
 		return nil, nil, false
 	}
+	big, small, ok := pb.splitInput(from, leaves)
+	if !ok || len(small)+1 != len(pb.b.inputs) {
+		return nil, nil, false
+	}
+	return big, small, true
+}
+
+// splitInput is broadcastable over leaves, the base tables of from (one
+// or more), without asking that they be all the query's inputs.
+func (pb *planBuilder) splitInput(from node, leaves []node) (*input, []*input, bool) {
 	byView := map[string]*input{}
 	for _, in := range pb.b.inputs {
 		byView[in.view] = in
@@ -487,9 +497,6 @@ func (pb *planBuilder) broadcastable(from node) (*input, []*input, bool) {
 			seen[in] = true
 			small = append(small, in)
 		}
-	}
-	if len(seen)+1 != len(pb.b.inputs) {
-		return nil, nil, false
 	}
 	return big, small, true
 }

@@ -10,257 +10,8 @@ import (
 	"github.com/icefloe/icefloe/planner/plan"
 )
 
-// A query's strategy is the first rule of rules that applies to it. Each
-// rule inspects the bound query and returns a plan, or says why it does
-// not apply; the verdicts of the rules tried are kept in the plan for
-// EXPLAIN. The last rule, gather, always applies.
-
-// shape is what the rules inspect of a bound query.
-type shape struct {
-	root, from node
-	aggs       map[string]bool
-	// scatter is why the query is not row-wise over its FROM
-	// (selectScatterReason), "" when it is.
-	scatter string
-	// why is why the query gathers, as the rules that came closest to
-	// applying say: gather's reason.
-	why string
-}
-
-// outcome is what a rule says: a plan, or why not. blame makes why the
-// reason the query gathers, when no later rule says better.
-type outcome struct {
-	res   *plan.Result
-	why   string
-	blame bool
-}
-
-type rule struct {
-	name  string
-	apply func(ctx context.Context, pb *planBuilder, q *shape) (outcome, error)
-}
-
-// rules are the strategies in the order they are tried.
-var rules = []rule{
-	{"scatter", ruleScatter},
-	{"broadcast", ruleBroadcast},
-	{"union all", ruleUnionAll},
-	{"shuffle set operation", ruleShuffleSetOp},
-	{"shuffle join", ruleShuffleJoin},
-	{"one group", ruleOneGroup},
-	{"two-phase", ruleTwoPhase},
-	{"broadcast two-phase", ruleBroadcastTwoPhase},
-	{"shuffle grouped", ruleShuffleGrouped},
-	{"gather", ruleGather},
-}
-
-// choose picks the strategy from the query's shape and table sizes: the
-// first rule that applies.
-func (pb *planBuilder) choose(ctx context.Context, root node) (*plan.Result, error) {
-	aggs, err := pb.p.aggregates.load(ctx, pb.conn)
-	if err != nil {
-		return nil, err
-	}
-	pb.scans = make([]*plan.Scan, len(pb.b.inputs))
-	for i, in := range pb.b.inputs {
-		pb.scans[i] = pb.scanOf(ctx, i, in)
-	}
-	q := &shape{root: root, aggs: aggs, why: "no query node"}
-	if root != nil {
-		q.from, _ = root["from_table"].(node)
-		q.scatter = selectScatterReason(root, aggs)
-		q.why = q.scatter
-	}
-	var verdicts []plan.Verdict
-	for _, r := range rules {
-		o, err := r.apply(ctx, pb, q)
-		if err != nil {
-			return nil, err
-		}
-		if o.res != nil {
-			o.res.Verdicts = append(verdicts, plan.Verdict{Rule: r.name, Applied: true, Reason: o.why})
-			o.res.Ordered = pb.plan.Ordered
-			estimate(o.res)
-			return o.res, nil
-		}
-		verdicts = append(verdicts, plan.Verdict{Rule: r.name, Reason: o.why})
-		if o.blame {
-			q.why = o.why
-		}
-	}
-	return nil, fmt.Errorf("planner: no rule applies") // gather always does
-}
-
-// no is a rule's refusal.
-func no(why string) (outcome, error) { return outcome{why: why}, nil }
-
-// blame is a rule's refusal that explains why the query gathers.
-func blame(why string) (outcome, error) { return outcome{why: why, blame: true}, nil }
-
-func ruleScatter(_ context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	switch {
-	case q.root == nil:
-		return no("no query node")
-	case q.scatter != "":
-		return no(q.scatter)
-	case len(pb.b.inputs) != 1 || str(q.from, "type") != "BASE_TABLE":
-		return no("not a select from one table")
-	}
-	return outcome{res: pb.scatter(pb.b.inputs[0], nil, pb.b.sql), why: "a row-wise select from one table"}, nil
-}
-
-func ruleBroadcast(_ context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	switch {
-	case q.root == nil:
-		return no("no query node")
-	case q.scatter != "":
-		return no(q.scatter)
-	case str(q.from, "type") != "JOIN":
-		return no("not a join")
-	}
-	in, small, ok := pb.broadcastable(q.from)
-	if !ok {
-		return blame("join of large tables")
-	}
-	return outcome{res: pb.scatter(in, small, pb.b.sql), why: "every table but the leftmost is small"}, nil
-}
-
-func ruleUnionAll(_ context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	if str(q.root, "type") != "SET_OPERATION_NODE" {
-		return no("not a set operation")
-	}
-	res, ok := pb.unionAll(q.root, q.aggs)
-	if !ok {
-		return blame(strings.ToLower(str(q.root, "setop_type")) + " (not a scatterable UNION ALL)")
-	}
-	return outcome{res: res, why: "every branch is a row-wise select from one table"}, nil
-}
-
-// ruleOneGroup: partials and a final over one group would only add a
-// hop, so a query over one group runs whole where the group's files are.
-func ruleOneGroup(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	switch {
-	case q.root == nil:
-		return no("no query node")
-	case len(pb.b.inputs) != 1:
-		return no(fmt.Sprintf("%d tables", len(pb.b.inputs)))
-	case len(pb.b.inputs[0].groups) != 1:
-		return no(fmt.Sprintf("%d groups", len(pb.b.inputs[0].groups)))
-	}
-	res, err := pb.gatherPlan(ctx, "one group")
-	return outcome{res: res, why: "one group"}, err
-}
-
-func ruleTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	root := q.root
-	switch {
-	case root == nil:
-		return no("no query node")
-	case len(pb.b.inputs) != 1 || str(root, "type") != "SELECT_NODE" || str(q.from, "type") != "BASE_TABLE":
-		return no("not a select from one table")
-	}
-	tp, why := pb.split(root, q.aggs)
-	if tp == nil {
-		return blame(why)
-	}
-	res, err := pb.twoPhase(ctx, pb.b.inputs[0], nil, tp)
-	if err != nil || res == nil {
-		if err == nil {
-			return blame("two-phase final does not bind to the query's schema")
-		}
-		return outcome{}, err
-	}
-	return outcome{res: res, why: tp.kind + " splits into partials and a final"}, nil
-}
-
-// ruleBroadcastTwoPhase: an aggregate, top-n, LIMIT or DISTINCT over a
-// join of one large table with small ones splits as over the one table: each
-// partial joins one group of it with the small tables whole (as a
-// broadcast scatter does), the final combines the partials. The join's
-// rows are the union of the partials' joins, each row in one of them.
-func ruleBroadcastTwoPhase(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	root := q.root
-	switch {
-	case root == nil:
-		return no("no query node")
-	case str(root, "type") != "SELECT_NODE" || str(q.from, "type") != "JOIN":
-		return no("not a join")
-	case hasSubquery(root):
-		return no("subquery")
-	}
-	if hasCTE(root) {
-		return no("common table expression")
-	}
-	big, small, ok := pb.broadcastable(q.from)
-	switch {
-	case !ok:
-		return no("join of large tables")
-	case big.refs != 1 || big.meta != "":
-		return no(fmt.Sprintf("%s is not a plain table read once", big.ref))
-	case len(big.groups) < 2:
-		return no(fmt.Sprintf("%s is one group", big.ref))
-	case big.bytes <= pb.p.opts.BroadcastBytes:
-		// Every table is small: one worker reads them all at less cost
-		// than partials and a final.
-		return no(fmt.Sprintf("every table is at most the broadcast size %d", pb.p.opts.BroadcastBytes))
-	}
-	tp, why := pb.split(root, q.aggs)
-	if tp == nil {
-		return no(why)
-	}
-	res, err := pb.twoPhase(ctx, big, small, tp)
-	if err != nil || res == nil {
-		if err == nil {
-			return no("two-phase final does not bind to the query's schema")
-		}
-		return outcome{}, err
-	}
-	return outcome{res: res, why: fmt.Sprintf("%s splits over %s's groups, the other tables broadcast", tp.kind, big.ref)}, nil
-}
-
-// notShuffled is a shuffle rule's refusal: it adds to why the query
-// gathers.
-func notShuffled(q *shape, why string) (outcome, error) {
-	return blame(q.why + "; not shuffled: " + why)
-}
-
-func ruleShuffleSetOp(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	if str(q.root, "type") != "SET_OPERATION_NODE" {
-		return no("not a set operation")
-	}
-	res, why, err := pb.shuffleSetOp(ctx, q.root)
-	if err != nil || res != nil {
-		return outcome{res: res, why: "set operation shuffles"}, err
-	}
-	return notShuffled(q, why)
-}
-
-func ruleShuffleJoin(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	if str(q.from, "type") != "JOIN" {
-		return no("not a join")
-	}
-	res, why, err := pb.shuffle(ctx, q.root, q.aggs)
-	if err != nil || res != nil {
-		return outcome{res: res, why: "join shuffles"}, err
-	}
-	return notShuffled(q, why)
-}
-
-func ruleShuffleGrouped(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	if q.root == nil || len(pb.b.inputs) != 1 || str(q.root, "type") != "SELECT_NODE" || str(q.from, "type") != "BASE_TABLE" {
-		return no("not a select from one table")
-	}
-	res, why, err := pb.shuffleGrouped(ctx, q.root, q.aggs)
-	if err != nil || res != nil {
-		return outcome{res: res, why: "grouped query shuffles"}, err
-	}
-	return notShuffled(q, why)
-}
-
-func ruleGather(ctx context.Context, pb *planBuilder, q *shape) (outcome, error) {
-	res, err := pb.gatherPlan(ctx, q.why)
-	return outcome{res: res, why: q.why}, err
-}
+// The plans the rules build (rule.go, rule_*.go): scatters, broadcasts,
+// two-phase splits and gathers.
 
 // scanOf describes input i for the plan, with its groups and estimates.
 func (pb *planBuilder) scanOf(ctx context.Context, i int, in *input) *plan.Scan {
@@ -392,12 +143,47 @@ func (pb *planBuilder) split(root node, aggs map[string]bool) (*twoPhase, string
 // finalOver is tp's final step, one instance over every instance of the
 // partial fragment (merging their order for a top-n).
 func (pb *planBuilder) finalOver(partial *plan.Fragment, tp *twoPhase, ph *phases) *plan.Fragment {
+	if n := pb.finalPartitions(partial, tp); n > 1 {
+		keys := make([]string, tp.groups)
+		for j := range keys {
+			keys[j] = engine.Quote(fmt.Sprintf("__g%d", j))
+		}
+		ex := &plan.Exchange{Kind: plan.ExchangeHash, View: partialsView, Keys: [][]string{keys}, Partitions: n, In: []plan.Node{partial}}
+		pb.note("final", "the final aggregate runs in %d partitions of its group keys, each an endpoint", n)
+		return &plan.Fragment{Role: "final", SQL: ph.final, Schema: pb.b.schema, Partitions: n, Place: plan.PlacePartitions,
+			In: []plan.Node{&plan.Aggregate{Phase: plan.Final, Kind: tp.kind, Rows: tp.finalRows, In: ex}}}
+	}
 	ex := &plan.Exchange{Kind: plan.ExchangeGather, View: partialsView, In: []plan.Node{partial}}
 	if tp.kind == "top-n" {
 		ex.Kind, ex.Order = plan.ExchangeMerge, tp.order
 	}
 	return &plan.Fragment{Role: "final", SQL: ph.final, Schema: pb.b.schema, Place: plan.PlaceAny, ChildLimit: ph.childLimit,
 		In: []plan.Node{&plan.Aggregate{Phase: plan.Final, Kind: tp.kind, Rows: tp.finalRows, Global: tp.global, In: ex}}}
+}
+
+// finalPartitions is how many fragments a two-phase aggregate's final
+// runs as: one per live worker (at most ShufflePartitions) when the
+// aggregate groups, keeps no order and no limit, and its input is at
+// least ShuffleBytes — a result that may be as large as its input comes
+// back as one endpoint per partition of the group keys, which clients
+// pull in parallel (each group's partials hash alike, so each group is
+// final in one partition); else 1.
+func (pb *planBuilder) finalPartitions(partial *plan.Fragment, tp *twoPhase) int {
+	// A partial that is itself a hash exchange's consumer keeps one final:
+	// its producers' tickets would nest once more per final partition.
+	if tp.kind != "aggregate" || tp.groups == 0 || tp.global || tp.finalRows > 0 || pb.plan.Ordered || len(pb.workers) < 2 || partial.Partitions > 0 {
+		return 1
+	}
+	var bytes int64
+	plan.Walk(partial, func(n plan.Node) {
+		if s, ok := n.(*plan.Scan); ok {
+			bytes += s.Bytes
+		}
+	})
+	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && bytes < limit {
+		return 1
+	}
+	return min(len(pb.workers), pb.p.opts.ShufflePartitions)
 }
 
 // gatherPlan runs the whole query on one worker, which pulls every

@@ -76,8 +76,15 @@ func (pb *planBuilder) shuffle(ctx context.Context, root node, aggs map[string]b
 		return nil, why, nil
 	}
 	a, b := sj.sides[0].in, sj.sides[1].in
-	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && min(a.bytes, b.bytes) < limit {
-		return nil, fmt.Sprintf("smaller side %s is %d bytes, below the shuffle size %d", a.ref, min(a.bytes, b.bytes), limit), nil
+	if b.bytes < a.bytes {
+		a, b = b, a
+	}
+	if limit := pb.p.opts.ShuffleBytes; limit >= 0 && a.bytes < limit {
+		over, ok := pb.overShare(ctx, a)
+		if !ok {
+			return nil, fmt.Sprintf("smaller side %s is %d bytes, below the shuffle size %d", a.ref, a.bytes, limit), nil
+		}
+		pb.note("cost", "shuffled below the shuffle size %d: %s", limit, over)
 	}
 	if err := pb.b.loadStandIns(ctx, pb.conn); err != nil {
 		return nil, "", err
@@ -120,7 +127,7 @@ func (pb *planBuilder) shuffleable(ctx context.Context, root node) (*shuffleJoin
 		if in.meta != "" {
 			return nil, "metadata table"
 		}
-		if in.bytes > pb.p.opts.BroadcastBytes {
+		if pb.large(ctx, in) {
 			if in.refs != 1 {
 				return nil, fmt.Sprintf("large table %s is read %d times", in.ref, in.refs)
 			}
@@ -354,25 +361,16 @@ func (w *joinWalk) column(n node) (*input, string) {
 // shuffleKeys sets the hash expressions of both sides, cast to one type,
 // or says why the keys cannot hash alike.
 func (pb *planBuilder) shuffleKeys(ctx context.Context, sj *shuffleJoin) string {
-	var types [2]string
-	for i, s := range sj.sides {
-		t := typeNames(ctx, pb.conn, "SELECT "+engine.Quote(s.col)+" FROM "+engine.Quote(s.in.view), 1)
-		if t == nil {
-			return "key type unknown"
-		}
-		types[i] = t[0]
+	a, b := &sj.sides[0], &sj.sides[1]
+	ta, tb := pb.keyType(ctx, a.in, a.col), pb.keyType(ctx, b.in, b.col)
+	if ta == "" || tb == "" {
+		return "key type unknown"
 	}
-	common, ok := hashType(types[0], types[1])
-	if !ok {
-		return fmt.Sprintf("keys of types %s and %s do not hash alike", types[0], types[1])
+	var ok bool
+	if a.hash, ok = hashKey(engine.Quote(a.col), ta, tb); !ok {
+		return fmt.Sprintf("keys of types %s and %s do not hash alike", ta, tb)
 	}
-	for i := range sj.sides {
-		s := &sj.sides[i]
-		s.hash = engine.Quote(s.col)
-		if common != types[i] {
-			s.hash = "CAST(" + s.hash + " AS " + common + ")"
-		}
-	}
+	b.hash, _ = hashKey(engine.Quote(b.col), tb, ta)
 	return ""
 }
 
@@ -546,33 +544,42 @@ func pushedWhere(w *joinWalk, root node, sj *shuffleJoin) {
 		return
 	}
 	for _, c := range whereConjuncts(root) {
-		var owner *input
-		ok := true
-		walk(c, func(n node) bool {
-			switch {
-			case !ok:
-			case str(n, "class") == "PARAMETER" || str(n, "class") == "SUBQUERY":
-				ok = false
-			case str(n, "class") == "FUNCTION" && volatile[strings.ToLower(str(n, "function_name"))]:
-				ok = false
-			case str(n, "class") == "COLUMN_REF":
-				in, _ := w.column(n)
-				if in == nil || (owner != nil && in != owner) {
-					ok = false
-				}
-				owner = in
-			}
-			return ok
-		})
-		if !ok || owner == nil {
+		ins, ok := w.conjunctInputs(c)
+		if !ok || len(ins) != 1 {
 			continue
 		}
+		owner := ins[0]
 		for i := range sj.sides {
 			if sj.sides[i].in == owner {
 				sj.sides[i].where = append(sj.sides[i].where, c)
 			}
 		}
 	}
+}
+
+// conjunctInputs are the inputs whose columns c reads, each once; ok is
+// false when c has a parameter, a subquery, a volatile function or a
+// column of no one input — a conjunct that must stay in the query alone.
+func (w *joinWalk) conjunctInputs(c node) (ins []*input, ok bool) {
+	ok = true
+	walk(c, func(n node) bool {
+		switch {
+		case !ok:
+		case str(n, "class") == "PARAMETER" || str(n, "class") == "SUBQUERY":
+			ok = false
+		case str(n, "class") == "FUNCTION" && volatile[strings.ToLower(str(n, "function_name"))]:
+			ok = false
+		case str(n, "class") == "COLUMN_REF":
+			in, _ := w.column(n)
+			if in == nil {
+				ok = false
+			} else if !slices.Contains(ins, in) {
+				ins = append(ins, in)
+			}
+		}
+		return ok
+	})
+	return ins, ok
 }
 
 // volatile are functions whose value changes between evaluations.

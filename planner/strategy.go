@@ -28,6 +28,9 @@ type twoPhase struct {
 	// return (LIMIT; 0: no cap); global: no group keys, one row each.
 	partialRows, finalRows int64
 	global                 bool
+	// groups is how many group keys an aggregate has: the partial's
+	// columns __g0, __g1, ….
+	groups int
 }
 
 // selectScatterReason says why a SELECT node is not row-wise: the query

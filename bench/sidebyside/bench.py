@@ -16,9 +16,15 @@ One run, one machine, one copy of each dataset:
 4. DuckDB in-process (threads = the machine's CPUs) runs the same queries
    on the Parquet files, --reps times each, in the same run.
 
+Each worker serves /metrics (--http-addr): per query, the bytes the
+workers streamed to one another (icefloe_worker_streamed_bytes_total of
+child tickets: exchanges and gathers) and each worker's and the
+coordinator's CPU seconds (/proc/<pid>/stat), over the timed runs.
+
 Reports per dataset: icefloe's total per worker count next to DuckDB's,
-the ratio, the queries above 3x DuckDB, and the speed-up of the largest
-worker count over 1. Writes --out (JSON) and docs/benchmarks.md's section
+the ratio, the queries above 3x DuckDB, the speed-up of the largest
+worker count over 1, the bytes moved between workers, and a projection
+to 4, 8 and 16 workers from the measured CPU and bytes moved (project()). Writes --out (JSON) and docs/benchmarks.md's section
 between `<!-- sidebyside:begin -->` and `<!-- sidebyside:end -->`.
 Reported, never asserted. Run: `make bench-sidebyside`.
 """
@@ -34,6 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "bench" / "tpch"))
@@ -92,10 +99,54 @@ def timed(fn, reps):
     return statistics.median(ts)
 
 
+CHILD_BYTES = re.compile(r'^icefloe_worker_streamed_bytes_total\{kind="child"\} (\S+)$', re.M)
+
+
+def http_addrs(cl):
+    """The workers' HTTP listeners, from their ready lines."""
+    out = []
+    for line in cl.log:
+        if "icefloe worker ready" in line and "{" in line:
+            out.append(json.loads(line[line.index("{"):]).get("http", ""))
+    return out
+
+
+def moved_bytes(addrs):
+    """Bytes the workers streamed to peers so far, summed."""
+    total = 0.0
+    for a in addrs:
+        if not a:
+            return None
+        with urllib.request.urlopen(f"http://{a}/metrics", timeout=10) as r:
+            m = CHILD_BYTES.search(r.read().decode())
+        total += float(m.group(1)) if m else 0.0
+    return total
+
+
+def cpu_seconds(pid):
+    """User and system CPU seconds of pid so far."""
+    try:
+        f = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def cpu(cl):
+    """{'coordinator': s, 'worker0': s, …} of CPU so far."""
+    out = {"coordinator": cpu_seconds(cl.proc.pid)}
+    for i, w in enumerate(cl.workers):
+        out[f"worker{i}"] = cpu_seconds(w.pid)
+    return out
+
+
 def run_cluster(binary, work, ds, workers, args, ref):
     """Runs every query of ds on a cluster of workers; returns per-query rows."""
     rows = {}
-    with tpch.Cluster(binary, work, workers=workers, pin=pins(workers, args.pin)) as cl:
+    extra = ("--config", args.coordinator_config) if args.coordinator_config else ()
+    with tpch.Cluster(binary, work, workers=workers, pin=pins(workers, args.pin), args=("--http-addr", "127.0.0.1:0"),
+                      coordinator_args=extra) as cl:
+        addrs = http_addrs(cl)
         conn = tpcds.connect(cl.uri, args.timeout)
         try:
             for name, sql in ds["queries"]:
@@ -103,7 +154,12 @@ def run_cluster(binary, work, ds, workers, args, ref):
                 try:
                     got = tpch.run_icefloe(conn, sql)
                     r["answer"] = tpcds.answer(got, tpch.run_duckdb(ref, sql), sql, ref)
+                    b0, c0 = moved_bytes(addrs), cpu(cl)
                     r["seconds"] = timed(lambda: tpch.run_icefloe(conn, sql), args.reps)
+                    b1, c1 = moved_bytes(addrs), cpu(cl)
+                    # Per run of the query: the timed runs' median is one run.
+                    r["moved_bytes"] = (b1 - b0) / args.reps if b0 is not None and b1 is not None else None
+                    r["cpu_s"] = {k: (c1[k] - c0[k]) / args.reps for k in c0}
                 except Exception as e:  # noqa: BLE001 - reported per query
                     r["error"] = str(e).splitlines()[0][:300]
                 r["peak_rss"] = cl.peak_rss()
@@ -222,18 +278,52 @@ def summary(res):
                 "wrong": [q for q, r in rows.items() if r.get("answer") not in ("same", "same rows")],
                 "peak_rss_worker_max": max((v or 0) for r in rows.values()
                                            for k, v in r["peak_rss"].items() if k.startswith("worker"))}
+        s[w]["moved_bytes"] = sum(rows[q].get("moved_bytes") or 0 for q in ok)
+        s[w]["multi_worker"] = sum(1 for q in ok if (rows[q].get("moved_bytes") or 0) > 0)
+        s[w]["worker_cpu_s"] = sum(v for q in ok for k, v in rows[q].get("cpu_s", {}).items() if k.startswith("worker"))
+        s[w]["coordinator_cpu_s"] = sum(rows[q].get("cpu_s", {}).get("coordinator", 0) for q in ok)
     ws = sorted(runs, key=int)
     if len(ws) > 1 and s[ws[-1]]["total_s"]:
         s["speedup"] = s[ws[0]]["total_s"] / s[ws[-1]]["total_s"]
+    if ws:
+        s["projection"] = project(s[ws[-1]], int(ws[-1]))
     return s
+
+
+# The network a projection assumes between workers: 10 Gbit/s, of which a
+# transfer gets about 80%.
+LINK_BYTES_S = 10e9 / 8 * 0.8
+
+
+def project(m, measured_workers, counts=(4, 8, 16)):
+    """Projects the total time to more workers from the run with
+    measured_workers: the workers' CPU divides over the workers (the
+    work of a perfect split), the bytes moved between workers grow as the
+    share of rows that land on another worker, (n-1)/n, and go over the
+    link in parallel, one link per worker; the coordinator's CPU does not
+    divide. Each count's figure is the largest of the three — which one
+    names the bottleneck. A model, not a measurement: skew, stragglers and
+    the per-ticket overhead that grows with the fragments are not in it."""
+    n0 = measured_workers
+    cpu, coord = m["worker_cpu_s"], m["coordinator_cpu_s"]
+    moved_per_share = m["moved_bytes"] / ((n0 - 1) / n0) if n0 > 1 else None
+    out = {}
+    for n in counts:
+        parts = {"workers' CPU": cpu / n, "coordinator": coord}
+        if moved_per_share is not None:
+            parts["exchanges"] = moved_per_share * (n - 1) / n / (LINK_BYTES_S * n)
+        bound = max(parts, key=parts.get)
+        out[str(n)] = {"seconds": parts[bound], "bound": bound, "parts": parts}
+    return out
 
 
 def markdown(all_res):
     lines = [f"Measured {all_res['started']} on {all_res['cpus']} CPUs, load average "
              f"{all_res['loadavg_start'][0]:.1f} at the start and {all_res['loadavg_end'][0]:.1f} at the end; "
              f"median of {all_res['reps']} runs per query; workers pinned: {all_res['pin']}.", "",
-             "| dataset | workers | icefloe total | DuckDB total | ratio | queries above 3× DuckDB | wrong | peak worker RSS |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| dataset | workers | icefloe total | DuckDB total | ratio | queries above 3× DuckDB | wrong | peak worker RSS "
+             "| moved between workers | queries on >1 worker | workers' CPU | coordinator CPU |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for res in all_res["datasets"]:
         s = res["summary"]
         for w in sorted(res["workers"], key=int):
@@ -243,7 +333,8 @@ def markdown(all_res):
                 above += f", … ({len(x['above_3x'])} in all)"
             lines.append(f"| {res['name']} | {w} | {x['total_s']:.2f} s | {s['duckdb_total_s']:.2f} s | "
                          f"{x['ratio']:.2f}× | {above} | {', '.join(x['wrong']) or 'none'} | "
-                         f"{x['peak_rss_worker_max'] / 2**20:.0f} MiB |")
+                         f"{x['peak_rss_worker_max'] / 2**20:.0f} MiB | {x['moved_bytes'] / 2**20:.1f} MiB | "
+                         f"{x['multi_worker']} of {s['answered_right']} | {x['worker_cpu_s']:.2f} s | {x['coordinator_cpu_s']:.2f} s |")
     lines.append("")
     for res in all_res["datasets"]:
         s = res["summary"]
@@ -251,6 +342,16 @@ def markdown(all_res):
             ws = sorted(res["workers"], key=int)
             lines.append(f"- {res['name']}: {ws[-1]} pinned workers are {s['speedup']:.2f}× as fast as {ws[0]} "
                          f"(over the {s['answered_right']} of {s['queries']} queries every run answered right).")
+    lines += ["", "Projected past the measured workers (project() in bench/sidebyside/bench.py: the workers' CPU "
+              "divides, the bytes moved grow as (n-1)/n over one 10 Gbit/s link per worker, the coordinator's CPU "
+              "stays; the largest of the three bounds the total):", "",
+              "| dataset | measured on | 4 workers | 8 workers | 16 workers |", "|---|---|---|---|---|"]
+    for res in all_res["datasets"]:
+        s = res["summary"]
+        if "projection" not in s:
+            continue
+        cells = [f"{p['seconds']:.2f} s ({p['bound']})" for p in s["projection"].values()]
+        lines.append(f"| {res['name']} | {max(res['workers'], key=int)} workers | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -278,6 +379,8 @@ def main():
     ap.add_argument("--memory-sf", default="", help="TPC-H scale factor of the gather-vs-shuffle memory run "
                     "(default: the largest --tpch-sf; 'none' skips it)")
     ap.add_argument("--no-docs", dest="docs", action="store_false", help="do not rewrite docs/benchmarks.md")
+    ap.add_argument("--coordinator-config", default="", help="a config file for the timed clusters' coordinator "
+                    "(e.g. broadcast_bytes: 1 and shuffle_bytes: -1 to shuffle what can be)")
     args = ap.parse_args()
     # SIGTERM unwinds like Ctrl-C, so every cluster started is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -312,7 +415,7 @@ def main():
     print(md)
     if args.docs:
         write_docs(md)
-    wrong = [r["name"] for r in all_res["datasets"] for w in r["summary"] if isinstance(r["summary"][w], dict)
+    wrong = [r["name"] for r in all_res["datasets"] for w in r["summary"] if isinstance(r["summary"][w], dict) and "wrong" in r["summary"][w]
              and r["summary"][w]["wrong"]]
     log(f"results in {out}")
     return 1 if wrong else 0
