@@ -39,7 +39,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if !ok {
 		return 0, ToStatus(fmt.Errorf("%w: bulk ingest", planner.ErrUnsupported))
 	}
-	rows := &budgetedRows{RecordReader: rdr, mem: s.alloc}
+	rows := &budgetedRows{RecordReader: checkedRows(rdr), mem: s.alloc}
 	defer rows.done()
 	in := statement.Ingest{Catalog: cmd.GetCatalog(), Schema: cmd.GetSchema(), Table: cmd.GetTable(), Rows: rows}
 	if opts := cmd.GetTableDefinitionOptions(); opts != nil {

@@ -54,7 +54,8 @@ func (s *Server) parameterSchema(ctx context.Context, sess planner.Session, st *
 
 // readParams reads a parameter stream to its end and returns its batches
 // (retained: the caller releases them) and whether it had any column.
-func readParams(rdr flight.MessageReader) ([]arrow.RecordBatch, error) {
+func readParams(stream flight.MessageReader) ([]arrow.RecordBatch, error) {
+	rdr := checkedRows(stream)
 	var recs []arrow.RecordBatch
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
