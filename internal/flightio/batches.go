@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/util"
 	"google.golang.org/grpc/status"
 )
 
@@ -16,7 +18,7 @@ var ErrMalformed = errors.New("flightio: malformed Arrow stream")
 
 // Checked wraps a client's DoPut stream of record batches (bulk ingest,
 // bound parameters) so each batch is checked whole before anything reads
-// it: it must be valid Arrow as array.ValidateRecordFull checks it
+// it: it must be valid Arrow as array.ValidateFull checks each column
 // (buffers as long as the lengths and offsets say, offsets non-negative,
 // increasing and within their values, children as long as their parents
 // need, view buffers that exist, dictionary indices within their
@@ -38,12 +40,33 @@ func (r *checked) Next() bool {
 		return false
 	}
 	r.batches++
-	if err := array.ValidateRecordFull(r.RecordReader.RecordBatch()); err != nil {
-		r.err = fmt.Errorf("%w: batch %d of the stream is not valid Arrow: %v", ErrMalformed, r.batches, err)
+	rec := r.RecordReader.RecordBatch()
+	for i, col := range rec.Columns() {
+		// A column of type null has no buffers to misread (arrow-go's
+		// IPC reader gives it none, which its validator refuses as a
+		// layout missing one); its length is bounded below.
+		if col.DataType().ID() == arrow.NULL {
+			continue
+		}
+		if err := array.ValidateFull(col); err != nil {
+			r.err = fmt.Errorf("%w: batch %d of the stream is not valid Arrow: column %d (%s): %v", ErrMalformed, r.batches, i, rec.Schema().Field(i).Name, err)
+			return false
+		}
+	}
+	// Columns without buffers (type null) take any length the client
+	// claims: a batch may not claim more rows than its bytes could hold
+	// (a bit each), beyond maxBarrenRows, or filling in its missing
+	// columns would allocate what the client chose.
+	if size := util.TotalRecordSize(rec); rec.NumRows() > 8*size+maxBarrenRows {
+		r.err = fmt.Errorf("%w: batch %d of the stream claims %d rows in %d bytes", ErrMalformed, r.batches, rec.NumRows(), size)
 		return false
 	}
 	return true
 }
+
+// maxBarrenRows is the most rows a batch may claim beyond one per bit of
+// its buffers.
+const maxBarrenRows = 1 << 16
 
 func (r *checked) Err() error {
 	if r.err != nil {

@@ -66,6 +66,15 @@ func patch(t testing.TB, b, old, new []byte, n int) []byte {
 	return out
 }
 
+// patchAll replaces every occurrence of old in b with new.
+func patchAll(t testing.TB, b, old, new []byte) []byte {
+	t.Helper()
+	if !bytes.Contains(b, old) {
+		t.Fatalf("pattern %x not found", old)
+	}
+	return bytes.ReplaceAll(b, old, new)
+}
+
 func le32(vs ...int32) []byte {
 	var out []byte
 	for _, v := range vs {
@@ -158,7 +167,11 @@ func Streams(t testing.TB) map[string][]byte {
 		}
 	}
 
+	nul := arrow.NewSchema([]arrow.Field{{Name: "z", Type: arrow.Null, Nullable: true}}, nil)
+	nulls := stream(t, array.NewRecordBatch(nul, []arrow.Array{array.NewNull(77)}, 77))
+
 	return map[string][]byte{
+		"null column of 2^40 rows":         patchAll(t, nulls, le64(77), le64(1<<40)),
 		"string offset past the data":      patch(t, strs, le32(0, 2, 4, 6), le32(0, 2, 4, 4096), 0),
 		"negative string offset":           patch(t, strs, le32(0, 2, 4, 6), le32(0, -1, 4, 6), 0),
 		"decreasing string offsets":        patch(t, strs, le32(0, 2, 4, 6), le32(0, 4, 2, 6), 0),
@@ -195,6 +208,7 @@ func Seeds(t testing.TB) [][]byte {
 		mk(arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64), `[{"c":[{"key":"a","value":1}]}]`),
 		mk(arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, arrow.Field{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true}), `[{"c":{"a":1,"b":"x"}},{"c":null}]`),
 		mk(&arrow.Decimal128Type{Precision: 10, Scale: 2}, `[{"c":"1.25"}]`),
+		stream(t, array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "z", Type: arrow.Null, Nullable: true}}, nil), []arrow.Array{array.NewNull(77)}, 77)),
 		mk(arrow.FixedWidthTypes.Date32, `[{"c":"2020-01-01"}]`),
 	}
 }
