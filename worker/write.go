@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -157,14 +158,18 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 	}
 	defer rdr.Release()
 	// The first batch tells the row width the row groups are sized by.
+	// Whoever takes it (the records below, or this function's end if
+	// they never do) releases it.
 	var first arrow.RecordBatch
+	var firstHeld atomic.Pointer[arrow.RecordBatch]
 	if rdr.Next() {
 		first = rdr.RecordBatch()
 		first.Retain()
+		firstHeld.Store(&first)
 	}
 	defer func() {
-		if first != nil {
-			first.Release()
+		if p := firstHeld.Swap(nil); p != nil {
+			(*p).Release()
 		}
 	}()
 	copyCols := partitionStringColumns(tbl, target)
@@ -186,8 +191,8 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 				held.Release()
 				held = nil
 			}
-			if first != nil {
-				held, first = first, nil
+			if p := firstHeld.Swap(nil); p != nil {
+				held = *p
 				return held
 			}
 			if rdr.Next() {
