@@ -14,6 +14,7 @@ import (
 	"github.com/icefloe/icefloe/internal/admit"
 	"github.com/icefloe/icefloe/internal/commit"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/membership"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/internal/queryreg"
@@ -70,6 +71,7 @@ var codeTable = []struct {
 	{ErrNotQuery, codes.InvalidArgument},
 	{ErrSessionOption, codes.InvalidArgument},
 	{wire.ErrMalformed, codes.InvalidArgument},
+	{flightio.ErrMalformed, codes.InvalidArgument},
 	{wire.ErrVersion, codes.InvalidArgument},
 	{wire.ErrUnsealed, codes.InvalidArgument},
 	{wire.ErrExpired, codes.InvalidArgument},
@@ -153,7 +155,7 @@ func userMessage(err error) string {
 // packagePrefix matches the prefix icefloe's sentinel errors carry, at
 // the start of a message or of a wrapped one (after ": " or "; "), never
 // a word inside a sentence ("no live worker: …").
-var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|parse|commit|catalog|flightsql|conform|engine|wire|worker|directscan|orphans|sqltok): `)
+var packagePrefix = regexp.MustCompile(`(^|: |; |\()(?:planner|parse|commit|catalog|flightsql|flightio|conform|engine|wire|worker|directscan|orphans|sqltok): `)
 
 // KeyMaxStatementBytes is the config key of Options.MaxStatementBytes.
 const KeyMaxStatementBytes = "limits.max_statement_bytes"

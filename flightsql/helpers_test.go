@@ -266,7 +266,9 @@ type env struct {
 	mem     *memory.CheckedAllocator
 }
 
-func start(t *testing.T) *env {
+// start starts a server of the fake planner; each opt may change its
+// Options first.
+func start(t *testing.T, opts ...func(*Options)) *env {
 	t.Helper()
 	e := &env{planner: &fakePlanner{}}
 	mounts := fixture(t)
@@ -278,7 +280,11 @@ func start(t *testing.T) *env {
 	}
 	pool := flightclient.NewPool(flightclient.Options{}, 0)
 	t.Cleanup(func() { pool.Close() })
-	e.srv, err = New(Options{Backend: e.planner, Mounts: mounts, Key: e.key, Flight: pool, Allocator: srvMem, Version: "test"})
+	o := Options{Backend: e.planner, Mounts: mounts, Key: e.key, Flight: pool, Allocator: srvMem, Version: "test"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	e.srv, err = New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/icefloe/icefloe/internal/audit"
+	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/membudget"
 	"github.com/icefloe/icefloe/planner"
 	"github.com/icefloe/icefloe/statement"
@@ -39,7 +40,7 @@ func (s *Server) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.
 	if ing == nil {
 		return 0, ToStatus(fmt.Errorf("%w: bulk ingest", planner.ErrUnsupported))
 	}
-	rows := &budgetedRows{RecordReader: rdr, mem: s.alloc}
+	rows := &budgetedRows{RecordReader: flightio.Checked(rdr), mem: s.alloc}
 	defer rows.done()
 	in := statement.Ingest{Catalog: cmd.GetCatalog(), Schema: cmd.GetSchema(), Table: cmd.GetTable(), Rows: rows}
 	if opts := cmd.GetTableDefinitionOptions(); opts != nil {

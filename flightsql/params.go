@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/icefloe/icefloe/internal/flightio"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/internal/queryreg"
 	"github.com/icefloe/icefloe/planner"
@@ -54,7 +55,8 @@ func (s *Server) parameterSchema(ctx context.Context, sess planner.Session, st *
 
 // readParams reads a parameter stream to its end and returns its batches
 // (retained: the caller releases them) and whether it had any column.
-func readParams(rdr flight.MessageReader) ([]arrow.RecordBatch, error) {
+func readParams(stream flight.MessageReader) ([]arrow.RecordBatch, error) {
+	rdr := flightio.Checked(stream)
 	var recs []arrow.RecordBatch
 	for rdr.Next() {
 		rec := rdr.RecordBatch()

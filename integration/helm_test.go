@@ -2,11 +2,13 @@ package integration
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,6 +87,11 @@ func TestHelmChart(t *testing.T) {
 	if out, err := run(t, ".", helm, "template", "r", chartDir, "--kube-version", kubeVersion); err == nil || !strings.Contains(out, "ticketKey.value") {
 		t.Fatalf("rendering without a ticket key must fail naming ticketKey.value:\n%s", out)
 	}
+	// Auth off must be asked for: the pods would not start otherwise.
+	if out, err := run(t, ".", helm, "template", "r", chartDir, "--kube-version", kubeVersion,
+		"--set", "ticketKey.value=k", "--set", "auth.enabled=false"); err == nil || !strings.Contains(out, "insecureNoAuth") {
+		t.Fatalf("rendering with auth off and without insecureNoAuth must fail naming insecureNoAuth:\n%s", out)
+	}
 	values, _ := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
 	if len(values) < 3 {
 		t.Fatalf("values files: %v", values)
@@ -114,6 +121,9 @@ func TestHelmChart(t *testing.T) {
 func checkRendered(t *testing.T, rendered string, keda, dashboard bool) {
 	t.Helper()
 	kinds := map[string]int{}
+	secrets := map[string]map[string]string{}
+	var configs map[string]any
+	var deployments []map[string]any
 	dec := yaml.NewDecoder(strings.NewReader(rendered))
 	for {
 		var doc map[string]any
@@ -132,9 +142,25 @@ func checkRendered(t *testing.T, rendered string, keda, dashboard bool) {
 				break
 			}
 			checkConfigs(t, doc)
+			configs, _ = doc["data"].(map[string]any)
 		case "Deployment":
 			checkPods(t, doc)
+			deployments = append(deployments, doc)
+		case "Secret":
+			name, _ := dig(doc, "metadata", "name").(string)
+			secrets[name] = map[string]string{}
+			data, _ := doc["data"].(map[string]any)
+			for k, v := range data {
+				b, err := base64.StdEncoding.DecodeString(fmt.Sprint(v))
+				if err != nil {
+					t.Fatalf("secret %s key %s: %v", name, k, err)
+				}
+				secrets[name][k] = string(b)
+			}
 		}
+	}
+	for _, d := range deployments {
+		checkCommandLine(t, d, configs, secrets)
 	}
 	want := map[string]int{"Deployment": 2, "Service": 2, "PodDisruptionBudget": 2, "ConfigMap": 1}
 	if keda {
@@ -184,7 +210,8 @@ func checkConfigs(t *testing.T, cm map[string]any) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(bin, "config", "check", f)
-		cmd.Env = append(os.Environ(), "POD_IP=10.0.0.7", "S3_ACCESS_KEY_ID=k", "S3_SECRET_ACCESS_KEY=s")
+		cmd.Env = append(os.Environ(), "POD_IP=10.0.0.7", "S3_ACCESS_KEY_ID=k", "S3_SECRET_ACCESS_KEY=s",
+			"ICEFLOE_ADMIN_PASSWORD_HASH=$2a$10$Q19HngC4fFFuCATwXaUgU.auYiS/F8zZvVZYG52yfuj3z/vwbZZge") // bcrypt of change-me
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("icefloe config check %s: %v\n%s\n%s", name, err, out, text)
 		}
@@ -220,6 +247,85 @@ func checkPods(t *testing.T, d map[string]any) {
 	}
 	if dig(ann, "prometheus.io/scrape") != "true" || !named {
 		t.Errorf("%s: not scraped on its http port: annotations %v, ports %v", args[0], ann, c["ports"])
+	}
+}
+
+// checkCommandLine runs a Deployment's container command line — its args,
+// its config file from the ConfigMap, its environment from the rendered
+// Secrets — through the binary with --check: the flag parser and the
+// start-up checks (ticket key, auth:, listeners allowed without auth)
+// must pass, so the pod starts. With its config's auth: removed, the same
+// command line must pass only with --insecure-no-auth.
+func checkCommandLine(t *testing.T, d map[string]any, configs map[string]any, secrets map[string]map[string]string) {
+	t.Helper()
+	bin := icefloeBin(t)
+	c := dig(d, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)
+	dir := t.TempDir()
+	var args []string
+	var config string
+	for _, a := range c["args"].([]any) {
+		arg := fmt.Sprint(a)
+		if name, ok := strings.CutPrefix(arg, "/etc/icefloe/"); ok {
+			text, _ := configs[name].(string)
+			if text == "" {
+				t.Fatalf("args name %s, which the ConfigMap lacks", arg)
+			}
+			// The pod's own data folder, writable here.
+			text = strings.ReplaceAll(text, "data_dir: /var/lib/icefloe", "data_dir: "+filepath.Join(dir, "data"))
+			config = filepath.Join(dir, name)
+			if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			arg = config
+		}
+		args = append(args, arg)
+	}
+	env := os.Environ()
+	for _, e := range c["env"].([]any) {
+		em := e.(map[string]any)
+		name := fmt.Sprint(em["name"])
+		switch {
+		case dig(em, "valueFrom", "secretKeyRef") != nil:
+			sec, key := fmt.Sprint(dig(em, "valueFrom", "secretKeyRef", "name")), fmt.Sprint(dig(em, "valueFrom", "secretKeyRef", "key"))
+			v, ok := secrets[sec][key]
+			switch {
+			case !ok && secrets[sec] != nil:
+				t.Fatalf("env %s: the chart's secret %s has no key %s", name, sec, key)
+			case !ok:
+				// A Secret the operator made (an existingSecret value).
+				v = "operator-secret-" + key
+			}
+			env = append(env, name+"="+v)
+		case dig(em, "valueFrom", "fieldRef") != nil:
+			env = append(env, name+"=10.0.0.7")
+		default:
+			env = append(env, fmt.Sprintf("%s=%v", name, em["value"]))
+		}
+	}
+	env = append(env, "S3_ACCESS_KEY_ID=k", "S3_SECRET_ACCESS_KEY=s")
+	runCheck := func(args []string) (string, error) {
+		cmd := exec.Command(bin, append(args, "--check")...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := runCheck(args); err != nil {
+		t.Fatalf("%s: the pod's command line does not start: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if !slices.Contains(args, "--insecure-no-auth") {
+		// The check is the one that refuses an open listener: the same
+		// command line without auth: fails it.
+		text, _ := os.ReadFile(config)
+		i := strings.Index(string(text), "\nauth:\n")
+		if i < 0 {
+			t.Fatalf("%s: neither auth: nor --insecure-no-auth:\n%s", config, text)
+		}
+		if err := os.WriteFile(config, text[:i+1], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := runCheck(args); err == nil || !strings.Contains(out, "--insecure-no-auth") {
+			t.Fatalf("%s without auth: passed --check: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 }
 

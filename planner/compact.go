@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/internal/engine"
+	"github.com/icefloe/icefloe/internal/icemeta"
 	"github.com/icefloe/icefloe/internal/parse"
 	"github.com/icefloe/icefloe/planner/plan"
 	"github.com/icefloe/icefloe/wire"
@@ -237,11 +237,7 @@ func packByPartition(files []*dataFileTasks, target int64) [][]*dataFileTasks {
 	parts := map[string][]*dataFileTasks{}
 	var keys []string
 	for _, f := range files {
-		p := f.file.Partition()
-		k := fmt.Sprint(f.file.SpecID())
-		for _, id := range slices.Sorted(maps.Keys(p)) {
-			k += fmt.Sprintf("|%d=%v", id, p[id])
-		}
+		k := icemeta.PartitionKey(f.file)
 		if _, ok := parts[k]; !ok {
 			keys = append(keys, k)
 		}

@@ -48,6 +48,10 @@ const DefaultBatchRows = 64 * 1024
 // the 16 MiB clients accept in one message by default (ADBC, gRPC).
 const DefaultBatchBytes = 8 << 20
 
+// DefaultWriteRowGroupBytes is the Arrow bytes of rows a write fragment
+// buffers per open data file before flushing a row group.
+const DefaultWriteRowGroupBytes = 32 << 20
+
 // DefaultFlushAfter is how long a worker lets merged rows wait for more
 // before it sends them in a smaller batch.
 const DefaultFlushAfter = 100 * time.Millisecond
@@ -96,6 +100,12 @@ type Options struct {
 	// BatchBytes cuts a batch short of BatchRows where its rows would pass
 	// this many bytes; 0 means DefaultBatchBytes.
 	BatchBytes int64
+	// WriteRowGroupBytes bounds the rows a write fragment buffers per
+	// open data file before it flushes them as a Parquet row group (rows
+	// sized by the fragment's first batch); 0 means
+	// DefaultWriteRowGroupBytes. The table's own
+	// write.parquet.row-group-size-bytes still applies when smaller.
+	WriteRowGroupBytes int64
 	// FlushAfter is how long merged rows may wait for more before they
 	// are sent short of BatchRows, so a slow fragment's first rows leave
 	// early; 0 means DefaultFlushAfter.
@@ -142,6 +152,9 @@ func (o Options) Validate() error {
 	}
 	if o.BatchRows < 0 {
 		errs = append(errs, fmt.Errorf("worker: BatchRows must be >= 0, got %d", o.BatchRows))
+	}
+	if o.WriteRowGroupBytes < 0 {
+		errs = append(errs, fmt.Errorf("worker: WriteRowGroupBytes must be >= 0, got %d", o.WriteRowGroupBytes))
 	}
 	if o.BatchBytes < 0 {
 		errs = append(errs, fmt.Errorf("worker: BatchBytes must be >= 0, got %d", o.BatchBytes))
@@ -232,6 +245,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.BatchBytes == 0 {
 		o.BatchBytes = DefaultBatchBytes
+	}
+	if o.WriteRowGroupBytes == 0 {
+		o.WriteRowGroupBytes = DefaultWriteRowGroupBytes
 	}
 	if o.ExchangeMemory == 0 {
 		o.ExchangeMemory = DefaultExchangeMemory

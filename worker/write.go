@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/codec"
 	"github.com/apache/iceberg-go/table"
@@ -147,12 +149,29 @@ func (s *Server) write(ctx context.Context, conn *engine.Conn, t *wire.Ticket, s
 func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.Table, target *arrow.Schema, query string, w *wire.Write, id uuid.UUID) ([]iceberg.DataFile, error) {
 	// DuckDB hands out chunks of 2048 rows; a partitioned writer splits
 	// every batch by partition, so the stream merges them to BatchRows
-	// rows (into Go memory) first.
-	rdr, err := conn.Query(ctx, query, engine.QueryOptions{BatchRows: s.opts.BatchRows, Allocator: s.opts.Allocator})
+	// rows (into Go memory) first, and to no more than BatchBytes: what
+	// the writer holds is counted in batches (writeQueueBatches), so a
+	// batch must be bounded by bytes too.
+	rdr, err := conn.Query(ctx, query, engine.QueryOptions{BatchRows: s.opts.BatchRows, BatchBytes: s.opts.BatchBytes, Allocator: s.opts.Allocator})
 	if err != nil {
 		return nil, &queryError{err: err}
 	}
 	defer rdr.Release()
+	// The first batch tells the row width the row groups are sized by.
+	// Whoever takes it (the records below, or this function's end if
+	// they never do) releases it.
+	var first arrow.RecordBatch
+	var firstHeld atomic.Pointer[arrow.RecordBatch]
+	if rdr.Next() {
+		first = rdr.RecordBatch()
+		first.Retain()
+		firstHeld.Store(&first)
+	}
+	defer func() {
+		if p := firstHeld.Swap(nil); p != nil {
+			(*p).Release()
+		}
+	}()
 	copyCols := partitionStringColumns(tbl, target)
 	var convErr error
 	records := func(yield func(arrow.RecordBatch, error) bool) {
@@ -161,8 +180,27 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 			yield(nil, err)
 		}
 		var seen int64
-		for rdr.Next() {
-			rec := rdr.RecordBatch()
+		var held arrow.RecordBatch // first, until the next batch
+		defer func() {
+			if held != nil {
+				held.Release()
+			}
+		}()
+		next := func() arrow.RecordBatch {
+			if held != nil {
+				held.Release()
+				held = nil
+			}
+			if p := firstHeld.Swap(nil); p != nil {
+				held = *p
+				return held
+			}
+			if rdr.Next() {
+				return rdr.RecordBatch()
+			}
+			return nil
+		}
+		for rec := next(); rec != nil; rec = next() {
 			out, err := conform.Record(s.opts.Allocator, rec, target, seen)
 			seen += rec.NumRows()
 			if err == nil && len(copyCols) > 0 {
@@ -189,8 +227,14 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 	}
 	// One writer goroutine: a worker already runs a fragment per slot, and
 	// the rows arrive ordered by partition, so each open partition file
-	// fills before the next one starts.
-	opts = append(opts, table.WithMaxWriteWorkers(1))
+	// fills before the next one starts. Each open file's writer queues
+	// at most writeQueueBatches batches (iceberg-go's default is 64) and
+	// buffers a row group of about WriteRowGroupBytes before it is
+	// flushed, so what a write holds is bounded by bytes.
+	opts = append(opts, table.WithMaxWriteWorkers(1), table.WithRecordBatchBufferSize(writeQueueBatches))
+	if n := rowGroupRows(first, s.opts.WriteRowGroupBytes); n > 0 {
+		opts = append(opts, table.WithParquetRowGroupLimit(n))
+	}
 	var files []iceberg.DataFile
 	for df, err := range icemeta.Write(ctx, tbl, target, records, id, opts...) {
 		if err != nil {
@@ -208,6 +252,21 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 		files = append(files, df)
 	}
 	return files, ctx.Err()
+}
+
+// writeQueueBatches is how many batches each open data file's writer
+// queues ahead of the one it writes.
+const writeQueueBatches = 2
+
+// rowGroupRows is the row count of a row group of about bytes, for rows
+// as wide as rec's (in Arrow memory; Parquet's encoded pages are as
+// large or smaller); 0 when rec is nil or empty.
+func rowGroupRows(rec arrow.RecordBatch, bytes int64) int {
+	if rec == nil || rec.NumRows() == 0 || bytes <= 0 {
+		return 0
+	}
+	perRow := max(util.TotalRecordSize(rec)/rec.NumRows(), 1)
+	return int(max(bytes/perRow, 1))
 }
 
 // fileSchema is the schema of the files a fragment writes: the table's,

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/apache/iceberg-go/codec"
@@ -222,4 +225,95 @@ func TestDoPutIngestShare(t *testing.T) {
 	// A query ticket is not an ingest ticket.
 	_, err = put(f.seal(f.ticket(`SELECT * FROM v`, f.scanOf(f.tbl, "v", nil, nil, false))), []int64{1}, false)
 	wantCode(t, err, codes.InvalidArgument, "not an ingest ticket")
+}
+
+// peakAllocator counts the most bytes outstanding at once.
+type peakAllocator struct {
+	memory.Allocator
+	mu        sync.Mutex
+	cur, peak int64
+}
+
+func (a *peakAllocator) add(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cur += int64(n)
+	a.peak = max(a.peak, a.cur)
+}
+
+func (a *peakAllocator) Allocate(n int) []byte {
+	a.add(n)
+	return a.Allocator.Allocate(n)
+}
+
+func (a *peakAllocator) Reallocate(n int, b []byte) []byte {
+	a.add(n - len(b))
+	return a.Allocator.Reallocate(n, b)
+}
+
+func (a *peakAllocator) Free(b []byte) {
+	a.add(-len(b))
+	a.Allocator.Free(b)
+}
+
+// TestWriteFragmentBoundedBytes: a write fragment of ~100 MiB of rows (a
+// big CTAS) holds a few batches of at most BatchBytes at a time, not
+// BatchRows-row batches queued 64 deep, and the heap returns to about
+// where it started once the write is done.
+func TestWriteFragmentBoundedBytes(t *testing.T) {
+	const batchBytes, rowGroupBytes = 1 << 20, 4 << 20
+	var peak *peakAllocator
+	f := newFixture(t, func(o *Options) {
+		peak = &peakAllocator{Allocator: o.Allocator}
+		o.Allocator = peak
+		o.BatchBytes = batchBytes
+		o.WriteRowGroupBytes = rowGroupBytes
+	})
+	const rows = 200_000
+	tkt, w := f.writeTicket(fmt.Sprintf(`SELECT i, repeat('x', 500) || i::VARCHAR, (i %% 4)::INTEGER FROM range(%d) t(i)`, rows), false, "")
+	w.Project, w.InputColumns = `CAST(__q.__c0 AS BIGINT) AS "id", CAST(__q.__c1 AS VARCHAR) AS "s", CAST(__q.__c2 AS INTEGER) AS "g"`, 3
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	results := f.writeResults(f.doGet(f.ctx, f.seal(tkt)))
+	var n int64
+	md := f.tbl.Metadata()
+	for _, r := range results {
+		n += r.Rows
+		df, err := codec.DecodeDataFile(r.DataFile, *md.PartitionSpecByID(r.SpecID), md.CurrentSchema(), md.Version())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := file.OpenParquetFile(strings.TrimPrefix(df.FilePath(), "file://"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Rows of ~510 bytes: a row group of 4 MiB holds ~8,200 of them.
+		for i := 0; i < pf.NumRowGroups(); i++ {
+			if got := pf.RowGroup(i).NumRows(); got > 9000 {
+				t.Errorf("%s: row group %d has %d rows, more than %d bytes' worth", df.FilePath(), i, got, rowGroupBytes)
+			}
+		}
+		pf.Close()
+	}
+	if n != rows {
+		t.Fatalf("wrote %d rows, want %d", n, rows)
+	}
+	// Held at once: the batch being merged, the one being conformed and
+	// written, and writeQueueBatches queued — each at most BatchBytes
+	// plus one DuckDB chunk (2048 rows of ~500 bytes, 1 MiB).
+	if limit := int64(8 * 2 * batchBytes); peak.peak > limit {
+		t.Errorf("the write held %d bytes of batches at once; want at most %d", peak.peak, limit)
+	}
+	// Twice: sync.Pool entries (arrow-go's and Parquet's buffers) survive
+	// one collection.
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("peak batches %d bytes; heap %d → %d bytes", peak.peak, before.HeapAlloc, after.HeapAlloc)
+	if grown > 32<<20 {
+		t.Errorf("the heap grew by %d bytes over the write and stayed", grown)
+	}
 }

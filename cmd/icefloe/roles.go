@@ -356,6 +356,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	workerDNS := r.fs.String("worker-dns", "", "host:port: the workers are every address host resolves to (e.g. a Kubernetes headless service), resolved again every 5s")
 	r.fs.Var(&directDirs, "direct-dir", "a local warehouse directory every worker reads with DuckDB's Parquet reader (same path on every host; repeat for each): gathered queries over it are read in place by one worker")
 	workerCache := r.fs.Bool("worker-data-cache", true, "the workers run with a data cache and direct Parquet scans (their defaults): gathered queries over object-store tables are read in place by one worker, from its copies")
+	check := r.fs.Bool("check", false, checkUsage)
 	if err := r.parse(args); err != nil {
 		return err
 	}
@@ -371,6 +372,9 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 	}
 	log, ready := startLogger(stderr)
 	defer log.Sync()
+	if *check {
+		return r.preflight(key, log)
+	}
 	stopTracing, err := r.startTracing(ctx, "icefloe-coordinator", log)
 	if err != nil {
 		return err
@@ -490,6 +494,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	var announce stringList
 	r.fs.Var(&announce, "announce", "a coordinator's address host:port or grpc://host:port to join (repeat for each): the worker announces itself every 2s and tells it when it drains")
 	advertise := r.fs.String("advertise-host", "", "host coordinators and clients reach this worker at (default: the listen host)")
+	check := r.fs.Bool("check", false, checkUsage)
 	if err := r.parse(args); err != nil {
 		return err
 	}
@@ -529,6 +534,9 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log, ready := startLogger(stderr)
 	defer log.Sync()
+	if *check {
+		return r.preflight(key, log)
+	}
 	stopTracing, err := r.startTracing(ctx, "icefloe-worker", log)
 	if err != nil {
 		return err

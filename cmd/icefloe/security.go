@@ -147,6 +147,23 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// checkUsage describes --check of coordinator and worker.
+const checkUsage = "parse the command line and config, run the start-up checks (ticket key, auth:, the listeners allowed without auth) and exit without starting"
+
+// preflight runs the checks of security that decide whether the role
+// may start — auth: builds, or each listener without it is allowed —
+// without opening anything (no audit file, no listener).
+func (r *roleFlags) preflight(key *wire.Key, log *zap.Logger) error {
+	if a := r.cfg.Auth; a != nil {
+		if _, err := a.policy(); err != nil {
+			return err
+		}
+		_, err := auth.New(auth.Options{Key: key, Users: a.users(), TokenTTL: a.TokenTTL, JWKS: a.jwks(), Logger: log})
+		return err
+	}
+	return r.openListeners(log)
+}
+
 // openListeners checks the listeners of a role without authentication:
 // the Flight listener, the HTTP listener (whose status page lists
 // and cancels every statement) and the REST catalog's each need a loopback address, or

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -151,17 +152,24 @@ func KeyOf(ptype *iceberg.StructType, specID int32, part map[int]any) (string, e
 	return keyAt(specID, arr.(*array.Struct), 0), nil
 }
 
+// keyAt is the key of arr[i] in spec specID. Each field is spelled as
+// "-" when NULL, else as the length of its text, ':' and the text, so no
+// value (a string "null", one holding the separator) reads as another or
+// as NULL.
 func keyAt(specID int32, arr *array.Struct, i int) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d", specID)
+	sb.WriteString(strconv.Itoa(int(specID)))
 	for f := 0; f < arr.NumField(); f++ {
 		c := arr.Field(f)
-		sb.WriteString("|")
+		sb.WriteByte('|')
 		if c.IsNull(i) {
-			sb.WriteString("null")
-		} else {
-			sb.WriteString(c.ValueStr(i))
+			sb.WriteByte('-')
+			continue
 		}
+		v := c.ValueStr(i)
+		sb.WriteString(strconv.Itoa(len(v)))
+		sb.WriteByte(':')
+		sb.WriteString(v)
 	}
 	return sb.String()
 }

@@ -85,7 +85,7 @@ affinity:
 {{- define "icefloe.containerCommon" -}}
 image: {{ include "icefloe.image" .root }}
 imagePullPolicy: {{ .root.Values.image.pullPolicy }}
-args: ["{{ .component }}", "--config", "/etc/icefloe/{{ .component }}.yaml"]
+args: ["{{ .component }}", "--config", "/etc/icefloe/{{ .component }}.yaml"{{ if .root.Values.insecureNoAuth }}, "--insecure-no-auth"{{ end }}]
 ports:
   - name: flight
     containerPort: {{ .root.Values.port }}
@@ -105,6 +105,13 @@ env:
     valueFrom:
       fieldRef:
         fieldPath: status.podIP
+  {{- if .root.Values.auth.enabled }}
+  - name: ICEFLOE_ADMIN_PASSWORD_HASH
+    valueFrom:
+      secretKeyRef:
+        name: {{ .root.Values.auth.existingSecret | default (printf "%s-admin" (include "icefloe.fullname" .root)) }}
+        key: password-hash
+  {{- end }}
 {{- if or .root.Values.catalogCredentials.existingSecret .root.Values.catalogCredentials.values }}
 envFrom:
   - secretRef:
@@ -156,3 +163,27 @@ prometheus.io/port: "{{ .Values.metrics.port }}"
 prometheus.io/path: /metrics
 {{- end }}
 {{- end }}
+
+{{/* The auth: section of both configs (values' auth), or nothing with
+auth off, which insecureNoAuth must then allow. */}}
+{{- define "icefloe.authConfig" -}}
+{{- if .Values.auth.enabled -}}
+auth:
+  {{- with .Values.auth.tokenTTL }}
+  token_ttl: {{ . }}
+  {{- end }}
+  users:
+    - name: {{ .Values.auth.adminUser | quote }}
+      password_hash: "${ICEFLOE_ADMIN_PASSWORD_HASH}"
+      roles: [admin]
+    {{- with .Values.auth.users }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with .Values.auth.roles }}
+  roles:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- else if not .Values.insecureNoAuth }}
+{{- fail "auth.enabled is false: set insecureNoAuth: true to run without authentication (--insecure-no-auth; anyone who reaches the service may read, write and drop every table), or keep auth on" }}
+{{- end }}
+{{- end -}}
