@@ -37,7 +37,7 @@ func (p ingestPlanner) Ingest(_ context.Context, _ planner.Session, in statement
 // CommandStatementIngest) and crafted bound parameters get
 // InvalidArgument over gRPC, and the server keeps serving.
 func TestCraftedIngestRefused(t *testing.T) {
-	e := start(t, func(o *Options) { o.Planner = ingestPlanner{o.Planner.(*fakePlanner)} })
+	e := start(t, func(o *Options) { o.Capabilities.Ingest = ingestPlanner{o.Backend.(*fakePlanner)} })
 	ctx := context.Background()
 	cmd, err := anypb.New(&pb.CommandStatementIngest{Table: "t"})
 	if err != nil {
