@@ -24,12 +24,12 @@ type layer struct {
 var layers = []layer{
 	{name: "wire", packages: []string{"wire"}},
 	{name: "libraries", open: true, packages: []string{
-		"internal/admit", "internal/audit", "internal/auth", "internal/colmeta",
+		"internal/admit", "internal/audit", "internal/auth", "internal/cachestats", "internal/colmeta",
 		"internal/conform", "internal/datacache", "internal/drain", "internal/engine",
-		"internal/exchange", "internal/flightclient", "internal/flightio",
+		"internal/exchange", "internal/flightclient", "internal/flightio", "internal/flightio/crafted",
 		"internal/membership", "internal/membudget", "internal/memsize",
 		"internal/parse", "internal/partstats", "internal/pqfile", "internal/queryreg",
-		"internal/readyline", "internal/sqltok", "internal/streamidle", "internal/suggest",
+		"internal/readyline", "internal/resultcache", "internal/sqltok", "internal/streamidle", "internal/suggest",
 		"internal/tlsconf", "internal/tracing", "planner/plan",
 	}},
 	{name: "catalog", open: true, packages: []string{"catalog/tablecrypt", "catalog"}},

@@ -268,17 +268,15 @@ func (p *Policy) Admin(ctx context.Context) bool {
 // kept under one version is never served under another. The name is part
 // of it because what a principal is allowed may depend on who it is
 // (row filters naming the user or reading its attributes), not only on
-// its roles. A nil policy
-// (authentication off) has one version for everybody.
+// its roles. Under a nil policy (authentication off) it still differs
+// by principal: answers are never shared across principals.
 func (p *Policy) GrantsVersion(pr *auth.Principal) string {
-	if p == nil {
-		return "open"
-	}
 	h := sha256.New()
 	part := func(s string) {
 		h.Write(binary.AppendUvarint(nil, uint64(len(s))))
 		h.Write([]byte(s))
 	}
+	part(strconv.FormatBool(p == nil))
 	if pr == nil {
 		part("anonymous")
 	} else {
@@ -288,6 +286,9 @@ func (p *Policy) GrantsVersion(pr *auth.Principal) string {
 		slices.Sort(roles)
 		for _, r := range slices.Compact(roles) {
 			part(r)
+			if p == nil {
+				continue
+			}
 			for _, g := range p.roles[r] {
 				// Every field of the compiled grant, whatever it grows
 				// (fmt prints maps sorted by key).
