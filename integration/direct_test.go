@@ -136,7 +136,9 @@ func TestDirectParquet(t *testing.T) {
 	if err := os.Remove(files[0]); err != nil {
 		t.Fatal(err)
 	}
-	_, err = query(t, cnxn, join)
+	// Another query over the same files: the result cache keeps the
+	// join's answer for the unchanged snapshot.
+	_, err = query(t, cnxn, join+" HAVING count(*) > 0")
 	if err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) {
 		t.Fatalf("query over a removed file: %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -33,7 +35,14 @@ import (
 // by a slow Flight client reading the endpoints one after the other, a
 // two-phase aggregate and a gather (a window). Outcomes are counted.
 func TestWorkerKilledWhilePulling(t *testing.T) {
-	_, c, worker := announcedCluster(t)
+	// Without the result cache: a cacheable one-endpoint query would be
+	// read through the coordinator, and the kills are of the workers the
+	// client reads from.
+	cfg := filepath.Join(t.TempDir(), "icefloe.yaml")
+	if err := os.WriteFile(cfg, []byte("result_cache_bytes: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, c, worker := announcedCluster(t, "--config", cfg)
 	workers := []*role{worker(), worker(), worker()}
 	locs := func() []string {
 		var out []string
@@ -223,7 +232,7 @@ func (r *slowReader) read(cl *flightsql.Client, q string, planned chan<- string)
 	if err != nil {
 		return nil, err
 	}
-	if planned != nil && len(info.Endpoint) == 1 {
+	if planned != nil && len(info.Endpoint) == 1 && len(info.Endpoint[0].Location) > 0 {
 		planned <- info.Endpoint[0].Location[0].Uri
 	}
 	var rows []string

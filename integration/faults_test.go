@@ -440,12 +440,12 @@ func strayStagingFiles(t testing.TB, dataDir string, before map[string]bool) []s
 
 // announcedCluster starts a coordinator on a fresh data dir and returns
 // them with a func that starts a worker announcing itself to it.
-func announcedCluster(t *testing.T) (dir string, c *role, worker func() *role) {
+func announcedCluster(t *testing.T, coordArgs ...string) (dir string, c *role, worker func() *role) {
 	t.Helper()
 	bin := icefloeBin(t)
 	dir = t.TempDir()
 	env := []string{membershipKey}
-	c = startProc(t, bin, env, "coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	c = startProc(t, bin, env, append([]string{"coordinator", "--listen", "127.0.0.1:0", "--data-dir", dir}, coordArgs...)...)
 	worker = func() *role {
 		return startProc(t, bin, env, "worker", "--listen", "127.0.0.1:0", "--data-dir", dir, "--announce", c.addr())
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -233,6 +234,11 @@ func (s *Server) writeQuery(ctx context.Context, conn *engine.Conn, tbl *table.T
 	// flushed, so what a write holds is bounded by bytes.
 	opts = append(opts, table.WithMaxWriteWorkers(1), table.WithRecordBatchBufferSize(writeQueueBatches))
 	if n := rowGroupRows(first, s.opts.WriteRowGroupBytes); n > 0 {
+		// The table's own write.parquet.row-group-limit stays when it is
+		// smaller: the option replaces it.
+		if own, err := strconv.Atoi(tbl.Properties()[table.ParquetRowGroupLimitKey]); err == nil && own > 0 {
+			n = min(n, own)
+		}
 		opts = append(opts, table.WithParquetRowGroupLimit(n))
 	}
 	var files []iceberg.DataFile

@@ -65,6 +65,9 @@ type Config struct {
 	// DataCacheBytes bounds each worker's data cache; unset means the
 	// default (4 GiB), 0 turns the cache off.
 	DataCacheBytes *int64 `yaml:"data_cache_bytes"`
+	// ResultCacheBytes bounds the coordinator's result cache; unset means
+	// the default (64 MiB), 0 turns the cache off.
+	ResultCacheBytes *int64 `yaml:"result_cache_bytes"`
 	// Catalogs are mounted besides the embedded "local" one, each under
 	// its name: a type (rest, glue, sql) and iceberg-go's properties.
 	Catalogs []catalog.Config `yaml:"catalogs"`
@@ -253,6 +256,9 @@ func (c Config) Validate() error {
 	if c.MetadataCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("config: metadata_cache_bytes: must be >= 0, got %d", c.MetadataCacheBytes))
 	}
+	if c.ResultCacheBytes != nil && *c.ResultCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("config: result_cache_bytes: must be >= 0 (0 turns the cache off), got %d", *c.ResultCacheBytes))
+	}
 	if c.DataCacheBytes != nil && *c.DataCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("config: data_cache_bytes: must be >= 0 (0 turns the cache off), got %d", *c.DataCacheBytes))
 	}
@@ -311,4 +317,16 @@ func (c Config) String() string {
 	r.Auth = c.Auth.redacted()
 	out, _ := yaml.Marshal(r)
 	return string(out)
+}
+
+// resultCacheBytes is result_cache_bytes as the coordinator takes it: 0
+// for the default, negative for off.
+func (c *Config) resultCacheBytes() int64 {
+	switch {
+	case c.ResultCacheBytes == nil:
+		return 0
+	case *c.ResultCacheBytes == 0:
+		return -1
+	}
+	return *c.ResultCacheBytes
 }

@@ -74,6 +74,7 @@ func TestConfigValidateNamesEveryKey(t *testing.T) {
 	p := writeConfig(t, `
 workers: -1
 data_cache_bytes: -5
+result_cache_bytes: -1
 shuffle_partitions: -2
 catalogs:
   - name: local
@@ -91,6 +92,7 @@ catalogs:
 	for _, want := range []string{
 		"workers: must be >= 0",
 		"data_cache_bytes: must be >= 0",
+		"result_cache_bytes: must be >= 0",
 		"shuffle_partitions: must be >= 0",
 		`catalogs[0].name: "local" is the embedded catalog's name`,
 		"catalogs[0].properties.uri: required",
@@ -125,5 +127,19 @@ func TestSQLHelpHidesToken(t *testing.T) {
 	o, _, err := parseSQLArgs([]string{"SELECT 1"}, nil, &errOut)
 	if err != nil || o.token != "token-secret-value" {
 		t.Fatalf("the token from the environment is not used: %q %v", o.token, err)
+	}
+}
+
+// TestResultCacheBytes: unset is the default, 0 turns the cache off, a
+// size bounds it.
+func TestResultCacheBytes(t *testing.T) {
+	for text, want := range map[string]int64{"": 0, "result_cache_bytes: 0\n": -1, "result_cache_bytes: 1048576\n": 1 << 20} {
+		c, err := loadConfig(writeConfig(t, "listen: 127.0.0.1:0\n"+text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.resultCacheBytes(); got != want {
+			t.Errorf("%q: result cache bytes %d, want %d", text, got, want)
+		}
 	}
 }

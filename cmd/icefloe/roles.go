@@ -306,6 +306,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Logger:             log,
 		Catalogs:           r.cfg.Catalogs,
 		MetadataCacheBytes: r.cfg.MetadataCacheBytes,
+		ResultCacheBytes:   r.cfg.resultCacheBytes(),
 		NoDirectScan:       !*direct,
 		NoDataCache:        cacheDir == "",
 		DataCacheDir:       cacheDir,
@@ -433,6 +434,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) error 
 		Metrics:        reg,
 		REST:           r.rest(),
 
+		ResultCacheBytes:  r.cfg.resultCacheBytes(),
 		BroadcastBytes:    r.cfg.BroadcastBytes,
 		ShuffleBytes:      r.cfg.ShuffleBytes,
 		ShufflePartitions: r.cfg.ShufflePartitions,
