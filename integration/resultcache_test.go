@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/icefloe/icefloe/catalog"
-	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/cluster"
+	"github.com/icefloe/icefloe/fleet"
 	"github.com/icefloe/icefloe/internal/engine"
 	"github.com/icefloe/icefloe/wire"
 )

@@ -16,9 +16,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/icefloe/icefloe/cluster"
 	"github.com/icefloe/icefloe/internal/auth"
 	"github.com/icefloe/icefloe/internal/authz"
-	"github.com/icefloe/icefloe/cluster"
 )
 
 // rowRoles: eu_reader reads hr.people only in its user's region, with
