@@ -49,7 +49,7 @@ func explainOf(t testing.TB, cnxn adbc.Connection, q string) string {
 // without locations, right, and without a worker call.
 func TestAnswersOnTheCoordinator(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s := StartCluster(t, Workers(2), Demo(), WithMetrics(reg))
+	s := StartCluster(t, Workers(2), Demo(), WithMetrics(reg), ResultCache())
 	cnxn := adbcConn(t, s.Addr())
 	want := mustQuery(t, cnxn, "SELECT count(*) AS n FROM (SELECT id FROM orders)").rows
 	before := workerTickets(t, reg)

@@ -29,6 +29,9 @@ type clusterConfig struct {
 	metrics  prometheus.Registerer
 	rest     bool
 	group    int64
+	// resultCache keeps the coordinator's result cache on (see
+	// ResultCache).
+	resultCache bool
 }
 
 // Option changes how StartCluster builds the cluster.
@@ -63,6 +66,11 @@ func WorkerMemory(limit string) Option { return func(c *clusterConfig) { c.memor
 // RESTCatalog serves the Iceberg REST catalog on 127.0.0.1:0
 // (Coordinator.RESTURL).
 func RESTCatalog() Option { return func(c *clusterConfig) { c.rest = true } }
+
+// ResultCache keeps the coordinator's result cache on. Test clusters run
+// without it unless asked: a cacheable one-endpoint query is read through
+// the coordinator, and most tests are about what the workers serve.
+func ResultCache() Option { return func(c *clusterConfig) { c.resultCache = true } }
 
 // WithMetrics registers the cluster's metrics on reg.
 func WithMetrics(reg prometheus.Registerer) Option { return func(c *clusterConfig) { c.metrics = reg } }
@@ -102,6 +110,7 @@ func StartCluster(t testing.TB, opts ...Option) *cluster.Standalone {
 		REST:         restOptions(cfg.rest),
 
 		TargetGroupBytes: cfg.group,
+		ResultCacheBytes: resultCacheBytes(cfg.resultCache),
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
@@ -182,4 +191,13 @@ func TestWorkerClosesPeerClients(t *testing.T) {
 			t.Errorf("worker %d still holds %d clients of its peers after it stopped", i, n)
 		}
 	}
+}
+
+// resultCacheBytes is the coordinator's ResultCacheBytes for a test
+// cluster: the default bound when on, off otherwise.
+func resultCacheBytes(on bool) int64 {
+	if on {
+		return 0
+	}
+	return -1
 }

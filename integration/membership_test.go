@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ func startProc(t testing.TB, bin string, env []string, args ...string) *role {
 // still runs.
 func spawn(t testing.TB, bin string, env []string, args ...string) (r *role, ready <-chan map[string]any) {
 	t.Helper()
+	args = withoutResultCache(t, args)
 	r = &role{t: t, cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
 	r.cmd.Env = append(os.Environ(), env...)
 	stderr, err := r.cmd.StderrPipe()
@@ -575,4 +577,37 @@ func TestListedWorkerDrainOnSIGTERM(t *testing.T) {
 		t.Fatalf("the drained worker exited with %v:\n%s", err, w2.log())
 	}
 	wantRows(t, cnxn, `SELECT count(*), sum(id) FROM t`, "10000 | 49995000")
+}
+
+// withoutResultCache turns the result cache of a coordinator (or serve)
+// the tests start off, unless its config sets result_cache_bytes: a
+// cacheable one-endpoint query would be read through the coordinator,
+// and these tests are about what the workers serve. The result cache's
+// own tests run in-process (ResultCache) and through the Python and JDBC
+// suites.
+func withoutResultCache(t testing.TB, args []string) []string {
+	if len(args) == 0 || (args[0] != "coordinator" && args[0] != "serve") {
+		return args
+	}
+	for i, a := range args {
+		if a != "--config" || i+1 >= len(args) {
+			continue
+		}
+		text, err := os.ReadFile(args[i+1])
+		if err != nil || strings.Contains(string(text), "result_cache_bytes") {
+			return args
+		}
+		if len(text) > 0 && text[len(text)-1] != '\n' {
+			text = append(text, '\n')
+		}
+		if err := os.WriteFile(args[i+1], append(text, "result_cache_bytes: 0\n"...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return args
+	}
+	cfg := filepath.Join(t.TempDir(), "no-result-cache.yaml")
+	if err := os.WriteFile(cfg, []byte("result_cache_bytes: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return append(slices.Clone(args), "--config", cfg)
 }

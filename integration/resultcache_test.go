@@ -38,7 +38,7 @@ func cacheState(t testing.TB, cnxn adbc.Connection, q string) string {
 
 func TestResultCache(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s := StartCluster(t, Workers(2), Demo(), WithMetrics(reg))
+	s := StartCluster(t, Workers(2), Demo(), WithMetrics(reg), ResultCache())
 	// With cookies, so SET and USE hold for the session (sent through
 	// GetFlightInfo, as Python's driver sends every statement).
 	cnxn := adbcConn(t, s.Addr(), map[string]string{adbcflight.OptionCookieMiddleware: adbc.OptionValueEnabled})
@@ -126,7 +126,7 @@ func TestResultCache(t *testing.T) {
 // TestResultCacheAcrossPrincipals: a result one principal's run kept is
 // never served to a principal whose grants differ.
 func TestResultCacheAcrossPrincipals(t *testing.T) {
-	e := startSecure(t)
+	e := startSecure(t, func(o *cluster.StandaloneOptions) { o.ResultCacheBytes = 0 })
 	root := e.login(t, "root")
 	execUpdate(t, root, "CREATE SCHEMA sales")
 	execUpdate(t, root, "CREATE TABLE sales.orders AS SELECT id, status, amount FROM orders LIMIT 2000")

@@ -130,6 +130,7 @@ func startSecure(t testing.TB, opts ...func(*cluster.StandaloneOptions)) *secure
 		WorkerEngine: engine.Options{Threads: 2, MemoryLimit: "1GB"},
 		Security:     cluster.Security{Auth: a, Policy: policy, TLS: srvTLS, ClientTLS: cliTLS, Audit: alog},
 	}
+	so.ResultCacheBytes = resultCacheBytes(false)
 	for _, o := range opts {
 		o(&so)
 	}
