@@ -140,7 +140,14 @@ func (s *Server) proxied(ctx context.Context, info *flight.FlightInfo, queryID, 
 	if err != nil {
 		return nil, fmt.Errorf("flightsql: ticket: %w", err)
 	}
-	info.Endpoint = []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}}
+	ep := &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: tkt}}
+	// The proxied endpoint expires with the first of the tickets it reads.
+	for _, e := range info.Endpoint {
+		if x := e.GetExpirationTime(); x != nil && (ep.ExpirationTime == nil || x.AsTime().Before(ep.ExpirationTime.AsTime())) {
+			ep.ExpirationTime = x
+		}
+	}
+	info.Endpoint = []*flight.FlightEndpoint{ep}
 	return info, nil
 }
 

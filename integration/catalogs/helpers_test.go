@@ -51,6 +51,9 @@ func startClusterKey(t testing.TB, key *wire.Key, ticketTTL time.Duration, cats 
 		Catalogs:     cats,
 		Key:          key,
 		TicketTTL:    ticketTTL,
+		// Without the result cache: these tests open the workers'
+		// tickets, which a cacheable query's coordinator endpoint hides.
+		ResultCacheBytes: -1,
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -48,7 +49,7 @@ func (r *checked) Next() bool {
 		if col.DataType().ID() == arrow.NULL {
 			continue
 		}
-		if err := array.ValidateFull(col); err != nil {
+		if err := array.ValidateFull(col); err != nil && !(strings.Contains(err.Error(), "not valid utf8") && validAsBytes(col)) {
 			r.err = fmt.Errorf("%w: batch %d of the stream is not valid Arrow: column %d (%s): %v", ErrMalformed, r.batches, i, rec.Schema().Field(i).Name, err)
 			return false
 		}
@@ -80,4 +81,60 @@ func (r *checked) Err() error {
 		return err
 	}
 	return fmt.Errorf("%w: batch %d of the stream cannot be read as Arrow IPC: %v", ErrMalformed, r.batches+1, err)
+}
+
+// validAsBytes says whether col, whose strings are not all valid UTF-8, is
+// valid Arrow once its strings are read as bytes (for strings and lists
+// of strings): its layout is sound, and the check of what may be stored
+// (internal/conform) refuses the text naming its column and row.
+func validAsBytes(col arrow.Array) bool {
+	dt, ok := asBytes(col.DataType())
+	if !ok {
+		return false
+	}
+	d := retype(col.Data(), dt)
+	defer d.Release()
+	arr := array.MakeFromData(d)
+	defer arr.Release()
+	return array.ValidateFull(arr) == nil
+}
+
+// asBytes is dt with its string types as the binary types of the same
+// layout, for strings and lists of them.
+func asBytes(dt arrow.DataType) (arrow.DataType, bool) {
+	switch t := dt.(type) {
+	case *arrow.StringType:
+		return arrow.BinaryTypes.Binary, true
+	case *arrow.LargeStringType:
+		return arrow.BinaryTypes.LargeBinary, true
+	case *arrow.ListType:
+		if el, ok := asBytes(t.Elem()); ok {
+			f := t.ElemField()
+			f.Type = el
+			return arrow.ListOfField(f), true
+		}
+	case *arrow.LargeListType:
+		if el, ok := asBytes(t.Elem()); ok {
+			f := t.ElemField()
+			f.Type = el
+			return arrow.LargeListOfField(f), true
+		}
+	}
+	return nil, false
+}
+
+// retype is d's buffers and children under dt (see asBytes).
+func retype(d arrow.ArrayData, dt arrow.DataType) arrow.ArrayData {
+	var children []arrow.ArrayData
+	switch t := dt.(type) {
+	case *arrow.ListType:
+		children = []arrow.ArrayData{retype(d.Children()[0], t.Elem())}
+	case *arrow.LargeListType:
+		children = []arrow.ArrayData{retype(d.Children()[0], t.Elem())}
+	}
+	out := array.NewData(dt, d.Len(), d.Buffers(), children, d.NullN(), d.Offset())
+	for _, c := range children {
+		c.Release()
+	}
+	return out
 }
