@@ -25,7 +25,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/icefloe/icefloe/catalog"
 	"github.com/icefloe/icefloe/catalog/tablecrypt"
