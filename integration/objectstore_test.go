@@ -158,6 +158,8 @@ func startS3Cluster(t testing.TB, srv *s3Server, dataDir string, c s3Cluster) *c
 		DataCacheBytes: c.cacheBytes,
 		DataCacheDir:   c.cacheDir,
 		Metrics:        c.metrics,
+		// The data cache's tests count the workers' reads.
+		ResultCacheBytes: resultCacheBytes(false),
 	})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
@@ -539,7 +541,8 @@ func TestObjectStoreAffinityJoinLeave(t *testing.T) {
 	coord, err := cluster.StartCoordinator(ctx, cluster.CoordinatorOptions{
 		Listen: "127.0.0.1:0", Key: key, Mounts: mounts, Workers: pool,
 		DefaultCatalog: "s3", DefaultSchema: "db", DataCache: true,
-		Engine: engine.Options{TempDir: t.TempDir()},
+		Engine:           engine.Options{TempDir: t.TempDir()},
+		ResultCacheBytes: resultCacheBytes(false),
 	})
 	if err != nil {
 		t.Fatal(err)
